@@ -1,0 +1,281 @@
+//! The [`Client`] and its [`ClientBuilder`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{Credentials, env_var};
+use crate::error::{Error, Result};
+use crate::limits::{Limits, check_id};
+use crate::queue::Queue;
+use crate::raw;
+use crate::transport::{DEFAULT_MAX_RESPONSE_BYTES, Transport};
+
+/// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
+/// [`ClientBuilder::base_url`] says otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
+
+/// A client for one Cloudflare account's queues.
+///
+/// Cheap to clone: clones share the connection pool. Get a [`Queue`] handle
+/// with [`Client::queue`].
+///
+/// ```no_run
+/// # async fn demo() -> cf_queues::Result<()> {
+/// use cf_queues::{Client, Message};
+///
+/// let client = Client::from_env()?; // CLOUDFLARE_API_TOKEN, CLOUDFLARE_ACCOUNT_ID
+/// let queue = client.queue("023e105f4ecef8ad9ca31a8372d0c353")?;
+/// queue.push(Message::text("hello")).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    raw: raw::Client,
+    account_id: String,
+    limits: Limits,
+}
+
+impl Client {
+    /// A builder with Cloudflare's base URL and no credentials.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::new()
+    }
+
+    /// A client configured from the environment; see [`ClientBuilder::from_env`].
+    pub fn from_env() -> Result<Client> {
+        ClientBuilder::from_env()?.build()
+    }
+
+    /// A handle on one queue. Fails if `queue_id` is empty, longer than 32
+    /// characters or not alphanumeric.
+    pub fn queue(&self, queue_id: impl Into<String>) -> Result<Queue> {
+        let queue_id = queue_id.into();
+        check_id("queue_id", &queue_id)?;
+        Ok(Queue::new(self.clone(), queue_id))
+    }
+
+    /// The account this client works on.
+    pub fn account_id(&self) -> &str {
+        &self.inner.account_id
+    }
+
+    /// The API root requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.inner.raw.baseurl
+    }
+
+    /// The limits checked before sending.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The generated client, for calls the ergonomic layer does not cover.
+    /// It authenticates like this client.
+    pub fn raw(&self) -> &raw::Client {
+        &self.inner.raw
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url())
+            .field("account_id", &self.inner.account_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`Client`].
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::Client;
+///
+/// let client = Client::builder()
+///     .api_token("my-token")
+///     .account_id("023e105f4ecef8ad9ca31a8372d0c353")
+///     .timeout(Duration::from_secs(30))
+///     .build()?;
+/// # Ok::<(), cf_queues::Error>(())
+/// ```
+#[must_use]
+pub struct ClientBuilder {
+    base_url: String,
+    account_id: Option<String>,
+    credentials: Option<Result<Credentials>>,
+    http: Option<reqwest::Client>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    limits: Limits,
+    max_response_bytes: usize,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder::new()
+    }
+}
+
+impl ClientBuilder {
+    /// A builder with Cloudflare's base URL, 60 s per request and 5 s to connect.
+    pub fn new() -> ClientBuilder {
+        ClientBuilder {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            account_id: None,
+            credentials: None,
+            http: None,
+            timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            limits: Limits::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+
+    /// A builder filled from the environment:
+    ///
+    /// - `CLOUDFLARE_API_TOKEN`, or `CLOUDFLARE_API_KEY` with `CLOUDFLARE_EMAIL`;
+    /// - `CLOUDFLARE_ACCOUNT_ID`;
+    /// - `CLOUDFLARE_BASE_URL` (default [`DEFAULT_BASE_URL`]).
+    ///
+    /// Variables that are not set can still be given to the builder; `build`
+    /// says which are missing.
+    pub fn from_env() -> Result<ClientBuilder> {
+        let mut builder = ClientBuilder::new();
+        if let Some(credentials) = Credentials::from_env()? {
+            builder = builder.credentials(credentials);
+        }
+        if let Some(account_id) = env_var("CLOUDFLARE_ACCOUNT_ID") {
+            builder = builder.account_id(account_id);
+        }
+        if let Some(base_url) = env_var("CLOUDFLARE_BASE_URL") {
+            builder = builder.base_url(base_url);
+        }
+        Ok(builder)
+    }
+
+    /// Authenticates with an API token (`Authorization: Bearer`).
+    pub fn api_token(mut self, token: impl AsRef<str>) -> ClientBuilder {
+        self.credentials = Some(Credentials::api_token(token));
+        self
+    }
+
+    /// Authenticates with the legacy e-mail and global API key.
+    pub fn global_api_key(mut self, email: impl AsRef<str>, key: impl AsRef<str>) -> ClientBuilder {
+        self.credentials = Some(Credentials::global_api_key(email, key));
+        self
+    }
+
+    /// Authenticates with prepared credentials.
+    pub fn credentials(mut self, credentials: Credentials) -> ClientBuilder {
+        self.credentials = Some(Ok(credentials));
+        self
+    }
+
+    /// The account whose queues the client works on.
+    pub fn account_id(mut self, account_id: impl Into<String>) -> ClientBuilder {
+        self.account_id = Some(account_id.into());
+        self
+    }
+
+    /// The API root, such as an emulator's URL. A trailing `/` is ignored.
+    pub fn base_url(mut self, base_url: impl Into<String>) -> ClientBuilder {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sends requests through a `reqwest::Client` you configured (proxies,
+    /// TLS roots, timeouts). The builder's timeouts then do not apply.
+    pub fn http_client(mut self, http: reqwest::Client) -> ClientBuilder {
+        self.http = Some(http);
+        self
+    }
+
+    /// How long one request may take, body included (default 60 s).
+    pub fn timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long connecting may take (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> ClientBuilder {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The limits checked before sending (default: Cloudflare's documented ones).
+    pub fn limits(mut self, limits: Limits) -> ClientBuilder {
+        self.limits = limits;
+        self
+    }
+
+    /// The largest response body accepted (default 32 MiB); a larger one gives
+    /// [`Error::ResponseTooLarge`].
+    pub fn max_response_bytes(mut self, max: usize) -> ClientBuilder {
+        self.max_response_bytes = max;
+        self
+    }
+
+    /// Builds the client, checking the configuration.
+    pub fn build(self) -> Result<Client> {
+        let credentials = self.credentials.ok_or_else(|| {
+            Error::Config(
+                "no credentials: set CLOUDFLARE_API_TOKEN (or CLOUDFLARE_API_KEY and CLOUDFLARE_EMAIL), or call api_token()".into(),
+            )
+        })??;
+        let account_id = self.account_id.ok_or_else(|| {
+            Error::Config("no account id: set CLOUDFLARE_ACCOUNT_ID, or call account_id()".into())
+        })?;
+        check_id("account_id", &account_id)?;
+
+        let base_url = self.base_url.trim().trim_end_matches('/').to_owned();
+        let parsed = reqwest::Url::parse(&base_url)
+            .map_err(|e| Error::Config(format!("invalid base URL {base_url:?}: {e}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
+            return Err(Error::Config(format!(
+                "invalid base URL {base_url:?}: needs an http or https URL"
+            )));
+        }
+
+        let http = match self.http {
+            Some(http) => http,
+            None => reqwest::Client::builder()
+                .timeout(self.timeout)
+                .connect_timeout(self.connect_timeout)
+                .user_agent(concat!("cf-queues/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?,
+        };
+        let transport =
+            Transport::new(credentials).with_max_response_bytes(self.max_response_bytes);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                raw: raw::Client::new_with_client(&base_url, http, transport),
+                account_id,
+                limits: self.limits,
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("account_id", &self.account_id)
+            .field(
+                "credentials",
+                &self
+                    .credentials
+                    .as_ref()
+                    .map(|c| c.as_ref().map(|_| "<redacted>")),
+            )
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,200 @@
+//! Unwrapping `{success, errors, messages, result}` into a typed result or an [`Error`].
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use progenitor_client::ResponseValue;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiErrorDetail, Error, Result, snippet};
+use crate::raw::types;
+use crate::transport::{Exchange, recorded};
+
+/// The parts every success envelope shares.
+pub(crate) trait Envelope {
+    type Result: Default;
+    fn into_parts(
+        self,
+    ) -> (
+        Option<bool>,
+        Vec<types::ResponseInfo>,
+        Vec<Value>,
+        Option<Self::Result>,
+    );
+}
+
+macro_rules! envelope {
+    ($($envelope:ident => $result:ident),* $(,)?) => {$(
+        impl Envelope for types::$envelope {
+            type Result = types::$result;
+            fn into_parts(self) -> (Option<bool>, Vec<types::ResponseInfo>, Vec<Value>, Option<Self::Result>) {
+                (self.success, self.errors, self.messages, self.result)
+            }
+        }
+    )*};
+}
+envelope!(
+    PushEnvelope => PushResult,
+    PullEnvelope => PullResult,
+    AckEnvelope => AckResult,
+    PeekEnvelope => PeekResult,
+    PurgeEnvelope => PurgeResult,
+);
+
+type RawOutcome<E> =
+    std::result::Result<ResponseValue<E>, progenitor_client::Error<types::FailureEnvelope>>;
+
+/// Awaits a generated call and unwraps its envelope.
+///
+/// `success: false` is a failure even inside a 2xx; a non-empty `errors`
+/// next to `success: true` is not (Cloudflare's own examples do that).
+pub(crate) async fn call<E, F>(operation: &'static str, call: F) -> Result<E::Result>
+where
+    E: Envelope,
+    F: Future<Output = RawOutcome<E>>,
+{
+    let (outcome, exchange) = recorded(call).await;
+    match outcome {
+        Ok(value) => {
+            let status = value.status().as_u16();
+            let retry_after = retry_after(value.headers());
+            let (success, errors, messages, result) = value.into_inner().into_parts();
+            if success == Some(false) {
+                return Err(api_error(
+                    operation,
+                    status,
+                    errors,
+                    messages,
+                    None,
+                    retry_after,
+                ));
+            }
+            Ok(result.unwrap_or_default())
+        }
+        Err(error) => Err(map_error(operation, error, exchange)),
+    }
+}
+
+fn map_error(
+    operation: &'static str,
+    error: progenitor_client::Error<types::FailureEnvelope>,
+    exchange: Exchange,
+) -> Error {
+    use progenitor_client::Error as Raw;
+    let status = exchange.status.map_or(0, |s| s.as_u16());
+    match error {
+        Raw::ErrorResponse(value) => {
+            let status = value.status().as_u16();
+            let retry_after = retry_after(value.headers());
+            let failure = value.into_inner();
+            let body = failure.errors.is_empty().then(|| snippet(&exchange.body));
+            api_error(
+                operation,
+                status,
+                failure.errors,
+                failure.messages,
+                body,
+                retry_after,
+            )
+        }
+        Raw::CommunicationError(source)
+        | Raw::ResponseBodyError(source)
+        | Raw::InvalidUpgrade(source) => Error::Transport { operation, source },
+        _ if exchange.truncated => Error::ResponseTooLarge {
+            operation,
+            status,
+            limit: exchange.limit,
+        },
+        Raw::InvalidResponsePayload(body, _) if status >= 300 || status == 0 => api_error(
+            operation,
+            status,
+            Vec::new(),
+            Vec::new(),
+            Some(snippet(&body)),
+            retry_after(&exchange.headers),
+        ),
+        Raw::InvalidResponsePayload(body, source) => Error::Decode {
+            operation,
+            status,
+            reason: source.to_string(),
+            snippet: snippet(&body),
+        },
+        Raw::UnexpectedResponse(response) => {
+            let status = response.status().as_u16();
+            api_error(
+                operation,
+                status,
+                Vec::new(),
+                Vec::new(),
+                Some(snippet(&exchange.body)),
+                retry_after(&exchange.headers),
+            )
+        }
+        Raw::InvalidRequest(reason) | Raw::Custom(reason) => Error::InvalidInput {
+            field: "request".into(),
+            reason,
+        },
+    }
+}
+
+fn api_error(
+    operation: &'static str,
+    status: u16,
+    errors: Vec<types::ResponseInfo>,
+    messages: Vec<Value>,
+    body_snippet: Option<String>,
+    retry_after: Option<Duration>,
+) -> Error {
+    Error::Api(Box::new(ApiError {
+        operation,
+        status,
+        errors: errors.into_iter().map(detail).collect(),
+        messages: messages
+            .into_iter()
+            .map(|m| match m {
+                Value::String(s) => s,
+                other => other.to_string(),
+            })
+            .collect(),
+        body_snippet,
+        retry_after,
+    }))
+}
+
+fn detail(info: types::ResponseInfo) -> ApiErrorDetail {
+    ApiErrorDetail {
+        code: info
+            .code
+            .filter(|c| c.is_finite() && *c >= 0.0 && *c <= f64::from(u32::MAX))
+            .map(|c| c as u32),
+        message: info.message.unwrap_or_default(),
+        documentation_url: info.documentation_url.filter(|u| !u.is_empty()),
+        pointer: info.source.and_then(|s| s.pointer),
+    }
+}
+
+/// `retry-after-ms` (milliseconds), then `Retry-After` (seconds or an HTTP date).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}

@@ -1,0 +1,476 @@
+//! Messages: what you push ([`Message`]) and what you receive
+//! ([`PulledMessage`], [`PeekedMessage`], with their [`Body`]).
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::{BodyError, Error, Result};
+use crate::raw::types;
+
+/// The metadata key that names a received body's encoding.
+pub const CONTENT_TYPE_KEY: &str = "CF-Content-Type";
+
+/// A message to push: a text or a JSON body, with an optional delay.
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::Message;
+///
+/// let hello = Message::text("hello");
+/// let order = Message::json(&serde_json::json!({"order": 42}))?
+///     .with_delay(Duration::from_secs(30));
+/// # Ok::<(), cf_queues::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    body: OutgoingBody,
+    delay: Option<Duration>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum OutgoingBody {
+    Text(String),
+    Json(Value),
+}
+
+impl Message {
+    /// A message with a UTF-8 text body (`content_type: "text"`).
+    pub fn text(body: impl Into<String>) -> Message {
+        Message {
+            body: OutgoingBody::Text(body.into()),
+            delay: None,
+        }
+    }
+
+    /// A message with a JSON body (`content_type: "json"`) serialized from `value`.
+    ///
+    /// Fails with [`Error::InvalidInput`] when `value` cannot be represented as
+    /// JSON (a map with non-string keys, a failing `Serialize` impl).
+    pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Message> {
+        let value = serde_json::to_value(value)
+            .map_err(|e| Error::invalid("body", format!("cannot be serialized as JSON: {e}")))?;
+        Ok(Message {
+            body: OutgoingBody::Json(value),
+            delay: None,
+        })
+    }
+
+    /// Delays delivery by `delay` (at most 24 hours; rounded up to whole seconds).
+    pub fn with_delay(mut self, delay: Duration) -> Message {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// The content type this message is pushed with.
+    pub fn content_type(&self) -> ContentType {
+        match self.body {
+            OutgoingBody::Text(_) => ContentType::Text,
+            OutgoingBody::Json(_) => ContentType::Json,
+        }
+    }
+
+    /// The delay set with [`Message::with_delay`].
+    pub fn delay(&self) -> Option<Duration> {
+        self.delay
+    }
+
+    /// Checks the limits and builds the wire message; returns it with the bytes it counts for.
+    pub(crate) fn to_wire(
+        &self,
+        field: &str,
+        limits: &crate::Limits,
+    ) -> Result<(types::QueueMessage, usize)> {
+        let delay_seconds = self
+            .delay
+            .map(|d| limits.delay_seconds(&format!("{field}.delay"), d))
+            .transpose()?;
+        let (wire, body_bytes) = match &self.body {
+            OutgoingBody::Text(text) => (
+                types::QueueMessage::TextMessage(types::TextMessage {
+                    body: text.clone(),
+                    content_type: types::TextMessageContentType::Text,
+                    delay_seconds,
+                }),
+                text.len(),
+            ),
+            OutgoingBody::Json(value) => {
+                let encoded = serde_json::to_vec(value).map_err(|e| {
+                    Error::invalid(format!("{field}.body"), format!("cannot be encoded: {e}"))
+                })?;
+                (
+                    types::QueueMessage::JsonMessage(types::JsonMessage {
+                        body: value.clone(),
+                        content_type: types::JsonMessageContentType::Json,
+                        delay_seconds,
+                    }),
+                    encoded.len(),
+                )
+            }
+        };
+        let counted = limits.check_message_size(&format!("{field}.body"), body_bytes)?;
+        Ok((wire, counted))
+    }
+}
+
+/// The encoding of a message body, from `CF-Content-Type`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ContentType {
+    /// Plain UTF-8 text.
+    Text,
+    /// JSON; base64-encoded on pull and peek.
+    Json,
+    /// Raw bytes, base64-encoded (written by Workers only).
+    Bytes,
+    /// V8 structured clone, which only Workers can decode.
+    V8,
+    /// A type this crate does not know, or none (an empty string).
+    Other(String),
+}
+
+impl ContentType {
+    fn from_metadata(metadata: &Map<String, Value>) -> ContentType {
+        match metadata.get(CONTENT_TYPE_KEY).and_then(Value::as_str) {
+            Some("text") => ContentType::Text,
+            Some("json") => ContentType::Json,
+            Some("bytes") => ContentType::Bytes,
+            Some("v8") => ContentType::V8,
+            Some(other) => ContentType::Other(other.to_owned()),
+            None => ContentType::Other(String::new()),
+        }
+    }
+
+    /// The wire name: `text`, `json`, `bytes`, `v8`, or the unknown name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ContentType::Text => "text",
+            ContentType::Json => "json",
+            ContentType::Bytes => "bytes",
+            ContentType::V8 => "v8",
+            ContentType::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for ContentType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A received message body, decoded on request according to its content type.
+///
+/// ```
+/// # fn demo(message: &cf_queues::PulledMessage) -> cf_queues::Result<()> {
+/// #[derive(serde::Deserialize)]
+/// struct Order { id: u64 }
+/// let order: Order = message.body().json()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Body {
+    raw: String,
+    content_type: ContentType,
+}
+
+impl Body {
+    /// The body exactly as the API returned it (base64 for `json` and `bytes`).
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// The body's content type.
+    pub fn content_type(&self) -> &ContentType {
+        &self.content_type
+    }
+
+    /// The text of a `text` body.
+    pub fn text(&self) -> Result<&str> {
+        match self.content_type {
+            ContentType::Text => Ok(&self.raw),
+            _ => Err(self.mismatch("text")),
+        }
+    }
+
+    /// Deserializes a `json` body, base64-encoded or plain JSON text, into `T`.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T> {
+        match self.content_type {
+            ContentType::Json => {}
+            ContentType::V8 | ContentType::Other(_) => return Err(self.unsupported()),
+            _ => return Err(self.mismatch("json")),
+        }
+        let trimmed = self.raw.trim_start();
+        // Base64 never starts with these, JSON documents usually do: try the
+        // likelier reading first and fall back to the other.
+        let plain_first = trimmed.starts_with(['{', '[', '"']);
+        if plain_first && let Ok(value) = serde_json::from_str(&self.raw) {
+            return Ok(value);
+        }
+        if let Ok(bytes) = BASE64.decode(self.raw.trim())
+            && let Ok(value) = serde_json::from_slice(&bytes)
+        {
+            return Ok(value);
+        }
+        serde_json::from_str(&self.raw).map_err(|e| BodyError::Json(e).into())
+    }
+
+    /// The bytes of the body: decoded base64 for `bytes` and `json`, UTF-8 for `text`.
+    pub fn bytes(&self) -> Result<Vec<u8>> {
+        match self.content_type {
+            ContentType::Text => Ok(self.raw.clone().into_bytes()),
+            ContentType::Bytes => Ok(BASE64.decode(self.raw.trim()).map_err(BodyError::from)?),
+            ContentType::Json => Ok(BASE64
+                .decode(self.raw.trim())
+                .unwrap_or_else(|_| self.raw.clone().into_bytes())),
+            ContentType::V8 | ContentType::Other(_) => Err(self.unsupported()),
+        }
+    }
+
+    fn mismatch(&self, requested: &'static str) -> Error {
+        BodyError::ContentTypeMismatch {
+            requested,
+            actual: self.content_type.to_string(),
+        }
+        .into()
+    }
+
+    fn unsupported(&self) -> Error {
+        BodyError::UnsupportedContentType {
+            content_type: self.content_type.to_string(),
+        }
+        .into()
+    }
+}
+
+const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+/// The opaque id of a leased (pulled) message; acknowledge or retry with it.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LeaseId(String);
+
+/// The opaque reference of a peeked message; purge with it.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PeekRef(String);
+
+macro_rules! opaque_token {
+    ($name:ident) => {
+        impl $name {
+            /// The token as the API sent it.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                // Tokens are long JWEs: show enough to tell them apart.
+                let short: String = self.0.chars().take(16).collect();
+                if short.len() < self.0.len() {
+                    write!(f, "{}({short}…)", stringify!($name))
+                } else {
+                    write!(f, "{}({short})", stringify!($name))
+                }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl From<String> for $name {
+            fn from(token: String) -> Self {
+                $name(token)
+            }
+        }
+        impl From<&str> for $name {
+            fn from(token: &str) -> Self {
+                $name(token.to_owned())
+            }
+        }
+        impl From<&$name> for $name {
+            fn from(token: &$name) -> Self {
+                token.clone()
+            }
+        }
+    };
+}
+opaque_token!(LeaseId);
+opaque_token!(PeekRef);
+
+/// A message leased by [`Queue::pull`](crate::Queue::pull).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PulledMessage {
+    /// The message id (ephemeral: not stable across deliveries).
+    pub id: String,
+    /// How many times the message has been delivered, this delivery included.
+    pub attempts: u32,
+    /// When the message was pushed, as Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The lease: acknowledge or retry the message with it before it expires.
+    pub lease_id: LeaseId,
+    /// All metadata, `CF-Content-Type` included.
+    pub metadata: Map<String, Value>,
+    body: Body,
+}
+
+/// A message seen by [`Queue::peek`](crate::Queue::peek); peek does not lease it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PeekedMessage {
+    /// The message id.
+    pub id: String,
+    /// How many times the message has been delivered so far.
+    pub attempts: u32,
+    /// When the message was pushed, as Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The reference to purge the message with.
+    pub peek_ref: PeekRef,
+    /// All metadata, `CF-Content-Type` included.
+    pub metadata: Map<String, Value>,
+    body: Body,
+}
+
+macro_rules! received_accessors {
+    ($name:ident) => {
+        impl $name {
+            /// The body, to decode as text, JSON or bytes.
+            pub fn body(&self) -> &Body {
+                &self.body
+            }
+
+            /// The body's content type (from `CF-Content-Type`).
+            pub fn content_type(&self) -> &ContentType {
+                &self.body.content_type
+            }
+
+            /// When the message was pushed.
+            pub fn timestamp(&self) -> SystemTime {
+                UNIX_EPOCH + Duration::from_millis(self.timestamp_ms)
+            }
+        }
+    };
+}
+received_accessors!(PulledMessage);
+received_accessors!(PeekedMessage);
+
+/// Server numbers are JSON `number`s: clamp anything odd (negative, NaN, huge) into range.
+pub(crate) fn count_u32(n: Option<f64>) -> u32 {
+    n.filter(|n| n.is_finite() && *n > 0.0)
+        .map_or(0, |n| n.min(f64::from(u32::MAX)) as u32)
+}
+
+pub(crate) fn count_u64(n: Option<f64>) -> u64 {
+    n.filter(|n| n.is_finite() && *n > 0.0)
+        .map_or(0, |n| n.min(u64::MAX as f64) as u64)
+}
+
+fn body(raw: Option<String>, metadata: &Map<String, Value>) -> Body {
+    Body {
+        raw: raw.unwrap_or_default(),
+        content_type: ContentType::from_metadata(metadata),
+    }
+}
+
+impl From<types::PulledMessage> for PulledMessage {
+    fn from(m: types::PulledMessage) -> Self {
+        PulledMessage {
+            body: body(m.body, &m.metadata),
+            id: m.id.unwrap_or_default(),
+            attempts: count_u32(m.attempts),
+            timestamp_ms: count_u64(m.timestamp_ms),
+            lease_id: LeaseId(m.lease_id.unwrap_or_default()),
+            metadata: m.metadata,
+        }
+    }
+}
+
+impl From<types::PeekedMessage> for PeekedMessage {
+    fn from(m: types::PeekedMessage) -> Self {
+        PeekedMessage {
+            body: body(m.body, &m.metadata),
+            id: m.id.unwrap_or_default(),
+            attempts: count_u32(m.attempts),
+            timestamp_ms: count_u64(m.timestamp_ms),
+            peek_ref: PeekRef(m.ref_.unwrap_or_default()),
+            metadata: m.metadata,
+        }
+    }
+}
+
+impl From<&PulledMessage> for LeaseId {
+    fn from(message: &PulledMessage) -> Self {
+        message.lease_id.clone()
+    }
+}
+
+impl From<&PeekedMessage> for PeekRef {
+    fn from(message: &PeekedMessage) -> Self {
+        message.peek_ref.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_of(content_type: &str, raw: &str) -> Body {
+        let mut metadata = Map::new();
+        metadata.insert(CONTENT_TYPE_KEY.into(), Value::from(content_type));
+        body(Some(raw.into()), &metadata)
+    }
+
+    #[test]
+    fn json_base64_and_plain() {
+        let b64 = body_of("json", "eyJhIjoxfQ==");
+        assert_eq!(b64.json::<Value>().ok(), Some(serde_json::json!({"a": 1})));
+        let plain = body_of("json", r#"{"a":1}"#);
+        assert_eq!(
+            plain.json::<Value>().ok(),
+            Some(serde_json::json!({"a": 1}))
+        );
+        let number = body_of("json", "1234");
+        assert_eq!(number.json::<u32>().ok(), Some(1234));
+    }
+
+    #[test]
+    fn v8_and_unknown_are_typed_errors() {
+        assert!(matches!(
+            body_of("v8", "AAAA").json::<Value>(),
+            Err(Error::Body(BodyError::UnsupportedContentType { content_type })) if content_type == "v8"
+        ));
+        assert!(matches!(
+            body_of("v8", "AAAA").bytes(),
+            Err(Error::Body(BodyError::UnsupportedContentType { .. }))
+        ));
+        assert!(matches!(
+            body_of("text", "hi").json::<Value>(),
+            Err(Error::Body(BodyError::ContentTypeMismatch {
+                requested: "json",
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn clamps_server_numbers() {
+        assert_eq!(count_u32(Some(-1.0)), 0);
+        assert_eq!(count_u32(Some(f64::NAN)), 0);
+        assert_eq!(count_u32(Some(3.0)), 3);
+        assert_eq!(count_u32(Some(1e20)), u32::MAX);
+        assert_eq!(count_u64(None), 0);
+    }
+
+    #[test]
+    fn token_debug_is_short() {
+        let lease = LeaseId::from("a".repeat(100));
+        assert_eq!(
+            format!("{lease:?}"),
+            format!("LeaseId({}…)", "a".repeat(16))
+        );
+    }
+}

@@ -1,0 +1,339 @@
+//! [`Queue`]: the six operations on one queue, and their options.
+
+use std::time::Duration;
+
+use crate::client::Client;
+use crate::envelope::call;
+use crate::error::{Error, Result};
+use crate::limits::check_token;
+use crate::message::{LeaseId, Message, PeekRef, PeekedMessage};
+use crate::raw::types;
+use crate::response::{AckOutcome, PulledBatch, PurgeOutcome, PushReceipt, peeked};
+
+/// A handle on one queue of a [`Client`]'s account.
+///
+/// Every method checks its input against the client's [`Limits`](crate::Limits)
+/// before sending anything, then unwraps the API's envelope.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    client: Client,
+    queue_id: String,
+}
+
+impl Queue {
+    pub(crate) fn new(client: Client, queue_id: String) -> Queue {
+        Queue { client, queue_id }
+    }
+
+    /// The queue's id.
+    pub fn id(&self) -> &str {
+        &self.queue_id
+    }
+
+    /// The client this handle belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Pushes one message.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use cf_queues::Message;
+    /// queue.push(Message::text("hello")).await?;
+    /// queue.push(Message::json(&serde_json::json!({"id": 1}))?).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn push(&self, message: Message) -> Result<PushReceipt> {
+        let (wire, _) = message.to_wire("message", self.client.limits())?;
+        let raw = self.client.raw();
+        let result = call(
+            "push_message",
+            raw.push_message(self.client.account_id(), &self.queue_id, &wire),
+        )
+        .await?;
+        Ok(result.into())
+    }
+
+    /// Pushes up to 100 messages (256 KB in total) in one request.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::{Batch, Message};
+    /// let batch = Batch::new([Message::text("a"), Message::text("b")])
+    ///     .with_delay(Duration::from_secs(10));
+    /// queue.push_batch(batch).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn push_batch(&self, batch: impl Into<Batch>) -> Result<PushReceipt> {
+        let batch = batch.into();
+        let limits = self.client.limits();
+        let mut messages = Vec::with_capacity(batch.messages.len());
+        let mut bytes = 0;
+        for (i, message) in batch.messages.iter().enumerate() {
+            let (wire, counted) = message.to_wire(&format!("messages[{i}]"), limits)?;
+            bytes += counted;
+            messages.push(wire);
+        }
+        limits.check_batch(messages.len(), bytes)?;
+        let delay_seconds = batch
+            .delay
+            .map(|d| limits.delay_seconds("delay", d))
+            .transpose()?;
+        let body = types::BatchRequest {
+            messages,
+            delay_seconds,
+        };
+        let raw = self.client.raw();
+        let result = call(
+            "push_batch",
+            raw.push_batch(self.client.account_id(), &self.queue_id, &body),
+        )
+        .await?;
+        Ok(result.into())
+    }
+
+    /// Leases up to `batch_size` visible messages for the visibility timeout.
+    ///
+    /// An empty queue answers at once with no messages.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::{Acks, PullOptions};
+    /// let batch = queue
+    ///     .pull(PullOptions::new().batch_size(10).visibility_timeout(Duration::from_secs(60)))
+    ///     .await?;
+    /// let mut acks = Acks::new();
+    /// for message in &batch.messages {
+    ///     println!("{}: {:?}", message.id, message.body().raw());
+    ///     acks = acks.ack(message);
+    /// }
+    /// queue.ack(acks).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
+        let limits = self.client.limits();
+        let body = types::PullRequest {
+            batch_size: options
+                .batch_size
+                .map(|n| limits.batch_size("batch_size", n))
+                .transpose()?,
+            visibility_timeout_ms: options
+                .visibility_timeout
+                .map(|t| limits.visibility_timeout_ms(t))
+                .transpose()?,
+        };
+        let raw = self.client.raw();
+        let result = call(
+            "pull_messages",
+            raw.pull_messages(self.client.account_id(), &self.queue_id, &body),
+        )
+        .await?;
+        Ok(result.into())
+    }
+
+    /// Acknowledges and retries leased messages in one call.
+    ///
+    /// Acks are permissive: a stale or unknown lease id comes back as a
+    /// warning in [`AckOutcome::warnings`], not as an error. An empty
+    /// [`Acks`] sends no request.
+    pub async fn ack(&self, acks: Acks) -> Result<AckOutcome> {
+        if acks.acks.is_empty() && acks.retries.is_empty() {
+            return Ok(AckOutcome::default());
+        }
+        let limits = self.client.limits();
+        let mut body = types::AckRequest::default();
+        for (i, lease) in acks.acks.iter().enumerate() {
+            check_token(&format!("acks[{i}].lease_id"), lease.as_str())?;
+            body.acks.push(types::AckLease {
+                lease_id: lease.as_str().to_owned(),
+            });
+        }
+        for (i, (lease, delay)) in acks.retries.iter().enumerate() {
+            check_token(&format!("retries[{i}].lease_id"), lease.as_str())?;
+            body.retries.push(types::RetryLease {
+                lease_id: lease.as_str().to_owned(),
+                delay_seconds: delay
+                    .map(|d| limits.delay_seconds(&format!("retries[{i}].delay"), d))
+                    .transpose()?,
+            });
+        }
+        let raw = self.client.raw();
+        let result = call(
+            "ack_messages",
+            raw.ack_messages(self.client.account_id(), &self.queue_id, &body),
+        )
+        .await?;
+        Ok(result.into())
+    }
+
+    /// Returns up to `batch_size` messages (1 to 100) without leasing them.
+    pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
+        let body = types::PeekRequest {
+            batch_size: Some(self.client.limits().batch_size("batch_size", batch_size)?),
+        };
+        let raw = self.client.raw();
+        let result = call(
+            "peek_messages",
+            raw.peek_messages(self.client.account_id(), &self.queue_id, &body),
+        )
+        .await?;
+        Ok(peeked(result))
+    }
+
+    /// Deletes peeked messages by their refs, at once.
+    ///
+    /// Unknown refs come back as warnings in [`PurgeOutcome::warnings`].
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// let peeked = queue.peek(10).await?;
+    /// let outcome = queue.purge(&peeked).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn purge<I>(&self, refs: I) -> Result<PurgeOutcome>
+    where
+        I: IntoIterator,
+        I::Item: Into<PeekRef>,
+    {
+        let mut body = types::PurgeRequest { refs: Vec::new() };
+        for (i, peek_ref) in refs.into_iter().enumerate() {
+            let peek_ref: PeekRef = peek_ref.into();
+            check_token(&format!("refs[{i}].ref"), peek_ref.as_str())?;
+            body.refs.push(types::PurgeRef {
+                ref_: peek_ref.as_str().to_owned(),
+            });
+        }
+        if body.refs.is_empty() {
+            return Err(Error::invalid("refs", "purge needs at least one ref"));
+        }
+        let raw = self.client.raw();
+        let result = call(
+            "purge_messages",
+            raw.purge_messages(self.client.account_id(), &self.queue_id, &body),
+        )
+        .await?;
+        Ok(result.into())
+    }
+}
+
+/// Messages to push together, with an optional delay for the whole batch.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[must_use]
+pub struct Batch {
+    messages: Vec<Message>,
+    delay: Option<Duration>,
+}
+
+impl Batch {
+    /// A batch of `messages`.
+    pub fn new(messages: impl IntoIterator<Item = Message>) -> Batch {
+        Batch {
+            messages: messages.into_iter().collect(),
+            delay: None,
+        }
+    }
+
+    /// Delays delivery of the whole batch (at most 24 hours; rounded up to whole seconds).
+    pub fn with_delay(mut self, delay: Duration) -> Batch {
+        self.delay = Some(delay);
+        self
+    }
+
+    /// The messages in the batch.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+}
+
+impl From<Vec<Message>> for Batch {
+    fn from(messages: Vec<Message>) -> Self {
+        Batch::new(messages)
+    }
+}
+
+/// How many messages to pull and for how long to lease them.
+///
+/// Unset values take the server's defaults (5 messages, 30 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[must_use]
+pub struct PullOptions {
+    batch_size: Option<u32>,
+    visibility_timeout: Option<Duration>,
+}
+
+impl PullOptions {
+    /// The server's defaults.
+    pub fn new() -> PullOptions {
+        PullOptions::default()
+    }
+
+    /// How many messages to lease at most (1 to 100).
+    pub fn batch_size(mut self, batch_size: u32) -> PullOptions {
+        self.batch_size = Some(batch_size);
+        self
+    }
+
+    /// How long the lease lasts (at most 12 hours; rounded up to whole milliseconds).
+    pub fn visibility_timeout(mut self, timeout: Duration) -> PullOptions {
+        self.visibility_timeout = Some(timeout);
+        self
+    }
+}
+
+/// Leases to acknowledge and leases to retry, sent with [`Queue::ack`].
+///
+/// Each method takes a [`PulledMessage`](crate::PulledMessage) reference or a [`LeaseId`].
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::Acks;
+/// let acks = Acks::new()
+///     .ack("lease-1")
+///     .retry("lease-2")
+///     .retry_after("lease-3", Duration::from_secs(60));
+/// assert_eq!(acks.len(), 3);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[must_use]
+pub struct Acks {
+    acks: Vec<LeaseId>,
+    retries: Vec<(LeaseId, Option<Duration>)>,
+}
+
+impl Acks {
+    /// Nothing to acknowledge yet.
+    pub fn new() -> Acks {
+        Acks::default()
+    }
+
+    /// Acknowledges (deletes) a message.
+    pub fn ack(mut self, lease: impl Into<LeaseId>) -> Acks {
+        self.acks.push(lease.into());
+        self
+    }
+
+    /// Puts a message back on the queue at once.
+    pub fn retry(mut self, lease: impl Into<LeaseId>) -> Acks {
+        self.retries.push((lease.into(), None));
+        self
+    }
+
+    /// Puts a message back on the queue after `delay` (at most 24 hours).
+    pub fn retry_after(mut self, lease: impl Into<LeaseId>, delay: Duration) -> Acks {
+        self.retries.push((lease.into(), Some(delay)));
+        self
+    }
+
+    /// How many acks and retries there are.
+    pub fn len(&self) -> usize {
+        self.acks.len() + self.retries.len()
+    }
+
+    /// Whether there is nothing to send.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,158 @@
+//! Typed results, unwrapped from the API's envelopes.
+
+use crate::message::{PeekedMessage, PulledMessage, count_u32, count_u64};
+use crate::raw::types;
+
+/// Best-effort queue metrics returned with pushes and pulls.
+///
+/// The values may be approximate: queues are distributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Unacknowledged messages in the queue.
+    pub backlog_count: u64,
+    /// Bytes of unacknowledged messages in the queue.
+    pub backlog_bytes: u64,
+    /// Unix milliseconds of the oldest unacknowledged message; 0 if unknown.
+    pub oldest_message_timestamp_ms: u64,
+}
+
+impl From<types::Metrics> for Metrics {
+    fn from(m: types::Metrics) -> Self {
+        Metrics {
+            backlog_count: count_u64(m.backlog_count),
+            backlog_bytes: count_u64(m.backlog_bytes),
+            oldest_message_timestamp_ms: count_u64(m.oldest_message_timestamp_ms),
+        }
+    }
+}
+
+fn metrics(metadata: Option<types::ResultMetadata>) -> Option<Metrics> {
+    metadata.and_then(|m| m.metrics).map(Metrics::from)
+}
+
+/// What a push or batch push returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PushReceipt {
+    /// Queue metrics after the push, when the API sent them.
+    pub metrics: Option<Metrics>,
+}
+
+impl From<types::PushResult> for PushReceipt {
+    fn from(r: types::PushResult) -> Self {
+        PushReceipt {
+            metrics: metrics(r.metadata),
+        }
+    }
+}
+
+/// The messages leased by a pull.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
+pub struct PulledBatch {
+    /// The leased messages; empty when none were visible.
+    pub messages: Vec<PulledMessage>,
+    /// Unacknowledged messages in the queue (`message_backlog_count`).
+    pub backlog_count: u64,
+    /// Queue metrics, when the API sent them.
+    pub metrics: Option<Metrics>,
+}
+
+impl From<types::PullResult> for PulledBatch {
+    fn from(r: types::PullResult) -> Self {
+        PulledBatch {
+            messages: r.messages.into_iter().map(PulledMessage::from).collect(),
+            backlog_count: count_u64(r.message_backlog_count),
+            metrics: metrics(r.metadata),
+        }
+    }
+}
+
+impl IntoIterator for PulledBatch {
+    type Item = PulledMessage;
+    type IntoIter = std::vec::IntoIter<PulledMessage>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.messages.into_iter()
+    }
+}
+
+/// A warning about one lease id or ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Warning {
+    /// The lease id or ref the warning is about; `None` in the older list form.
+    pub subject: Option<String>,
+    /// The warning text.
+    pub message: String,
+}
+
+fn warnings(w: Option<types::AckWarnings>) -> Vec<Warning> {
+    match w {
+        None => Vec::new(),
+        Some(types::AckWarnings::Object(map)) => {
+            let mut list: Vec<Warning> = map
+                .into_iter()
+                .map(|(subject, message)| Warning {
+                    subject: Some(subject),
+                    message,
+                })
+                .collect();
+            // The map has no order on the wire: sort for stable output.
+            list.sort_by(|a, b| a.subject.cmp(&b.subject));
+            list
+        }
+        Some(types::AckWarnings::Array(list)) => list
+            .into_iter()
+            .map(|message| Warning {
+                subject: None,
+                message,
+            })
+            .collect(),
+    }
+}
+
+/// What an acknowledge-and-retry call did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct AckOutcome {
+    /// Messages acknowledged (`ackCount`).
+    pub acked: u32,
+    /// Messages retried (`retryCount`).
+    pub retried: u32,
+    /// Warnings about single leases, such as a stale lease id.
+    pub warnings: Vec<Warning>,
+}
+
+impl From<types::AckResult> for AckOutcome {
+    fn from(r: types::AckResult) -> Self {
+        AckOutcome {
+            acked: count_u32(r.ack_count),
+            retried: count_u32(r.retry_count),
+            warnings: warnings(r.warnings),
+        }
+    }
+}
+
+/// What a purge did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PurgeOutcome {
+    /// Errors met while purging.
+    pub errors: Vec<String>,
+    /// Warnings about single refs, such as an unknown ref.
+    pub warnings: Vec<Warning>,
+}
+
+impl From<types::PurgeResult> for PurgeOutcome {
+    fn from(r: types::PurgeResult) -> Self {
+        PurgeOutcome {
+            errors: r.errors.into_iter().filter_map(|e| e.message).collect(),
+            warnings: warnings(r.warnings),
+        }
+    }
+}
+
+pub(crate) fn peeked(r: types::PeekResult) -> Vec<PeekedMessage> {
+    r.messages.into_iter().map(PeekedMessage::from).collect()
+}
