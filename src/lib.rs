@@ -119,8 +119,8 @@ mod transport;
 /// `openapi/queues-messages.yaml`.
 ///
 /// This is the raw layer: one method per operation, envelopes as sent. The
-/// ergonomic [`Client`](crate::Client) builds on it; reach it from there with
-/// [`Client::raw`](crate::Client::raw), which authenticates the same way.
+/// ergonomic [`cf_queues::Client`](crate::Client) builds on it; reach it from there with
+/// [`cf_queues::Client::raw`](crate::Client::raw), which authenticates the same way.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod raw {
     include!(concat!(env!("OUT_DIR"), "/raw.rs"));

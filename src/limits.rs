@@ -31,7 +31,8 @@ pub const MAX_ID_LEN: usize = 32;
 ///
 /// ```
 /// use cf_queues::Limits;
-/// let limits = Limits { max_batch_messages: 10, ..Limits::default() };
+/// let mut limits = Limits::default();
+/// limits.max_batch_messages = 10;
 /// assert_eq!(limits.max_message_bytes, 128_000);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -79,7 +79,6 @@ impl IntoIterator for PulledBatch {
 
 /// A warning about one lease id or ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Warning {
     /// The lease id or ref the warning is about; `None` in the older list form.
     pub subject: Option<String>,
