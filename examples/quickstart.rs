@@ -1,16 +1,20 @@
 //! Pushes, pulls, acknowledges, retries, peeks and purges on one queue.
 //!
-//! Against Cloudflare: set `CLOUDFLARE_API_TOKEN` (or `CLOUDFLARE_API_KEY` and
-//! `CLOUDFLARE_EMAIL`), `CLOUDFLARE_ACCOUNT_ID` and `CLOUDFLARE_QUEUE_ID`,
-//! optionally `CLOUDFLARE_BASE_URL`, then:
+//! With no credentials in the environment it starts the embedded emulator and
+//! runs there, so it works offline:
 //!
 //! ```text
 //! cargo run --all-features --example quickstart
 //! ```
+//!
+//! Against Cloudflare: set `CLOUDFLARE_API_TOKEN` (or `CLOUDFLARE_API_KEY` and
+//! `CLOUDFLARE_EMAIL`), `CLOUDFLARE_ACCOUNT_ID` and `CLOUDFLARE_QUEUE_ID`,
+//! optionally `CLOUDFLARE_BASE_URL`, then run the same command.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
+use cf_queues::emulator::{Emulator, EmulatorHandle};
 use cf_queues::{Acks, Batch, Client, Credentials, Message, PullOptions, Queue};
 
 #[tokio::main]
@@ -25,25 +29,35 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let queue = connect()?;
+    let (queue, emulator) = connect().await?;
     println!(
         "using queue {} at {}",
         queue.id(),
         queue.client().base_url()
     );
-    tour(&queue).await
+    tour(&queue).await?;
+    if let Some(emulator) = emulator {
+        emulator.shutdown().await?;
+    }
+    Ok(())
 }
 
-fn connect() -> Result<Queue, Box<dyn std::error::Error>> {
-    let has_credentials = Credentials::from_env()?.is_some();
+/// The real API when credentials are set, the embedded emulator otherwise.
+async fn connect() -> Result<(Queue, Option<EmulatorHandle>), Box<dyn std::error::Error>> {
+    if Credentials::from_env()?.is_none() {
+        println!("no Cloudflare credentials set: starting the embedded emulator");
+        let emulator = Emulator::new().start().await?;
+        let queue = emulator.client()?.queue("quickstart")?;
+        return Ok((queue, Some(emulator)));
+    }
     let account = std::env::var("CLOUDFLARE_ACCOUNT_ID").unwrap_or_default();
     let queue_id = std::env::var("CLOUDFLARE_QUEUE_ID").unwrap_or_default();
-    if !has_credentials || account.is_empty() || queue_id.is_empty() {
-        return Err("set CLOUDFLARE_API_TOKEN (or CLOUDFLARE_API_KEY and CLOUDFLARE_EMAIL), \
-                    CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_QUEUE_ID (and optionally CLOUDFLARE_BASE_URL)"
+    if account.is_empty() || queue_id.is_empty() {
+        return Err("credentials are set: also set CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_QUEUE_ID \
+                    (and optionally CLOUDFLARE_BASE_URL), or unset the credentials to use the emulator"
             .into());
     }
-    Ok(Client::from_env()?.queue(queue_id)?)
+    Ok((Client::from_env()?.queue(queue_id)?, None))
 }
 
 /// The whole tour: every operation once, printing what happens.

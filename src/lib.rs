@@ -101,12 +101,17 @@
 //! # Features
 //!
 //! - `schema`: the wire types in [`raw::types`] derive `schemars::JsonSchema`.
+//! - `emulator`: [`emulator`], a local emulator of the API for tests and offline work.
+//! - `cli`: the `cfq` command-line tool (enables `emulator`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
 mod client;
+#[cfg(feature = "emulator")]
+#[cfg_attr(docsrs, doc(cfg(feature = "emulator")))]
+pub mod emulator;
 mod envelope;
 mod error;
 pub mod limits;

@@ -1,0 +1,642 @@
+//! The HTTP shell around the [`Broker`](super::state::Broker): routing, auth,
+//! request validation with Cloudflare's error codes, and Cloudflare's
+//! response envelopes.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+use super::Operation;
+use super::clock::Clock;
+use super::faults::{Fault, FaultBody, Faults};
+use super::state::{BodyKind, Broker, Metrics, NewMessage};
+use crate::limits::{Limits, MAX_ID_LEN};
+
+/// Everything the handlers share.
+pub(crate) struct App {
+    pub broker: Mutex<Broker>,
+    pub clock: Clock,
+    pub faults: Faults,
+    pub auth: Option<AcceptedAuth>,
+    pub strict_queues: Option<HashSet<String>>,
+    pub limits: Limits,
+    pub max_body_bytes: usize,
+}
+
+impl App {
+    pub(crate) fn broker(&self) -> MutexGuard<'_, Broker> {
+        // The broker never panics mid-update; a poisoned lock still holds a consistent state.
+        self.broker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The credentials the emulator accepts.
+#[derive(Clone)]
+pub(crate) struct AcceptedAuth {
+    pub token: Option<String>,
+    pub global_key: Option<(String, String)>,
+}
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    let operations = Router::new()
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages",
+            operation(Operation::Push),
+        )
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages/batch",
+            operation(Operation::Batch),
+        )
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages/pull",
+            operation(Operation::Pull),
+        )
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages/ack",
+            operation(Operation::Ack),
+        )
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages/peek",
+            operation(Operation::Peek),
+        )
+        .route(
+            "/accounts/{account_id}/queues/{queue_id}/messages/purge",
+            operation(Operation::Purge),
+        );
+    Router::new()
+        .merge(operations.clone())
+        .nest("/client/v4", operations)
+        .fallback(|| async { Failure::no_route().into_response() })
+        .with_state(app)
+}
+
+fn operation(op: Operation) -> MethodRouter<Arc<App>> {
+    post(
+        move |State(app): State<Arc<App>>,
+              path: Result<Path<(String, String)>, PathRejection>,
+              headers: HeaderMap,
+              body: Body| async move {
+            match handle(&app, op, path, &headers, body).await {
+                Ok(result) => success(result),
+                Err(failure) => failure.into_response(),
+            }
+        },
+    )
+    .fallback(|| async {
+        Failure::new(StatusCode::METHOD_NOT_ALLOWED, 7001, "Method not allowed").into_response()
+    })
+}
+
+async fn handle(
+    app: &App,
+    op: Operation,
+    path: Result<Path<(String, String)>, PathRejection>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, Failure> {
+    if let Some(fault) = app.faults.take(op) {
+        if let Some(stall) = fault.stall {
+            tokio::time::sleep(stall).await;
+        }
+        if fault.status.is_some() {
+            return Err(Failure::Injected(fault));
+        }
+    }
+    let Ok(Path((account_id, queue_id))) = path else {
+        return Err(Failure::no_route());
+    };
+    authenticate(app.auth.as_ref(), headers)?;
+    if !valid_id(&account_id) {
+        return Err(Failure::no_route());
+    }
+    if !valid_id(&queue_id) {
+        return Err(Failure::bad_request(
+            10107,
+            "QueueIDMalformed: queue ids are 1 to 32 letters and digits",
+        ));
+    }
+    if app
+        .strict_queues
+        .as_ref()
+        .is_some_and(|known| !known.contains(&queue_id))
+    {
+        return Err(Failure::new(StatusCode::NOT_FOUND, 10104, "QueueNotFound"));
+    }
+
+    let bytes = axum::body::to_bytes(body, app.max_body_bytes)
+        .await
+        .map_err(|_| {
+            let code = if op == Operation::Batch { 10205 } else { 10204 };
+            Failure::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                code,
+                format!("request body exceeds {} bytes", app.max_body_bytes),
+            )
+        })?;
+    // An absent body reads as `{}`: every field of pull, peek and ack is optional.
+    let request: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::bad_request(10208, format!("JSONRequestBodyMalformed: {e}")))?
+    };
+    let Value::Object(request) = request else {
+        return Err(Failure::invalid(
+            "",
+            "the request body must be a JSON object",
+        ));
+    };
+
+    let limits = &app.limits;
+    let now = app.clock.now_ms();
+    match op {
+        Operation::Push => {
+            let (message, _) = parse_message(&request, "", None, limits)?;
+            let metrics = app.broker().push(&queue_id, vec![message], now);
+            Ok(json!({ "metadata": { "metrics": metrics_json(metrics) } }))
+        }
+        Operation::Batch => {
+            let batch_delay = delay_ms(&request, "delay_seconds", "/delay_seconds", 10202, limits)?;
+            let Some(Value::Array(items)) = request.get("messages") else {
+                return Err(Failure::invalid("/messages", "messages must be an array"));
+            };
+            if items.is_empty() || items.len() > limits.max_batch_messages {
+                return Err(Failure::bad_request(
+                    10206,
+                    format!(
+                        "BatchCountOutOfBounds: a batch holds 1 to {} messages, not {}",
+                        limits.max_batch_messages,
+                        items.len()
+                    ),
+                ));
+            }
+            let mut messages = Vec::with_capacity(items.len());
+            let mut total = 0usize;
+            for (i, item) in items.iter().enumerate() {
+                let pointer = format!("/messages/{i}");
+                let Value::Object(item) = item else {
+                    return Err(Failure::invalid(&pointer, "a message must be an object"));
+                };
+                let (message, counted) = parse_message(item, &pointer, batch_delay, limits)?;
+                total = total.saturating_add(counted);
+                messages.push(message);
+            }
+            if total > limits.max_batch_bytes {
+                return Err(Failure::bad_request(
+                    10205,
+                    format!(
+                        "BatchSizeOutOfBounds: {total} bytes exceed the limit of {}",
+                        limits.max_batch_bytes
+                    ),
+                ));
+            }
+            let metrics = app.broker().push(&queue_id, messages, now);
+            Ok(json!({ "metadata": { "metrics": metrics_json(metrics) } }))
+        }
+        Operation::Pull => {
+            let batch_size = batch_size(&request, limits)?;
+            let visibility =
+                match number(&request, "visibility_timeout_ms", "/visibility_timeout_ms")? {
+                    None => 30_000,
+                    Some(ms) => {
+                        let max = limits.max_visibility_timeout.as_millis() as f64;
+                        if !(0.0..=max).contains(&ms) {
+                            return Err(Failure::invalid(
+                                "/visibility_timeout_ms",
+                                format!("visibility_timeout_ms must be from 0 to {max}"),
+                            ));
+                        }
+                        ms.round() as u64
+                    }
+                };
+            let (deliveries, metrics) = app.broker().pull(&queue_id, batch_size, visibility, now);
+            let messages: Vec<Value> = deliveries
+                .into_iter()
+                .map(|d| {
+                    json!({
+                        "id": d.id,
+                        "attempts": d.attempts,
+                        "body": encode_body(d.kind, &d.body),
+                        "lease_id": d.lease_id,
+                        "metadata": metadata(d.kind),
+                        "timestamp_ms": d.timestamp_ms,
+                    })
+                })
+                .collect();
+            Ok(json!({
+                "messages": messages,
+                "message_backlog_count": metrics.backlog_count,
+                "metadata": { "metrics": metrics_json(metrics) },
+            }))
+        }
+        Operation::Ack => {
+            let acks = leases(&request, "acks")?
+                .into_iter()
+                .map(|(lease, _)| lease)
+                .collect::<Vec<_>>();
+            let mut retries = Vec::new();
+            for (i, (lease, item)) in leases(&request, "retries")?.into_iter().enumerate() {
+                let pointer = format!("/retries/{i}/delay_seconds");
+                let delay = delay_ms(item, "delay_seconds", &pointer, 10203, limits)?.unwrap_or(0);
+                retries.push((lease, delay));
+            }
+            let report = app.broker().ack(&queue_id, &acks, &retries, now);
+            Ok(json!({
+                "ackCount": report.ack_count,
+                "retryCount": report.retry_count,
+                "warnings": report.warnings,
+            }))
+        }
+        Operation::Peek => {
+            let batch_size = batch_size(&request, limits)?;
+            let peeked = app.broker().peek(&queue_id, batch_size, now);
+            let messages: Vec<Value> = peeked
+                .into_iter()
+                .map(|p| {
+                    json!({
+                        "id": p.id,
+                        "attempts": p.attempts,
+                        "body": encode_body(p.kind, &p.body),
+                        "ref": p.peek_ref,
+                        "metadata": metadata(p.kind),
+                        "timestamp_ms": p.timestamp_ms,
+                    })
+                })
+                .collect();
+            Ok(json!({ "messages": messages }))
+        }
+        Operation::Purge => {
+            let Some(Value::Array(items)) = request.get("refs") else {
+                return Err(Failure::invalid("/refs", "refs must be an array"));
+            };
+            let mut refs = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item.get("ref") {
+                    Some(Value::String(r)) => refs.push(r.clone()),
+                    _ => {
+                        return Err(Failure::invalid(
+                            &format!("/refs/{i}/ref"),
+                            "ref must be a string",
+                        ));
+                    }
+                }
+            }
+            let report = app.broker().purge(&queue_id, &refs, now);
+            Ok(json!({ "errors": [], "warnings": report.warnings }))
+        }
+    }
+}
+
+/// Parses one pushed message; returns it with the bytes it counts for.
+fn parse_message(
+    item: &Map<String, Value>,
+    pointer: &str,
+    default_delay_ms: Option<u64>,
+    limits: &Limits,
+) -> Result<(NewMessage, usize), Failure> {
+    let kind = match item.get("content_type") {
+        Some(Value::String(t)) if t == "text" => BodyKind::Text,
+        Some(Value::String(t)) if t == "json" => BodyKind::Json,
+        None | Some(Value::Null) => BodyKind::Json,
+        Some(_) => {
+            return Err(Failure::invalid(
+                &format!("{pointer}/content_type"),
+                "content_type must be \"text\" or \"json\"",
+            ));
+        }
+    };
+    let body = match (kind, item.get("body")) {
+        (_, None) => {
+            return Err(Failure::invalid(
+                &format!("{pointer}/body"),
+                "body is required",
+            ));
+        }
+        (BodyKind::Text, Some(Value::String(text))) => text.clone().into_bytes(),
+        (BodyKind::Text, Some(_)) => {
+            return Err(Failure::invalid(
+                &format!("{pointer}/body"),
+                "a text body must be a string",
+            ));
+        }
+        (_, Some(value)) => value.to_string().into_bytes(),
+    };
+    let counted = body.len().saturating_add(limits.message_metadata_bytes);
+    if counted > limits.max_message_bytes {
+        return Err(Failure::bad_request(
+            10204,
+            format!(
+                "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
+                limits.max_message_bytes
+            ),
+        ));
+    }
+    let delay = delay_ms(
+        item,
+        "delay_seconds",
+        &format!("{pointer}/delay_seconds"),
+        10203,
+        limits,
+    )?;
+    Ok((
+        NewMessage {
+            kind,
+            body,
+            delay_ms: delay.or(default_delay_ms).unwrap_or(0),
+        },
+        counted,
+    ))
+}
+
+fn number(object: &Map<String, Value>, key: &str, pointer: &str) -> Result<Option<f64>, Failure> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(_) => Err(Failure::invalid(pointer, format!("{key} must be a number"))),
+    }
+}
+
+fn delay_ms(
+    object: &Map<String, Value>,
+    key: &str,
+    pointer: &str,
+    code: u32,
+    limits: &Limits,
+) -> Result<Option<u64>, Failure> {
+    let Some(seconds) = number(object, key, pointer)? else {
+        return Ok(None);
+    };
+    let max = limits.max_delay.as_secs_f64();
+    if !(0.0..=max).contains(&seconds) {
+        let name = if code == 10202 {
+            "BatchDelayInvalid"
+        } else {
+            "MessageMetadataInvalid"
+        };
+        return Err(
+            Failure::bad_request(code, format!("{name}: {key} must be from 0 to {max}"))
+                .at(pointer),
+        );
+    }
+    Ok(Some((seconds * 1000.0).round() as u64))
+}
+
+fn batch_size(request: &Map<String, Value>, limits: &Limits) -> Result<usize, Failure> {
+    let Some(n) = number(request, "batch_size", "/batch_size")? else {
+        return Ok(5);
+    };
+    let max = f64::from(limits.max_pull_batch_size);
+    if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
+        return Err(Failure::invalid(
+            "/batch_size",
+            format!("batch_size must be a whole number from 1 to {max}"),
+        ));
+    }
+    Ok(n as usize)
+}
+
+type Object = Map<String, Value>;
+
+/// The `lease_id`s of `acks` or `retries`, each with its object.
+fn leases<'a>(request: &'a Object, key: &str) -> Result<Vec<(String, &'a Object)>, Failure> {
+    let items = match request.get(key) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(Failure::invalid(
+                &format!("/{key}"),
+                format!("{key} must be an array"),
+            ));
+        }
+    };
+    let mut leases = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::Object(object) => match object.get("lease_id") {
+                Some(Value::String(lease)) => leases.push((lease.clone(), object)),
+                _ => {
+                    return Err(Failure::invalid(
+                        &format!("/{key}/{i}/lease_id"),
+                        "lease_id must be a string",
+                    ));
+                }
+            },
+            _ => {
+                return Err(Failure::invalid(
+                    &format!("/{key}/{i}"),
+                    "must be an object",
+                ));
+            }
+        }
+    }
+    Ok(leases)
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_ID_LEN && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+fn authenticate(accepted: Option<&AcceptedAuth>, headers: &HeaderMap) -> Result<(), Failure> {
+    let Some(accepted) = accepted else {
+        return Ok(());
+    };
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let granted = if let Some(authorization) = header(AUTHORIZATION.as_str()) {
+        let token = authorization
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        matches!((token, &accepted.token), (Some(given), Some(expected)) if constant_time_eq(given, expected))
+    } else if let (Some(email), Some(key)) = (header("x-auth-email"), header("x-auth-key")) {
+        matches!(&accepted.global_key, Some((e, k)) if constant_time_eq(email, e) & constant_time_eq(key, k))
+    } else {
+        return Err(Failure::new(
+            StatusCode::UNAUTHORIZED,
+            10000,
+            "Authentication error",
+        ));
+    };
+    if granted {
+        Ok(())
+    } else {
+        Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            10000,
+            "Authentication error",
+        ))
+    }
+}
+
+/// Compares secrets without an early exit, so timing does not reveal how much matched.
+fn constant_time_eq(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, byte) in b.iter().enumerate() {
+        diff |= byte ^ a.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+fn encode_body(kind: BodyKind, body: &[u8]) -> String {
+    match kind {
+        BodyKind::Text => String::from_utf8_lossy(body).into_owned(),
+        BodyKind::Json | BodyKind::Bytes | BodyKind::V8 => {
+            base64::engine::general_purpose::STANDARD.encode(body)
+        }
+    }
+}
+
+fn metadata(kind: BodyKind) -> Value {
+    json!({ "CF-sourceMessageSource": "api", "CF-Content-Type": kind.as_str() })
+}
+
+fn metrics_json(m: Metrics) -> Value {
+    json!({
+        "backlog_count": m.backlog_count,
+        "backlog_bytes": m.backlog_bytes,
+        "oldest_message_timestamp_ms": m.oldest_message_timestamp_ms,
+    })
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn success(result: Value) -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({ "success": true, "errors": [], "messages": [], "result": result }),
+    )
+}
+
+/// A failed request, answered with Cloudflare's failure envelope.
+enum Failure {
+    Api {
+        status: StatusCode,
+        code: u32,
+        message: String,
+        pointer: Option<String>,
+    },
+    Injected(Fault),
+}
+
+impl Failure {
+    fn new(status: StatusCode, code: u32, message: impl Into<String>) -> Failure {
+        Failure::Api {
+            status,
+            code,
+            message: message.into(),
+            pointer: None,
+        }
+    }
+
+    fn bad_request(code: u32, message: impl Into<String>) -> Failure {
+        Failure::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// A body that parses but does not match the operation's schema (10207).
+    fn invalid(pointer: &str, message: impl Into<String>) -> Failure {
+        Failure::bad_request(10207, format!("JSONRequestBodyInvalid: {}", message.into()))
+            .at(pointer)
+    }
+
+    fn no_route() -> Failure {
+        Failure::new(StatusCode::NOT_FOUND, 7003, "No route for the URI")
+    }
+
+    fn at(mut self, at: &str) -> Failure {
+        if let Failure::Api { pointer, .. } = &mut self {
+            *pointer = Some(at.to_owned());
+        }
+        self
+    }
+
+    fn into_response(self) -> Response {
+        match self {
+            Failure::Api {
+                status,
+                code,
+                message,
+                pointer,
+            } => {
+                let mut error = json!({ "code": code, "message": message });
+                if let (Some(pointer), Some(object)) = (pointer, error.as_object_mut()) {
+                    object.insert("source".into(), json!({ "pointer": pointer }));
+                }
+                json_response(
+                    status,
+                    &json!({ "success": false, "errors": [error], "messages": [] }),
+                )
+            }
+            Failure::Injected(fault) => fault_response(&fault),
+        }
+    }
+}
+
+fn fault_response(fault: &Fault) -> Response {
+    let status = fault
+        .status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match &fault.body {
+        FaultBody::Envelope { code, message } => json_response(
+            status,
+            &json!({ "success": false, "errors": [{ "code": code, "message": message }], "messages": [] }),
+        ),
+        FaultBody::Raw { content_type, body } => (
+            status,
+            [(CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            body.clone(),
+        )
+            .into_response(),
+    };
+    if let Some(after) = fault.retry_after {
+        let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq("secret", "secret"));
+        assert!(!constant_time_eq("secret", "secreT"));
+        assert!(!constant_time_eq("secret", "secret2"));
+        assert!(!constant_time_eq("", "secret"));
+        assert!(!constant_time_eq("secret\0", "secret"));
+    }
+
+    #[test]
+    fn ids() {
+        assert!(valid_id("abc123"));
+        assert!(!valid_id(""));
+        assert!(!valid_id(&"a".repeat(33)));
+        assert!(!valid_id("a-b"));
+    }
+}
