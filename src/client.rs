@@ -8,7 +8,9 @@ use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
 use crate::limits::{Limits, check_id};
 use crate::queue::Queue;
+use crate::ratelimit::{Limiter, RateLimits};
 use crate::raw;
+use crate::retry::RetryPolicy;
 use crate::transport::{DEFAULT_MAX_RESPONSE_BYTES, Transport};
 
 /// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
@@ -38,6 +40,8 @@ struct Inner {
     raw: raw::Client,
     account_id: String,
     limits: Limits,
+    deadline: Option<Duration>,
+    limiter: Option<Limiter>,
 }
 
 impl Client {
@@ -72,6 +76,14 @@ impl Client {
     /// The limits checked before sending.
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    pub(crate) fn deadline(&self) -> Option<Duration> {
+        self.inner.deadline
+    }
+
+    pub(crate) fn limiter(&self) -> Option<&Limiter> {
+        self.inner.limiter.as_ref()
     }
 
     /// The generated client, for calls the ergonomic layer does not cover.
@@ -113,6 +125,9 @@ pub struct ClientBuilder {
     connect_timeout: Duration,
     limits: Limits,
     max_response_bytes: usize,
+    retry: RetryPolicy,
+    deadline: Option<Duration>,
+    rate_limits: RateLimits,
 }
 
 impl Default for ClientBuilder {
@@ -133,6 +148,9 @@ impl ClientBuilder {
             connect_timeout: Duration::from_secs(5),
             limits: Limits::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            retry: RetryPolicy::default(),
+            deadline: None,
+            rate_limits: RateLimits::none(),
         }
     }
 
@@ -195,7 +213,29 @@ impl ClientBuilder {
         self
     }
 
-    /// How long one request may take, body included (default 60 s).
+    /// When failed requests are retried (default: [`RetryPolicy::default`], 2
+    /// retries; pushes only when they surely did not land).
+    /// [`RetryPolicy::none`] turns retries off.
+    pub fn retry(mut self, retry: RetryPolicy) -> ClientBuilder {
+        self.retry = retry;
+        self
+    }
+
+    /// How long one call may take in all, retries and waits included
+    /// (default: no limit beyond the per-attempt timeout). Past it the call
+    /// fails with [`Error::Timeout`].
+    pub fn deadline(mut self, deadline: Duration) -> ClientBuilder {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Client-side rate limits for pushes (default: none); see [`RateLimits::cloudflare`].
+    pub fn rate_limits(mut self, limits: RateLimits) -> ClientBuilder {
+        self.rate_limits = limits;
+        self
+    }
+
+    /// How long one attempt may take, body included (default 60 s).
     pub fn timeout(mut self, timeout: Duration) -> ClientBuilder {
         self.timeout = timeout;
         self
@@ -250,13 +290,17 @@ impl ClientBuilder {
                 .build()
                 .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?,
         };
-        let transport =
-            Transport::new(credentials).with_max_response_bytes(self.max_response_bytes);
+        let transport = Transport::new(credentials)
+            .with_max_response_bytes(self.max_response_bytes)
+            .with_retry(self.retry)
+            .with_deadline(self.deadline);
         Ok(Client {
             inner: Arc::new(Inner {
                 raw: raw::Client::new_with_client(&base_url, http, transport),
                 account_id,
                 limits: self.limits,
+                deadline: self.deadline,
+                limiter: Limiter::new(self.rate_limits),
             }),
         })
     }
@@ -276,6 +320,8 @@ impl fmt::Debug for ClientBuilder {
             )
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("retry", &self.retry)
+            .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
 }

@@ -42,7 +42,7 @@ envelope!(
     PurgeEnvelope => PurgeResult,
 );
 
-type RawOutcome<E> =
+pub(crate) type RawOutcome<E> =
     std::result::Result<ResponseValue<E>, progenitor_client::Error<types::FailureEnvelope>>;
 
 /// Awaits a generated call and unwraps its envelope.
@@ -55,20 +55,25 @@ where
     F: Future<Output = RawOutcome<E>>,
 {
     let (outcome, exchange) = recorded(call).await;
+    tracing::debug!(
+        status = exchange.status.map(|s| s.as_u16()),
+        attempts = exchange.attempts,
+        "answered"
+    );
     match outcome {
         Ok(value) => {
             let status = value.status().as_u16();
             let retry_after = retry_after(value.headers());
             let (success, errors, messages, result) = value.into_inner().into_parts();
             if success == Some(false) {
-                return Err(api_error(
-                    operation,
+                let failure = Failure {
                     status,
                     errors,
                     messages,
-                    None,
+                    body_snippet: None,
                     retry_after,
-                ));
+                };
+                return Err(failure.into_error(operation, exchange.attempts));
             }
             Ok(result.unwrap_or_default())
         }
@@ -83,20 +88,28 @@ fn map_error(
 ) -> Error {
     use progenitor_client::Error as Raw;
     let status = exchange.status.map_or(0, |s| s.as_u16());
+    let attempts = exchange.attempts;
+    let unparsed = |status: u16, body: &[u8]| Failure {
+        status,
+        errors: Vec::new(),
+        messages: Vec::new(),
+        body_snippet: Some(snippet(body)),
+        retry_after: retry_after(&exchange.headers),
+    };
     match error {
         Raw::ErrorResponse(value) => {
             let status = value.status().as_u16();
             let retry_after = retry_after(value.headers());
-            let failure = value.into_inner();
-            let body = failure.errors.is_empty().then(|| snippet(&exchange.body));
-            api_error(
-                operation,
+            let envelope = value.into_inner();
+            let body_snippet = envelope.errors.is_empty().then(|| snippet(&exchange.body));
+            Failure {
                 status,
-                failure.errors,
-                failure.messages,
-                body,
+                errors: envelope.errors,
+                messages: envelope.messages,
+                body_snippet,
                 retry_after,
-            )
+            }
+            .into_error(operation, attempts)
         }
         Raw::CommunicationError(source)
         | Raw::ResponseBodyError(source)
@@ -106,14 +119,9 @@ fn map_error(
             status,
             limit: exchange.limit,
         },
-        Raw::InvalidResponsePayload(body, _) if status >= 300 || status == 0 => api_error(
-            operation,
-            status,
-            Vec::new(),
-            Vec::new(),
-            Some(snippet(&body)),
-            retry_after(&exchange.headers),
-        ),
+        Raw::InvalidResponsePayload(body, _) if status >= 300 || status == 0 => {
+            unparsed(status, &body).into_error(operation, attempts)
+        }
         Raw::InvalidResponsePayload(body, source) => Error::Decode {
             operation,
             status,
@@ -121,15 +129,7 @@ fn map_error(
             snippet: snippet(&body),
         },
         Raw::UnexpectedResponse(response) => {
-            let status = response.status().as_u16();
-            api_error(
-                operation,
-                status,
-                Vec::new(),
-                Vec::new(),
-                Some(snippet(&exchange.body)),
-                retry_after(&exchange.headers),
-            )
+            unparsed(response.status().as_u16(), &exchange.body).into_error(operation, attempts)
         }
         Raw::InvalidRequest(reason) | Raw::Custom(reason) => Error::InvalidInput {
             field: "request".into(),
@@ -138,28 +138,34 @@ fn map_error(
     }
 }
 
-fn api_error(
-    operation: &'static str,
+/// A failure answer, before it becomes an [`Error::Api`].
+struct Failure {
     status: u16,
     errors: Vec<types::ResponseInfo>,
     messages: Vec<Value>,
     body_snippet: Option<String>,
     retry_after: Option<Duration>,
-) -> Error {
-    Error::Api(Box::new(ApiError {
-        operation,
-        status,
-        errors: errors.into_iter().map(detail).collect(),
-        messages: messages
-            .into_iter()
-            .map(|m| match m {
-                Value::String(s) => s,
-                other => other.to_string(),
-            })
-            .collect(),
-        body_snippet,
-        retry_after,
-    }))
+}
+
+impl Failure {
+    fn into_error(self, operation: &'static str, attempts: u32) -> Error {
+        Error::Api(Box::new(ApiError {
+            operation,
+            status: self.status,
+            errors: self.errors.into_iter().map(detail).collect(),
+            messages: self
+                .messages
+                .into_iter()
+                .map(|m| match m {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                })
+                .collect(),
+            body_snippet: self.body_snippet,
+            retry_after: self.retry_after,
+            attempts: attempts.max(1),
+        }))
+    }
 }
 
 fn detail(info: types::ResponseInfo) -> ApiErrorDetail {

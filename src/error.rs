@@ -71,6 +71,16 @@ pub enum Error {
         limit: usize,
     },
 
+    /// The call did not finish within the client's overall deadline
+    /// ([`ClientBuilder::deadline`](crate::ClientBuilder::deadline)), retries included.
+    #[error("{operation} did not finish within the deadline of {deadline:?}")]
+    Timeout {
+        /// The operation, such as `pull_messages`.
+        operation: &'static str,
+        /// The deadline in force.
+        deadline: std::time::Duration,
+    },
+
     /// A received message body could not be decoded as asked.
     #[error(transparent)]
     Body(#[from] BodyError),
@@ -102,6 +112,45 @@ impl Error {
         }
     }
 
+    /// Whether trying the same call again later may succeed: connection
+    /// failures, timeouts, and API answers 408, 409, 429 (unless the queue is
+    /// disabled or over a storage or free-tier limit) and 5xx.
+    ///
+    /// For a push, a retry after anything but a refused connection or a 429
+    /// may deliver the message twice.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Transport { source, .. } => {
+                source.is_connect()
+                    || source.is_timeout()
+                    || source.is_request()
+                    || source.is_body()
+            }
+            Error::Timeout { .. } => true,
+            Error::Api(api) => match api.status {
+                429 => !api
+                    .errors
+                    .iter()
+                    .any(|e| matches!(e.code, Some(10251..=10253))),
+                408 | 409 | 500..=599 => true,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
+    /// Whether the API rate limited the call (HTTP 429, or code 10250 QueueOverloaded).
+    pub fn is_rate_limited(&self) -> bool {
+        self.as_api().is_some_and(|api| {
+            api.status == 429 || api.errors.iter().any(|e| e.code == Some(10250))
+        })
+    }
+
+    /// How long the server asked to wait before trying again, if it said.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        self.as_api().and_then(|api| api.retry_after)
+    }
+
     /// The API failure behind this error, if it is one.
     pub fn as_api(&self) -> Option<&ApiError> {
         match self {
@@ -131,6 +180,8 @@ pub struct ApiError {
     pub body_snippet: Option<String>,
     /// How long the server asked the client to wait (`retry-after-ms` or `Retry-After`).
     pub retry_after: Option<Duration>,
+    /// How many requests were sent, retries included.
+    pub attempts: u32,
 }
 
 impl fmt::Display for ApiError {

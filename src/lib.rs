@@ -117,7 +117,9 @@ mod error;
 pub mod limits;
 mod message;
 mod queue;
+mod ratelimit;
 mod response;
+mod retry;
 mod transport;
 
 /// The progenitor-generated client and wire types, from
@@ -139,6 +141,8 @@ pub use limits::Limits;
 pub use message::{
     Body, CONTENT_TYPE_KEY, ContentType, LeaseId, Message, PeekRef, PeekedMessage, PulledMessage,
 };
-pub use queue::{Acks, Batch, PullOptions, Queue};
+pub use queue::{Acks, Batch, BatchReport, PullOptions, PushAllReport, Queue};
+pub use ratelimit::RateLimits;
 pub use response::{AckOutcome, Metrics, PulledBatch, PurgeOutcome, PushReceipt, Warning};
+pub use retry::{PushRetries, RetryPolicy};
 pub use transport::DEFAULT_MAX_RESPONSE_BYTES;

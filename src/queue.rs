@@ -1,9 +1,12 @@
 //! [`Queue`]: the six operations on one queue, and their options.
 
+use std::future::Future;
 use std::time::Duration;
 
+use tracing::Instrument as _;
+
 use crate::client::Client;
-use crate::envelope::call;
+use crate::envelope::{Envelope, RawOutcome, call};
 use crate::error::{Error, Result};
 use crate::limits::check_token;
 use crate::message::{LeaseId, Message, PeekRef, PeekedMessage};
@@ -37,6 +40,11 @@ impl Queue {
 
     /// Pushes one message.
     ///
+    /// By default a failed push is retried only when it surely did not land
+    /// (connection refused, 429), so a retry never duplicates the message;
+    /// [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce) also
+    /// retries after 5xx and timeouts.
+    ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
     /// use cf_queues::Message;
@@ -46,16 +54,21 @@ impl Queue {
     /// ```
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire("message", self.client.limits())?;
+        self.throttle(1).await;
         let raw = self.client.raw();
-        let result = call(
-            "push_message",
-            raw.push_message(self.client.account_id(), &self.queue_id, &wire),
-        )
-        .await?;
+        let result = self
+            .send(
+                "push_message",
+                raw.push_message(self.client.account_id(), &self.queue_id, &wire),
+            )
+            .await?;
         Ok(result.into())
     }
 
     /// Pushes up to 100 messages (256 KB in total) in one request.
+    ///
+    /// Retried like [`Queue::push`]. For more messages than fit in one
+    /// batch, use [`Queue::push_all`].
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
@@ -81,17 +94,102 @@ impl Queue {
             .delay
             .map(|d| limits.delay_seconds("delay", d))
             .transpose()?;
-        let body = types::BatchRequest {
+        self.send_batch(types::BatchRequest {
             messages,
             delay_seconds,
-        };
+        })
+        .await
+    }
+
+    async fn send_batch(&self, body: types::BatchRequest) -> Result<PushReceipt> {
+        self.throttle(body.messages.len()).await;
         let raw = self.client.raw();
-        let result = call(
-            "push_batch",
-            raw.push_batch(self.client.account_id(), &self.queue_id, &body),
-        )
-        .await?;
+        let result = self
+            .send(
+                "push_batch",
+                raw.push_batch(self.client.account_id(), &self.queue_id, &body),
+            )
+            .await?;
         Ok(result.into())
+    }
+
+    /// Pushes any number of messages: splits them into batches within the
+    /// limits (by count and bytes), sends up to `concurrency` batches at
+    /// once, and reports for each batch whether it landed.
+    ///
+    /// A message that breaks a limit on its own fails alone, before sending;
+    /// the others still go. Each batch is retried like [`Queue::push_batch`].
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) {
+    /// use cf_queues::Message;
+    /// let report = queue.push_all((0..1_000).map(|i| Message::text(format!("event {i}"))), 4).await;
+    /// for (index, error) in report.failed() {
+    ///     eprintln!("message {index} was not pushed: {error}");
+    /// }
+    /// # }
+    /// ```
+    pub async fn push_all(
+        &self,
+        messages: impl IntoIterator<Item = Message>,
+        concurrency: usize,
+    ) -> PushAllReport {
+        let limits = *self.client.limits();
+        let mut reports = Vec::new();
+        let mut batches: Vec<(Vec<usize>, Vec<types::QueueMessage>)> = Vec::new();
+        let (mut indices, mut wires, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+        for (index, message) in messages.into_iter().enumerate() {
+            let (wire, counted) = match message.to_wire(&format!("messages[{index}]"), &limits) {
+                Ok(encoded) => encoded,
+                Err(error) => {
+                    reports.push(BatchReport {
+                        indices: vec![index],
+                        result: Err(error),
+                    });
+                    continue;
+                }
+            };
+            let full = wires.len() >= limits.max_batch_messages
+                || bytes + counted > limits.max_batch_bytes;
+            if !wires.is_empty() && full {
+                batches.push((std::mem::take(&mut indices), std::mem::take(&mut wires)));
+                bytes = 0;
+            }
+            indices.push(index);
+            wires.push(wire);
+            bytes += counted;
+        }
+        if !wires.is_empty() {
+            batches.push((indices, wires));
+        }
+
+        let mut running = tokio::task::JoinSet::new();
+        let mut pending = batches.into_iter();
+        loop {
+            while running.len() < concurrency.max(1) {
+                let Some((indices, messages)) = pending.next() else {
+                    break;
+                };
+                let queue = self.clone();
+                running.spawn(async move {
+                    let body = types::BatchRequest {
+                        messages,
+                        delay_seconds: None,
+                    };
+                    let result = queue.send_batch(body).await;
+                    BatchReport { indices, result }
+                });
+            }
+            match running.join_next().await {
+                Some(Ok(report)) => reports.push(report),
+                // Batch tasks do not panic; if one ever did, its messages are
+                // missing from `landed()`, never reported as pushed.
+                Some(Err(join)) => tracing::error!(error = %join, "a push_all batch task failed"),
+                None => break,
+            }
+        }
+        reports.sort_by_key(|r| r.indices.first().copied());
+        PushAllReport { batches: reports }
     }
 
     /// Leases up to `batch_size` visible messages for the visibility timeout.
@@ -126,11 +224,12 @@ impl Queue {
                 .transpose()?,
         };
         let raw = self.client.raw();
-        let result = call(
-            "pull_messages",
-            raw.pull_messages(self.client.account_id(), &self.queue_id, &body),
-        )
-        .await?;
+        let result = self
+            .send(
+                "pull_messages",
+                raw.pull_messages(self.client.account_id(), &self.queue_id, &body),
+            )
+            .await?;
         Ok(result.into())
     }
 
@@ -161,11 +260,12 @@ impl Queue {
             });
         }
         let raw = self.client.raw();
-        let result = call(
-            "ack_messages",
-            raw.ack_messages(self.client.account_id(), &self.queue_id, &body),
-        )
-        .await?;
+        let result = self
+            .send(
+                "ack_messages",
+                raw.ack_messages(self.client.account_id(), &self.queue_id, &body),
+            )
+            .await?;
         Ok(result.into())
     }
 
@@ -175,11 +275,12 @@ impl Queue {
             batch_size: Some(self.client.limits().batch_size("batch_size", batch_size)?),
         };
         let raw = self.client.raw();
-        let result = call(
-            "peek_messages",
-            raw.peek_messages(self.client.account_id(), &self.queue_id, &body),
-        )
-        .await?;
+        let result = self
+            .send(
+                "peek_messages",
+                raw.peek_messages(self.client.account_id(), &self.queue_id, &body),
+            )
+            .await?;
         Ok(peeked(result))
     }
 
@@ -210,12 +311,89 @@ impl Queue {
             return Err(Error::invalid("refs", "purge needs at least one ref"));
         }
         let raw = self.client.raw();
-        let result = call(
-            "purge_messages",
-            raw.purge_messages(self.client.account_id(), &self.queue_id, &body),
-        )
-        .await?;
+        let result = self
+            .send(
+                "purge_messages",
+                raw.purge_messages(self.client.account_id(), &self.queue_id, &body),
+            )
+            .await?;
         Ok(result.into())
+    }
+
+    /// Sends one generated call in a tracing span, within the client's deadline.
+    async fn send<E, F>(&self, operation: &'static str, request: F) -> Result<E::Result>
+    where
+        E: Envelope,
+        F: Future<Output = RawOutcome<E>>,
+    {
+        let span = tracing::info_span!("cf_queues", operation, queue_id = %self.queue_id);
+        let call = call(operation, request).instrument(span);
+        match self.client.deadline() {
+            Some(deadline) => {
+                tokio::time::timeout(deadline, call)
+                    .await
+                    .unwrap_or(Err(Error::Timeout {
+                        operation,
+                        deadline,
+                    }))
+            }
+            None => call.await,
+        }
+    }
+
+    async fn throttle(&self, messages: usize) {
+        if let Some(limiter) = self.client.limiter() {
+            limiter.acquire(&self.queue_id, messages).await;
+        }
+    }
+}
+
+/// What [`Queue::push_all`] did with each batch.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PushAllReport {
+    /// One entry per batch sent (or per message refused before sending), in input order.
+    pub batches: Vec<BatchReport>,
+}
+
+/// One batch of [`Queue::push_all`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct BatchReport {
+    /// The positions of the batch's messages in the input.
+    pub indices: Vec<usize>,
+    /// Whether the batch landed.
+    pub result: Result<PushReceipt>,
+}
+
+impl PushAllReport {
+    /// The positions of the messages that landed, in input order.
+    pub fn landed(&self) -> Vec<usize> {
+        let mut landed: Vec<usize> = self
+            .batches
+            .iter()
+            .filter(|b| b.result.is_ok())
+            .flat_map(|b| b.indices.iter().copied())
+            .collect();
+        landed.sort_unstable();
+        landed
+    }
+
+    /// The positions of the messages that did not land, each with its batch's error.
+    pub fn failed(&self) -> Vec<(usize, &Error)> {
+        let mut failed: Vec<(usize, &Error)> = self
+            .batches
+            .iter()
+            .filter_map(|b| b.result.as_ref().err().map(|e| (b, e)))
+            .flat_map(|(b, e)| b.indices.iter().map(move |&i| (i, e)))
+            .collect();
+        failed.sort_unstable_by_key(|(i, _)| *i);
+        failed
+    }
+
+    /// Whether every message landed.
+    pub fn all_landed(&self) -> bool {
+        self.batches.iter().all(|b| b.result.is_ok())
     }
 }
 

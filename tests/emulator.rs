@@ -503,7 +503,13 @@ async fn strict_mode_knows_only_declared_queues() {
 #[tokio::test]
 async fn injected_faults_fail_the_next_requests() {
     let (emulator, _clock) = emulator_with(|e| e).await;
-    let q = queue(&emulator, "faulty");
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        .retry(cf_queues::RetryPolicy::none())
+        .build()
+        .expect("client");
+    let q = client.queue("faulty").expect("id");
     emulator.inject(Fault::status(500).times(2).only(Operation::Push));
     emulator.inject(
         Fault::status(429)
@@ -555,6 +561,7 @@ async fn a_stalled_request_times_out_in_the_client() {
         .client_builder()
         .expect("builder")
         .timeout(Duration::from_millis(200))
+        .retry(cf_queues::RetryPolicy::none())
         .build()
         .expect("client");
     let error = client

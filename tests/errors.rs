@@ -18,6 +18,8 @@ fn queue(base_url: &str) -> cf_queues::Queue {
         .account_id(ACCOUNT)
         .base_url(base_url)
         .max_response_bytes(64 * 1024)
+        // One request per call: these tests pin how each answer maps to an error.
+        .retry(cf_queues::RetryPolicy::none())
         .build()
         .and_then(|c| c.queue(QUEUE))
         .expect("valid test configuration")
