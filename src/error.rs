@@ -191,6 +191,9 @@ impl fmt::Display for ApiError {
             "Cloudflare API error in {} (HTTP {})",
             self.operation, self.status
         )?;
+        if self.attempts > 1 {
+            write!(f, " after {} attempts", self.attempts)?;
+        }
         if self.errors.is_empty() {
             match &self.body_snippet {
                 Some(snippet) if !snippet.is_empty() => write!(f, ": body {snippet:?}")?,

@@ -31,6 +31,8 @@ pub(crate) struct App {
     pub strict_queues: Option<HashSet<String>>,
     pub limits: Limits,
     pub max_body_bytes: usize,
+    /// Requests received on the six operations, faulty ones included.
+    pub requests: std::sync::atomic::AtomicU64,
 }
 
 impl App {
@@ -104,6 +106,8 @@ async fn handle(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Value, Failure> {
+    app.requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if let Some(fault) = app.faults.take(op) {
         if let Some(stall) = fault.stall {
             tokio::time::sleep(stall).await;

@@ -219,6 +219,7 @@ impl Emulator {
             strict_queues: self.strict_queues,
             limits: self.limits,
             max_body_bytes: self.max_body_bytes,
+            requests: Default::default(),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let router = http::router(Arc::clone(&app));
@@ -304,6 +305,11 @@ impl EmulatorHandle {
     /// Drops every pending fault.
     pub fn clear_faults(&self) {
         self.app.faults.clear();
+    }
+
+    /// How many requests the six operations have received, faulty ones included.
+    pub fn requests_received(&self) -> u64 {
+        self.app.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A queue's exact metrics, as the server sees them now.

@@ -1,0 +1,101 @@
+//! Logs and spans name the operation and the queue, and never a secret.
+//! In a binary of its own: tracing caches callsite interest per process, and
+//! a scoped subscriber must be the only one this process sees.
+#![cfg(feature = "emulator")]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cf_queues::emulator::{Emulator, Fault, Operation};
+use cf_queues::{Message, PullOptions, RetryPolicy};
+
+const TOKEN: &str = "logging-secret-token";
+
+#[tokio::test]
+async fn logs_carry_operations_and_never_secrets() {
+    let logs = SharedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let emulator = Emulator::new()
+        .token(TOKEN)
+        .start()
+        .await
+        .expect("emulator starts");
+    emulator.inject(Fault::status(500).only(Operation::Pull));
+    let retry = RetryPolicy::default().backoff(Duration::from_millis(1), Duration::from_millis(2));
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        .retry(retry)
+        .build()
+        .expect("client");
+    let queue = client.queue("logged").expect("id");
+    queue.push(Message::text("x")).await.expect("push");
+    queue
+        .pull(PullOptions::new())
+        .await
+        .expect("pull after a retry");
+    let wrong = emulator
+        .client_builder()
+        .expect("builder")
+        .api_token("wrong-secret")
+        .build()
+        .expect("client");
+    let error = wrong
+        .queue("logged")
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect_err("403");
+
+    let text = logs.text();
+    assert!(text.contains("retrying"), "{text}");
+    assert!(
+        text.contains("pull_messages") && text.contains("queue_id=logged"),
+        "{text}"
+    );
+    for shown in [
+        text,
+        format!("{client:?}"),
+        format!("{error} {error:?}"),
+        format!("{emulator:?}"),
+    ] {
+        assert!(
+            !shown.contains(TOKEN) && !shown.contains("wrong-secret"),
+            "secret leaked: {shown}"
+        );
+    }
+}
+
+/// A log sink the test can read back.
+#[derive(Clone, Default)]
+struct SharedLog(Arc<Mutex<Vec<u8>>>);
+
+impl SharedLog {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("not poisoned")).into_owned()
+    }
+}
+
+impl Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SharedLog {
+    type Writer = SharedLog;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
