@@ -204,3 +204,60 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .unwrap_or(Duration::ZERO),
     )
 }
+
+/// Entry points for fuzzing and property tests: the decoders a response
+/// body goes through, callable on arbitrary bytes. Not part of the stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::{Envelope, detail, retry_after};
+    use crate::message::Body;
+    use crate::raw::types;
+    use crate::response::{AckOutcome, PulledBatch, PurgeOutcome, PushReceipt, peeked};
+
+    /// Decodes `body` as every envelope and failure the client reads, and
+    /// every message body in it in every form; returns how many parts decoded.
+    pub fn decode_everything(body: &[u8]) -> usize {
+        let mut decoded = 0;
+        if let Ok(e) = serde_json::from_slice::<types::PushEnvelope>(body) {
+            let _ = PushReceipt::from(e.into_parts().3.unwrap_or_default());
+            decoded += 1;
+        }
+        if let Ok(e) = serde_json::from_slice::<types::PullEnvelope>(body) {
+            let batch = PulledBatch::from(e.into_parts().3.unwrap_or_default());
+            batch.messages.iter().for_each(|m| decode_body(m.body()));
+            decoded += 1;
+        }
+        if let Ok(e) = serde_json::from_slice::<types::AckEnvelope>(body) {
+            let _ = AckOutcome::from(e.into_parts().3.unwrap_or_default());
+            decoded += 1;
+        }
+        if let Ok(e) = serde_json::from_slice::<types::PeekEnvelope>(body) {
+            peeked(e.into_parts().3.unwrap_or_default())
+                .iter()
+                .for_each(|m| decode_body(m.body()));
+            decoded += 1;
+        }
+        if let Ok(e) = serde_json::from_slice::<types::PurgeEnvelope>(body) {
+            let _ = PurgeOutcome::from(e.into_parts().3.unwrap_or_default());
+            decoded += 1;
+        }
+        if let Ok(e) = serde_json::from_slice::<types::FailureEnvelope>(body) {
+            let _: Vec<_> = e.errors.into_iter().map(detail).collect();
+            decoded += 1;
+        }
+        let _ = crate::error::snippet(body);
+        decoded
+    }
+
+    /// Reads `text` as a `Retry-After` header value.
+    pub fn decode_retry_after(text: &str) -> Option<std::time::Duration> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value = reqwest::header::HeaderValue::from_str(text).ok()?;
+        headers.insert(reqwest::header::RETRY_AFTER, value);
+        retry_after(&headers)
+    }
+
+    fn decode_body(body: &Body) {
+        let _ = (body.text(), body.bytes(), body.json::<serde_json::Value>());
+    }
+}

@@ -136,6 +136,8 @@ pub mod raw {
 
 pub use auth::Credentials;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
+#[doc(hidden)]
+pub use envelope::fuzzing;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};
 pub use limits::Limits;
 pub use message::{
