@@ -198,6 +198,9 @@ impl Emulator {
     pub async fn start(self) -> io::Result<EmulatorHandle> {
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let address = listener.local_addr()?;
+        if !address.ip().is_loopback() {
+            tracing::warn!(%address, "the emulator listens beyond loopback; it is meant for local development");
+        }
         let token = if self.open {
             None
         } else {
