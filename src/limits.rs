@@ -4,6 +4,7 @@
 //! values; [`Limits`] carries them into a client and can be changed for tests
 //! or for a server with other limits (such as an emulator).
 
+use std::fmt::Display;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -70,10 +71,10 @@ impl Default for Limits {
 
 impl Limits {
     /// Whole seconds of a delay, rounded up so a message is never delivered early.
-    pub(crate) fn delay_seconds(&self, field: &str, delay: Duration) -> Result<u32> {
+    pub(crate) fn delay_seconds(&self, field: &dyn Display, delay: Duration) -> Result<u32> {
         if delay > self.max_delay {
             return Err(Error::invalid(
-                field,
+                field.to_string(),
                 format!(
                     "delay of {} s exceeds the limit of {} s",
                     delay.as_secs_f64(),
@@ -82,13 +83,14 @@ impl Limits {
             ));
         }
         let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
-        u32::try_from(secs).map_err(|_| Error::invalid(field, "delay does not fit in u32 seconds"))
+        u32::try_from(secs)
+            .map_err(|_| Error::invalid(field.to_string(), "delay does not fit in u32 seconds"))
     }
 
-    pub(crate) fn batch_size(&self, field: &str, size: u32) -> Result<u32> {
+    pub(crate) fn batch_size(&self, field: &dyn Display, size: u32) -> Result<u32> {
         if size == 0 || size > self.max_pull_batch_size {
             return Err(Error::invalid(
-                field,
+                field.to_string(),
                 format!("{size} is outside 1..={}", self.max_pull_batch_size),
             ));
         }
@@ -115,11 +117,15 @@ impl Limits {
     }
 
     /// The size a message counts for: its encoded body plus the metadata estimate.
-    pub(crate) fn check_message_size(&self, field: &str, body_bytes: usize) -> Result<usize> {
+    pub(crate) fn check_message_size(
+        &self,
+        field: &dyn Display,
+        body_bytes: usize,
+    ) -> Result<usize> {
         let counted = body_bytes + self.message_metadata_bytes;
         if counted > self.max_message_bytes {
             return Err(Error::invalid(
-                field,
+                field.to_string(),
                 format!(
                     "message of {body_bytes} bytes (+{} bytes of metadata) exceeds the limit of {} bytes",
                     self.message_metadata_bytes, self.max_message_bytes
@@ -180,9 +186,9 @@ pub(crate) fn check_id(field: &str, id: &str) -> Result<()> {
 }
 
 /// Checks an opaque token (lease id or ref): non-empty.
-pub(crate) fn check_token(field: &str, token: &str) -> Result<()> {
+pub(crate) fn check_token(field: &dyn Display, token: &str) -> Result<()> {
     if token.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
+        return Err(Error::invalid(field.to_string(), "must not be empty"));
     }
     Ok(())
 }
@@ -205,14 +211,14 @@ mod tests {
     fn delays_round_up_and_cap() {
         let l = Limits::default();
         assert_eq!(
-            l.delay_seconds("d", Duration::from_millis(1500)).ok(),
+            l.delay_seconds(&"d", Duration::from_millis(1500)).ok(),
             Some(2)
         );
         assert_eq!(
-            l.delay_seconds("d", Duration::from_secs(86_400)).ok(),
+            l.delay_seconds(&"d", Duration::from_secs(86_400)).ok(),
             Some(86_400)
         );
-        assert!(l.delay_seconds("d", Duration::from_secs(86_401)).is_err());
+        assert!(l.delay_seconds(&"d", Duration::from_secs(86_401)).is_err());
     }
 
     #[test]
@@ -236,8 +242,8 @@ mod tests {
     #[test]
     fn batch_bounds() {
         let l = Limits::default();
-        assert!(l.batch_size("batch_size", 0).is_err());
-        assert!(l.batch_size("batch_size", 101).is_err());
+        assert!(l.batch_size(&"batch_size", 0).is_err());
+        assert!(l.batch_size(&"batch_size", 101).is_err());
         assert!(l.check_batch(0, 0).is_err());
         assert!(l.check_batch(101, 10).is_err());
         assert!(l.check_batch(100, 256_001).is_err());

@@ -82,12 +82,12 @@ impl Message {
     /// Checks the limits and builds the wire message; returns it with the bytes it counts for.
     pub(crate) fn to_wire(
         &self,
-        field: &str,
+        field: &dyn fmt::Display,
         limits: &crate::Limits,
     ) -> Result<(types::QueueMessage, usize)> {
         let delay_seconds = self
             .delay
-            .map(|d| limits.delay_seconds(&format!("{field}.delay"), d))
+            .map(|d| limits.delay_seconds(&format_args!("{field}.delay"), d))
             .transpose()?;
         let (wire, body_bytes) = match &self.body {
             OutgoingBody::Text(text) => (
@@ -112,7 +112,7 @@ impl Message {
                 )
             }
         };
-        let counted = limits.check_message_size(&format!("{field}.body"), body_bytes)?;
+        let counted = limits.check_message_size(&format_args!("{field}.body"), body_bytes)?;
         Ok((wire, counted))
     }
 }

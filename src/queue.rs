@@ -53,7 +53,7 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
-        let (wire, _) = message.to_wire("message", self.client.limits())?;
+        let (wire, _) = message.to_wire(&"message", self.client.limits())?;
         self.throttle(1).await;
         let raw = self.client.raw();
         let result = self
@@ -85,14 +85,14 @@ impl Queue {
         let mut messages = Vec::with_capacity(batch.messages.len());
         let mut bytes = 0;
         for (i, message) in batch.messages.iter().enumerate() {
-            let (wire, counted) = message.to_wire(&format!("messages[{i}]"), limits)?;
+            let (wire, counted) = message.to_wire(&format_args!("messages[{i}]"), limits)?;
             bytes += counted;
             messages.push(wire);
         }
         limits.check_batch(messages.len(), bytes)?;
         let delay_seconds = batch
             .delay
-            .map(|d| limits.delay_seconds("delay", d))
+            .map(|d| limits.delay_seconds(&"delay", d))
             .transpose()?;
         self.send_batch(types::BatchRequest {
             messages,
@@ -139,7 +139,8 @@ impl Queue {
         let mut batches: Vec<(Vec<usize>, Vec<types::QueueMessage>)> = Vec::new();
         let (mut indices, mut wires, mut bytes) = (Vec::new(), Vec::new(), 0usize);
         for (index, message) in messages.into_iter().enumerate() {
-            let (wire, counted) = match message.to_wire(&format!("messages[{index}]"), &limits) {
+            let (wire, counted) = match message.to_wire(&format_args!("messages[{index}]"), &limits)
+            {
                 Ok(encoded) => encoded,
                 Err(error) => {
                     reports.push(BatchReport {
@@ -216,7 +217,7 @@ impl Queue {
         let body = types::PullRequest {
             batch_size: options
                 .batch_size
-                .map(|n| limits.batch_size("batch_size", n))
+                .map(|n| limits.batch_size(&"batch_size", n))
                 .transpose()?,
             visibility_timeout_ms: options
                 .visibility_timeout
@@ -245,17 +246,17 @@ impl Queue {
         let limits = self.client.limits();
         let mut body = types::AckRequest::default();
         for (i, lease) in acks.acks.iter().enumerate() {
-            check_token(&format!("acks[{i}].lease_id"), lease.as_str())?;
+            check_token(&format_args!("acks[{i}].lease_id"), lease.as_str())?;
             body.acks.push(types::AckLease {
                 lease_id: lease.as_str().to_owned(),
             });
         }
         for (i, (lease, delay)) in acks.retries.iter().enumerate() {
-            check_token(&format!("retries[{i}].lease_id"), lease.as_str())?;
+            check_token(&format_args!("retries[{i}].lease_id"), lease.as_str())?;
             body.retries.push(types::RetryLease {
                 lease_id: lease.as_str().to_owned(),
                 delay_seconds: delay
-                    .map(|d| limits.delay_seconds(&format!("retries[{i}].delay"), d))
+                    .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
                     .transpose()?,
             });
         }
@@ -272,7 +273,7 @@ impl Queue {
     /// Returns up to `batch_size` messages (1 to 100) without leasing them.
     pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
         let body = types::PeekRequest {
-            batch_size: Some(self.client.limits().batch_size("batch_size", batch_size)?),
+            batch_size: Some(self.client.limits().batch_size(&"batch_size", batch_size)?),
         };
         let raw = self.client.raw();
         let result = self
@@ -302,7 +303,7 @@ impl Queue {
         let mut body = types::PurgeRequest { refs: Vec::new() };
         for (i, peek_ref) in refs.into_iter().enumerate() {
             let peek_ref: PeekRef = peek_ref.into();
-            check_token(&format!("refs[{i}].ref"), peek_ref.as_str())?;
+            check_token(&format_args!("refs[{i}].ref"), peek_ref.as_str())?;
             body.refs.push(types::PurgeRef {
                 ref_: peek_ref.as_str().to_owned(),
             });
