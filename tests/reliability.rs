@@ -251,30 +251,6 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
 }
 
 #[tokio::test]
-async fn refused_connections_are_retried_even_for_push() {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let address = listener.local_addr().expect("address");
-    drop(listener);
-    let client = Client::builder()
-        .api_token(TOKEN)
-        .account_id("acc")
-        .base_url(format!("http://{address}"))
-        .retry(quick())
-        .build()
-        .expect("client");
-    let error = client
-        .queue("q")
-        .expect("id")
-        .push(Message::text("x"))
-        .await
-        .expect_err("nobody listens");
-    match &error {
-        Error::Transport { source, .. } => assert!(source.is_connect(), "{source:?}"),
-        other => panic!("expected a connect error, got {other:?}"),
-    }
-}
-
-#[tokio::test]
 async fn the_overall_deadline_bounds_retries_and_stalls() {
     let emulator = emulator().await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)));
