@@ -7,11 +7,23 @@
 //! machine is shared and noisy): the same push / pull / ack cycle sent with a
 //! bare `reqwest::Client` and pre-built JSON, without the client layer.
 //!
+//! Memory is the process's RSS while a backlog is filled and drained, twice:
+//! once in this process with the default allocator settings, then again in a
+//! child process (this executable, same arguments) whose glibc is tuned to
+//! hand free heap back to the kernel: what the second run returns and the
+//! first does not is free heap that glibc keeps by default. (The tunables
+//! return the heap's top and large blocks, not free chunks below live ones.)
+//!
 //! Environment:
 //! - `CFQ_BENCH_MESSAGES`: messages cycled per measured run (default 30,000);
-//! - `CFQ_BENCH_BACKLOG`: messages in the memory backlog (default 100,000).
+//! - `CFQ_BENCH_BACKLOG`: messages in the memory backlog (default 100,000);
+//! - `CFQ_BENCH_MEMORY_ONLY=1`: set by the bench for its child: run only the
+//!   memory measurement and print it as one `MEMORY key=value ...` line.
 
-use std::process::ExitCode;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -35,10 +47,28 @@ const BACKLOG_BODY_BYTES: usize = 100;
 const REPEATS: usize = 3;
 /// The issue's goal for the end-to-end figure on a 2-core machine.
 const GOAL_MSG_PER_S: f64 = 50_000.0;
+/// Unmeasured rounds per driver before measuring.
+const WARMUP_ROUNDS: usize = 100;
 const PAGE_BYTES: u64 = 4096;
 const MB: f64 = 1024.0 * 1024.0;
+/// Set to `1` in the child that only measures memory.
+const MEMORY_ONLY_ENV: &str = "CFQ_BENCH_MEMORY_ONLY";
+/// One malloc arena, blocks of 128 KiB and more in their own mappings, and
+/// the heap's top trimmed once 128 KiB of it are free: free heap goes back to
+/// the kernel instead of staying in the process.
+const GLIBC_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072";
+/// How the child reports, on stdout.
+const MEMORY_LINE_TAG: &str = "MEMORY";
+const DEFAULT_MEMORY_LABEL: &str = if cfg!(target_env = "gnu") {
+    "memory, default glibc malloc"
+} else {
+    "memory, default allocator"
+};
+const TUNED_MEMORY_LABEL: &str = "memory, glibc tunables (arena_max=1…)";
 
 fn main() -> ExitCode {
+    // Arguments (`cargo bench` passes `--bench`) are ignored.
+    let memory_only = std::env::var_os(MEMORY_ONLY_ENV).is_some_and(|v| v == "1");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -49,10 +79,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run()) {
+    let (outcome, what) = if memory_only {
+        (
+            runtime.block_on(memory_only_run()),
+            "throughput bench (memory-only child)",
+        )
+    } else {
+        (runtime.block_on(run()), "throughput bench")
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("throughput bench failed: {e}");
+            eprintln!("{what} failed: {e}");
             ExitCode::FAILURE
         }
     }
@@ -104,13 +142,14 @@ async fn run() -> Result<()> {
         ("4 workers, own queues, bare reqwest", own_queues(4, true)?),
     ];
 
+    let warmup = rounds.min(WARMUP_ROUNDS);
     println!(
         "warming up ({} rounds per driver, then {REPEATS} measured runs of {} messages each)...",
-        rounds.min(50),
+        warmup,
         rounds * BATCH
     );
-    cycle(&emulator, &via_client, rounds.min(50), &bodies).await?;
-    cycle(&emulator, &via_raw, rounds.min(50), &bodies).await?;
+    cycle(&emulator, &via_client, warmup, &bodies).await?;
+    cycle(&emulator, &via_raw, warmup, &bodies).await?;
     for (_, drivers) in &variants {
         cycle(&emulator, drivers, drivers.len() * 5, &bodies).await?;
     }
@@ -141,7 +180,20 @@ async fn run() -> Result<()> {
     }
 
     println!("filling and draining a backlog of {backlog} messages, twice...");
+    let memory_started = Instant::now();
     let memory = memory(&emulator, &client.queue("memory")?, backlog).await?;
+    let tuned = match memory {
+        None => None,
+        Some(_) => {
+            println!("again in a child process with GLIBC_TUNABLES={GLIBC_TUNABLES}...");
+            let timeout = memory_started.elapsed() * 10 + Duration::from_secs(60);
+            let tuned = memory_with_tunables(timeout).await;
+            if let Err(e) = &tuned {
+                println!("  note: no memory figures with glibc tunables: {e}");
+            }
+            Some(tuned.map_err(|e| e.to_string()))
+        }
+    };
 
     let client_run = median(client_runs);
     let raw_run = median(raw_runs);
@@ -153,7 +205,7 @@ async fn run() -> Result<()> {
         raw: &raw_run,
         variants: &variant_runs,
         memory: &memory,
-        backlog,
+        tuned: &tuned,
     });
     println!("(bench took {:.1} s)", started.elapsed().as_secs_f64());
     emulator.shutdown().await?;
@@ -166,7 +218,7 @@ struct Phases {
     push: Duration,
     pull: Duration,
     ack: Duration,
-    requests: u32,
+    rounds: u32,
 }
 
 impl Phases {
@@ -174,7 +226,7 @@ impl Phases {
         self.push += other.push;
         self.pull += other.pull;
         self.ack += other.ack;
-        self.requests += other.requests;
+        self.rounds += other.rounds;
     }
 
     fn total(&self) -> Duration {
@@ -183,7 +235,7 @@ impl Phases {
 
     /// Mean microseconds per request of each phase.
     fn micros_per_request(&self) -> [f64; 3] {
-        let n = f64::from(self.requests.max(1));
+        let n = f64::from(self.rounds.max(1));
         [self.push, self.pull, self.ack].map(|d| d.as_secs_f64() * 1e6 / n)
     }
 
@@ -236,7 +288,7 @@ impl Driver {
         phases.push += push;
         phases.pull += pull;
         phases.ack += ack;
-        phases.requests += 1;
+        phases.rounds += 1;
         Ok(acked)
     }
 
@@ -547,13 +599,78 @@ impl FillDrain {
     }
 }
 
+struct Memory {
+    /// Messages in the backlog.
+    messages: usize,
+    cycles: [FillDrain; 2],
+}
+
+impl Memory {
+    /// The child's report: `MEMORY messages=.. before=.. full=.. drained=..
+    /// full2=.. drained2=.. ...`, byte counts and microseconds.
+    fn to_line(&self) -> String {
+        let mut line = format!("{MEMORY_LINE_TAG} messages={}", self.messages);
+        for (c, n) in self.cycles.iter().zip(["", "2"]) {
+            let _ = write!(
+                line,
+                " before{n}={} full{n}={} drained{n}={} body_bytes{n}={} fill_us{n}={} drain_us{n}={}",
+                c.before,
+                c.filled,
+                c.drained,
+                c.backlog_bytes,
+                c.fill_time.as_micros(),
+                c.drain_time.as_micros()
+            );
+        }
+        line
+    }
+
+    /// Reads what [`Memory::to_line`] wrote.
+    fn from_line(line: &str) -> Result<Memory> {
+        let fields = line
+            .strip_prefix(MEMORY_LINE_TAG)
+            .ok_or_else(|| format!("not a {MEMORY_LINE_TAG} line: {line:?}"))?
+            .split_whitespace()
+            .map(|field| {
+                let (key, value) = field
+                    .split_once('=')
+                    .ok_or_else(|| format!("{field:?} is not key=value"))?;
+                let value: u64 = value
+                    .parse()
+                    .map_err(|e| format!("{field:?} is not key=number: {e}"))?;
+                Ok((key, value))
+            })
+            .collect::<Result<HashMap<&str, u64>>>()?;
+        let get = |key: String| {
+            fields
+                .get(key.as_str())
+                .copied()
+                .ok_or_else(|| format!("no {key}= in {line:?}"))
+        };
+        let cycle = |n: &str| -> Result<FillDrain> {
+            Ok(FillDrain {
+                before: get(format!("before{n}"))?,
+                filled: get(format!("full{n}"))?,
+                drained: get(format!("drained{n}"))?,
+                backlog_bytes: get(format!("body_bytes{n}"))?,
+                fill_time: Duration::from_micros(get(format!("fill_us{n}"))?),
+                drain_time: Duration::from_micros(get(format!("drain_us{n}"))?),
+            })
+        };
+        Ok(Memory {
+            messages: usize::try_from(get("messages".to_owned())?)?,
+            cycles: [cycle("")?, cycle("2")?],
+        })
+    }
+}
+
 /// Fills `queue` with `backlog` messages of ~100 bytes and drains it, twice,
 /// reading RSS before, when full and when empty. `None` without `/proc`.
 async fn memory(
     emulator: &EmulatorHandle,
     queue: &Queue,
     backlog: usize,
-) -> Result<Option<[FillDrain; 2]>> {
+) -> Result<Option<Memory>> {
     if rss_bytes().is_none() {
         return Ok(None);
     }
@@ -605,7 +722,93 @@ async fn memory(
             drain_time,
         });
     }
-    Ok(Some([cycles[0], cycles[1]]))
+    Ok(Some(Memory {
+        messages: backlog,
+        cycles: [cycles[0], cycles[1]],
+    }))
+}
+
+/// The child's whole run (`CFQ_BENCH_MEMORY_ONLY=1`): the fill / drain memory
+/// measurement alone, printed as one `MEMORY ...` line on stdout.
+async fn memory_only_run() -> Result<()> {
+    let backlog = env_count("CFQ_BENCH_BACKLOG", DEFAULT_BACKLOG)?;
+    let emulator = Emulator::new().start().await?;
+    let client = emulator.client()?;
+    let memory = memory(&emulator, &client.queue("memory")?, backlog)
+        .await?
+        .ok_or("/proc/self/statm is unreadable")?;
+    println!("{}", memory.to_line());
+    emulator.shutdown().await?;
+    Ok(())
+}
+
+/// Runs the memory measurement again in a child process, this executable with
+/// the same arguments, whose glibc gives free heap back to the kernel
+/// ([`GLIBC_TUNABLES`]); stops it after `timeout`.
+async fn memory_with_tunables(timeout: Duration) -> Result<Memory> {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        return Err("not a glibc system".into());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let mut child = Command::new(&exe)
+        .args(std::env::args_os().skip(1))
+        .env(MEMORY_ONLY_ENV, "1")
+        .env("GLIBC_TUNABLES", GLIBC_TUNABLES)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let stdout = read_to_end_in_background(child.stdout.take());
+    let stderr = read_to_end_in_background(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < timeout => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(None) => {
+                // Our own child, stopped through its handle.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the child ran longer than {} s and was stopped",
+                    timeout.as_secs()
+                )
+                .into());
+            }
+            Err(e) => return Err(format!("waiting for the child: {e}").into()),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status.success() {
+        let said = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "the child exited with {status}: {}",
+            said.unwrap_or("(nothing on stderr)")
+        )
+        .into());
+    }
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{MEMORY_LINE_TAG} ")))
+        .ok_or_else(|| format!("the child printed no {MEMORY_LINE_TAG} line"))?;
+    Memory::from_line(line)
+}
+
+/// Reads a child's pipe on a thread so that it cannot fill up and block it.
+fn read_to_end_in_background(
+    pipe: Option<impl Read + Send + 'static>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_string(&mut text);
+        }
+        text
+    })
 }
 
 struct Report<'a> {
@@ -615,8 +818,9 @@ struct Report<'a> {
     client: &'a Run,
     raw: &'a Run,
     variants: &'a [(&'static str, Run)],
-    memory: &'a Option<[FillDrain; 2]>,
-    backlog: usize,
+    memory: &'a Option<Memory>,
+    /// The child's measurement with [`GLIBC_TUNABLES`], or why there is none.
+    tuned: &'a Option<Result<Memory, String>>,
 }
 
 fn report(r: &Report<'_>) {
@@ -690,49 +894,62 @@ fn report(r: &Report<'_>) {
     );
     match r.memory {
         None => println!("memory: skipped, /proc/self/statm is unreadable on this system"),
-        Some(cycles) => {
-            let first = &cycles[0];
-            let per_message = first.growth() as f64 / r.backlog as f64;
+        Some(memory) => {
+            let first = &memory.cycles[0];
             println!(
-                "memory: +{per_message:.0} bytes RSS per backlog message ({} messages, {} B bodies, {:.1} MB of bodies); \
-                 returned after drain: {:.1} MB of {:.1} MB ({:.0}%)",
-                thousands(r.backlog as f64),
-                BACKLOG_BODY_BYTES,
-                first.backlog_bytes as f64 / MB,
-                first.returned() as f64 / MB,
-                first.growth() as f64 / MB,
-                percent(first.returned(), first.growth())
+                "{:<width$}: {} messages, {BACKLOG_BODY_BYTES} B bodies ({:.1} MB of bodies), filled and drained twice; RSS of the whole process, client included",
+                "memory backlog",
+                thousands(memory.messages as f64),
+                first.backlog_bytes as f64 / MB
             );
-            for (i, c) in cycles.iter().enumerate() {
-                println!(
-                    "  cycle {}: RSS {:.1} MB -> full {:.1} MB (+{:.1} MB, fill {:.1} s) -> drained {:.1} MB (drain {:.1} s): returned {:.1} MB ({:.0}%)",
-                    i + 1,
-                    c.before as f64 / MB,
-                    c.filled as f64 / MB,
-                    c.growth() as f64 / MB,
-                    c.fill_time.as_secs_f64(),
-                    c.drained as f64 / MB,
-                    c.drain_time.as_secs_f64(),
-                    c.returned() as f64 / MB,
-                    percent(c.returned(), c.growth())
-                );
+            memory_rows(DEFAULT_MEMORY_LABEL, memory, width);
+            match r.tuned {
+                None => {}
+                Some(Err(e)) => println!("{TUNED_MEMORY_LABEL:<width$}: not measured ({e})"),
+                Some(Ok(tuned)) => {
+                    memory_rows(TUNED_MEMORY_LABEL, tuned, width);
+                    println!(
+                        "  (child process of this bench, GLIBC_TUNABLES={GLIBC_TUNABLES}: \
+                         glibc returns the heap top and blocks >= 128 KiB once free; free chunks below live ones still count in RSS)"
+                    );
+                }
             }
-            let second = &cycles[1];
-            let peak_change = second.filled as f64 - first.filled as f64;
-            println!(
-                "  second fill peaked {:+.1} MB vs the first ({}); RSS at the end is {:+.1} MB vs before the first fill",
-                peak_change / MB,
-                if peak_change <= 0.1 * first.growth() as f64 {
-                    "memory reused, not growing"
-                } else {
-                    "memory GREW across cycles"
-                },
-                (second.drained as f64 - first.before as f64) / MB
-            );
-            println!(
-                "  (RSS is the whole process, client included; the allocator may keep freed pages)"
-            );
         }
+    }
+}
+
+/// One memory row of the table, then a line per fill / drain cycle.
+fn memory_rows(label: &str, memory: &Memory, width: usize) {
+    let [first, second] = &memory.cycles;
+    let per_message = first.growth() as f64 / memory.messages.max(1) as f64;
+    let peak_change = second.filled as f64 - first.filled as f64;
+    println!(
+        "{label:<width$}: +{per_message:.0} B RSS per backlog message; returned after drain {:.1} of {:.1} MB ({:.0}%); \
+         2nd cycle peak {:+.1} MB vs 1st ({}), ends {:+.1} MB vs start",
+        first.returned() as f64 / MB,
+        first.growth() as f64 / MB,
+        percent(first.returned(), first.growth()),
+        peak_change / MB,
+        if peak_change <= 0.1 * first.growth() as f64 {
+            "memory reused"
+        } else {
+            "higher peak"
+        },
+        (second.drained as f64 - first.before as f64) / MB
+    );
+    for (i, c) in memory.cycles.iter().enumerate() {
+        println!(
+            "  cycle {}: RSS {:.1} MB -> full {:.1} MB (+{:.1} MB, fill {:.1} s) -> drained {:.1} MB (drain {:.1} s): returned {:.1} MB ({:.0}%)",
+            i + 1,
+            c.before as f64 / MB,
+            c.filled as f64 / MB,
+            c.growth() as f64 / MB,
+            c.fill_time.as_secs_f64(),
+            c.drained as f64 / MB,
+            c.drain_time.as_secs_f64(),
+            c.returned() as f64 / MB,
+            percent(c.returned(), c.growth())
+        );
     }
 }
 
