@@ -12,10 +12,10 @@
 //! optionally `CLOUDFLARE_BASE_URL`, then run the same command.
 
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cf_queues::emulator::{Emulator, EmulatorHandle};
-use cf_queues::{Acks, Batch, Client, Credentials, Message, PullOptions, Queue};
+use cf_queues::{Acks, Batch, Body, Client, Credentials, Message, PullOptions, Queue};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -61,48 +61,55 @@ async fn connect() -> Result<(Queue, Option<EmulatorHandle>), Box<dyn std::error
 }
 
 /// The whole tour: every operation once, printing what happens.
+///
+/// On a real queue other producers' messages may show up too: every message
+/// this run pushes carries a run tag, and only tagged ones are acknowledged,
+/// retried or purged. Others are put back at once (their attempt still
+/// counts, as with any pull), so point it at a queue meant for testing.
 async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
-    queue.push(Message::text("hello from cf-queues")).await?;
+    let run = format!(
+        "run-{:x}",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    queue
+        .push(Message::text(format!("{run}: hello from cf-queues")))
+        .await?;
     println!("pushed a text message");
-    let order = serde_json::json!({"order": 42, "items": ["tea", "scones"]});
+    let order = serde_json::json!({"run": run, "order": 42, "items": ["tea", "scones"]});
     queue.push(Message::json(&order)?).await?;
     println!("pushed a JSON message: {order}");
-    let batch = Batch::new((1..=3).map(|i| Message::text(format!("batch message {i}"))));
+    let batch = Batch::new((1..=3).map(|i| Message::text(format!("{run}: batch message {i}"))));
     let receipt = queue.push_batch(batch).await?;
     println!("pushed a batch of 3; metrics: {:?}", receipt.metrics);
 
-    let pulled = queue
-        .pull(
-            PullOptions::new()
-                .batch_size(10)
-                .visibility_timeout(Duration::from_secs(30)),
-        )
-        .await?;
+    let options = PullOptions::new()
+        .batch_size(10)
+        .visibility_timeout(Duration::from_secs(30));
+    let pulled = queue.pull(options).await?;
     println!(
         "pulled {} messages ({} in the backlog)",
         pulled.messages.len(),
         pulled.backlog_count
     );
     let mut acks = Acks::new();
-    for (i, message) in pulled.messages.iter().enumerate() {
-        let shown = match message.body().json::<serde_json::Value>() {
-            Ok(json) => json.to_string(),
-            Err(_) => message
-                .body()
-                .text()
-                .map_or_else(|e| e.to_string(), str::to_owned),
-        };
+    let mut retried_one = false;
+    for message in &pulled.messages {
+        let (shown, ours) = describe(message.body(), &run);
         println!(
             "  [{}] attempt {} {}: {shown}",
             message.id,
             message.attempts,
             message.content_type()
         );
-        // Retry one message, acknowledge the rest.
-        acks = if i == 0 {
-            acks.retry(message)
-        } else {
-            acks.ack(message)
+        acks = match (ours, retried_one) {
+            (false, _) => acks.retry(message), // not ours: back on the queue at once
+            (true, false) => {
+                retried_one = true;
+                acks.retry(message)
+            }
+            (true, true) => acks.ack(message),
         };
     }
     let outcome = queue.ack(acks).await?;
@@ -113,16 +120,34 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
 
     let peeked = queue.peek(10).await?;
     println!("peeked {} messages", peeked.len());
+    let mut ours = Vec::new();
     for message in &peeked {
-        println!("  [{}] {}", message.id, message.body().raw());
+        println!("  [{}] {}", message.id, describe(message.body(), &run).0);
+        if describe(message.body(), &run).1 {
+            ours.push(message);
+        }
     }
-    if !peeked.is_empty() {
-        let purged = queue.purge(&peeked).await?;
+    if !ours.is_empty() {
+        let purged = queue.purge(ours.iter().copied()).await?;
         println!(
-            "purged {} refs; warnings {:?}",
-            peeked.len(),
+            "purged {} of our messages; warnings {:?}",
+            ours.len(),
             purged.warnings
         );
     }
     Ok(())
+}
+
+/// A body as text for printing, and whether this run pushed it.
+fn describe(body: &Body, run: &str) -> (String, bool) {
+    match body.json::<serde_json::Value>() {
+        Ok(json) => {
+            let ours = json.get("run").and_then(|r| r.as_str()) == Some(run);
+            (json.to_string(), ours)
+        }
+        Err(_) => match body.text() {
+            Ok(text) => (text.to_owned(), text.starts_with(run)),
+            Err(e) => (e.to_string(), false),
+        },
+    }
 }

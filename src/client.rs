@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
-use crate::limits::{Limits, check_id};
+use crate::limits::Limits;
 use crate::queue::Queue;
 use crate::ratelimit::{Limiter, RateLimits};
 use crate::raw;
@@ -59,7 +59,7 @@ impl Client {
     /// characters or not alphanumeric.
     pub fn queue(&self, queue_id: impl Into<String>) -> Result<Queue> {
         let queue_id = queue_id.into();
-        check_id("queue_id", &queue_id)?;
+        self.inner.limits.check_id("queue_id", &queue_id)?;
         Ok(Queue::new(self.clone(), queue_id))
     }
 
@@ -270,14 +270,16 @@ impl ClientBuilder {
         let account_id = self.account_id.ok_or_else(|| {
             Error::Config("no account id: set CLOUDFLARE_ACCOUNT_ID, or call account_id()".into())
         })?;
-        check_id("account_id", &account_id)?;
+        self.limits.check_id("account_id", &account_id)?;
 
         let base_url = self.base_url.trim().trim_end_matches('/').to_owned();
         let parsed = reqwest::Url::parse(&base_url)
-            .map_err(|e| Error::Config(format!("invalid base URL {base_url:?}: {e}")))?;
+            // The URL itself stays out of the message: it may carry userinfo.
+            .map_err(|e| Error::Config(format!("invalid base URL: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
             return Err(Error::Config(format!(
-                "invalid base URL {base_url:?}: needs an http or https URL"
+                "invalid base URL: needs an http or https URL, not {:?}",
+                parsed.scheme()
             )));
         }
 

@@ -29,7 +29,12 @@ macro_rules! envelope {
         impl Envelope for types::$envelope {
             type Result = types::$result;
             fn into_parts(self) -> (Option<bool>, Vec<types::ResponseInfo>, Vec<Value>, Option<Self::Result>) {
-                (self.success, self.errors, self.messages, self.result)
+                (
+                    self.success,
+                    self.errors.unwrap_or_default(),
+                    self.messages.unwrap_or_default(),
+                    self.result,
+                )
             }
         }
     )*};
@@ -60,6 +65,16 @@ where
         attempts = exchange.attempts,
         "answered"
     );
+    finish(operation, outcome, exchange)
+}
+
+/// Turns what the generated client returned, and what went over the wire,
+/// into the typed result or the error.
+fn finish<E: Envelope>(
+    operation: &'static str,
+    outcome: RawOutcome<E>,
+    exchange: Exchange,
+) -> Result<E::Result> {
     match outcome {
         Ok(value) => {
             let status = value.status().as_u16();
@@ -101,11 +116,12 @@ fn map_error(
             let status = value.status().as_u16();
             let retry_after = retry_after(value.headers());
             let envelope = value.into_inner();
-            let body_snippet = envelope.errors.is_empty().then(|| snippet(&exchange.body));
+            let errors = envelope.errors.unwrap_or_default();
+            let body_snippet = errors.is_empty().then(|| snippet(&exchange.body));
             Failure {
                 status,
-                errors: envelope.errors,
-                messages: envelope.messages,
+                errors,
+                messages: envelope.messages.unwrap_or_default(),
                 body_snippet,
                 retry_after,
             }
@@ -209,44 +225,98 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// body goes through, callable on arbitrary bytes. Not part of the stable API.
 #[doc(hidden)]
 pub mod fuzzing {
-    use super::{Envelope, detail, retry_after};
+    use bytes::Bytes;
+    use progenitor_client::{Error as Raw, ResponseValue};
+    use reqwest::StatusCode;
+    use reqwest::header::HeaderMap;
+    use serde::de::DeserializeOwned;
+
+    use super::{Envelope, RawOutcome, finish, retry_after};
     use crate::message::Body;
     use crate::raw::types;
     use crate::response::{AckOutcome, PulledBatch, PurgeOutcome, PushReceipt, peeked};
+    use crate::transport::Exchange;
 
-    /// Decodes `body` as every envelope and failure the client reads, and
-    /// every message body in it in every form; returns how many parts decoded.
-    pub fn decode_everything(body: &[u8]) -> usize {
-        let mut decoded = 0;
-        if let Ok(e) = serde_json::from_slice::<types::PushEnvelope>(body) {
-            let _ = PushReceipt::from(e.into_parts().3.unwrap_or_default());
-            decoded += 1;
-        }
-        if let Ok(e) = serde_json::from_slice::<types::PullEnvelope>(body) {
-            let batch = PulledBatch::from(e.into_parts().3.unwrap_or_default());
-            batch.messages.iter().for_each(|m| decode_body(m.body()));
-            decoded += 1;
-        }
-        if let Ok(e) = serde_json::from_slice::<types::AckEnvelope>(body) {
-            let _ = AckOutcome::from(e.into_parts().3.unwrap_or_default());
-            decoded += 1;
-        }
-        if let Ok(e) = serde_json::from_slice::<types::PeekEnvelope>(body) {
-            peeked(e.into_parts().3.unwrap_or_default())
+    /// Runs `body`, answered with `status`, through everything the client does
+    /// with a response (the generated client's decoding, envelope unwrapping,
+    /// error mapping, result conversion and message-body decoding) for every
+    /// operation; returns how many operations decoded it as a success.
+    pub fn decode_response(status: u16, body: &[u8]) -> usize {
+        let mut succeeded = 0;
+        succeeded += usize::from(
+            decode::<types::PushEnvelope>(status, body)
+                .map(PushReceipt::from)
+                .is_ok(),
+        );
+        if let Ok(result) = decode::<types::PullEnvelope>(status, body) {
+            PulledBatch::from(result)
+                .messages
                 .iter()
                 .for_each(|m| decode_body(m.body()));
-            decoded += 1;
+            succeeded += 1;
         }
-        if let Ok(e) = serde_json::from_slice::<types::PurgeEnvelope>(body) {
-            let _ = PurgeOutcome::from(e.into_parts().3.unwrap_or_default());
-            decoded += 1;
+        succeeded += usize::from(
+            decode::<types::AckEnvelope>(status, body)
+                .map(AckOutcome::from)
+                .is_ok(),
+        );
+        if let Ok(result) = decode::<types::PeekEnvelope>(status, body) {
+            peeked(result).iter().for_each(|m| decode_body(m.body()));
+            succeeded += 1;
         }
-        if let Ok(e) = serde_json::from_slice::<types::FailureEnvelope>(body) {
-            let _: Vec<_> = e.errors.into_iter().map(detail).collect();
-            decoded += 1;
+        succeeded += usize::from(
+            decode::<types::PurgeEnvelope>(status, body)
+                .map(PurgeOutcome::from)
+                .is_ok(),
+        );
+        succeeded
+    }
+
+    /// [`decode_response`] as a 200 and as a 500.
+    pub fn decode_everything(body: &[u8]) -> usize {
+        decode_response(200, body) + decode_response(500, body)
+    }
+
+    fn decode<E: Envelope + DeserializeOwned>(
+        status: u16,
+        body: &[u8],
+    ) -> crate::Result<E::Result> {
+        let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let exchange = Exchange {
+            status: Some(code),
+            headers: HeaderMap::new(),
+            body: Bytes::copy_from_slice(body),
+            truncated: false,
+            limit: body.len(),
+            attempts: 1,
+        };
+        finish::<E>("fuzz", generated_outcome(code, body), exchange)
+    }
+
+    /// What the generated client returns for this status and body: the same
+    /// match on the status, the same `serde_json` decoding.
+    // The generated client's own error type, as large as it is there.
+    #[allow(clippy::result_large_err)]
+    fn generated_outcome<E: DeserializeOwned>(code: StatusCode, body: &[u8]) -> RawOutcome<E> {
+        let bytes = || Bytes::copy_from_slice(body);
+        match code.as_u16() {
+            200..=299 => serde_json::from_slice(body)
+                .map(|inner| ResponseValue::new(inner, code, HeaderMap::new()))
+                .map_err(|e| Raw::InvalidResponsePayload(bytes(), e)),
+            400..=599 => match serde_json::from_slice(body) {
+                Ok(failure) => Err(Raw::ErrorResponse(ResponseValue::new(
+                    failure,
+                    code,
+                    HeaderMap::new(),
+                ))),
+                Err(e) => Err(Raw::InvalidResponsePayload(bytes(), e)),
+            },
+            _ => {
+                let mut response = http::Response::new(bytes());
+                *response.status_mut() = code;
+                Err(Raw::UnexpectedResponse(reqwest::Response::from(response)))
+            }
         }
-        let _ = crate::error::snippet(body);
-        decoded
     }
 
     /// Reads `text` as a `Retry-After` header value.

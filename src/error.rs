@@ -139,10 +139,15 @@ impl Error {
         }
     }
 
-    /// Whether the API rate limited the call (HTTP 429, or code 10250 QueueOverloaded).
+    /// Whether the API refused the call for its rate: code 10250
+    /// (QueueOverloaded) or 971, or a 429 without a code that names a
+    /// lasting condition (a disabled queue, a storage or free-tier limit).
     pub fn is_rate_limited(&self) -> bool {
+        use crate::retry::{PERMANENT_429_CODES, RATE_LIMIT_CODES};
         self.as_api().is_some_and(|api| {
-            api.status == 429 || api.errors.iter().any(|e| e.code == Some(10250))
+            let codes: Vec<u32> = api.errors.iter().filter_map(|e| e.code).collect();
+            codes.iter().any(|c| RATE_LIMIT_CODES.contains(c))
+                || (api.status == 429 && !codes.iter().any(|c| PERMANENT_429_CODES.contains(c)))
         })
     }
 

@@ -138,6 +138,11 @@ pub use auth::Credentials;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
 #[doc(hidden)]
 pub use envelope::fuzzing;
+
+// The README's examples are compiled as doc tests.
+#[cfg(all(doctest, feature = "emulator"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};
 pub use limits::Limits;
 pub use message::{

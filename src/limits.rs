@@ -53,6 +53,8 @@ pub struct Limits {
     pub max_pull_batch_size: u32,
     /// Longest visibility timeout.
     pub max_visibility_timeout: Duration,
+    /// Longest account or queue id, in characters.
+    pub max_id_len: usize,
 }
 
 impl Default for Limits {
@@ -65,6 +67,7 @@ impl Default for Limits {
             max_delay: MAX_DELAY,
             max_pull_batch_size: MAX_PULL_BATCH_SIZE,
             max_visibility_timeout: MAX_VISIBILITY_TIMEOUT,
+            max_id_len: MAX_ID_LEN,
         }
     }
 }
@@ -164,25 +167,27 @@ impl Limits {
     }
 }
 
-/// Checks an account or queue id: 1 to 32 ASCII letters and digits.
-pub(crate) fn check_id(field: &str, id: &str) -> Result<()> {
-    if id.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
+impl Limits {
+    /// Checks an account or queue id: 1 to `max_id_len` ASCII letters and digits.
+    pub(crate) fn check_id(&self, field: &str, id: &str) -> Result<()> {
+        if id.is_empty() {
+            return Err(Error::invalid(field, "must not be empty"));
+        }
+        let len = id.chars().count();
+        if len > self.max_id_len {
+            return Err(Error::invalid(
+                field,
+                format!("{len} characters exceed the limit of {}", self.max_id_len),
+            ));
+        }
+        if !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(Error::invalid(
+                field,
+                "must contain only ASCII letters and digits",
+            ));
+        }
+        Ok(())
     }
-    let len = id.chars().count();
-    if len > MAX_ID_LEN {
-        return Err(Error::invalid(
-            field,
-            format!("{len} characters exceed the limit of {MAX_ID_LEN}"),
-        ));
-    }
-    if !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(Error::invalid(
-            field,
-            "must contain only ASCII letters and digits",
-        ));
-    }
-    Ok(())
 }
 
 /// Checks an opaque token (lease id or ref): non-empty.
@@ -199,6 +204,8 @@ mod tests {
 
     #[test]
     fn ids() {
+        let l = Limits::default();
+        let check_id = |field, id: &str| l.check_id(field, id);
         assert!(check_id("queue_id", "023e105f4ecef8ad9ca31a8372d0c353").is_ok());
         assert!(
             matches!(check_id("queue_id", ""), Err(Error::InvalidInput { field, .. }) if field == "queue_id")

@@ -35,7 +35,7 @@ pub struct Message {
 #[derive(Debug, Clone, PartialEq)]
 enum OutgoingBody {
     Text(String),
-    Json(Value),
+    Json(Map<String, Value>),
 }
 
 impl Message {
@@ -49,15 +49,27 @@ impl Message {
 
     /// A message with a JSON body (`content_type: "json"`) serialized from `value`.
     ///
-    /// Fails with [`Error::InvalidInput`] when `value` cannot be represented as
-    /// JSON (a map with non-string keys, a failing `Serialize` impl).
+    /// Cloudflare's published schema types a JSON body as an object, so
+    /// `value` must serialize to a JSON object (a struct or a map); wrap
+    /// arrays and scalars in one. Fails with [`Error::InvalidInput`]
+    /// otherwise, or when `value` cannot be represented as JSON (a map with
+    /// non-string keys, a failing `Serialize` impl).
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Message> {
         let value = serde_json::to_value(value)
             .map_err(|e| Error::invalid("body", format!("cannot be serialized as JSON: {e}")))?;
-        Ok(Message {
-            body: OutgoingBody::Json(value),
-            delay: None,
-        })
+        match value {
+            Value::Object(object) => Ok(Message {
+                body: OutgoingBody::Json(object),
+                delay: None,
+            }),
+            other => Err(Error::invalid(
+                "body",
+                format!(
+                    "a json message body must be a JSON object (Cloudflare's schema), not {}",
+                    json_kind(&other)
+                ),
+            )),
+        }
     }
 
     /// Delays delivery by `delay` (at most 24 hours; rounded up to whole seconds).
@@ -348,9 +360,10 @@ macro_rules! received_accessors {
                 &self.body.content_type
             }
 
-            /// When the message was pushed.
-            pub fn timestamp(&self) -> SystemTime {
-                UNIX_EPOCH + Duration::from_millis(self.timestamp_ms)
+            /// When the message was pushed; `None` if the server's value is
+            /// beyond what this platform's clock can represent.
+            pub fn timestamp(&self) -> Option<SystemTime> {
+                UNIX_EPOCH.checked_add(Duration::from_millis(self.timestamp_ms))
             }
         }
     };
@@ -369,35 +382,62 @@ pub(crate) fn count_u64(n: Option<f64>) -> u64 {
         .map_or(0, |n| n.min(u64::MAX as f64) as u64)
 }
 
-fn body(raw: Option<String>, metadata: &Map<String, Value>) -> Body {
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The body as the API sent it: a string in practice, anything else kept as its JSON text.
+fn body(raw: Option<Value>, metadata: &Map<String, Value>) -> Body {
+    let raw = match raw {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text,
+        Some(other) => other.to_string(),
+    };
     Body {
-        raw: raw.unwrap_or_default(),
+        raw,
         content_type: ContentType::from_metadata(metadata),
+    }
+}
+
+/// Metadata as the API sent it: an object in practice, anything else read as empty.
+fn metadata(raw: Option<Value>) -> Map<String, Value> {
+    match raw {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
     }
 }
 
 impl From<types::PulledMessage> for PulledMessage {
     fn from(m: types::PulledMessage) -> Self {
+        let metadata = metadata(m.metadata);
         PulledMessage {
-            body: body(m.body, &m.metadata),
+            body: body(m.body, &metadata),
             id: m.id.unwrap_or_default(),
             attempts: count_u32(m.attempts),
             timestamp_ms: count_u64(m.timestamp_ms),
             lease_id: LeaseId(m.lease_id.unwrap_or_default()),
-            metadata: m.metadata,
+            metadata,
         }
     }
 }
 
 impl From<types::PeekedMessage> for PeekedMessage {
     fn from(m: types::PeekedMessage) -> Self {
+        let metadata = metadata(m.metadata);
         PeekedMessage {
-            body: body(m.body, &m.metadata),
+            body: body(m.body, &metadata),
             id: m.id.unwrap_or_default(),
             attempts: count_u32(m.attempts),
             timestamp_ms: count_u64(m.timestamp_ms),
             peek_ref: PeekRef(m.ref_.unwrap_or_default()),
-            metadata: m.metadata,
+            metadata,
         }
     }
 }
@@ -421,7 +461,7 @@ mod tests {
     fn body_of(content_type: &str, raw: &str) -> Body {
         let mut metadata = Map::new();
         metadata.insert(CONTENT_TYPE_KEY.into(), Value::from(content_type));
-        body(Some(raw.into()), &metadata)
+        body(Some(Value::from(raw)), &metadata)
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! [`Queue`]: the six operations on one queue, and their options.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use tracing::Instrument as _;
@@ -54,11 +56,11 @@ impl Queue {
     /// ```
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
-        self.throttle(1).await;
         let raw = self.client.raw();
         let result = self
             .send(
                 "push_message",
+                1,
                 raw.push_message(self.client.account_id(), &self.queue_id, &wire),
             )
             .await?;
@@ -102,11 +104,11 @@ impl Queue {
     }
 
     async fn send_batch(&self, body: types::BatchRequest) -> Result<PushReceipt> {
-        self.throttle(body.messages.len()).await;
         let raw = self.client.raw();
         let result = self
             .send(
                 "push_batch",
+                body.messages.len(),
                 raw.push_batch(self.client.account_id(), &self.queue_id, &body),
             )
             .await?;
@@ -164,31 +166,15 @@ impl Queue {
             batches.push((indices, wires));
         }
 
-        let mut running = tokio::task::JoinSet::new();
-        let mut pending = batches.into_iter();
-        loop {
-            while running.len() < concurrency.max(1) {
-                let Some((indices, messages)) = pending.next() else {
-                    break;
-                };
-                let queue = self.clone();
-                running.spawn(async move {
-                    let body = types::BatchRequest {
-                        messages,
-                        delay_seconds: None,
-                    };
-                    let result = queue.send_batch(body).await;
-                    BatchReport { indices, result }
-                });
-            }
-            match running.join_next().await {
-                Some(Ok(report)) => reports.push(report),
-                // Batch tasks do not panic; if one ever did, its messages are
-                // missing from `landed()`, never reported as pushed.
-                Some(Err(join)) => tracing::error!(error = %join, "a push_all batch task failed"),
-                None => break,
-            }
-        }
+        let sends = batches.into_iter().map(|(indices, messages)| async move {
+            let body = types::BatchRequest {
+                messages,
+                delay_seconds: None,
+            };
+            let result = self.send_batch(body).await;
+            BatchReport { indices, result }
+        });
+        reports.extend(at_most(concurrency.max(1), sends).await);
         reports.sort_by_key(|r| r.indices.first().copied());
         PushAllReport { batches: reports }
     }
@@ -228,6 +214,7 @@ impl Queue {
         let result = self
             .send(
                 "pull_messages",
+                0,
                 raw.pull_messages(self.client.account_id(), &self.queue_id, &body),
             )
             .await?;
@@ -239,6 +226,12 @@ impl Queue {
     /// Acks are permissive: a stale or unknown lease id comes back as a
     /// warning in [`AckOutcome::warnings`], not as an error. An empty
     /// [`Acks`] sends no request.
+    ///
+    /// Acks are retried after 5xx answers and broken connections. When the
+    /// first attempt did land but its answer was lost, the retry finds the
+    /// leases already used: they come back as warnings and the counts are
+    /// lower than what was acknowledged. Treat a lease-id warning as "not
+    /// acknowledged by this call", never as "still on the queue".
     pub async fn ack(&self, acks: Acks) -> Result<AckOutcome> {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
@@ -264,6 +257,7 @@ impl Queue {
         let result = self
             .send(
                 "ack_messages",
+                0,
                 raw.ack_messages(self.client.account_id(), &self.queue_id, &body),
             )
             .await?;
@@ -279,6 +273,7 @@ impl Queue {
         let result = self
             .send(
                 "peek_messages",
+                0,
                 raw.peek_messages(self.client.account_id(), &self.queue_id, &body),
             )
             .await?;
@@ -287,7 +282,9 @@ impl Queue {
 
     /// Deletes peeked messages by their refs, at once.
     ///
-    /// Unknown refs come back as warnings in [`PurgeOutcome::warnings`].
+    /// Unknown refs come back as warnings in [`PurgeOutcome::warnings`]. A purge is retried
+    /// after 5xx answers; refs purged by an attempt whose answer was lost come
+    /// back from the retry as warnings too.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
@@ -315,20 +312,34 @@ impl Queue {
         let result = self
             .send(
                 "purge_messages",
+                0,
                 raw.purge_messages(self.client.account_id(), &self.queue_id, &body),
             )
             .await?;
         Ok(result.into())
     }
 
-    /// Sends one generated call in a tracing span, within the client's deadline.
-    async fn send<E, F>(&self, operation: &'static str, request: F) -> Result<E::Result>
+    /// Sends one generated call in a tracing span, within the client's
+    /// deadline; a push first waits for the client-side rate limits
+    /// (`pushed` messages, 0 for other operations), inside the deadline too.
+    async fn send<E, F>(
+        &self,
+        operation: &'static str,
+        pushed: usize,
+        request: F,
+    ) -> Result<E::Result>
     where
         E: Envelope,
         F: Future<Output = RawOutcome<E>>,
     {
         let span = tracing::info_span!("cf_queues", operation, queue_id = %self.queue_id);
-        let call = call(operation, request).instrument(span);
+        let call = async {
+            if pushed > 0 {
+                self.throttle(pushed).await;
+            }
+            call(operation, request).await
+        }
+        .instrument(span);
         match self.client.deadline() {
             Some(deadline) => {
                 tokio::time::timeout(deadline, call)
@@ -515,4 +526,39 @@ impl Acks {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Runs the futures with at most `limit` in flight at once, on the caller's
+/// task: no spawning, so every outcome is returned and a batch can never go
+/// missing from a report.
+async fn at_most<F: Future>(limit: usize, futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut waiting = futures.into_iter();
+    let mut running: Vec<Pin<Box<F>>> = Vec::new();
+    let mut done = Vec::new();
+    std::future::poll_fn(|cx| {
+        loop {
+            while running.len() < limit {
+                match waiting.next() {
+                    Some(future) => running.push(Box::pin(future)),
+                    None => break,
+                }
+            }
+            if running.is_empty() {
+                return Poll::Ready(());
+            }
+            let before = running.len();
+            running.retain_mut(|future| match future.as_mut().poll(cx) {
+                Poll::Ready(output) => {
+                    done.push(output);
+                    false
+                }
+                Poll::Pending => true,
+            });
+            if running.len() == before {
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+    done
 }

@@ -62,7 +62,12 @@ pub struct PulledBatch {
 impl From<types::PullResult> for PulledBatch {
     fn from(r: types::PullResult) -> Self {
         PulledBatch {
-            messages: r.messages.into_iter().map(PulledMessage::from).collect(),
+            messages: r
+                .messages
+                .unwrap_or_default()
+                .into_iter()
+                .map(PulledMessage::from)
+                .collect(),
             backlog_count: count_u64(r.message_backlog_count),
             metrics: metrics(r.metadata),
         }
@@ -146,12 +151,21 @@ pub struct PurgeOutcome {
 impl From<types::PurgeResult> for PurgeOutcome {
     fn from(r: types::PurgeResult) -> Self {
         PurgeOutcome {
-            errors: r.errors.into_iter().filter_map(|e| e.message).collect(),
+            errors: r
+                .errors
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|e| e.message)
+                .collect(),
             warnings: warnings(r.warnings),
         }
     }
 }
 
 pub(crate) fn peeked(r: types::PeekResult) -> Vec<PeekedMessage> {
-    r.messages.into_iter().map(PeekedMessage::from).collect()
+    r.messages
+        .unwrap_or_default()
+        .into_iter()
+        .map(PeekedMessage::from)
+        .collect()
 }

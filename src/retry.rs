@@ -15,15 +15,20 @@ use crate::envelope::retry_after;
 
 /// Cloudflare codes of 429 answers that waiting does not fix: storage
 /// limit exceeded, queue disabled, free tier limit exceeded.
-const PERMANENT_429_CODES: [u32; 3] = [10251, 10252, 10253];
+pub(crate) const PERMANENT_429_CODES: [u32; 3] = [10251, 10252, 10253];
+
+/// Codes that say a request was refused for its rate: the queue's
+/// throughput limit (10250 QueueOverloaded) and the API's own (971).
+pub(crate) const RATE_LIMIT_CODES: [u32; 2] = [10250, 971];
 
 /// How pushes (single and batch) are retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PushRetries {
     /// Retry only when the message surely did not land: the connection was
-    /// refused, or the API rate limited the request (429). A push is never
-    /// duplicated by a retry. The default.
+    /// refused, or the API refused the request for its rate (429 with code
+    /// 10250 or 971). A push is never duplicated by a retry, whatever the
+    /// server's `x-should-retry` says. The default.
     #[default]
     OnlyIfNotLanded,
     /// Also retry after 5xx answers, 408, 409, timeouts and broken
@@ -84,9 +89,11 @@ impl RetryPolicy {
 
     /// The first backoff and its cap (default 0.5 s and 8 s); the backoff
     /// doubles each retry and is scaled by a random factor in [0.75, 1].
+    /// Both are capped at one hour.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> RetryPolicy {
-        self.initial_backoff = initial;
-        self.max_backoff = max.max(initial);
+        const CAP: Duration = Duration::from_secs(3600);
+        self.initial_backoff = initial.min(CAP);
+        self.max_backoff = max.max(initial).min(CAP);
         self
     }
 
@@ -137,24 +144,30 @@ pub(crate) enum Attempt<'a> {
 
 /// Whether an attempt of an operation should be tried again.
 pub(crate) fn should_retry(policy: &RetryPolicy, is_push: bool, attempt: Attempt<'_>) -> bool {
-    let may_have_landed_ok = !is_push || policy.pushes == PushRetries::AtLeastOnce;
+    // Whether a retry may repeat a request that already took effect.
+    let may_repeat = !is_push || policy.pushes == PushRetries::AtLeastOnce;
     match attempt {
         Attempt::ConnectFailed => true,
-        Attempt::Interrupted => may_have_landed_ok,
+        Attempt::Interrupted => may_repeat,
         Attempt::Answered {
             status,
             headers,
             codes,
         } => {
+            let refused_for_rate =
+                status == 429 && codes.iter().any(|c| RATE_LIMIT_CODES.contains(c));
             match headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
-                Some(v) if v.eq_ignore_ascii_case("true") => return true,
                 Some(v) if v.eq_ignore_ascii_case("false") => return false,
+                // The server vouches for a retry, but only we know whether a
+                // repeated push would duplicate a message.
+                Some(v) if v.eq_ignore_ascii_case("true") => return may_repeat || refused_for_rate,
                 _ => {}
             }
             match status {
-                // A rate-limited request was refused, so even a push did not land.
-                429 => !codes.iter().any(|c| PERMANENT_429_CODES.contains(c)),
-                408 | 409 | 500..=599 => may_have_landed_ok,
+                429 if codes.iter().any(|c| PERMANENT_429_CODES.contains(c)) => false,
+                // A request refused for its rate did not land, even a push.
+                429 => may_repeat || refused_for_rate,
+                408 | 409 | 500..=599 => may_repeat,
                 _ => false,
             }
         }
@@ -199,6 +212,34 @@ mod tests {
     }
 
     #[test]
+    fn x_should_retry_true_never_duplicates_a_push() {
+        let mut yes = HeaderMap::new();
+        yes.insert("x-should-retry", HeaderValue::from_static("true"));
+        let answered = |policy: &RetryPolicy, status, codes: &[u32]| {
+            let headers = &yes;
+            should_retry(
+                policy,
+                true,
+                Attempt::Answered {
+                    status,
+                    headers,
+                    codes,
+                },
+            )
+        };
+        assert!(!answered(&RetryPolicy::default(), 503, &[]));
+        assert!(answered(&RetryPolicy::default(), 429, &[10250]));
+        let eager = RetryPolicy::default().pushes(PushRetries::AtLeastOnce);
+        assert!(answered(&eager, 503, &[]));
+    }
+
+    #[test]
+    fn huge_backoffs_are_capped_not_panicking() {
+        let policy = RetryPolicy::default().backoff(Duration::MAX, Duration::MAX);
+        assert!(policy.delay(60, None) <= Duration::from_secs(3600));
+    }
+
+    #[test]
     fn which_statuses_retry() {
         let none = HeaderMap::new();
         for status in [408, 409, 429, 500, 502, 503, 504] {
@@ -231,6 +272,12 @@ mod tests {
         assert!(!push_answered(&safe, 500, &[]));
         assert!(push_answered(&eager, 500, &[]));
         assert!(push_answered(&safe, 429, &[10250]));
+        assert!(push_answered(&safe, 429, &[971]));
+        assert!(
+            !push_answered(&safe, 429, &[]),
+            "a 429 without a rate-limit code may come from a proxy"
+        );
+        assert!(push_answered(&eager, 429, &[]));
         assert!(should_retry(&safe, true, Attempt::ConnectFailed));
         assert!(!should_retry(&safe, true, Attempt::Interrupted));
         assert!(should_retry(&eager, true, Attempt::Interrupted));

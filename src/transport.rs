@@ -174,7 +174,7 @@ impl ClientHooks<Transport> for raw::Client {
                 let wait = policy.delay(attempt, headers);
                 let within_deadline = transport
                     .deadline
-                    .is_none_or(|deadline| started.elapsed() + wait < deadline);
+                    .is_none_or(|deadline| started.elapsed().saturating_add(wait) < deadline);
                 if within_deadline {
                     let reason = match &outcome {
                         Ok(captured) => format!("HTTP {}", captured.status.as_u16()),

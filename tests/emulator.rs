@@ -406,6 +406,7 @@ async fn bad_input_gets_cloudflare_codes() {
         (messages_path(&"a".repeat(33), ""), json!({"body": "x", "content_type": "text"}).to_string(), 400, 10107),
         (messages_path("not-alnum", "/pull"), "{}".into(), 400, 10107),
         ("/accounts/x/queues/q1/nothing".into(), "{}".into(), 404, 7003),
+        ("/accounts/not-an-account/queues/q1/messages/pull".into(), "{}".into(), 400, 10107),
         (push.clone(), "x".repeat(3 * 1024 * 1024), 413, 10204),
     ];
     for (path, body, status, code) in cases {

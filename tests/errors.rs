@@ -110,6 +110,8 @@ async fn rate_limit_carries_retry_after() {
         error.as_api().and_then(|a| a.retry_after),
         Some(Duration::from_secs(7))
     );
+    assert!(error.is_rate_limited() && error.is_retryable());
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
     let error = push_error(
         429,
         "application/json",

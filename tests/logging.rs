@@ -1,6 +1,10 @@
 //! Logs and spans name the operation and the queue, and never a secret.
 //! In a binary of its own: tracing caches callsite interest per process, and
 //! a scoped subscriber must be the only one this process sees.
+//!
+//! This sees the `tracing` events of this crate and of hyper-util (which logs
+//! through `tracing`); reqwest's `log` records are not captured here. None of
+//! them carries header values: credentials are sensitive headers.
 #![cfg(feature = "emulator")]
 
 use std::io::Write;

@@ -132,7 +132,10 @@ async fn a_rate_limited_push_is_retried_because_it_did_not_land() {
         .push(Message::text("y"))
         .await
         .expect_err("a disabled queue is final");
-    assert!(error.is_rate_limited());
+    assert!(
+        !error.is_rate_limited(),
+        "a disabled queue is not a rate limit"
+    );
     assert!(!error.is_retryable());
     assert_eq!(emulator.requests_received(), 3);
 }
@@ -312,6 +315,123 @@ async fn push_all_with_concurrency_lands_everything() {
     assert!(report.batches.iter().all(|b| b.indices.len() < 100));
     assert_eq!(report.landed(), (0..1_000).collect::<Vec<_>>());
     assert_eq!(emulator.metrics("bulk").backlog_count, 1_000);
+}
+
+#[tokio::test]
+async fn a_429_without_a_rate_limit_code_is_not_retried_for_a_push() {
+    let emulator = emulator().await;
+    emulator.inject(
+        Fault::status(429)
+            .html("<html>slow down</html>")
+            .only(Operation::Push),
+    );
+    let queue = client(&emulator, quick()).queue("q").expect("id");
+    let error = queue
+        .push(Message::text("x"))
+        .await
+        .expect_err("not known to be refused");
+    assert_eq!(
+        (error.status(), emulator.requests_received()),
+        (Some(429), 1)
+    );
+    assert!(error.is_rate_limited());
+}
+
+#[tokio::test]
+async fn x_should_retry_true_does_not_duplicate_a_push() {
+    let server = ScriptedServer::start(vec![
+        Script::Respond(
+            "HTTP/1.1 503 Service Unavailable\r\nx-should-retry: true\r\ncontent-type: application/json\r\n",
+            "{\"success\":false,\"errors\":[]}",
+        ),
+        Script::Respond(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+            PULL_OK,
+        ),
+    ]);
+    let error = server
+        .queue(quick())
+        .push(Message::text("once"))
+        .await
+        .expect_err("503 is final for a push");
+    assert_eq!((error.status(), server.connections()), (Some(503), 1));
+    let retried = server.queue(quick()).pull(PullOptions::new()).await;
+    assert!(
+        retried.is_ok(),
+        "a pull does follow x-should-retry: true: {retried:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_wait_past_the_deadline_is_not_started() {
+    let emulator = emulator().await;
+    emulator.inject(
+        Fault::status(503)
+            .retry_after(Duration::from_secs(10))
+            .times(5),
+    );
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        .retry(quick())
+        .deadline(Duration::from_secs(2))
+        .build()
+        .expect("client");
+    let started = std::time::Instant::now();
+    let error = client
+        .queue("q")
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect_err("503");
+    assert_eq!(
+        error.status(),
+        Some(503),
+        "the last answer, not a timeout: {error:?}"
+    );
+    assert_eq!(emulator.requests_received(), 1);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_refused_push_is_retried_because_it_never_left() {
+    // Nothing listens at first; a server appears before the first retry.
+    let port = {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        probe.local_addr().expect("address").port()
+    };
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else {
+            return;
+        };
+        if let Ok((mut stream, _)) = listener.accept() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            read_request(&mut stream);
+            let body = r#"{"success":true,"errors":[],"messages":[],"result":{}}"#;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    let client = Client::builder()
+        .api_token(TOKEN)
+        .account_id("acc")
+        .base_url(format!("http://127.0.0.1:{port}"))
+        .retry(RetryPolicy::default().backoff(Duration::from_millis(400), Duration::from_secs(1)))
+        .build()
+        .expect("client");
+    client
+        .queue("q")
+        .expect("id")
+        .push(Message::text("x"))
+        .await
+        .expect("lands on the retry");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
 
 const PULL_OK: &str = r#"{"success":true,"errors":[],"messages":[],"result":{"messages":[],"message_backlog_count":0}}"#;

@@ -146,6 +146,10 @@ async fn producers_and_consumers_lose_nothing_and_ack_once() {
         consumer.await.expect("consumer task");
     }
 
+    // Stop the clock, so no lease can expire while the dead-letter queue drains.
+    done.store(true, Ordering::Relaxed);
+    ticker.await.expect("ticker");
+
     // Drain the dead-letter queue.
     let dlq = client.queue("soakdlq").expect("id");
     let mut dead = Vec::new();
@@ -166,8 +170,6 @@ async fn producers_and_consumers_lose_nothing_and_ack_once() {
         }
         dlq.ack(acks).await.expect("ack dlq");
     }
-    done.store(true, Ordering::Relaxed);
-    ticker.await.expect("ticker");
 
     let acked = acked.lock().expect("not poisoned");
     let twice: Vec<_> = acked.iter().filter(|(_, n)| **n > 1).collect();

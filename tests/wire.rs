@@ -111,7 +111,7 @@ async fn push_batch_sends_messages_and_batch_delay() {
             when.method(POST).path(path("/batch")).json_body(json!({
                 "messages": [
                     {"body": "first", "content_type": "text"},
-                    {"body": [1, 2, 3], "content_type": "json", "delay_seconds": 5}
+                    {"body": {"ids": [1, 2, 3]}, "content_type": "json", "delay_seconds": 5}
                 ],
                 "delay_seconds": 10
             }));
@@ -120,7 +120,7 @@ async fn push_batch_sends_messages_and_batch_delay() {
         .await;
     let batch = Batch::new([
         Message::text("first"),
-        Message::json(&[1, 2, 3])
+        Message::json(&json!({"ids": [1, 2, 3]}))
             .expect("serializable")
             .with_delay(Duration::from_secs(5)),
     ])
@@ -269,7 +269,9 @@ async fn ack_accepts_array_warnings() {
     let server = MockServer::start_async().await;
     server
         .mock_async(|when, then| {
-            when.method(POST).path(path("/ack"));
+            when.method(POST)
+                .path(path("/ack"))
+                .json_body(json!({"acks": [{"lease_id": "lease-9"}]}));
             then.status(200).json_body(json!({
                 "success": true, "errors": [], "messages": [],
                 "result": {"ackCount": 0, "retryCount": 0, "warnings": ["lease lease-9 not found"]}
@@ -443,4 +445,117 @@ async fn invalid_input_is_rejected_before_sending() {
         0,
         "no request may be sent for invalid input"
     );
+}
+
+#[tokio::test]
+async fn every_operation_authenticates_with_either_scheme() {
+    let server = MockServer::start_async().await;
+    let token_client = client(&server);
+    let key_client = Client::builder()
+        .global_api_key("user@example.com", "144c9defac04969c7bfad8efaa8ea194")
+        .account_id(ACCOUNT)
+        .base_url(server.base_url())
+        .build()
+        .expect("valid configuration");
+    let ok = json!({"success": true, "errors": [], "messages": [], "result": {}});
+    for suffix in ["", "/batch", "/pull", "/ack", "/peek", "/purge"] {
+        server
+            .mock_async(|when, then| {
+                when.method(POST)
+                    .path(path(suffix))
+                    .header("authorization", format!("Bearer {TOKEN}"))
+                    .header_missing("x-auth-email")
+                    .header_missing("x-auth-key")
+                    .header_missing("api-version");
+                then.status(200).json_body(ok.clone());
+            })
+            .await;
+        server
+            .mock_async(|when, then| {
+                when.method(POST)
+                    .path(path(suffix))
+                    .header("x-auth-email", "user@example.com")
+                    .header("x-auth-key", "144c9defac04969c7bfad8efaa8ea194")
+                    .header_missing("authorization")
+                    .header_missing("api-version");
+                then.status(200).json_body(ok.clone());
+            })
+            .await;
+    }
+    let unmatched = server
+        .mock_async(|when, then| {
+            when.any_request();
+            then.status(599);
+        })
+        .await;
+    for client in [&token_client, &key_client] {
+        let queue = client.queue(QUEUE).expect("id");
+        queue.push(Message::text("a")).await.expect("push");
+        queue
+            .push_batch(vec![Message::text("b")])
+            .await
+            .expect("batch");
+        queue.pull(PullOptions::new()).await.expect("pull");
+        queue.ack(Acks::new().ack("lease")).await.expect("ack");
+        queue.peek(1).await.expect("peek");
+        queue.purge(["ref"]).await.expect("purge");
+    }
+    assert_eq!(
+        unmatched.calls_async().await,
+        0,
+        "a request went out without the right headers"
+    );
+}
+
+#[tokio::test]
+async fn odd_messages_do_not_fail_a_pull() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/pull"));
+            then.status(200).json_body(json!({
+                "success": true, "errors": null, "messages": null,
+                "result": {
+                    "message_backlog_count": 2,
+                    "messages": [
+                        {"id": "m1", "attempts": 1, "body": 5, "lease_id": "l1", "metadata": null, "timestamp_ms": 1},
+                        {"id": "m2", "attempts": 1, "body": null, "lease_id": "l2", "metadata": "odd", "timestamp_ms": 2},
+                        {"id": "m3", "attempts": 1, "body": "ok", "lease_id": "l3",
+                         "metadata": {"CF-Content-Type": "text"}, "timestamp_ms": 3}
+                    ]
+                }
+            }));
+        })
+        .await;
+    let batch = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect("pull");
+    let m = &batch.messages;
+    assert_eq!(
+        m.len(),
+        3,
+        "every lease comes back, so every message can be acked or retried"
+    );
+    assert_eq!((m[0].body().raw(), m[0].lease_id.as_str()), ("5", "l1"));
+    assert!(m[0].metadata.is_empty());
+    assert_eq!(m[0].content_type(), &ContentType::Other(String::new()));
+    assert_eq!(m[1].body().raw(), "");
+    assert_eq!(m[2].body().text().expect("text"), "ok");
+}
+
+#[test]
+fn json_bodies_must_be_objects() {
+    for value in [json!([1, 2, 3]), json!("text"), json!(5), json!(null)] {
+        match Message::json(&value) {
+            Err(Error::InvalidInput { field, reason }) => {
+                assert_eq!(field, "body");
+                assert!(reason.contains("JSON object"), "{reason}");
+            }
+            other => panic!("{value} was accepted: {other:?}"),
+        }
+    }
+    assert!(Message::json(&json!({"ok": [1, 2, 3]})).is_ok());
 }

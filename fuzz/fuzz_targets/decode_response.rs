@@ -1,6 +1,10 @@
-//! Every response decoder, on arbitrary bytes: must never panic.
+//! Every response path, on an arbitrary status and body: must never panic.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|body: &[u8]| {
-    cf_queues::fuzzing::decode_everything(body);
+libfuzzer_sys::fuzz_target!(|input: &[u8]| {
+    let (status, body) = match input {
+        [high, low, body @ ..] => (u16::from_be_bytes([*high, *low]) % 600, body),
+        _ => (200, input),
+    };
+    cf_queues::fuzzing::decode_response(status, body);
 });

@@ -71,7 +71,13 @@ fn parse_emulator(args: &[String]) -> Result<Option<Emulator>, String> {
                 })?;
                 emulator = emulator.listen(address);
             }
-            "--token" => emulator = emulator.token(value()?.clone()),
+            "--token" => {
+                let token = value()?;
+                if token.trim().is_empty() || token.chars().any(char::is_control) {
+                    return Err("--token needs a non-empty value without control characters".into());
+                }
+                emulator = emulator.token(token.clone());
+            }
             "--strict" => strict = true,
             "--queue" => queues.push(value()?.clone()),
             "--max-retries" => {

@@ -21,7 +21,7 @@ use super::Operation;
 use super::clock::Clock;
 use super::faults::{Fault, FaultBody, Faults};
 use super::state::{BodyKind, Broker, Metrics, NewMessage};
-use crate::limits::{Limits, MAX_ID_LEN};
+use crate::limits::Limits;
 
 /// Everything the handlers share.
 pub(crate) struct App {
@@ -37,6 +37,14 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// Runs `operation` on the locked broker with the current time, read
+    /// under the lock so that concurrent requests apply in time order.
+    pub(crate) fn with_broker<T>(&self, operation: impl FnOnce(&mut Broker, u64) -> T) -> T {
+        let mut broker = self.broker();
+        let now = self.clock.now_ms();
+        operation(&mut broker, now)
+    }
+
     pub(crate) fn broker(&self) -> MutexGuard<'_, Broker> {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
         self.broker.lock().unwrap_or_else(PoisonError::into_inner)
@@ -121,10 +129,13 @@ async fn handle(
         return Err(Failure::no_route());
     };
     authenticate(app.auth.as_ref(), headers)?;
-    if !valid_id(&account_id) {
-        return Err(Failure::no_route());
+    if !valid_id(&account_id, &app.limits) {
+        return Err(Failure::bad_request(
+            10107,
+            "account ids are 1 to 32 letters and digits",
+        ));
     }
-    if !valid_id(&queue_id) {
+    if !valid_id(&queue_id, &app.limits) {
         return Err(Failure::bad_request(
             10107,
             "QueueIDMalformed: queue ids are 1 to 32 letters and digits",
@@ -163,11 +174,10 @@ async fn handle(
     };
 
     let limits = &app.limits;
-    let now = app.clock.now_ms();
     match op {
         Operation::Push => {
             let (message, _) = parse_message(&request, "", None, limits)?;
-            let metrics = app.broker().push(&queue_id, vec![message], now);
+            let metrics = app.with_broker(|broker, now| broker.push(&queue_id, vec![message], now));
             success(&PushResult::new(metrics))
         }
         Operation::Batch => {
@@ -205,7 +215,7 @@ async fn handle(
                     ),
                 ));
             }
-            let metrics = app.broker().push(&queue_id, messages, now);
+            let metrics = app.with_broker(|broker, now| broker.push(&queue_id, messages, now));
             success(&PushResult::new(metrics))
         }
         Operation::Pull => {
@@ -224,7 +234,8 @@ async fn handle(
                         ms.round() as u64
                     }
                 };
-            let (deliveries, metrics) = app.broker().pull(&queue_id, batch_size, visibility, now);
+            let (deliveries, metrics) =
+                app.with_broker(|broker, now| broker.pull(&queue_id, batch_size, visibility, now));
             let messages = deliveries
                 .into_iter()
                 .map(|d| PulledMessage {
@@ -253,7 +264,7 @@ async fn handle(
                 let delay = delay_ms(item, "delay_seconds", &pointer, 10203, limits)?.unwrap_or(0);
                 retries.push((lease, delay));
             }
-            let report = app.broker().ack(&queue_id, &acks, &retries, now);
+            let report = app.with_broker(|broker, now| broker.ack(&queue_id, &acks, &retries, now));
             success(&AckResult {
                 ack_count: report.ack_count,
                 retry_count: report.retry_count,
@@ -262,7 +273,7 @@ async fn handle(
         }
         Operation::Peek => {
             let batch_size = batch_size(&request, limits)?;
-            let peeked = app.broker().peek(&queue_id, batch_size, now);
+            let peeked = app.with_broker(|broker, now| broker.peek(&queue_id, batch_size, now));
             let messages = peeked
                 .into_iter()
                 .map(|p| PeekedMessage {
@@ -292,7 +303,7 @@ async fn handle(
                     }
                 }
             }
-            let report = app.broker().purge(&queue_id, &refs, now);
+            let report = app.with_broker(|broker, now| broker.purge(&queue_id, &refs, now));
             success(&PurgeResult {
                 errors: [],
                 warnings: report.warnings,
@@ -446,8 +457,8 @@ fn leases<'a>(request: &'a Object, key: &str) -> Result<Vec<(String, &'a Object)
     Ok(leases)
 }
 
-fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= MAX_ID_LEN && id.bytes().all(|b| b.is_ascii_alphanumeric())
+fn valid_id(id: &str, limits: &Limits) -> bool {
+    !id.is_empty() && id.len() <= limits.max_id_len && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 fn authenticate(accepted: Option<&AcceptedAuth>, headers: &HeaderMap) -> Result<(), Failure> {
@@ -741,9 +752,10 @@ mod tests {
 
     #[test]
     fn ids() {
-        assert!(valid_id("abc123"));
-        assert!(!valid_id(""));
-        assert!(!valid_id(&"a".repeat(33)));
-        assert!(!valid_id("a-b"));
+        let limits = Limits::default();
+        assert!(valid_id("abc123", &limits));
+        assert!(!valid_id("", &limits));
+        assert!(!valid_id(&"a".repeat(33), &limits));
+        assert!(!valid_id("a-b", &limits));
     }
 }
