@@ -254,7 +254,7 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
 }
 
 #[tokio::test]
-async fn the_overall_deadline_bounds_retries_and_stalls() {
+async fn the_overall_deadline_bounds_a_stalled_call() {
     let emulator = emulator().await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)));
     let client = emulator
