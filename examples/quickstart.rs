@@ -122,8 +122,9 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
     println!("peeked {} messages", peeked.len());
     let mut ours = Vec::new();
     for message in &peeked {
-        println!("  [{}] {}", message.id, describe(message.body(), &run).0);
-        if describe(message.body(), &run).1 {
+        let (shown, is_ours) = describe(message.body(), &run);
+        println!("  [{}] {shown}", message.id);
+        if is_ours {
             ours.push(message);
         }
     }

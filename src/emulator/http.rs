@@ -59,31 +59,20 @@ pub(crate) struct AcceptedAuth {
 }
 
 pub(crate) fn router(app: Arc<App>) -> Router {
-    let operations = Router::new()
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages",
-            operation(Operation::Push),
-        )
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages/batch",
-            operation(Operation::Batch),
-        )
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages/pull",
-            operation(Operation::Pull),
-        )
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages/ack",
-            operation(Operation::Ack),
-        )
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages/peek",
-            operation(Operation::Peek),
-        )
-        .route(
-            "/accounts/{account_id}/queues/{queue_id}/messages/purge",
-            operation(Operation::Purge),
-        );
+    const MESSAGES: &str = "/accounts/{account_id}/queues/{queue_id}/messages";
+    let routes = [
+        ("", Operation::Push),
+        ("/batch", Operation::Batch),
+        ("/pull", Operation::Pull),
+        ("/ack", Operation::Ack),
+        ("/peek", Operation::Peek),
+        ("/purge", Operation::Purge),
+    ];
+    let operations = routes
+        .into_iter()
+        .fold(Router::new(), |router, (suffix, op)| {
+            router.route(&format!("{MESSAGES}{suffix}"), operation(op))
+        });
     Router::new()
         .merge(operations.clone())
         .nest("/client/v4", operations)
