@@ -109,6 +109,7 @@
 
 mod auth;
 mod client;
+pub mod codes;
 #[cfg(feature = "emulator")]
 #[cfg_attr(docsrs, doc(cfg(feature = "emulator")))]
 pub mod emulator;
@@ -116,6 +117,7 @@ mod envelope;
 mod error;
 pub mod limits;
 mod message;
+mod operation;
 mod queue;
 mod ratelimit;
 mod response;
@@ -148,6 +150,7 @@ pub use limits::Limits;
 pub use message::{
     Body, CONTENT_TYPE_KEY, ContentType, LeaseId, Message, PeekRef, PeekedMessage, PulledMessage,
 };
+pub use operation::Operation;
 pub use queue::{Acks, Batch, BatchReport, PullOptions, PushAllReport, Queue};
 pub use ratelimit::RateLimits;
 pub use response::{AckOutcome, Metrics, PulledBatch, PurgeOutcome, PushReceipt, Warning};

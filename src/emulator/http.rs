@@ -298,6 +298,8 @@ async fn handle(
                 warnings: report.warnings,
             })
         }
+        // Not routed yet: the router only serves the six operations above.
+        _ => Err(Failure::no_route()),
     }
 }
 

@@ -42,6 +42,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// The operation a [`Fault`] is aimed at: the crate's [`Operation`](crate::Operation).
+pub use crate::Operation;
 pub use clock::ManualClock;
 pub use faults::Fault;
 
@@ -53,24 +55,6 @@ use state::{BodyKind, Broker, BrokerConfig, NewMessage};
 
 /// The account id [`EmulatorHandle::client`] uses; the emulator accepts any valid id.
 pub const EMULATOR_ACCOUNT_ID: &str = "0123456789abcdef0123456789abcdef";
-
-/// One of the six operations, to aim a [`Fault`] at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Operation {
-    /// `POST …/messages`
-    Push,
-    /// `POST …/messages/batch`
-    Batch,
-    /// `POST …/messages/pull`
-    Pull,
-    /// `POST …/messages/ack`
-    Ack,
-    /// `POST …/messages/peek`
-    Peek,
-    /// `POST …/messages/purge`
-    Purge,
-}
 
 /// A body only a Worker can write, for [`EmulatorHandle::push_from_worker`].
 #[derive(Debug, Clone, PartialEq, Eq)]
