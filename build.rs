@@ -27,13 +27,13 @@ fn generate() -> Result<(), String> {
 
     let mut settings = progenitor::GenerationSettings::new();
     settings
-        .with_interface(progenitor::InterfaceStyle::Positional)
+        .with_interface(progenitor::InterfaceStyle::Builder)
         // The hand-written layer implements `ClientHooks` (auth, response
         // capture); a missing implementation must fail the build, not silently
         // send unauthenticated requests.
         .with_hooks(progenitor::HooksMode::Expected)
         .with_inner_type(
-            "crate::transport::Transport"
+            "crate::hooks::HookState"
                 .parse::<proc_macro2::TokenStream>()
                 .map_err(|e| format!("{e:?}"))?,
         )

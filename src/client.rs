@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
+use crate::hooks::HookState;
 use crate::limits::Limits;
 use crate::queue::Queue;
 use crate::ratelimit::{Limiter, RateLimits};
 use crate::raw;
 use crate::retry::RetryPolicy;
-use crate::transport::{DEFAULT_MAX_RESPONSE_BYTES, Transport};
 
 /// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
 /// [`ClientBuilder::base_url`] says otherwise.
@@ -40,8 +40,10 @@ struct Inner {
     raw: raw::Client,
     account_id: String,
     limits: Limits,
+    retry: RetryPolicy,
     deadline: Option<Duration>,
     limiter: Option<Limiter>,
+    max_response_bytes: Option<usize>,
 }
 
 impl Client {
@@ -55,7 +57,11 @@ impl Client {
         ClientBuilder::from_env()?.build()
     }
 
-    /// A handle on one queue. Fails if `queue_id` is empty, longer than 32
+    /// A handle on one queue.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] if `queue_id` is empty, longer than 32
     /// characters or not alphanumeric.
     pub fn queue(&self, queue_id: impl Into<String>) -> Result<Queue> {
         let queue_id = queue_id.into();
@@ -78,8 +84,18 @@ impl Client {
         &self.inner.limits
     }
 
-    pub(crate) fn deadline(&self) -> Option<Duration> {
+    /// The retry policy of calls that do not override it.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.inner.retry
+    }
+
+    /// The overall deadline of each call that does not override it.
+    pub fn deadline(&self) -> Option<Duration> {
         self.inner.deadline
+    }
+
+    pub(crate) fn max_response_bytes(&self) -> Option<usize> {
+        self.inner.max_response_bytes
     }
 
     pub(crate) fn limiter(&self) -> Option<&Limiter> {
@@ -87,7 +103,8 @@ impl Client {
     }
 
     /// The generated client, for calls the ergonomic layer does not cover.
-    /// It authenticates like this client.
+    /// It authenticates like this client and never follows redirects, but
+    /// does not retry, rate-limit or check limits: that is this layer's job.
     pub fn raw(&self) -> &raw::Client {
         &self.inner.raw
     }
@@ -120,11 +137,11 @@ pub struct ClientBuilder {
     base_url: String,
     account_id: Option<String>,
     credentials: Option<Result<Credentials>>,
-    http: Option<reqwest::Client>,
+    http: Option<reqwest::ClientBuilder>,
     timeout: Duration,
     connect_timeout: Duration,
     limits: Limits,
-    max_response_bytes: usize,
+    max_response_bytes: Option<usize>,
     retry: RetryPolicy,
     deadline: Option<Duration>,
     rate_limits: RateLimits,
@@ -147,7 +164,7 @@ impl ClientBuilder {
             timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(5),
             limits: Limits::default(),
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_bytes: None,
             retry: RetryPolicy::default(),
             deadline: None,
             rate_limits: RateLimits::none(),
@@ -206,24 +223,48 @@ impl ClientBuilder {
         self
     }
 
-    /// Sends requests through a `reqwest::Client` you configured (proxies,
-    /// TLS roots, timeouts). The builder's timeouts then do not apply.
-    pub fn http_client(mut self, http: reqwest::Client) -> ClientBuilder {
+    /// Sends requests through a `reqwest` client you configure (proxies,
+    /// TLS roots, timeouts, user agent). Its own timeouts apply instead of
+    /// [`timeout`](ClientBuilder::timeout) and
+    /// [`connect_timeout`](ClientBuilder::connect_timeout).
+    ///
+    /// It takes a builder, not a built `reqwest::Client`, so that redirects
+    /// can be turned off whatever it says: on a cross-origin redirect
+    /// reqwest strips `Authorization`, but not `X-Auth-Email` and
+    /// `X-Auth-Key`, and it re-sends POST bodies on 307 and 308. Cloudflare
+    /// does not redirect these endpoints, so a redirect is reported as
+    /// [`Error::Api`] with its `Location`, and credentials never leave the
+    /// configured origin.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let client = cf_queues::Client::builder()
+    ///     .api_token("my-token")
+    ///     .account_id("023e105f4ecef8ad9ca31a8372d0c353")
+    ///     .http_client(reqwest::Client::builder().pool_max_idle_per_host(4).timeout(Duration::from_secs(20)))
+    ///     .build()?;
+    /// # Ok::<(), cf_queues::Error>(())
+    /// ```
+    pub fn http_client(mut self, http: reqwest::ClientBuilder) -> ClientBuilder {
         self.http = Some(http);
         self
     }
 
     /// When failed requests are retried (default: [`RetryPolicy::default`], 2
     /// retries; pushes only when they surely did not land).
-    /// [`RetryPolicy::none`] turns retries off.
+    /// [`RetryPolicy::none`] turns retries off. One queue handle can
+    /// override it with [`Queue::with_retry`](crate::Queue::with_retry).
     pub fn retry(mut self, retry: RetryPolicy) -> ClientBuilder {
         self.retry = retry;
         self
     }
 
-    /// How long one call may take in all, retries and waits included
-    /// (default: no limit beyond the per-attempt timeout). Past it the call
-    /// fails with [`Error::Timeout`].
+    /// How long one call may take in all: the client-side rate-limit wait,
+    /// every attempt and every retry wait (default: no limit beyond the
+    /// per-attempt timeout). A retry wait that would end past it is not
+    /// started, and the call returns its last real error; an attempt still
+    /// running when it passes ends the call with [`Error::Timeout`]. One
+    /// queue handle can override it with [`Queue::with_deadline`](crate::Queue::with_deadline).
     pub fn deadline(mut self, deadline: Duration) -> ClientBuilder {
         self.deadline = Some(deadline);
         self
@@ -253,14 +294,28 @@ impl ClientBuilder {
         self
     }
 
-    /// The largest response body accepted (default 32 MiB); a larger one gives
-    /// [`Error::ResponseTooLarge`].
+    /// The largest response body accepted, for every call.
+    ///
+    /// By default each call derives its cap from its request: the largest
+    /// answer the API can legally give to it (for a pull of 100 messages of
+    /// 128 KB, every byte escaped as `\u0001`, about 77 MB), so a legal
+    /// answer is never refused. A cap set here is a hard limit: a pull,
+    /// preview or peek whose largest legal answer is over it is refused
+    /// with [`Error::InvalidInput`] before anything is leased, and any other
+    /// answer over it gives [`Error::ResponseTooLarge`].
     pub fn max_response_bytes(mut self, max: usize) -> ClientBuilder {
-        self.max_response_bytes = max;
+        self.max_response_bytes = Some(max);
         self
     }
 
     /// Builds the client, checking the configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the credentials or the account id are missing
+    /// or malformed, the base URL is not an http(s) URL, or the HTTP client
+    /// cannot be built; [`Error::InvalidInput`] for an account id that is
+    /// not 1 to 32 letters and digits.
     pub fn build(self) -> Result<Client> {
         let credentials = self.credentials.ok_or_else(|| {
             Error::Config(
@@ -288,21 +343,21 @@ impl ClientBuilder {
             None => reqwest::Client::builder()
                 .timeout(self.timeout)
                 .connect_timeout(self.connect_timeout)
-                .user_agent(concat!("cf-queues/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?,
-        };
-        let transport = Transport::new(credentials)
-            .with_max_response_bytes(self.max_response_bytes)
-            .with_retry(self.retry)
-            .with_deadline(self.deadline);
+                .user_agent(concat!("cf-queues/", env!("CARGO_PKG_VERSION"))),
+        }
+        // Credentials must never follow a redirect to another origin.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
             inner: Arc::new(Inner {
-                raw: raw::Client::new_with_client(&base_url, http, transport),
+                raw: raw::Client::new_with_client(&base_url, http, HookState::new(credentials)),
                 account_id,
                 limits: self.limits,
+                retry: self.retry,
                 deadline: self.deadline,
                 limiter: Limiter::new(self.rate_limits),
+                max_response_bytes: self.max_response_bytes,
             }),
         })
     }

@@ -108,6 +108,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
+mod batch;
+mod call;
+mod classify;
 mod client;
 pub mod codes;
 #[cfg(feature = "emulator")]
@@ -115,14 +118,18 @@ pub mod codes;
 pub mod emulator;
 mod envelope;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fuzzing")))]
+pub mod fuzzing;
+mod hooks;
 pub mod limits;
 mod message;
 mod operation;
 mod queue;
 mod ratelimit;
+mod request;
 mod response;
 mod retry;
-mod transport;
 
 /// The progenitor-generated client and wire types, from
 /// `openapi/queues-messages.yaml`.
@@ -133,13 +140,13 @@ mod transport;
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod raw {
     include!(concat!(env!("OUT_DIR"), "/raw.rs"));
-    pub use crate::transport::Transport;
+    pub use crate::hooks::HookState;
 }
 
 pub use auth::Credentials;
+pub use batch::{Batch, BatchPlanner, PlannedBatch, Rejected};
+pub use classify::RetryClass;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
-#[doc(hidden)]
-pub use envelope::fuzzing;
 
 // The README's examples are compiled as doc tests.
 #[cfg(all(doctest, feature = "emulator"))]
@@ -151,8 +158,11 @@ pub use message::{
     Body, CONTENT_TYPE_KEY, ContentType, LeaseId, Message, PeekRef, PeekedMessage, PulledMessage,
 };
 pub use operation::Operation;
-pub use queue::{Acks, Batch, BatchReport, PullOptions, PushAllReport, Queue};
+pub use queue::Queue;
 pub use ratelimit::RateLimits;
-pub use response::{AckOutcome, Metrics, PulledBatch, PurgeOutcome, PushReceipt, Warning};
+pub use request::{Acks, PullOptions};
+pub use response::{
+    AckOutcome, BatchReport, Metrics, PulledBatch, PurgeOutcome, PushAllReport, PushReceipt,
+    Warning,
+};
 pub use retry::{PushRetries, RetryPolicy};
-pub use transport::DEFAULT_MAX_RESPONSE_BYTES;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::error::{BodyError, Error, Result};
+use crate::error::{BodyError, Error, Result, built};
 use crate::raw::types;
 
 /// The metadata key that names a received body's encoding.
@@ -103,11 +103,12 @@ impl Message {
             .transpose()?;
         let (wire, body_bytes) = match &self.body {
             OutgoingBody::Text(text) => (
-                types::QueueMessage::TextMessage(types::TextMessage {
-                    body: text.clone(),
-                    content_type: types::TextMessageContentType::Text,
-                    delay_seconds,
-                }),
+                types::QueueMessage::TextMessage(built(
+                    types::TextMessage::builder()
+                        .body(text.clone())
+                        .content_type(types::TextMessageContentType::Text)
+                        .delay_seconds(delay_seconds),
+                )?),
                 text.len(),
             ),
             OutgoingBody::Json(value) => {
@@ -115,11 +116,12 @@ impl Message {
                     Error::invalid(format!("{field}.body"), format!("cannot be encoded: {e}"))
                 })?;
                 (
-                    types::QueueMessage::JsonMessage(types::JsonMessage {
-                        body: value.clone(),
-                        content_type: types::JsonMessageContentType::Json,
-                        delay_seconds,
-                    }),
+                    types::QueueMessage::JsonMessage(built(
+                        types::JsonMessage::builder()
+                            .body(value.clone())
+                            .content_type(types::JsonMessageContentType::Json)
+                            .delay_seconds(delay_seconds),
+                    )?),
                     encoded.len(),
                 )
             }
@@ -202,7 +204,11 @@ impl Body {
     }
 
     /// The text of a `text` body.
-    pub fn text(&self) -> Result<&str> {
+    ///
+    /// # Errors
+    ///
+    /// [`BodyError::ContentTypeMismatch`] for any other content type.
+    pub fn text(&self) -> Result<&str, BodyError> {
         match self.content_type {
             ContentType::Text => Ok(&self.raw),
             _ => Err(self.mismatch("text")),
@@ -210,7 +216,13 @@ impl Body {
     }
 
     /// Deserializes a `json` body, base64-encoded or plain JSON text, into `T`.
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T> {
+    ///
+    /// # Errors
+    ///
+    /// [`BodyError::Json`] when the body does not deserialize into `T`,
+    /// [`BodyError::UnsupportedContentType`] for `v8` and unknown types, and
+    /// [`BodyError::ContentTypeMismatch`] for `text` and `bytes`.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, BodyError> {
         match self.content_type {
             ContentType::Json => {}
             ContentType::V8 | ContentType::Other(_) => return Err(self.unsupported()),
@@ -228,14 +240,19 @@ impl Body {
         {
             return Ok(value);
         }
-        serde_json::from_str(&self.raw).map_err(|e| BodyError::Json(e).into())
+        serde_json::from_str(&self.raw).map_err(BodyError::Json)
     }
 
     /// The bytes of the body: decoded base64 for `bytes` and `json`, UTF-8 for `text`.
-    pub fn bytes(&self) -> Result<Vec<u8>> {
+    ///
+    /// # Errors
+    ///
+    /// [`BodyError::Base64`] for a `bytes` body that is not base64, and
+    /// [`BodyError::UnsupportedContentType`] for `v8` and unknown types.
+    pub fn bytes(&self) -> Result<Vec<u8>, BodyError> {
         match self.content_type {
             ContentType::Text => Ok(self.raw.clone().into_bytes()),
-            ContentType::Bytes => Ok(BASE64.decode(self.raw.trim()).map_err(BodyError::from)?),
+            ContentType::Bytes => Ok(BASE64.decode(self.raw.trim())?),
             ContentType::Json => Ok(BASE64
                 .decode(self.raw.trim())
                 .unwrap_or_else(|_| self.raw.clone().into_bytes())),
@@ -243,19 +260,42 @@ impl Body {
         }
     }
 
-    fn mismatch(&self, requested: &'static str) -> Error {
+    fn mismatch(&self, requested: &'static str) -> BodyError {
         BodyError::ContentTypeMismatch {
             requested,
             actual: self.content_type.to_string(),
         }
-        .into()
     }
 
-    fn unsupported(&self) -> Error {
+    fn unsupported(&self) -> BodyError {
         BodyError::UnsupportedContentType {
             content_type: self.content_type.to_string(),
         }
-        .into()
+    }
+
+    /// The message to push for this body, for redrive and replay: `text`
+    /// stays text, `json` is decoded and must be an object.
+    fn to_message(&self) -> Result<Message, BodyError> {
+        let not_pushable = |reason: &str| BodyError::NotPushable {
+            content_type: self.content_type.to_string(),
+            reason: reason.to_owned(),
+        };
+        match self.content_type {
+            ContentType::Text => Ok(Message::text(self.raw.clone())),
+            ContentType::Json => match self.json::<Value>()? {
+                Value::Object(object) => Ok(Message {
+                    body: OutgoingBody::Json(object),
+                    delay: None,
+                }),
+                other => Err(not_pushable(&format!(
+                    "the API takes a JSON object, this is {}",
+                    json_kind(&other)
+                ))),
+            },
+            ContentType::Bytes => Err(not_pushable("only Workers can write bytes bodies")),
+            ContentType::V8 => Err(not_pushable("only Workers can write v8 bodies")),
+            ContentType::Other(_) => Err(not_pushable("the content type is unknown")),
+        }
     }
 }
 
@@ -442,6 +482,35 @@ impl From<types::PeekedMessage> for PeekedMessage {
     }
 }
 
+/// A received message pushed again, for redrive and replay. The body keeps
+/// its content type; the delay is not carried over.
+///
+/// ```
+/// # fn demo(message: &cf_queues::PulledMessage) -> Result<(), cf_queues::BodyError> {
+/// use cf_queues::Message;
+/// let again = Message::try_from(message)?;
+/// # Ok(()) }
+/// ```
+impl TryFrom<&PulledMessage> for Message {
+    type Error = BodyError;
+    /// # Errors
+    ///
+    /// [`BodyError::NotPushable`] for `bytes`, `v8` and unknown bodies and
+    /// JSON that is not an object, which HTTP cannot push;
+    /// [`BodyError::Json`] for a `json` body that is not JSON.
+    fn try_from(message: &PulledMessage) -> Result<Message, BodyError> {
+        message.body.to_message()
+    }
+}
+
+/// A peeked message pushed again; see the [`PulledMessage`] conversion.
+impl TryFrom<&PeekedMessage> for Message {
+    type Error = BodyError;
+    fn try_from(message: &PeekedMessage) -> Result<Message, BodyError> {
+        message.body.to_message()
+    }
+}
+
 impl From<&PulledMessage> for LeaseId {
     fn from(message: &PulledMessage) -> Self {
         message.lease_id.clone()
@@ -481,19 +550,45 @@ mod tests {
     fn v8_and_unknown_are_typed_errors() {
         assert!(matches!(
             body_of("v8", "AAAA").json::<Value>(),
-            Err(Error::Body(BodyError::UnsupportedContentType { content_type })) if content_type == "v8"
+            Err(BodyError::UnsupportedContentType { content_type }) if content_type == "v8"
         ));
         assert!(matches!(
             body_of("v8", "AAAA").bytes(),
-            Err(Error::Body(BodyError::UnsupportedContentType { .. }))
+            Err(BodyError::UnsupportedContentType { .. })
         ));
         assert!(matches!(
             body_of("text", "hi").json::<Value>(),
-            Err(Error::Body(BodyError::ContentTypeMismatch {
+            Err(BodyError::ContentTypeMismatch {
                 requested: "json",
                 ..
-            }))
+            })
         ));
+    }
+
+    #[test]
+    fn received_bodies_push_again_when_http_can_carry_them() {
+        assert_eq!(
+            body_of("text", "hi").to_message().ok(),
+            Some(Message::text("hi"))
+        );
+        assert_eq!(
+            body_of("json", "eyJhIjoxfQ==").to_message().ok(),
+            Message::json(&serde_json::json!({"a": 1})).ok()
+        );
+        for (kind, raw) in [
+            ("json", "WzFd"),
+            ("bytes", "AAE="),
+            ("v8", "AAE="),
+            ("", "x"),
+        ] {
+            assert!(
+                matches!(
+                    body_of(kind, raw).to_message(),
+                    Err(BodyError::NotPushable { .. })
+                ),
+                "{kind}"
+            );
+        }
     }
 
     #[test]

@@ -1,33 +1,60 @@
-//! [`Queue`]: the six operations on one queue, and their options.
+//! [`Queue`]: the operations on one queue.
+//!
+//! Every method takes the same path: check the input against the client's
+//! [`Limits`](crate::Limits), build the generated request, run it through
+//! the one call path (rate limit, attempts, retries, deadline), unwrap the
+//! envelope into a typed result.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::Duration;
 
-use tracing::Instrument as _;
+use futures_util::StreamExt as _;
 
+use crate::batch::{Batch, BatchPlanner, PlannedBatch};
+use crate::call::Call;
 use crate::client::Client;
-use crate::envelope::{Envelope, RawOutcome, call};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, built};
 use crate::limits::check_token;
-use crate::message::{LeaseId, Message, PeekRef, PeekedMessage};
+use crate::message::{Message, PeekRef, PeekedMessage};
+use crate::operation::Operation;
 use crate::raw::types;
-use crate::response::{AckOutcome, PulledBatch, PurgeOutcome, PushReceipt, peeked};
+use crate::request::{Acks, PullOptions};
+use crate::response::{
+    AckOutcome, BatchReport, PulledBatch, PurgeOutcome, PushAllReport, PushReceipt, peeked,
+};
+use crate::retry::RetryPolicy;
+
+/// The batch size Cloudflare pulls and peeks when none is given.
+const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
 
 /// A handle on one queue of a [`Client`]'s account.
 ///
-/// Every method checks its input against the client's [`Limits`](crate::Limits)
-/// before sending anything, then unwraps the API's envelope.
+/// Cheap to clone. Every method checks its input against the client's
+/// [`Limits`](crate::Limits) before sending anything, then unwraps the API's
+/// envelope. [`Queue::with_retry`] and [`Queue::with_deadline`] give a
+/// handle with its own retry policy or deadline, for one call or many.
+///
+/// # Cancellation
+///
+/// Dropping a call's future stops it at once, between or during attempts.
+/// What was already sent may still take effect: a push may have landed
+/// (see [`Queue::push`]), and a pull may have leased messages, which come
+/// back after their visibility timeout with an attempt used.
 #[derive(Clone, Debug)]
 pub struct Queue {
     client: Client,
     queue_id: String,
+    retry: Option<RetryPolicy>,
+    deadline: Option<Option<Duration>>,
 }
 
 impl Queue {
     pub(crate) fn new(client: Client, queue_id: String) -> Queue {
-        Queue { client, queue_id }
+        Queue {
+            client,
+            queue_id,
+            retry: None,
+            deadline: None,
+        }
     }
 
     /// The queue's id.
@@ -40,10 +67,49 @@ impl Queue {
         &self.client
     }
 
+    /// This handle with its own retry policy, in place of the client's.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use cf_queues::{Message, RetryPolicy};
+    /// // Exactly one request for this call.
+    /// queue.with_retry(RetryPolicy::none()).push(Message::text("once")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Queue {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// This handle with its own overall deadline per call, in place of the
+    /// client's: the rate-limit wait, every attempt and every retry wait of
+    /// one call end within it.
+    pub fn with_deadline(mut self, deadline: Duration) -> Queue {
+        self.deadline = Some(Some(deadline));
+        self
+    }
+
+    /// This handle with no overall deadline, whatever the client's.
+    pub fn without_deadline(mut self) -> Queue {
+        self.deadline = Some(None);
+        self
+    }
+
+    /// The retry policy calls on this handle follow.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        self.retry.as_ref().unwrap_or(self.client.retry_policy())
+    }
+
+    /// The overall deadline of each call on this handle, if any.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline.unwrap_or(self.client.deadline())
+    }
+
     /// Pushes one message.
     ///
     /// By default a failed push is retried only when it surely did not land
-    /// (connection refused, 429), so a retry never duplicates the message;
+    /// (connection refused, a 429 with code 10250 or 971), so a retry never
+    /// duplicates the message;
     /// [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce) also
     /// retries after 5xx and timeouts.
     ///
@@ -54,15 +120,29 @@ impl Queue {
     /// queue.push(Message::json(&serde_json::json!({"id": 1}))?).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a message over the size limit or a delay
+    /// over 24 hours, before sending; otherwise what the call met:
+    /// [`Error::Api`], [`Error::Transport`], [`Error::Timeout`], ...
+    ///
+    /// # Cancellation
+    ///
+    /// A push whose future is dropped, or whose deadline passed, after the
+    /// request was sent may still have landed.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
         let raw = self.client.raw();
         let result = self
-            .send(
-                "push_message",
-                1,
-                raw.push_message(self.client.account_id(), &self.queue_id, &wire),
-            )
+            .call(Operation::Push, 1, self.small_response_cap())
+            .run(|| {
+                raw.push_message()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(wire.clone())
+                    .send()
+            })
             .await?;
         Ok(result.into())
     }
@@ -70,7 +150,7 @@ impl Queue {
     /// Pushes up to 100 messages (256 KB in total) in one request.
     ///
     /// Retried like [`Queue::push`]. For more messages than fit in one
-    /// batch, use [`Queue::push_all`].
+    /// batch, use [`Queue::push_all`] or a [`BatchPlanner`].
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
@@ -81,6 +161,16 @@ impl Queue {
     /// queue.push_batch(batch).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an empty batch, more than 100 messages,
+    /// over 256 KB, a message over its limit or a delay over 24 hours,
+    /// before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// As for [`Queue::push`]: a batch sent before the drop may have landed.
     pub async fn push_batch(&self, batch: impl Into<Batch>) -> Result<PushReceipt> {
         let batch = batch.into();
         let limits = self.client.limits();
@@ -96,31 +186,69 @@ impl Queue {
             .delay
             .map(|d| limits.delay_seconds(&"delay", d))
             .transpose()?;
-        self.send_batch(types::BatchRequest {
-            messages,
-            delay_seconds,
-        })
-        .await
+        self.send_batch(messages, delay_seconds).await
     }
 
-    async fn send_batch(&self, body: types::BatchRequest) -> Result<PushReceipt> {
+    /// Pushes a batch cut by a [`BatchPlanner`]; returns its tags with the outcome.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) {
+    /// use cf_queues::{BatchPlanner, Message};
+    /// let mut planner = BatchPlanner::new(*queue.client().limits());
+    /// for line in 1..=1_000 {
+    ///     if let Ok(Some(full)) = planner.add(line, Message::text(format!("line {line}"))) {
+    ///         let (lines, result) = queue.push_planned(full).await;
+    ///         if let Err(e) = result { eprintln!("lines {lines:?} not pushed: {e}"); }
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The result holds what the call met, as for [`Queue::push_batch`].
+    ///
+    /// # Cancellation
+    ///
+    /// As for [`Queue::push`].
+    pub async fn push_planned<T>(&self, batch: PlannedBatch<T>) -> (Vec<T>, Result<PushReceipt>) {
+        let PlannedBatch { wires, .. } = &batch;
+        let result = self.send_batch(wires.clone(), None).await;
+        (batch.into_tags(), result)
+    }
+
+    async fn send_batch(
+        &self,
+        messages: Vec<types::QueueMessage>,
+        delay_seconds: Option<u32>,
+    ) -> Result<PushReceipt> {
+        let count = messages.len();
+        let body: types::BatchRequest = built(
+            types::BatchRequest::builder()
+                .messages(messages)
+                .delay_seconds(delay_seconds),
+        )?;
         let raw = self.client.raw();
         let result = self
-            .send(
-                "push_batch",
-                body.messages.len(),
-                raw.push_batch(self.client.account_id(), &self.queue_id, &body),
-            )
+            .call(Operation::Batch, count, self.small_response_cap())
+            .run(|| {
+                raw.push_batch()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
             .await?;
         Ok(result.into())
     }
 
-    /// Pushes any number of messages: splits them into batches within the
+    /// Pushes any number of messages: cuts them into batches within the
     /// limits (by count and bytes), sends up to `concurrency` batches at
     /// once, and reports for each batch whether it landed.
     ///
     /// A message that breaks a limit on its own fails alone, before sending;
     /// the others still go. Each batch is retried like [`Queue::push_batch`].
+    /// Nothing is spawned: every batch's outcome is in the report.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) {
@@ -131,57 +259,46 @@ impl Queue {
     /// }
     /// # }
     /// ```
+    ///
+    /// # Cancellation
+    ///
+    /// Batches sent before the future is dropped may have landed; the
+    /// report is lost with the future.
     pub async fn push_all(
         &self,
         messages: impl IntoIterator<Item = Message>,
         concurrency: usize,
     ) -> PushAllReport {
-        let limits = *self.client.limits();
+        let mut planner = BatchPlanner::new(*self.client.limits());
         let mut reports = Vec::new();
-        let mut batches: Vec<(Vec<usize>, Vec<types::QueueMessage>)> = Vec::new();
-        let (mut indices, mut wires, mut bytes) = (Vec::new(), Vec::new(), 0usize);
+        let mut batches = Vec::new();
         for (index, message) in messages.into_iter().enumerate() {
-            let (wire, counted) = match message.to_wire(&format_args!("messages[{index}]"), &limits)
-            {
-                Ok(encoded) => encoded,
-                Err(error) => {
-                    reports.push(BatchReport {
-                        indices: vec![index],
-                        result: Err(error),
-                    });
-                    continue;
-                }
-            };
-            let full = wires.len() >= limits.max_batch_messages
-                || bytes + counted > limits.max_batch_bytes;
-            if !wires.is_empty() && full {
-                batches.push((std::mem::take(&mut indices), std::mem::take(&mut wires)));
-                bytes = 0;
+            match planner.add(index, message) {
+                Ok(Some(full)) => batches.push(full),
+                Ok(None) => {}
+                Err(rejected) => reports.push(BatchReport {
+                    indices: vec![rejected.tag],
+                    result: Err(rejected.error),
+                }),
             }
-            indices.push(index);
-            wires.push(wire);
-            bytes += counted;
         }
-        if !wires.is_empty() {
-            batches.push((indices, wires));
-        }
-
-        let sends = batches.into_iter().map(|(indices, messages)| async move {
-            let body = types::BatchRequest {
-                messages,
-                delay_seconds: None,
-            };
-            let result = self.send_batch(body).await;
-            BatchReport { indices, result }
-        });
-        reports.extend(at_most(concurrency.max(1), sends).await);
+        batches.extend(planner.finish());
+        let sent: Vec<BatchReport> = futures_util::stream::iter(batches)
+            .map(|batch| async move {
+                let (indices, result) = self.push_planned(batch).await;
+                BatchReport { indices, result }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        reports.extend(sent);
         reports.sort_by_key(|r| r.indices.first().copied());
         PushAllReport { batches: reports }
     }
 
     /// Leases up to `batch_size` visible messages for the visibility timeout.
     ///
-    /// An empty queue answers at once with no messages.
+    /// An empty queue answers at once with no messages (short polling).
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
@@ -198,25 +315,46 @@ impl Queue {
     /// queue.ack(acks).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a `batch_size` outside 1 to 100, a
+    /// visibility timeout of 0 or over 12 hours, or a `batch_size` whose
+    /// largest legal answer is over the client's
+    /// [`max_response_bytes`](crate::ClientBuilder::max_response_bytes),
+    /// all before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// A pull dropped after it was sent may have leased messages: they come
+    /// back after their visibility timeout, with an attempt used.
     pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
         let limits = self.client.limits();
-        let body = types::PullRequest {
-            batch_size: options
-                .batch_size
-                .map(|n| limits.batch_size(&"batch_size", n))
-                .transpose()?,
-            visibility_timeout_ms: options
-                .visibility_timeout
-                .map(|t| limits.visibility_timeout_ms(t))
-                .transpose()?,
-        };
+        let batch_size = options
+            .batch_size
+            .map(|n| limits.batch_size(&"batch_size", n))
+            .transpose()?;
+        let cap = self.messages_response_cap(batch_size)?;
+        let body: types::PullRequest = built(
+            types::PullRequest::builder()
+                .batch_size(batch_size)
+                .visibility_timeout_ms(
+                    options
+                        .visibility_timeout
+                        .map(|t| limits.visibility_timeout_ms(t))
+                        .transpose()?,
+                ),
+        )?;
         let raw = self.client.raw();
         let result = self
-            .send(
-                "pull_messages",
-                0,
-                raw.pull_messages(self.client.account_id(), &self.queue_id, &body),
-            )
+            .call(Operation::Pull, 0, cap)
+            .run(|| {
+                raw.pull_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
             .await?;
         Ok(result.into())
     }
@@ -232,59 +370,96 @@ impl Queue {
     /// leases already used: they come back as warnings and the counts are
     /// lower than what was acknowledged. Treat a lease-id warning as "not
     /// acknowledged by this call", never as "still on the queue".
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for an empty lease id or a retry delay over
+    /// 24 hours, before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// Acks sent before the drop may have been applied; send them again
+    /// (a repeat only adds warnings).
     pub async fn ack(&self, acks: Acks) -> Result<AckOutcome> {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
         }
         let limits = self.client.limits();
-        let mut body = types::AckRequest::default();
+        let mut ack_leases = Vec::with_capacity(acks.acks.len());
         for (i, lease) in acks.acks.iter().enumerate() {
             check_token(&format_args!("acks[{i}].lease_id"), lease.as_str())?;
-            body.acks.push(types::AckLease {
-                lease_id: lease.as_str().to_owned(),
-            });
+            ack_leases.push(built(
+                types::AckLease::builder().lease_id(lease.as_str().to_owned()),
+            )?);
         }
+        let mut retry_leases = Vec::with_capacity(acks.retries.len());
         for (i, (lease, delay)) in acks.retries.iter().enumerate() {
             check_token(&format_args!("retries[{i}].lease_id"), lease.as_str())?;
-            body.retries.push(types::RetryLease {
-                lease_id: lease.as_str().to_owned(),
-                delay_seconds: delay
-                    .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
-                    .transpose()?,
-            });
+            let delay_seconds = delay
+                .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
+                .transpose()?;
+            retry_leases.push(built(
+                types::RetryLease::builder()
+                    .lease_id(lease.as_str().to_owned())
+                    .delay_seconds(delay_seconds),
+            )?);
         }
+        let body: types::AckRequest = built(
+            types::AckRequest::builder()
+                .acks(ack_leases)
+                .retries(retry_leases),
+        )?;
+        let tokens = acks.acks.iter().chain(acks.retries.iter().map(|(l, _)| l));
+        let cap = self.tokens_response_cap(tokens.map(|l| l.as_str()));
         let raw = self.client.raw();
         let result = self
-            .send(
-                "ack_messages",
-                0,
-                raw.ack_messages(self.client.account_id(), &self.queue_id, &body),
-            )
+            .call(Operation::Ack, 0, cap)
+            .run(|| {
+                raw.ack_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
             .await?;
         Ok(result.into())
     }
 
     /// Returns up to `batch_size` messages (1 to 100) without leasing them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a `batch_size` outside 1 to 100, or one
+    /// whose largest answer is over the client's `max_response_bytes`,
+    /// before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// Peeking changes nothing on the queue; dropping the future is safe.
     pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
-        let body = types::PeekRequest {
-            batch_size: Some(self.client.limits().batch_size(&"batch_size", batch_size)?),
-        };
+        let batch_size = self.client.limits().batch_size(&"batch_size", batch_size)?;
+        let cap = self.messages_response_cap(Some(batch_size))?;
+        let body: types::PeekRequest =
+            built(types::PeekRequest::builder().batch_size(Some(batch_size)))?;
         let raw = self.client.raw();
         let result = self
-            .send(
-                "peek_messages",
-                0,
-                raw.peek_messages(self.client.account_id(), &self.queue_id, &body),
-            )
+            .call(Operation::Peek, 0, cap)
+            .run(|| {
+                raw.peek_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
             .await?;
         Ok(peeked(result))
     }
 
     /// Deletes peeked messages by their refs, at once.
     ///
-    /// Unknown refs come back as warnings in [`PurgeOutcome::warnings`]. A purge is retried
-    /// after 5xx answers; refs purged by an attempt whose answer was lost come
-    /// back from the retry as warnings too.
+    /// Unknown refs come back as warnings in [`PurgeOutcome::warnings`]. A
+    /// purge is retried after 5xx answers; refs purged by an attempt whose
+    /// answer was lost come back from the retry as warnings too.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
@@ -292,273 +467,90 @@ impl Queue {
     /// let outcome = queue.purge(&peeked).await?;
     /// # Ok(()) }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for no refs or an empty ref, before sending;
+    /// otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// Refs sent before the drop may have been purged.
     pub async fn purge<I>(&self, refs: I) -> Result<PurgeOutcome>
     where
         I: IntoIterator,
         I::Item: Into<PeekRef>,
     {
-        let mut body = types::PurgeRequest { refs: Vec::new() };
-        for (i, peek_ref) in refs.into_iter().enumerate() {
-            let peek_ref: PeekRef = peek_ref.into();
-            check_token(&format_args!("refs[{i}].ref"), peek_ref.as_str())?;
-            body.refs.push(types::PurgeRef {
-                ref_: peek_ref.as_str().to_owned(),
-            });
-        }
-        if body.refs.is_empty() {
+        let refs: Vec<PeekRef> = refs.into_iter().map(Into::into).collect();
+        if refs.is_empty() {
             return Err(Error::invalid("refs", "purge needs at least one ref"));
         }
+        let mut wire = Vec::with_capacity(refs.len());
+        for (i, peek_ref) in refs.iter().enumerate() {
+            check_token(&format_args!("refs[{i}].ref"), peek_ref.as_str())?;
+            wire.push(built(
+                types::PurgeRef::builder().ref_(peek_ref.as_str().to_owned()),
+            )?);
+        }
+        let body: types::PurgeRequest = built(types::PurgeRequest::builder().refs(wire))?;
+        let cap = self.tokens_response_cap(refs.iter().map(PeekRef::as_str));
         let raw = self.client.raw();
         let result = self
-            .send(
-                "purge_messages",
-                0,
-                raw.purge_messages(self.client.account_id(), &self.queue_id, &body),
-            )
+            .call(Operation::Purge, 0, cap)
+            .run(|| {
+                raw.purge_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
             .await?;
         Ok(result.into())
     }
 
-    /// Sends one generated call in a tracing span, within the client's
-    /// deadline; a push first waits for the client-side rate limits
-    /// (`pushed` messages, 0 for other operations), inside the deadline too.
-    async fn send<E, F>(
-        &self,
-        operation: &'static str,
-        pushed: usize,
-        request: F,
-    ) -> Result<E::Result>
-    where
-        E: Envelope,
-        F: Future<Output = RawOutcome<E>>,
-    {
-        let span = tracing::info_span!("cf_queues", operation, queue_id = %self.queue_id);
-        let call = async {
-            if pushed > 0 {
-                self.throttle(pushed).await;
-            }
-            call(operation, request).await
-        }
-        .instrument(span);
-        match self.client.deadline() {
-            Some(deadline) => {
-                tokio::time::timeout(deadline, call)
-                    .await
-                    .unwrap_or(Err(Error::Timeout {
-                        operation,
-                        deadline,
-                    }))
-            }
-            None => call.await,
+    /// The call settings of this handle for one operation.
+    fn call(&self, operation: Operation, messages: usize, response_cap: usize) -> Call<'_> {
+        Call {
+            operation,
+            queue_id: &self.queue_id,
+            retry: self.retry_policy(),
+            deadline: self.deadline(),
+            limiter: self.client.limiter(),
+            messages,
+            response_cap,
         }
     }
 
-    async fn throttle(&self, messages: usize) {
-        if let Some(limiter) = self.client.limiter() {
-            limiter.acquire(&self.queue_id, messages).await;
-        }
-    }
-}
-
-/// What [`Queue::push_all`] did with each batch.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct PushAllReport {
-    /// One entry per batch sent (or per message refused before sending), in input order.
-    pub batches: Vec<BatchReport>,
-}
-
-/// One batch of [`Queue::push_all`].
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct BatchReport {
-    /// The positions of the batch's messages in the input.
-    pub indices: Vec<usize>,
-    /// Whether the batch landed.
-    pub result: Result<PushReceipt>,
-}
-
-impl PushAllReport {
-    /// The positions of the messages that landed, in input order.
-    pub fn landed(&self) -> Vec<usize> {
-        let mut landed: Vec<usize> = self
-            .batches
-            .iter()
-            .filter(|b| b.result.is_ok())
-            .flat_map(|b| b.indices.iter().copied())
-            .collect();
-        landed.sort_unstable();
-        landed
-    }
-
-    /// The positions of the messages that did not land, each with its batch's error.
-    pub fn failed(&self) -> Vec<(usize, &Error)> {
-        let mut failed: Vec<(usize, &Error)> = self
-            .batches
-            .iter()
-            .filter_map(|b| b.result.as_ref().err().map(|e| (b, e)))
-            .flat_map(|(b, e)| b.indices.iter().map(move |&i| (i, e)))
-            .collect();
-        failed.sort_unstable_by_key(|(i, _)| *i);
-        failed
-    }
-
-    /// Whether every message landed.
-    pub fn all_landed(&self) -> bool {
-        self.batches.iter().all(|b| b.result.is_ok())
-    }
-}
-
-/// Messages to push together, with an optional delay for the whole batch.
-#[derive(Debug, Clone, PartialEq, Default)]
-#[must_use]
-pub struct Batch {
-    messages: Vec<Message>,
-    delay: Option<Duration>,
-}
-
-impl Batch {
-    /// A batch of `messages`.
-    pub fn new(messages: impl IntoIterator<Item = Message>) -> Batch {
-        Batch {
-            messages: messages.into_iter().collect(),
-            delay: None,
+    /// The response cap of a call returning up to `batch_size` messages:
+    /// the largest legal answer, so that leased messages are never dropped
+    /// unread. A cap set by the user that is lower fails here, before the
+    /// messages are leased.
+    fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
+        let batch_size = batch_size.unwrap_or(SERVER_DEFAULT_BATCH_SIZE);
+        let needed = self.client.limits().max_messages_response_bytes(batch_size);
+        match self.client.max_response_bytes() {
+            None => Ok(needed),
+            Some(cap) if cap >= needed => Ok(cap),
+            Some(cap) => Err(Error::invalid(
+                "batch_size",
+                format!(
+                    "an answer of {batch_size} messages can legally take {needed} bytes, over the client's max_response_bytes of {cap}: \
+                     the messages would be leased and then not read; lower batch_size or raise max_response_bytes"
+                ),
+            )),
         }
     }
 
-    /// Delays delivery of the whole batch (at most 24 hours; rounded up to whole seconds).
-    pub fn with_delay(mut self, delay: Duration) -> Batch {
-        self.delay = Some(delay);
-        self
+    /// The response cap of a call whose answer carries no messages or tokens.
+    fn small_response_cap(&self) -> usize {
+        self.client
+            .max_response_bytes()
+            .unwrap_or(crate::limits::SMALL_RESPONSE_BYTES)
     }
 
-    /// The messages in the batch.
-    pub fn messages(&self) -> &[Message] {
-        &self.messages
+    fn tokens_response_cap<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {
+        self.client
+            .max_response_bytes()
+            .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
     }
-}
-
-impl From<Vec<Message>> for Batch {
-    fn from(messages: Vec<Message>) -> Self {
-        Batch::new(messages)
-    }
-}
-
-/// How many messages to pull and for how long to lease them.
-///
-/// Unset values take the server's defaults (5 messages, 30 s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[must_use]
-pub struct PullOptions {
-    batch_size: Option<u32>,
-    visibility_timeout: Option<Duration>,
-}
-
-impl PullOptions {
-    /// The server's defaults.
-    pub fn new() -> PullOptions {
-        PullOptions::default()
-    }
-
-    /// How many messages to lease at most (1 to 100).
-    pub fn batch_size(mut self, batch_size: u32) -> PullOptions {
-        self.batch_size = Some(batch_size);
-        self
-    }
-
-    /// How long the lease lasts (at most 12 hours; rounded up to whole milliseconds).
-    pub fn visibility_timeout(mut self, timeout: Duration) -> PullOptions {
-        self.visibility_timeout = Some(timeout);
-        self
-    }
-}
-
-/// Leases to acknowledge and leases to retry, sent with [`Queue::ack`].
-///
-/// Each method takes a [`PulledMessage`](crate::PulledMessage) reference or a [`LeaseId`].
-///
-/// ```
-/// use std::time::Duration;
-/// use cf_queues::Acks;
-/// let acks = Acks::new()
-///     .ack("lease-1")
-///     .retry("lease-2")
-///     .retry_after("lease-3", Duration::from_secs(60));
-/// assert_eq!(acks.len(), 3);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[must_use]
-pub struct Acks {
-    acks: Vec<LeaseId>,
-    retries: Vec<(LeaseId, Option<Duration>)>,
-}
-
-impl Acks {
-    /// Nothing to acknowledge yet.
-    pub fn new() -> Acks {
-        Acks::default()
-    }
-
-    /// Acknowledges (deletes) a message.
-    pub fn ack(mut self, lease: impl Into<LeaseId>) -> Acks {
-        self.acks.push(lease.into());
-        self
-    }
-
-    /// Puts a message back on the queue at once.
-    pub fn retry(mut self, lease: impl Into<LeaseId>) -> Acks {
-        self.retries.push((lease.into(), None));
-        self
-    }
-
-    /// Puts a message back on the queue after `delay` (at most 24 hours).
-    pub fn retry_after(mut self, lease: impl Into<LeaseId>, delay: Duration) -> Acks {
-        self.retries.push((lease.into(), Some(delay)));
-        self
-    }
-
-    /// How many acks and retries there are.
-    pub fn len(&self) -> usize {
-        self.acks.len() + self.retries.len()
-    }
-
-    /// Whether there is nothing to send.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Runs the futures with at most `limit` in flight at once, on the caller's
-/// task: no spawning, so every outcome is returned and a batch can never go
-/// missing from a report.
-async fn at_most<F: Future>(limit: usize, futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut waiting = futures.into_iter();
-    let mut running: Vec<Pin<Box<F>>> = Vec::new();
-    let mut done = Vec::new();
-    std::future::poll_fn(|cx| {
-        loop {
-            while running.len() < limit {
-                match waiting.next() {
-                    Some(future) => running.push(Box::pin(future)),
-                    None => break,
-                }
-            }
-            if running.is_empty() {
-                return Poll::Ready(());
-            }
-            let before = running.len();
-            running.retain_mut(|future| match future.as_mut().poll(cx) {
-                Poll::Ready(output) => {
-                    done.push(output);
-                    false
-                }
-                Poll::Pending => true,
-            });
-            if running.len() == before {
-                return Poll::Pending;
-            }
-        }
-    })
-    .await;
-    done
 }

@@ -116,9 +116,11 @@ impl Limiter {
         })
     }
 
-    /// Waits until one push request of `messages` messages to `queue` may go.
-    pub(crate) async fn acquire(&self, queue: &str, messages: usize) {
-        let now = Instant::now();
+    /// Reserves one push request of `messages` messages to `queue` and
+    /// returns how long the caller must wait before sending it. A caller
+    /// that gives up instead of waiting hands the reservation back with
+    /// [`Limiter::refund`].
+    pub(crate) fn reserve(&self, queue: &str, messages: usize, now: Instant) -> Duration {
         let mut wait = Duration::ZERO;
         if let Some(requests) = &self.requests {
             let mut bucket = requests.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,14 +133,28 @@ impl Limiter {
                 .or_insert_with(|| Bucket::new(rate, rate, now));
             wait = wait.max(bucket.reserve(messages as f64, now));
         }
-        if !wait.is_zero() {
-            tracing::debug!(
-                queue,
-                wait_ms = wait.as_millis() as u64,
-                "client-side rate limit"
-            );
-            tokio::time::sleep(wait).await;
+        wait
+    }
+
+    /// Gives back a reservation that was not used.
+    pub(crate) fn refund(&self, queue: &str, messages: usize) {
+        if let Some(requests) = &self.requests {
+            let mut bucket = requests.lock().unwrap_or_else(PoisonError::into_inner);
+            bucket.tokens = (bucket.tokens + 1.0).min(bucket.capacity);
         }
+        if self.messages_per_second.is_some() {
+            let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(bucket) = queues.get_mut(queue) {
+                bucket.tokens = (bucket.tokens + messages as f64).min(bucket.capacity);
+            }
+        }
+    }
+
+    /// Waits until one push request of `messages` messages to `queue` may go.
+    #[cfg(test)]
+    async fn acquire(&self, queue: &str, messages: usize) {
+        let wait = self.reserve(queue, messages, Instant::now());
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -171,6 +187,17 @@ mod tests {
         );
         limiter.acquire("a", 50).await;
         assert_eq!(start.elapsed().as_millis(), 500);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refund_returns_the_tokens() {
+        let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
+            .expect("a limit");
+        let now = Instant::now();
+        assert_eq!(limiter.reserve("q", 1, now), Duration::ZERO);
+        assert_eq!(limiter.reserve("q", 1, now), Duration::from_secs(10));
+        limiter.refund("q", 1);
+        assert_eq!(limiter.reserve("q", 1, now), Duration::from_secs(10));
     }
 
     #[test]

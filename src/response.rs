@@ -1,5 +1,6 @@
 //! Typed results, unwrapped from the API's envelopes.
 
+use crate::error::{Error, Result};
 use crate::message::{PeekedMessage, PulledMessage, count_u32, count_u64};
 use crate::raw::types;
 
@@ -168,4 +169,53 @@ pub(crate) fn peeked(r: types::PeekResult) -> Vec<PeekedMessage> {
         .into_iter()
         .map(PeekedMessage::from)
         .collect()
+}
+
+/// What [`Queue::push_all`](crate::Queue::push_all) did with each batch.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PushAllReport {
+    /// One entry per batch sent (or per message refused before sending), in input order.
+    pub batches: Vec<BatchReport>,
+}
+
+/// One batch of [`Queue::push_all`](crate::Queue::push_all).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct BatchReport {
+    /// The positions of the batch's messages in the input.
+    pub indices: Vec<usize>,
+    /// Whether the batch landed.
+    pub result: Result<PushReceipt>,
+}
+
+impl PushAllReport {
+    /// The positions of the messages that landed, in input order.
+    pub fn landed(&self) -> Vec<usize> {
+        let mut landed: Vec<usize> = self
+            .batches
+            .iter()
+            .filter(|b| b.result.is_ok())
+            .flat_map(|b| b.indices.iter().copied())
+            .collect();
+        landed.sort_unstable();
+        landed
+    }
+
+    /// The positions of the messages that did not land, each with its batch's error.
+    pub fn failed(&self) -> Vec<(usize, &Error)> {
+        let mut failed: Vec<(usize, &Error)> = self
+            .batches
+            .iter()
+            .filter_map(|b| b.result.as_ref().err().map(|e| (b, e)))
+            .flat_map(|(b, e)| b.indices.iter().map(move |&i| (i, e)))
+            .collect();
+        failed.sort_unstable_by_key(|(i, _)| *i);
+        failed
+    }
+
+    /// Whether every message landed.
+    pub fn all_landed(&self) -> bool {
+        self.batches.iter().all(|b| b.result.is_ok())
+    }
 }

@@ -7,40 +7,42 @@
 //! so a retry never duplicates a message unless you ask for at-least-once.
 
 use std::hash::{BuildHasher, Hasher};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
-use crate::envelope::retry_after;
+use crate::classify::RetryClass;
+use crate::operation::Operation;
 
-/// Cloudflare codes of 429 answers that waiting does not fix: storage
-/// limit exceeded, queue disabled, free tier limit exceeded.
-pub(crate) const PERMANENT_429_CODES: [u32; 3] = [10251, 10252, 10253];
-
-/// Codes that say a request was refused for its rate: the queue's
-/// throughput limit (10250 QueueOverloaded) and the API's own (971).
-pub(crate) const RATE_LIMIT_CODES: [u32; 2] = [10250, 971];
-
-/// How pushes (single and batch) are retried.
+/// How calls that are not safe to repeat are retried: pushes (single and
+/// batch), and the purge of a whole queue (a repeat deletes what was pushed
+/// in between).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PushRetries {
-    /// Retry only when the message surely did not land: the connection was
+    /// Retry only when the request surely did not land: the connection was
     /// refused, or the API refused the request for its rate (429 with code
     /// 10250 or 971). A push is never duplicated by a retry, whatever the
     /// server's `x-should-retry` says. The default.
     #[default]
     OnlyIfNotLanded,
     /// Also retry after 5xx answers, 408, 409, timeouts and broken
-    /// connections, when the push may have landed: no message is lost to a
-    /// transient failure, but one may arrive twice.
+    /// connections, when the request may have landed: no message is lost to
+    /// a transient failure, but one may arrive twice.
     AtLeastOnce,
 }
 
 /// The client's retry policy; see [`ClientBuilder::retry`](crate::ClientBuilder::retry).
 ///
-/// Pull, peek, ack and purge are retried after connection errors, timeouts,
-/// 408, 409, 429 and 5xx. Push and batch push follow [`PushRetries`].
+/// Idempotent operations (pull, ack, peek, purge by ref, extend, preview,
+/// metrics, purge status) are retried after connection errors, timeouts,
+/// 408, 409, 429 and 5xx. Push, batch push and the purge of a whole queue
+/// follow [`PushRetries`]. Each failure is classified once
+/// ([`RetryClass`]); this policy decides what to do with the verdict.
+///
+/// Set it for a client with [`ClientBuilder::retry`](crate::ClientBuilder::retry),
+/// or for one queue handle (and so one call) with
+/// [`Queue::with_retry`](crate::Queue::with_retry).
 ///
 /// ```
 /// use std::time::Duration;
@@ -110,14 +112,30 @@ impl RetryPolicy {
         self
     }
 
-    /// How long to wait before retry number `retry` (1-based), given the
-    /// failed answer's headers.
-    pub(crate) fn delay(&self, retry: u32, headers: Option<&HeaderMap>) -> Duration {
-        if let Some(asked) = headers.and_then(retry_after)
+    /// How long to wait before retry number `retry` (1-based) of
+    /// `operation` after a failure classified as `class`, whose answer
+    /// asked for a wait of `asked`; `None` when it is not retried (out of
+    /// retries, not retryable, or unsafe to repeat).
+    pub(crate) fn wait_before(
+        &self,
+        retry: u32,
+        operation: Operation,
+        class: RetryClass,
+        asked: Option<Duration>,
+    ) -> Option<Duration> {
+        let repeat_unsafe = self.pushes == PushRetries::AtLeastOnce;
+        if retry > self.max_retries || !class.may_repeat(operation.is_idempotent(), repeat_unsafe) {
+            return None;
+        }
+        if let Some(asked) = asked
             && asked <= self.max_retry_after
         {
-            return asked;
+            return Some(asked);
         }
+        Some(self.backoff_for(retry))
+    }
+
+    fn backoff_for(&self, retry: u32) -> Duration {
         let exponent = retry.saturating_sub(1).min(30);
         let backoff = self
             .initial_backoff
@@ -127,50 +145,41 @@ impl RetryPolicy {
     }
 }
 
-/// What an attempt ended with, as far as retrying is concerned.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Attempt<'a> {
-    /// The connection could not be made: the request was never sent.
-    ConnectFailed,
-    /// A timeout or broken connection after the request may have been sent.
-    Interrupted,
-    /// An answer arrived.
-    Answered {
-        status: u16,
-        headers: &'a HeaderMap,
-        codes: &'a [u32],
-    },
+/// The wait a server asked for: `retry-after-ms` (milliseconds), then
+/// `Retry-After` (seconds or an HTTP date).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(
+        date.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
-/// Whether an attempt of an operation should be tried again.
-pub(crate) fn should_retry(policy: &RetryPolicy, is_push: bool, attempt: Attempt<'_>) -> bool {
-    // Whether a retry may repeat a request that already took effect.
-    let may_repeat = !is_push || policy.pushes == PushRetries::AtLeastOnce;
-    match attempt {
-        Attempt::ConnectFailed => true,
-        Attempt::Interrupted => may_repeat,
-        Attempt::Answered {
-            status,
-            headers,
-            codes,
-        } => {
-            let refused_for_rate =
-                status == 429 && codes.iter().any(|c| RATE_LIMIT_CODES.contains(c));
-            match headers.get("x-should-retry").and_then(|v| v.to_str().ok()) {
-                Some(v) if v.eq_ignore_ascii_case("false") => return false,
-                // The server vouches for a retry, but only we know whether a
-                // repeated push would duplicate a message.
-                Some(v) if v.eq_ignore_ascii_case("true") => return may_repeat || refused_for_rate,
-                _ => {}
-            }
-            match status {
-                429 if codes.iter().any(|c| PERMANENT_429_CODES.contains(c)) => false,
-                // A request refused for its rate did not land, even a push.
-                429 => may_repeat || refused_for_rate,
-                408 | 409 | 500..=599 => may_repeat,
-                _ => false,
-            }
-        }
+/// The server's `x-should-retry` header: `Some(true)`, `Some(false)` or absent.
+pub(crate) fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
+    let value = headers.get("x-should-retry")?.to_str().ok()?.trim();
+    if value.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -187,108 +196,60 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
-    fn answered(status: u16, headers: &HeaderMap, codes: &[u32]) -> bool {
-        should_retry(
-            &RetryPolicy::default(),
-            false,
-            Attempt::Answered {
-                status,
-                headers,
-                codes,
-            },
-        )
-    }
-
-    fn push_answered(policy: &RetryPolicy, status: u16, codes: &[u32]) -> bool {
-        should_retry(
-            policy,
-            true,
-            Attempt::Answered {
-                status,
-                headers: &HeaderMap::new(),
-                codes,
-            },
-        )
-    }
-
-    #[test]
-    fn x_should_retry_true_never_duplicates_a_push() {
-        let mut yes = HeaderMap::new();
-        yes.insert("x-should-retry", HeaderValue::from_static("true"));
-        let answered = |policy: &RetryPolicy, status, codes: &[u32]| {
-            let headers = &yes;
-            should_retry(
-                policy,
-                true,
-                Attempt::Answered {
-                    status,
-                    headers,
-                    codes,
-                },
-            )
-        };
-        assert!(!answered(&RetryPolicy::default(), 503, &[]));
-        assert!(answered(&RetryPolicy::default(), 429, &[10250]));
-        let eager = RetryPolicy::default().pushes(PushRetries::AtLeastOnce);
-        assert!(answered(&eager, 503, &[]));
-    }
-
-    #[test]
-    fn huge_backoffs_are_capped_not_panicking() {
-        let policy = RetryPolicy::default().backoff(Duration::MAX, Duration::MAX);
-        assert!(policy.delay(60, None) <= Duration::from_secs(3600));
-    }
-
-    #[test]
-    fn which_statuses_retry() {
-        let none = HeaderMap::new();
-        for status in [408, 409, 429, 500, 502, 503, 504] {
-            assert!(answered(status, &none, &[]), "{status}");
-        }
-        for status in [200, 400, 401, 403, 404, 413] {
-            assert!(!answered(status, &none, &[]), "{status}");
-        }
-        assert!(
-            !answered(429, &none, &[10252]),
-            "a disabled queue stays disabled"
-        );
-        assert!(answered(429, &none, &[10250]));
-    }
-
-    #[test]
-    fn x_should_retry_overrides() {
-        let mut yes = HeaderMap::new();
-        yes.insert("x-should-retry", HeaderValue::from_static("true"));
-        let mut no = HeaderMap::new();
-        no.insert("x-should-retry", HeaderValue::from_static("false"));
-        assert!(answered(400, &yes, &[]));
-        assert!(!answered(503, &no, &[]));
+    fn waits(policy: &RetryPolicy, operation: Operation, class: RetryClass) -> bool {
+        policy.wait_before(1, operation, class, None).is_some()
     }
 
     #[test]
     fn pushes_retry_only_when_not_landed_by_default() {
         let safe = RetryPolicy::default();
         let eager = RetryPolicy::default().pushes(PushRetries::AtLeastOnce);
-        assert!(!push_answered(&safe, 500, &[]));
-        assert!(push_answered(&eager, 500, &[]));
-        assert!(push_answered(&safe, 429, &[10250]));
-        assert!(push_answered(&safe, 429, &[971]));
+        let code_less_429 = RetryClass::of_answer(429, &[], None, None);
+        let overloaded = RetryClass::of_answer(429, &[10250], None, None);
+        for push in [Operation::Push, Operation::Batch, Operation::PurgeQueue] {
+            assert!(!waits(&safe, push, RetryClass::Transient));
+            assert!(waits(&eager, push, RetryClass::Transient));
+            assert!(waits(&safe, push, overloaded));
+            assert!(!waits(&safe, push, code_less_429));
+            assert!(waits(&eager, push, code_less_429));
+            assert!(waits(&safe, push, RetryClass::NotSent));
+        }
+        assert!(waits(&safe, Operation::Pull, RetryClass::Transient));
+        assert!(!waits(&safe, Operation::Pull, RetryClass::Permanent));
+    }
+
+    #[test]
+    fn retries_stop_at_the_limit() {
+        let policy = RetryPolicy::default().max_retries(2);
+        let class = RetryClass::Transient;
         assert!(
-            !push_answered(&safe, 429, &[]),
-            "a 429 without a rate-limit code may come from a proxy"
+            policy
+                .wait_before(2, Operation::Pull, class, None)
+                .is_some()
         );
-        assert!(push_answered(&eager, 429, &[]));
-        assert!(should_retry(&safe, true, Attempt::ConnectFailed));
-        assert!(!should_retry(&safe, true, Attempt::Interrupted));
-        assert!(should_retry(&eager, true, Attempt::Interrupted));
-        assert!(should_retry(&safe, false, Attempt::Interrupted));
+        assert!(
+            policy
+                .wait_before(3, Operation::Pull, class, None)
+                .is_none()
+        );
+        assert!(
+            RetryPolicy::none()
+                .wait_before(1, Operation::Pull, class, None)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn huge_backoffs_are_capped_not_panicking() {
+        let policy = RetryPolicy::default().backoff(Duration::MAX, Duration::MAX);
+        assert!(policy.backoff_for(60) <= Duration::from_secs(3600));
     }
 
     #[test]
     fn backoff_doubles_with_jitter_and_caps() {
         let policy = RetryPolicy::default();
         for (retry, full_ms) in [(1, 500), (2, 1000), (3, 2000), (5, 8000), (40, 8000)] {
-            let d = policy.delay(retry, None).as_millis();
+            let d = policy.backoff_for(retry).as_millis();
             assert!(
                 d >= full_ms * 3 / 4 && d <= full_ms,
                 "retry {retry}: {d} ms"
@@ -298,14 +259,26 @@ mod tests {
 
     #[test]
     fn server_waits_are_honoured_up_to_the_cap() {
-        let policy = RetryPolicy::default();
+        let policy = RetryPolicy::default().max_retries(60);
+        let wait =
+            |after| policy.wait_before(1, Operation::Pull, RetryClass::Transient, Some(after));
+        assert_eq!(wait(Duration::from_secs(7)), Some(Duration::from_secs(7)));
+        assert!(
+            wait(Duration::from_secs(120)) <= Some(Duration::from_millis(500)),
+            "a longer wait falls back to the backoff"
+        );
+    }
+
+    #[test]
+    fn retry_after_headers() {
         let mut headers = HeaderMap::new();
         headers.insert("retry-after", HeaderValue::from_static("7"));
-        assert_eq!(policy.delay(1, Some(&headers)), Duration::from_secs(7));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
         headers.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(policy.delay(1, Some(&headers)), Duration::from_millis(250));
-        let mut long = HeaderMap::new();
-        long.insert("retry-after", HeaderValue::from_static("120"));
-        assert!(policy.delay(1, Some(&long)) <= Duration::from_millis(500));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        headers.insert("x-should-retry", HeaderValue::from_static("FALSE"));
+        assert_eq!(should_retry_header(&headers), Some(false));
+        headers.insert("x-should-retry", HeaderValue::from_static("maybe"));
+        assert_eq!(should_retry_header(&headers), None);
     }
 }

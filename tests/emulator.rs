@@ -596,6 +596,6 @@ async fn worker_written_bodies_decode_or_fail_clearly() {
     assert_eq!(batch.messages[1].content_type(), &ContentType::V8);
     assert!(matches!(
         batch.messages[1].body().bytes(),
-        Err(Error::Body(BodyError::UnsupportedContentType { .. }))
+        Err(BodyError::UnsupportedContentType { .. })
     ));
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cf_queues::{Client, Error, Message, PullOptions};
+use cf_queues::{Client, Error, Message, Operation, PullOptions};
 use httpmock::Method::POST;
 use httpmock::MockServer;
 use serde_json::json;
@@ -13,16 +13,24 @@ const QUEUE: &str = "9a7806061c88ada191ed06f989cc3dac";
 const TOKEN: &str = "secret-token-that-must-not-leak";
 
 fn queue(base_url: &str) -> cf_queues::Queue {
-    Client::builder()
-        .api_token(TOKEN)
-        .account_id(ACCOUNT)
-        .base_url(base_url)
-        .max_response_bytes(64 * 1024)
-        // One request per call: these tests pin how each answer maps to an error.
-        .retry(cf_queues::RetryPolicy::none())
-        .build()
-        .and_then(|c| c.queue(QUEUE))
-        .expect("valid test configuration")
+    queue_with(base_url, |builder| builder)
+}
+
+fn queue_with(
+    base_url: &str,
+    configure: impl FnOnce(cf_queues::ClientBuilder) -> cf_queues::ClientBuilder,
+) -> cf_queues::Queue {
+    configure(
+        Client::builder()
+            .api_token(TOKEN)
+            .account_id(ACCOUNT)
+            .base_url(base_url)
+            // One request per call: these tests pin how each answer maps to an error.
+            .retry(cf_queues::RetryPolicy::none()),
+    )
+    .build()
+    .and_then(|c| c.queue(QUEUE))
+    .expect("valid test configuration")
 }
 
 /// Serves `status` with `body` for a push and returns the error the push gives.
@@ -79,7 +87,10 @@ async fn cloudflare_error_bodies_keep_status_and_every_detail() {
         assert_eq!(error.status(), Some(status));
         assert_eq!(error.codes(), vec![code]);
         let api = error.as_api().expect("an API error");
-        assert_eq!(api.operation, "push_message");
+        assert_eq!(api.operation, Operation::Push);
+        assert_eq!(error.is_auth(), matches!(status, 401 | 403), "{status}");
+        assert_eq!(error.is_not_found(), status == 404, "{status}");
+        assert_eq!(error.attempts(), 1);
         assert_eq!(api.errors.len(), 1);
         assert_eq!(api.errors[0].message, message);
         assert_eq!(api.errors[0].pointer.as_deref(), Some("/body"));
@@ -90,9 +101,7 @@ async fn cloudflare_error_bodies_keep_status_and_every_detail() {
         assert_eq!(api.body_snippet, None);
         assert_eq!(
             error.to_string(),
-            format!(
-                "Cloudflare API error in push_message (HTTP {status}): [{code}] {message} (at /body)"
-            )
+            format!("Cloudflare API error in push (HTTP {status}): [{code}] {message} (at /body)")
         );
     }
 }
@@ -143,7 +152,7 @@ async fn empty_and_invalid_error_bodies() {
     assert_eq!((api.status, api.body_snippet.as_deref()), (503, Some("")));
     assert_eq!(
         error.to_string(),
-        "Cloudflare API error in push_message (HTTP 503): empty body"
+        "Cloudflare API error in push (HTTP 503): empty body"
     );
 
     let error = push_error(
@@ -225,7 +234,7 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
             } => {
                 assert_eq!(
                     (operation, status, snippet.as_str()),
-                    ("pull_messages", 200, body)
+                    (Operation::Pull, 200, body)
                 );
             }
             other => panic!("expected Decode, got {other:?}"),
@@ -257,7 +266,7 @@ async fn wrong_types_in_a_success_body_are_decode_errors() {
 async fn huge_bodies_are_cut_off() {
     let server = MockServer::start_async().await;
     let huge = format!(
-        "{{\"success\":true,\"result\":{{\"messages\":[],\"pad\":\"{}\"}}}}",
+        "{{\"success\":true,\"result\":{{\"metadata\":{{}},\"pad\":\"{}\"}}}}",
         "x".repeat(200_000)
     );
     server
@@ -266,21 +275,46 @@ async fn huge_bodies_are_cut_off() {
             then.status(200).body(huge.as_str());
         })
         .await;
-    let error = queue(&server.base_url())
-        .pull(PullOptions::new())
+    let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
+        .push(Message::text("hi"))
         .await
         .expect_err("too large");
     assert!(
         matches!(
             error,
             Error::ResponseTooLarge {
-                operation: "pull_messages",
+                operation: Operation::Push,
                 status: 200,
-                limit: 65_536
+                limit: 65_536,
+                attempts: 1,
+                ..
             }
         ),
         "{error:?}"
     );
+}
+
+#[tokio::test]
+async fn a_cap_too_small_for_a_pull_is_refused_before_anything_is_leased() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST);
+            then.status(200).body("{}");
+        })
+        .await;
+    let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
+        .pull(PullOptions::new().batch_size(10))
+        .await
+        .expect_err("refused");
+    match &error {
+        Error::InvalidInput { field, reason, .. } => {
+            assert_eq!(field, "batch_size");
+            assert!(reason.contains("max_response_bytes of 65536"), "{reason}");
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+    assert_eq!(mock.calls_async().await, 0);
 }
 
 #[tokio::test]
@@ -296,7 +330,7 @@ async fn connection_refused_is_a_transport_error() {
         matches!(
             error,
             Error::Transport {
-                operation: "push_message",
+                operation: Operation::Push,
                 ..
             }
         ),

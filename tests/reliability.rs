@@ -178,12 +178,7 @@ fn retry_after_is_honoured_with_paused_time() {
         .client_builder()
         .expect("builder")
         // No timers of its own (timeouts, pool reaping) to race the paused clock.
-        .http_client(
-            reqwest::Client::builder()
-                .pool_idle_timeout(None)
-                .build()
-                .expect("reqwest"),
-        )
+        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
         .retry(RetryPolicy::default())
         .build()
         .expect("client");
@@ -243,7 +238,7 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
         matches!(
             error,
             Error::Transport {
-                operation: "push_message",
+                operation: Operation::Push,
                 ..
             }
         ),
@@ -274,7 +269,7 @@ async fn the_overall_deadline_bounds_a_stalled_call() {
         matches!(
             error,
             Error::Timeout {
-                operation: "pull_messages",
+                operation: Operation::Pull,
                 ..
             }
         ),

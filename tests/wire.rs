@@ -201,7 +201,7 @@ async fn pull_sends_options_and_decodes_every_body_kind() {
     assert_eq!(m[3].body().bytes().expect("bytes"), vec![0u8, 1, 2, 255]);
     assert!(matches!(
         m[4].body().json::<serde_json::Value>(),
-        Err(Error::Body(cf_queues::BodyError::UnsupportedContentType { ref content_type })) if content_type == "v8"
+        Err(cf_queues::BodyError::UnsupportedContentType { ref content_type, .. }) if content_type == "v8"
     ));
 }
 
@@ -550,7 +550,7 @@ async fn odd_messages_do_not_fail_a_pull() {
 fn json_bodies_must_be_objects() {
     for value in [json!([1, 2, 3]), json!("text"), json!(5), json!(null)] {
         match Message::json(&value) {
-            Err(Error::InvalidInput { field, reason }) => {
+            Err(Error::InvalidInput { field, reason, .. }) => {
                 assert_eq!(field, "body");
                 assert!(reason.contains("JSON object"), "{reason}");
             }

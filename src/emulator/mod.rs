@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// The operation a [`Fault`] is aimed at: the crate's [`Operation`](crate::Operation).
+/// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use crate::Operation;
 pub use clock::ManualClock;
 pub use faults::Fault;

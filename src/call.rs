@@ -1,0 +1,152 @@
+//! The one path every call takes: client-side rate limit, attempts,
+//! retry waits, all inside one deadline.
+//!
+//! # Where retries live, and why here
+//!
+//! Retries run around the generated call, not inside progenitor's `exec`
+//! hook. Here the loop knows the typed outcome of each attempt (the
+//! `RetryClass` computed once in the envelope layer), the operation, the
+//! per-handle overrides of the policy and the deadline, and the attempt
+//! count it puts into every error, transport errors included. In the hook
+//! it would see only raw bytes, re-parse them to classify, and need a side
+//! channel for all of the above. The cost: the raw client
+//! ([`crate::raw`]) does not retry; it is the raw layer.
+//!
+//! # The deadline
+//!
+//! One clock, started when the call starts, bounds the rate-limit wait,
+//! every attempt and every retry wait. A wait that cannot finish before the
+//! deadline is never started: the caller gets the last real error, with its
+//! attempt count. Only an attempt (or a rate-limit wait) still running when
+//! the deadline passes ends in [`Error::Timeout`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use crate::envelope::{Envelope, RawOutcome, finish};
+use crate::error::{Error, Result};
+use crate::hooks::recorded;
+use crate::operation::Operation;
+use crate::ratelimit::Limiter;
+use crate::retry::RetryPolicy;
+
+/// Everything one call needs besides the request itself.
+pub(crate) struct Call<'a> {
+    pub operation: Operation,
+    pub queue_id: &'a str,
+    pub retry: &'a RetryPolicy,
+    pub deadline: Option<Duration>,
+    /// Client-side push limits, for pushes.
+    pub limiter: Option<&'a Limiter>,
+    /// Messages a push sends, for the rate limits.
+    pub messages: usize,
+    /// The largest response body accepted.
+    pub response_cap: usize,
+}
+
+impl Call<'_> {
+    /// Runs the call: `send` makes one attempt of the generated request.
+    pub(crate) async fn run<E, F, Fut>(self, mut send: F) -> Result<E::Result>
+    where
+        E: Envelope,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = RawOutcome<E>>,
+    {
+        let span = tracing::info_span!(
+            "cf_queues",
+            operation = self.operation.operation_id(),
+            queue_id = %self.queue_id,
+            attempts = tracing::field::Empty,
+        );
+        async {
+            let ends = self.deadline.map(|d| Instant::now() + d);
+            self.throttle(ends).await?;
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                let outcome = self.attempt(attempt, ends, send()).await;
+                tracing::Span::current().record("attempts", attempt);
+                let error = match outcome {
+                    Ok(result) => return Ok(result),
+                    Err(error) => error,
+                };
+                let wait = self
+                    .retry
+                    .wait_before(
+                        attempt,
+                        self.operation,
+                        error.retry_class(),
+                        error.retry_after(),
+                    )
+                    .filter(|wait| ends.is_none_or(|end| Instant::now() + *wait < end));
+                let Some(wait) = wait else {
+                    tracing::warn!(attempts = attempt, error = %error, "call failed");
+                    return Err(error);
+                };
+                tracing::debug!(
+                    attempt,
+                    wait_ms = wait.as_millis() as u64,
+                    reason = %error,
+                    "retrying"
+                );
+                tokio::time::sleep(wait).await;
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn attempt<E, Fut>(
+        &self,
+        attempt: u32,
+        ends: Option<Instant>,
+        request: Fut,
+    ) -> Result<E::Result>
+    where
+        E: Envelope,
+        Fut: Future<Output = RawOutcome<E>>,
+    {
+        let attempt_span = tracing::debug_span!("attempt", attempt);
+        let run = async {
+            let (outcome, exchange) = recorded(self.response_cap, request).await;
+            finish(self.operation, attempt, outcome, exchange)
+        }
+        .instrument(attempt_span);
+        match ends {
+            None => run.await,
+            Some(end) => tokio::time::timeout_at(end, run)
+                .await
+                .unwrap_or_else(|_| Err(self.timeout(attempt))),
+        }
+    }
+
+    /// Waits for the client-side push limits, unless the wait would outlast the deadline.
+    async fn throttle(&self, ends: Option<Instant>) -> Result<()> {
+        let Some(limiter) = self.limiter.filter(|_| self.operation.is_push()) else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let wait = limiter.reserve(self.queue_id, self.messages, now);
+        if wait.is_zero() {
+            return Ok(());
+        }
+        if ends.is_some_and(|end| now + wait >= end) {
+            limiter.refund(self.queue_id, self.messages);
+            return Err(self.timeout(0));
+        }
+        tracing::debug!(wait_ms = wait.as_millis() as u64, "client-side rate limit");
+        tokio::time::sleep(wait).await;
+        Ok(())
+    }
+
+    fn timeout(&self, attempts: u32) -> Error {
+        Error::Timeout {
+            operation: self.operation,
+            deadline: self.deadline.unwrap_or_default(),
+            attempts,
+        }
+    }
+}
