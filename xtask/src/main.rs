@@ -4,12 +4,14 @@
 //! cargo run --manifest-path xtask/Cargo.toml -- drift <published.json|yaml>
 //!     [--fragment openapi/queues-messages.yaml]
 //!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
+//! cargo run --manifest-path xtask/Cargo.toml -- additive <fragment-in> <fragment-out>
 //! ```
 //!
 //! `drift` exits 0 when every difference is explained by an exception, 1
 //! when one is not (or, with `--strict`, when an exception matches
 //! nothing), 2 on a usage, reading or parsing error.
 
+mod additive;
 mod drift;
 mod exceptions;
 mod spec;
@@ -27,7 +29,9 @@ usage:
       exceptions file (default: openapi/drift-exceptions.yaml) fails the check.
       --strict   an exception that matches no difference fails the check too
       --verbose  also list the explained differences and their exceptions
-";
+  xtask additive <fragment-in> <fragment-out>
+      Writes a copy of the fragment with an optional property `x_additive_probe`
+      in every object schema and a new operation POST .../messages/xtask-probe.";
 
 enum Failure {
     Usage(String),
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("drift") => run_drift(&args[1..]),
+        Some("additive") => run_additive(&args[1..]),
         Some("help" | "-h" | "--help") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -210,4 +215,26 @@ fn emit(text: &str) -> Result<(), Failure> {
         }
         _ => Ok(()),
     }
+}
+
+fn run_additive(args: &[String]) -> Result<ExitCode, Failure> {
+    let [input, output] = args else {
+        return Err(Failure::Usage(
+            "additive needs <fragment-in> <fragment-out>".to_owned(),
+        ));
+    };
+    let text =
+        std::fs::read_to_string(input).map_err(|e| Failure::Io(format!("reading {input}: {e}")))?;
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| Failure::Io(format!("parsing {input}: {e}")))?;
+    let summary = additive::mutate(&mut doc).map_err(|e| Failure::Io(format!("{input}: {e}")))?;
+    let text = serde_yaml::to_string(&doc).map_err(|e| Failure::Io(e.to_string()))?;
+    std::fs::write(output, text).map_err(|e| Failure::Io(format!("writing {output}: {e}")))?;
+    eprintln!(
+        "xtask additive: {} object schemas gained an optional `{}`; added POST {}",
+        summary.schemas,
+        additive::PROBE_PROPERTY,
+        additive::PROBE_PATH
+    );
+    Ok(ExitCode::SUCCESS)
 }
