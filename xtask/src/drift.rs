@@ -1,0 +1,717 @@
+//! The comparison of the fragment with Cloudflare's published description.
+//!
+//! Every difference is one line, `<METHOD> <path> <where>: <what> <published>
+//! vs <fragment>`, so that a line is its own stable key: the exceptions file
+//! names lines (or globs over them), and a CI log can be diffed run to run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::spec::{Resolver, Shape};
+
+/// The part of Cloudflare's API the fragment describes. Paths are shown
+/// without this prefix; published operations outside the scope are ignored,
+/// so the check also works on Cloudflare's whole description.
+pub const PREFIX: &str = "/accounts/{account_id}/queues/{queue_id}";
+const SCOPE: [&str; 3] = ["/messages", "/metrics", "/purge"];
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diff {
+    /// `POST /messages/pull`.
+    pub operation: String,
+    /// `request.visibility_timeout_ms`; empty for the operation itself.
+    pub location: String,
+    /// `type number vs integer`.
+    pub what: String,
+}
+
+impl fmt::Display for Diff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.location.is_empty() {
+            write!(f, "{}: {}", self.operation, self.what)
+        } else {
+            write!(f, "{} {}: {}", self.operation, self.location, self.what)
+        }
+    }
+}
+
+pub struct Report {
+    pub diffs: Vec<Diff>,
+    pub compared: usize,
+    /// Published operations outside [`SCOPE`].
+    pub ignored: usize,
+}
+
+struct Operation<'a> {
+    display: String,
+    path_item: &'a Value,
+    node: &'a Value,
+}
+
+/// Operations by method and path, with path parameter names blanked
+/// (`/queues/{}`) so that a renamed parameter does not hide an operation.
+fn operations<'a>(
+    doc: &'a Value,
+    scoped: bool,
+) -> Result<(BTreeMap<String, Operation<'a>>, usize), String> {
+    let mut found = BTreeMap::new();
+    let mut ignored = 0;
+    let Some(paths) = doc.get("paths") else {
+        return Ok((found, 0));
+    };
+    let paths = paths.as_object().ok_or("`paths` must be an object")?;
+    for (path, item) in paths {
+        let (short, under_prefix) = match strip_prefix(path) {
+            Some(short) => (short, true),
+            None => (path.as_str(), false),
+        };
+        let in_scope = under_prefix
+            && SCOPE
+                .iter()
+                .any(|s| short == *s || short.starts_with(&format!("{s}/")));
+        for method in METHODS {
+            let Some(node) = item.get(method) else {
+                continue;
+            };
+            if scoped && !in_scope {
+                ignored += 1;
+                continue;
+            }
+            let upper = method.to_ascii_uppercase();
+            found.insert(
+                format!("{upper} {}", blank_parameters(path)),
+                Operation {
+                    display: format!("{upper} {short}"),
+                    path_item: item,
+                    node,
+                },
+            );
+        }
+    }
+    Ok((found, ignored))
+}
+
+/// The path below [`PREFIX`], whatever its parameters are called.
+fn strip_prefix(path: &str) -> Option<&str> {
+    let prefix = blank_parameters(PREFIX);
+    let mut consumed = 0;
+    for _ in 0..prefix.matches('/').count() {
+        let rest = &path[consumed..];
+        let rest = rest.strip_prefix('/')?;
+        let end = rest.find('/').unwrap_or(rest.len());
+        consumed += 1 + end;
+    }
+    (blank_parameters(&path[..consumed]) == prefix).then(|| &path[consumed..])
+}
+
+fn blank_parameters(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_braces = false;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                in_braces = true;
+                out.push_str("{}");
+            }
+            '}' => in_braces = false,
+            _ if in_braces => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Compares every operation of the fragment with the published one of the
+/// same method and path.
+pub fn compare(published: &Value, fragment: &Value) -> Result<Report, String> {
+    let published_resolver = Resolver::new(published);
+    let fragment_resolver = Resolver::new(fragment);
+    let (published_ops, ignored) = operations(published, true)?;
+    let (fragment_ops, _) = operations(fragment, false)?;
+    let mut out = Out::default();
+    let mut compared = 0;
+    let keys: BTreeSet<&String> = published_ops.keys().chain(fragment_ops.keys()).collect();
+    for key in keys {
+        match (published_ops.get(key), fragment_ops.get(key)) {
+            (Some(p), None) => out.push(&p.display, "", "operation only in published".into()),
+            (None, Some(f)) => out.push(&f.display, "", "operation only in fragment".into()),
+            (Some(p), Some(f)) => {
+                compared += 1;
+                let sides = Sides {
+                    published: &published_resolver,
+                    fragment: &fragment_resolver,
+                };
+                sides
+                    .operation(&f.display, p, f, &mut out)
+                    .map_err(|e| format!("{}: {e}", f.display))?;
+            }
+            (None, None) => {}
+        }
+    }
+    let mut diffs = out.diffs;
+    diffs.sort();
+    diffs.dedup();
+    Ok(Report {
+        diffs,
+        compared,
+        ignored,
+    })
+}
+
+#[derive(Default)]
+struct Out {
+    diffs: Vec<Diff>,
+}
+
+impl Out {
+    fn push(&mut self, operation: &str, location: &str, what: String) {
+        self.diffs.push(Diff {
+            operation: operation.to_owned(),
+            location: location.to_owned(),
+            what,
+        });
+    }
+}
+
+struct Sides<'p, 'f> {
+    published: &'p Resolver<'p>,
+    fragment: &'f Resolver<'f>,
+}
+
+fn none_or<T: fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| v.to_string())
+}
+
+impl Sides<'_, '_> {
+    fn operation(
+        &self,
+        op: &str,
+        p: &Operation<'_>,
+        f: &Operation<'_>,
+        out: &mut Out,
+    ) -> Result<(), String> {
+        self.parameters(op, p, f, out)?;
+        self.request(op, p.node, f.node, out)?;
+        self.responses(op, p.node, f.node, out)?;
+        let (ps, fs) = (
+            security(self.published.doc(), p.node),
+            security(self.fragment.doc(), f.node),
+        );
+        if ps != fs {
+            out.push(op, "", format!("security {ps} vs {fs}"));
+        }
+        Ok(())
+    }
+
+    fn parameters(
+        &self,
+        op: &str,
+        p: &Operation<'_>,
+        f: &Operation<'_>,
+        out: &mut Out,
+    ) -> Result<(), String> {
+        let ps = parameters(self.published, p)?;
+        let fs = parameters(self.fragment, f)?;
+        let names: BTreeSet<&String> = ps.keys().chain(fs.keys()).collect();
+        for name in names {
+            match (ps.get(name), fs.get(name)) {
+                (Some(_), None) => out.push(op, name, "only in published".into()),
+                (None, Some(_)) => out.push(op, name, "only in fragment".into()),
+                (Some(pp), Some(fp)) => {
+                    let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
+                    if required(pp) != required(fp) {
+                        out.push(
+                            op,
+                            name,
+                            format!("required {} vs {}", required(pp), required(fp)),
+                        );
+                    }
+                    let pshape = schema_shape(self.published, pp.get("schema"))?;
+                    let fshape = schema_shape(self.fragment, fp.get("schema"))?;
+                    shapes(op, name, &pshape, &fshape, out);
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&self, op: &str, p: &Value, f: &Value, out: &mut Out) -> Result<(), String> {
+        let pb = p
+            .get("requestBody")
+            .map(|b| self.published.deref(b))
+            .transpose()?;
+        let fb = f
+            .get("requestBody")
+            .map(|b| self.fragment.deref(b))
+            .transpose()?;
+        match (pb, fb) {
+            (None, None) => Ok(()),
+            (Some(_), None) => {
+                out.push(op, "request", "body only in published".into());
+                Ok(())
+            }
+            (None, Some(_)) => {
+                out.push(op, "request", "body only in fragment".into());
+                Ok(())
+            }
+            (Some(pb), Some(fb)) => {
+                let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
+                if required(pb) != required(fb) {
+                    out.push(
+                        op,
+                        "request",
+                        format!("body required {} vs {}", required(pb), required(fb)),
+                    );
+                }
+                self.content(op, "request", pb, fb, out)
+            }
+        }
+    }
+
+    /// Compares the media types of a request body or response, and the schema
+    /// of each media type both have. JSON is the plain label (`request`), any
+    /// other media type is named (`request[text/plain]`).
+    fn content(
+        &self,
+        op: &str,
+        label: &str,
+        p: &Value,
+        f: &Value,
+        out: &mut Out,
+    ) -> Result<(), String> {
+        let empty = serde_json::Map::new();
+        let pc = p
+            .get("content")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let fc = f
+            .get("content")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let media: BTreeSet<&String> = pc.keys().chain(fc.keys()).collect();
+        for m in media {
+            let location = if m == "application/json" {
+                label.to_owned()
+            } else {
+                format!("{label}[{m}]")
+            };
+            match (pc.get(m), fc.get(m)) {
+                (Some(_), None) => {
+                    out.push(op, label, format!("media type {m} only in published"));
+                }
+                (None, Some(_)) => {
+                    out.push(op, label, format!("media type {m} only in fragment"));
+                }
+                (Some(pm), Some(fm)) => {
+                    let pshape = schema_shape(self.published, pm.get("schema"))?;
+                    let fshape = schema_shape(self.fragment, fm.get("schema"))?;
+                    shapes(op, &location, &pshape, &fshape, out);
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The success response (the first 2xx status) is `response`; any other
+    /// status both sides describe is `response[<status>]`.
+    fn responses(&self, op: &str, p: &Value, f: &Value, out: &mut Out) -> Result<(), String> {
+        let empty = serde_json::Map::new();
+        let pr = p
+            .get("responses")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let fr = f
+            .get("responses")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let success = |r: &serde_json::Map<String, Value>| -> Option<String> {
+            r.keys().filter(|k| k.starts_with('2')).min().cloned()
+        };
+        let (ps, fs) = (success(pr), success(fr));
+        if ps != fs {
+            out.push(
+                op,
+                "responses",
+                format!(
+                    "success status {} vs {}",
+                    none_or(ps.as_ref()),
+                    none_or(fs.as_ref())
+                ),
+            );
+        }
+        if let (Some(pv), Some(fv)) = (
+            ps.as_ref().and_then(|s| pr.get(s)),
+            fs.as_ref().and_then(|s| fr.get(s)),
+        ) {
+            let pv = self.published.deref(pv)?;
+            let fv = self.fragment.deref(fv)?;
+            self.content(op, "response", pv, fv, out)?;
+        }
+        let others: BTreeSet<&String> = pr
+            .keys()
+            .chain(fr.keys())
+            .filter(|k| Some(*k) != ps.as_ref() && Some(*k) != fs.as_ref())
+            .collect();
+        for status in others {
+            match (pr.get(status), fr.get(status)) {
+                (Some(_), None) => out.push(op, "responses", format!("{status} only in published")),
+                (None, Some(_)) => out.push(op, "responses", format!("{status} only in fragment")),
+                (Some(pv), Some(fv)) => {
+                    let pv = self.published.deref(pv)?;
+                    let fv = self.fragment.deref(fv)?;
+                    self.content(op, &format!("response[{status}]"), pv, fv, out)?;
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Path-level parameters overridden by operation-level ones, by
+/// `<in>.<name>` (`path.account_id`).
+fn parameters<'a>(
+    resolver: &Resolver<'a>,
+    op: &Operation<'a>,
+) -> Result<BTreeMap<String, &'a Value>, String> {
+    let mut found = BTreeMap::new();
+    for level in [op.path_item, op.node] {
+        let Some(list) = level.get("parameters") else {
+            continue;
+        };
+        let list = list.as_array().ok_or("`parameters` must be an array")?;
+        for parameter in list {
+            let parameter = resolver.deref(parameter)?;
+            let name = parameter
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("a parameter without a name")?;
+            let place = parameter
+                .get("in")
+                .and_then(Value::as_str)
+                .ok_or("a parameter without `in`")?;
+            found.insert(format!("{place}.{name}"), parameter);
+        }
+    }
+    Ok(found)
+}
+
+fn schema_shape<'a>(resolver: &Resolver<'a>, schema: Option<&'a Value>) -> Result<Shape, String> {
+    schema.map_or_else(|| Ok(Shape::default()), |s| resolver.shape(s))
+}
+
+/// The operation's security requirements (or the document's), as
+/// `a+b | c`: alternatives separated by `|`, schemes needed together by `+`.
+fn security(doc: &Value, op: &Value) -> String {
+    let requirements = op
+        .get("security")
+        .or_else(|| doc.get("security"))
+        .and_then(Value::as_array);
+    let Some(requirements) = requirements else {
+        return "none".to_owned();
+    };
+    let alternatives: BTreeSet<String> = requirements
+        .iter()
+        .map(|r| {
+            let schemes: BTreeSet<&str> = r
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            if schemes.is_empty() {
+                "anonymous".to_owned()
+            } else {
+                schemes.into_iter().collect::<Vec<_>>().join("+")
+            }
+        })
+        .collect();
+    alternatives.into_iter().collect::<Vec<_>>().join(" | ")
+}
+
+fn enum_label(values: Option<&BTreeSet<String>>) -> String {
+    values.map_or_else(
+        || "none".to_owned(),
+        |v| format!("[{}]", v.iter().cloned().collect::<Vec<_>>().join(", ")),
+    )
+}
+
+/// Compares two schemas at `location`, then their properties, items and map
+/// values. A property on one side only is one line; its insides are not
+/// listed.
+fn shapes(op: &str, location: &str, p: &Shape, f: &Shape, out: &mut Out) {
+    let (pt, ft) = (p.type_label(), f.type_label());
+    if pt != ft {
+        out.push(op, location, format!("type {pt} vs {ft}"));
+    }
+    if p.nullable != f.nullable {
+        out.push(
+            op,
+            location,
+            format!("nullable {} vs {}", p.nullable, f.nullable),
+        );
+    }
+    if p.format != f.format {
+        out.push(
+            op,
+            location,
+            format!(
+                "format {} vs {}",
+                none_or(p.format.as_ref()),
+                none_or(f.format.as_ref())
+            ),
+        );
+    }
+    if p.enumeration != f.enumeration {
+        out.push(
+            op,
+            location,
+            format!(
+                "enum {} vs {}",
+                enum_label(p.enumeration.as_ref()),
+                enum_label(f.enumeration.as_ref())
+            ),
+        );
+    }
+    let limits: BTreeSet<&String> = p.limits.keys().chain(f.limits.keys()).collect();
+    for key in limits {
+        let (pl, fl) = (p.limits.get(key), f.limits.get(key));
+        if pl != fl {
+            out.push(
+                op,
+                location,
+                format!("{key} {} vs {}", none_or(pl), none_or(fl)),
+            );
+        }
+    }
+    let names: BTreeSet<&String> = p.properties.keys().chain(f.properties.keys()).collect();
+    for name in names {
+        let child = format!("{location}.{name}");
+        match (p.properties.get(name), f.properties.get(name)) {
+            (Some(_), None) => out.push(op, &child, "only in published".into()),
+            (None, Some(_)) => out.push(op, &child, "only in fragment".into()),
+            (Some(pp), Some(fp)) => {
+                let (pr, fr) = (p.required.contains(name), f.required.contains(name));
+                if pr != fr {
+                    out.push(op, &child, format!("required {pr} vs {fr}"));
+                }
+                shapes(op, &child, pp, fp, out);
+            }
+            (None, None) => {}
+        }
+    }
+    // Items or map values on one side only come with a type difference,
+    // which is already reported.
+    if let (Some(pi), Some(fi)) = (&p.items, &f.items) {
+        shapes(op, &format!("{location}[]"), pi, fi, out);
+    }
+    if let (Some(pa), Some(fa)) = (&p.additional, &f.additional) {
+        shapes(op, &format!("{location}{{}}"), pa, fa, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse;
+
+    fn lines(published: &str, fragment: &str) -> Vec<String> {
+        let p = parse(published, false).unwrap();
+        let f = parse(fragment, false).unwrap();
+        compare(&p, &f)
+            .unwrap()
+            .diffs
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn doc(body: &str) -> String {
+        format!(
+            r#"
+openapi: 3.0.3
+paths:
+  /accounts/{{account_id}}/queues/{{queue_id}}/messages/pull:
+    post:
+      requestBody:
+        content:
+          application/json:
+            schema:
+              $ref: '#/components/schemas/Pull'
+      responses:
+        '200':
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  result:
+                    type: object
+                    properties:
+                      count: {{type: number}}
+components:
+  schemas:
+    Pull:
+{body}
+"#
+        )
+    }
+
+    #[test]
+    fn identical_descriptions_have_no_differences() {
+        let d = doc("      type: object\n      properties:\n        size: {type: number}\n");
+        assert!(lines(&d, &d).is_empty());
+    }
+
+    #[test]
+    fn a_type_difference_is_one_line_published_first() {
+        let p = doc("      type: object\n      properties:\n        size: {type: number}\n");
+        let f = doc(
+            "      type: object\n      properties:\n        size: {type: integer, format: uint32}\n",
+        );
+        assert_eq!(
+            lines(&p, &f),
+            vec![
+                "POST /messages/pull request.size: format none vs uint32",
+                "POST /messages/pull request.size: type number vs integer",
+            ]
+        );
+    }
+
+    #[test]
+    fn required_ness_limits_and_missing_fields_are_reported() {
+        let p = doc(
+            "      type: object\n      properties:\n        size: {type: number, maximum: 100}\n        gone: {type: string}\n",
+        );
+        let f = doc(
+            "      type: object\n      required: [size]\n      properties:\n        size: {type: number}\n        new: {type: string}\n",
+        );
+        assert_eq!(
+            lines(&p, &f),
+            vec![
+                "POST /messages/pull request.gone: only in published",
+                "POST /messages/pull request.new: only in fragment",
+                "POST /messages/pull request.size: maximum 100 vs none",
+                "POST /messages/pull request.size: required false vs true",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_same_shape_through_all_of_or_one_of_compares_equal() {
+        let p = doc(
+            "      allOf:\n        - type: object\n          properties:\n            size: {type: number}\n        - type: object\n          properties:\n            wait: {type: number}\n",
+        );
+        let f = doc(
+            "      oneOf:\n        - type: object\n          properties:\n            size: {type: number}\n            wait: {type: number}\n",
+        );
+        assert!(lines(&p, &f).is_empty());
+    }
+
+    #[test]
+    fn operations_on_one_side_and_outside_the_scope() {
+        let p = r#"
+paths:
+  /accounts/{account_id}/queues/{queue_id}/metrics:
+    get: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}/consumers:
+    get: {responses: {}}
+"#;
+        let f = r#"
+paths:
+  /accounts/{account}/queues/{queue}/messages/extend:
+    post: {responses: {}}
+"#;
+        let pd = parse(p, false).unwrap();
+        let fd = parse(f, false).unwrap();
+        let report = compare(&pd, &fd).unwrap();
+        assert_eq!(report.ignored, 1);
+        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "GET /metrics: operation only in published",
+                "POST /messages/extend: operation only in fragment",
+            ]
+        );
+    }
+
+    #[test]
+    fn parameters_statuses_media_types_and_security() {
+        let p = r#"
+security: [{api_token: []}]
+components:
+  schemas:
+    Id: {type: string, maxLength: 32}
+paths:
+  /accounts/{account_id}/queues/{queue_id}/metrics:
+    get:
+      parameters:
+        - {name: queue_id, in: path, required: true, schema: {$ref: '#/components/schemas/Id'}}
+      responses:
+        '200':
+          content:
+            application/json: {schema: {type: object}}
+            text/event-stream: {schema: {type: object}}
+        4XX:
+          content:
+            application/json:
+              schema: {type: object, properties: {code: {type: integer}}}
+"#;
+        let f = r#"
+security: [{api_token: []}, {api_email: [], api_key: []}]
+components:
+  parameters:
+    queue_id: {name: queue_id, in: path, required: true, schema: {type: string}}
+paths:
+  /accounts/{account_id}/queues/{queue_id}/metrics:
+    parameters:
+      - $ref: '#/components/parameters/queue_id'
+    get:
+      responses:
+        2XX:
+          content:
+            application/json: {schema: {type: object}}
+        4XX:
+          content:
+            application/json:
+              schema: {type: object, properties: {code: {type: number}}}
+        5XX: {description: failure}
+"#;
+        assert_eq!(
+            lines(p, f),
+            vec![
+                "GET /metrics: security api_token vs api_email+api_key | api_token",
+                "GET /metrics path.queue_id: maxLength 32 vs none",
+                "GET /metrics response: media type text/event-stream only in published",
+                "GET /metrics response[4XX].code: type integer vs number",
+                "GET /metrics responses: 5XX only in fragment",
+                "GET /metrics responses: success status 200 vs 2XX",
+            ]
+        );
+    }
+
+    #[test]
+    fn nested_items_and_map_values_are_compared() {
+        let p = doc(
+            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: string}}}\n        warnings:\n          type: object\n          additionalProperties: {type: string}\n",
+        );
+        let f = doc(
+            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: integer}}}\n        warnings:\n          oneOf:\n            - {type: object, additionalProperties: {type: number}}\n            - {type: array, items: {type: string}}\n",
+        );
+        assert_eq!(
+            lines(&p, &f),
+            vec![
+                "POST /messages/pull request.acks[].id: type string vs integer",
+                "POST /messages/pull request.warnings: type object vs array|object",
+                "POST /messages/pull request.warnings{}: type string vs number",
+            ]
+        );
+    }
+}

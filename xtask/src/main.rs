@@ -1,0 +1,240 @@
+//! Maintenance tasks for cf-queues, run from the repository root:
+//!
+//! ```text
+//! cargo run --manifest-path xtask/Cargo.toml -- drift <published.json|yaml>
+//!     [--fragment openapi/queues-messages.yaml]
+//!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
+//! cargo run --manifest-path xtask/Cargo.toml -- additive <fragment-in> <fragment-out>
+//! ```
+//!
+//! `drift` exits 0 when every difference is explained by an exception, 1
+//! when one is not (or, with `--strict`, when an exception matches
+//! nothing), 2 on a usage, reading or parsing error.
+
+mod additive;
+mod drift;
+mod exceptions;
+mod spec;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  xtask drift <published.json|yaml> [--fragment <yaml>] [--exceptions <yaml>] [--strict] [--verbose]
+      Compares the fragment (default: openapi/queues-messages.yaml) with a copy of
+      Cloudflare's published description. Every difference not explained by the
+      exceptions file (default: openapi/drift-exceptions.yaml) fails the check.
+      --strict   an exception that matches no difference fails the check too
+      --verbose  also list the explained differences and their exceptions
+  xtask additive <fragment-in> <fragment-out>
+      Writes a copy of the fragment with an optional property `x_additive_probe`
+      in every object schema and a new operation POST .../messages/xtask-probe.";
+
+enum Failure {
+    Usage(String),
+    Io(String),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("drift") => run_drift(&args[1..]),
+        Some("additive") => run_additive(&args[1..]),
+        Some("help" | "-h" | "--help") => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(other) => Err(Failure::Usage(format!("unknown task {other:?}"))),
+        None => Err(Failure::Usage("no task given".to_owned())),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure::Usage(message)) => {
+            eprintln!("xtask: {message}\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Io(message)) => {
+            eprintln!("xtask: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The repository root, so that the default paths work from any directory.
+fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+struct DriftArgs {
+    published: PathBuf,
+    fragment: PathBuf,
+    exceptions: PathBuf,
+    strict: bool,
+    verbose: bool,
+}
+
+fn parse_drift_args(args: &[String]) -> Result<DriftArgs, Failure> {
+    let root = repo_root();
+    let mut published = None;
+    let mut fragment = root.join("openapi/queues-messages.yaml");
+    let mut exceptions = root.join("openapi/drift-exceptions.yaml");
+    let (mut strict, mut verbose) = (false, false);
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let mut value = |flag: &str| {
+            rest.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| Failure::Usage(format!("{flag} needs a path")))
+        };
+        match arg.as_str() {
+            "--fragment" => fragment = value("--fragment")?,
+            "--exceptions" => exceptions = value("--exceptions")?,
+            "--strict" => strict = true,
+            "--verbose" => verbose = true,
+            flag if flag.starts_with("--") => {
+                return Err(Failure::Usage(format!("unknown option {flag}")));
+            }
+            path if published.is_none() => published = Some(PathBuf::from(path)),
+            extra => return Err(Failure::Usage(format!("unexpected argument {extra:?}"))),
+        }
+    }
+    let published = published.ok_or_else(|| {
+        Failure::Usage("drift needs the path of Cloudflare's published description".to_owned())
+    })?;
+    Ok(DriftArgs {
+        published,
+        fragment,
+        exceptions,
+        strict,
+        verbose,
+    })
+}
+
+fn run_drift(args: &[String]) -> Result<ExitCode, Failure> {
+    let args = parse_drift_args(args)?;
+    let published = spec::load(&args.published).map_err(Failure::Io)?;
+    let fragment = spec::load(&args.fragment).map_err(Failure::Io)?;
+    let exceptions = exceptions::load(&args.exceptions).map_err(Failure::Io)?;
+    let report = drift::compare(&published, &fragment).map_err(Failure::Io)?;
+
+    // Written at once at the end: a closed pipe (`| head`) is then one
+    // error to handle instead of a panic in `println!`. Writing to a String
+    // cannot fail, hence the ignored results.
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "drift: {} (published) vs {} (fragment), operations under {}",
+        args.published.display(),
+        args.fragment.display(),
+        drift::PREFIX
+    );
+    let _ = writeln!(
+        out,
+        "{} operations in both, {} published operations outside the fragment's scope ignored",
+        report.compared, report.ignored
+    );
+    let mut used = vec![false; exceptions.len()];
+    let mut unexplained = 0;
+    for diff in &report.diffs {
+        let line = diff.to_string();
+        let mut explained_by = None;
+        for (index, exception) in exceptions.iter().enumerate() {
+            if exception.matches(&line) {
+                used[index] = true;
+                explained_by.get_or_insert(index);
+            }
+        }
+        match explained_by {
+            Some(index) if args.verbose => {
+                let _ = writeln!(
+                    out,
+                    "explained    {line}    [{}]",
+                    exceptions[index].label()
+                );
+            }
+            Some(_) => {}
+            None => {
+                unexplained += 1;
+                let _ = writeln!(out, "UNEXPLAINED  {line}");
+            }
+        }
+    }
+    let stale: Vec<&exceptions::Exception> = exceptions
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| !**used)
+        .map(|(exception, _)| exception)
+        .collect();
+    for exception in &stale {
+        let severity = if args.strict { "error" } else { "warning" };
+        let _ = writeln!(
+            out,
+            "{severity}: stale exception, matches no difference: {} (reason given: {})",
+            exception.label(),
+            exception
+                .reason
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} differences: {} explained by {} exceptions, {} unexplained; {} stale exceptions",
+        report.diffs.len(),
+        report.diffs.len() - unexplained,
+        exceptions.len() - stale.len(),
+        unexplained,
+        stale.len()
+    );
+    if unexplained > 0 {
+        let _ = writeln!(
+            out,
+            "Fix the fragment where it is wrong; where it differs on purpose, add an exception \
+             with its reason to {}. Values read \"published vs fragment\".",
+            args.exceptions.display()
+        );
+    }
+    emit(&out)?;
+    let failed = unexplained > 0 || (args.strict && !stale.is_empty());
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn emit(text: &str) -> Result<(), Failure> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::Io(format!("writing the report: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn run_additive(args: &[String]) -> Result<ExitCode, Failure> {
+    let [input, output] = args else {
+        return Err(Failure::Usage(
+            "additive needs <fragment-in> <fragment-out>".to_owned(),
+        ));
+    };
+    let text =
+        std::fs::read_to_string(input).map_err(|e| Failure::Io(format!("reading {input}: {e}")))?;
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| Failure::Io(format!("parsing {input}: {e}")))?;
+    let summary = additive::mutate(&mut doc).map_err(|e| Failure::Io(format!("{input}: {e}")))?;
+    let text = serde_yaml::to_string(&doc).map_err(|e| Failure::Io(e.to_string()))?;
+    std::fs::write(output, text).map_err(|e| Failure::Io(format!("writing {output}: {e}")))?;
+    eprintln!(
+        "xtask additive: {} object schemas gained an optional `{}`; added POST {}",
+        summary.schemas,
+        additive::PROBE_PROPERTY,
+        additive::PROBE_PATH
+    );
+    Ok(ExitCode::SUCCESS)
+}
