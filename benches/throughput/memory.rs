@@ -28,8 +28,7 @@ pub const BACKLOG_BODY_BYTES: usize = 100;
 const DEFAULT_BACKLOG: usize = 100_000;
 /// How the child reports, on stdout.
 const MEMORY_LINE_TAG: &str = "MEMORY";
-const STATM_FILE: &str = "/proc/self/statm";
-const PAGE_BYTES: u64 = 4096;
+const STATUS_FILE: &str = "/proc/self/status";
 
 /// Messages in the memory backlog (`CFQ_BENCH_BACKLOG`), read by the parent
 /// and the child alike.
@@ -38,15 +37,34 @@ pub fn backlog_from_env() -> Result<usize> {
 }
 
 /// This process's resident set (client and emulator together), in bytes.
+///
+/// Read from `VmRSS` in `/proc/self/status`, which the kernel gives in kB
+/// (units of 1024 bytes). It is the same count of resident pages that
+/// `/proc/self/statm` gives, already multiplied by the page size, so figures
+/// stay comparable with the earlier statm-based ones while no page size has
+/// to be assumed (it is 16 or 64 KiB on some arm64 and ppc64 kernels).
+/// Asking for the page size instead would take `sysconf`, which needs
+/// `unsafe`, or a `getconf` child process per reading; `smaps_rollup` has no
+/// page-size line.
 fn rss_bytes() -> Result<u64, String> {
-    let statm = std::fs::read_to_string(STATM_FILE)
-        .map_err(|e| format!("cannot read {STATM_FILE}: {e}"))?;
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|field| field.parse().ok())
-        .ok_or_else(|| format!("{STATM_FILE}: no resident page count in {statm:?}"))?;
-    Ok(pages * PAGE_BYTES)
+    let status = std::fs::read_to_string(STATUS_FILE)
+        .map_err(|e| format!("cannot read {STATUS_FILE}: {e}"))?;
+    let value = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .ok_or_else(|| format!("{STATUS_FILE} has no VmRSS line"))?;
+    let mut fields = value.split_whitespace();
+    match (
+        fields.next().map(str::parse::<u64>),
+        fields.next(),
+        fields.next(),
+    ) {
+        (Some(Ok(kib)), Some("kB"), None) => Ok(kib.saturating_mul(1024)),
+        _ => Err(format!(
+            "{STATUS_FILE}: VmRSS is {:?}, expected a number of kB",
+            value.trim()
+        )),
+    }
 }
 
 /// What the memory measurement found.
