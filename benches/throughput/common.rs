@@ -1,0 +1,95 @@
+//! What every measurement of this bench uses: the error type, the batch shape,
+//! reading counts from the environment, pulling and acking through the client,
+//! and number formatting.
+//!
+//! Nothing here knows about a particular measurement, and nothing here uses
+//! another module of this bench, so that a new measurement can use it as it
+//! is: as a module next to this one, or from a sibling bench target through
+//! `#[path = "../throughput/common.rs"] mod common;`.
+
+use std::time::Duration;
+
+use cf_queues::{Acks, PullOptions, PulledMessage, Queue};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type Result<T, E = BoxError> = std::result::Result<T, E>;
+
+/// Messages per push, pull and ack.
+pub const BATCH: usize = 100;
+pub const VISIBILITY: Duration = Duration::from_secs(60);
+pub const MB: f64 = 1024.0 * 1024.0;
+
+/// A positive count from the environment variable `name`, or `default` when
+/// it is unset; `_` separators are allowed (`30_000`).
+pub fn env_count(name: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(value) => match value.trim().replace('_', "").parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("{name}={value:?}: expected a positive whole number").into()),
+        },
+    }
+}
+
+pub fn pull_options() -> PullOptions {
+    PullOptions::new()
+        .batch_size(BATCH as u32)
+        .visibility_timeout(VISIBILITY)
+}
+
+/// Acks every message of a pull; anything short of all of them, or a
+/// warning, is an error, since a bench that loses messages measures nothing.
+pub async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize> {
+    let acks = messages.iter().fold(Acks::new(), Acks::ack);
+    let outcome = queue
+        .ack(acks)
+        .await
+        .map_err(|e| format!("ack on {}: {e}", queue.id()))?;
+    if outcome.acked as usize != messages.len() || !outcome.warnings.is_empty() {
+        return Err(format!(
+            "ack on {}: acked {} of {} leases, warnings {:?}",
+            queue.id(),
+            outcome.acked,
+            messages.len(),
+            outcome.warnings
+        )
+        .into());
+    }
+    Ok(messages.len())
+}
+
+/// Pulls and acks until the queue is empty; returns how many it acked.
+pub async fn drain(queue: &Queue) -> Result<usize> {
+    let mut drained = 0;
+    loop {
+        let batch = queue
+            .pull(pull_options())
+            .await
+            .map_err(|e| format!("pull from {}: {e}", queue.id()))?;
+        if batch.messages.is_empty() {
+            return Ok(drained);
+        }
+        drained += ack_all(queue, &batch.messages).await?;
+    }
+}
+
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// `1234567.8` as `1,234,568`.
+pub fn thousands(n: f64) -> String {
+    let digits = format!("{:.0}", n.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
