@@ -49,6 +49,12 @@ envelope!(
     AckEnvelope => AckResult,
     PeekEnvelope => PeekResult,
     PurgeEnvelope => PurgeResult,
+    ExtendEnvelope => ExtendResult,
+    PreviewEnvelope => PreviewResult,
+    PreviewAckEnvelope => PreviewAckResult,
+    MetricsEnvelope => Metrics,
+    PurgeQueueEnvelope => QueueDetails,
+    PurgeStatusEnvelope => PurgeStatusResult,
 );
 
 pub(crate) type RawOutcome<E> =

@@ -155,14 +155,15 @@ struct ReadmeDoctests;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};
 pub use limits::Limits;
 pub use message::{
-    Body, CONTENT_TYPE_KEY, ContentType, LeaseId, Message, PeekRef, PeekedMessage, PulledMessage,
+    Body, CONTENT_TYPE_KEY, ContentType, LeaseId, Message, PeekRef, PeekedMessage, PreviewId,
+    PreviewedMessage, PulledMessage,
 };
 pub use operation::Operation;
 pub use queue::Queue;
 pub use ratelimit::RateLimits;
-pub use request::{Acks, PullOptions};
+pub use request::{Acks, PreviewedChanges, PullOptions, PurgeConfirmation};
 pub use response::{
-    AckOutcome, BatchReport, Metrics, PulledBatch, PurgeOutcome, PushAllReport, PushReceipt,
-    Warning,
+    AckOutcome, BatchReport, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome,
+    PurgeStatus, PushAllReport, PushReceipt, QueueInfo, Warning,
 };
 pub use retry::{PushRetries, RetryPolicy};

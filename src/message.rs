@@ -309,6 +309,20 @@ pub struct LeaseId(String);
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PeekRef(String);
 
+/// The opaque id of a previewed message. It holds no lease: it serves only
+/// to delete or delay the message with
+/// [`Queue::delete_previewed`](crate::Queue::delete_previewed), and cannot
+/// be acknowledged, retried or extended as a lease.
+///
+/// ```compile_fail
+/// # fn demo(previewed: &cf_queues::PreviewedMessage) {
+/// // A previewed message is not leased: this does not compile.
+/// let acks = cf_queues::Acks::new().ack(previewed);
+/// # }
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PreviewId(String);
+
 macro_rules! opaque_token {
     ($name:ident) => {
         impl $name {
@@ -352,6 +366,7 @@ macro_rules! opaque_token {
 }
 opaque_token!(LeaseId);
 opaque_token!(PeekRef);
+opaque_token!(PreviewId);
 
 /// A message leased by [`Queue::pull`](crate::Queue::pull).
 #[derive(Debug, Clone, PartialEq)]
@@ -387,6 +402,25 @@ pub struct PeekedMessage {
     body: Body,
 }
 
+/// A message seen by [`Queue::preview`](crate::Queue::preview), in the pull
+/// shape but not leased: it stays available to pull, peek and preview, and
+/// its `attempts` is not incremented.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PreviewedMessage {
+    /// The message id.
+    pub id: String,
+    /// How many times the message has been delivered so far.
+    pub attempts: u32,
+    /// When the message was pushed, as Unix milliseconds.
+    pub timestamp_ms: u64,
+    /// The id to delete or delay the message with.
+    pub preview_id: PreviewId,
+    /// All metadata, `CF-Content-Type` included.
+    pub metadata: Map<String, Value>,
+    body: Body,
+}
+
 macro_rules! received_accessors {
     ($name:ident) => {
         impl $name {
@@ -410,6 +444,7 @@ macro_rules! received_accessors {
 }
 received_accessors!(PulledMessage);
 received_accessors!(PeekedMessage);
+received_accessors!(PreviewedMessage);
 
 /// Server numbers are JSON `number`s: clamp anything odd (negative, NaN, huge) into range.
 pub(crate) fn count_u32(n: Option<f64>) -> u32 {
@@ -508,6 +543,34 @@ impl TryFrom<&PeekedMessage> for Message {
     type Error = BodyError;
     fn try_from(message: &PeekedMessage) -> Result<Message, BodyError> {
         message.body.to_message()
+    }
+}
+
+impl From<types::PreviewedMessage> for PreviewedMessage {
+    fn from(m: types::PreviewedMessage) -> Self {
+        let metadata = metadata(m.metadata);
+        PreviewedMessage {
+            body: body(m.body, &metadata),
+            id: m.id.unwrap_or_default(),
+            attempts: count_u32(m.attempts),
+            timestamp_ms: count_u64(m.timestamp_ms),
+            preview_id: PreviewId(m.lease_id.unwrap_or_default()),
+            metadata,
+        }
+    }
+}
+
+/// A previewed message pushed again; see the [`PulledMessage`] conversion.
+impl TryFrom<&PreviewedMessage> for Message {
+    type Error = BodyError;
+    fn try_from(message: &PreviewedMessage) -> Result<Message, BodyError> {
+        message.body.to_message()
+    }
+}
+
+impl From<&PreviewedMessage> for PreviewId {
+    fn from(message: &PreviewedMessage) -> Self {
+        message.preview_id.clone()
     }
 }
 

@@ -1,10 +1,11 @@
 //! Typed results, unwrapped from the API's envelopes.
 
 use crate::error::{Error, Result};
-use crate::message::{PeekedMessage, PulledMessage, count_u32, count_u64};
+use crate::message::{PeekedMessage, PreviewedMessage, PulledMessage, count_u32, count_u64};
 use crate::raw::types;
 
-/// Best-effort queue metrics returned with pushes and pulls.
+/// Best-effort queue metrics: returned with pushes and pulls, and by
+/// [`Queue::metrics`](crate::Queue::metrics).
 ///
 /// The values may be approximate: queues are distributed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -139,6 +140,104 @@ impl From<types::AckResult> for AckOutcome {
     }
 }
 
+/// What a lease extension did; see [`Queue::extend`](crate::Queue::extend).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ExtendOutcome {
+    /// Leases extended (`extendCount`).
+    pub extended: u32,
+    /// Warnings about single leases: a lease whose message was delivered
+    /// again or deleted is not extended.
+    pub warnings: Vec<Warning>,
+}
+
+impl From<types::ExtendResult> for ExtendOutcome {
+    fn from(r: types::ExtendResult) -> Self {
+        ExtendOutcome {
+            extended: count_u32(r.extend_count),
+            warnings: warnings(r.warnings),
+        }
+    }
+}
+
+/// What [`Queue::delete_previewed`](crate::Queue::delete_previewed) did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PreviewedOutcome {
+    /// Warnings about single preview ids, such as one whose message is gone.
+    /// An id without a warning was applied.
+    pub warnings: Vec<Warning>,
+}
+
+impl From<types::PreviewAckResult> for PreviewedOutcome {
+    fn from(r: types::PreviewAckResult) -> Self {
+        PreviewedOutcome {
+            warnings: warnings(r.warnings),
+        }
+    }
+}
+
+/// The queue a purge of the whole queue started on, as the API described it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct QueueInfo {
+    /// The queue id.
+    pub queue_id: Option<String>,
+    /// The queue's name.
+    pub queue_name: Option<String>,
+    /// When the queue was created, as the API wrote it.
+    pub created_on: Option<String>,
+    /// When the queue was last changed, as the API wrote it.
+    pub modified_on: Option<String>,
+    /// How many consumers the queue has.
+    pub consumers: u32,
+    /// How many producers the queue has.
+    pub producers: u32,
+}
+
+impl From<types::QueueDetails> for QueueInfo {
+    fn from(q: types::QueueDetails) -> Self {
+        QueueInfo {
+            queue_id: q.queue_id,
+            queue_name: q.queue_name,
+            created_on: q.created_on,
+            modified_on: q.modified_on,
+            consumers: count_u32(q.consumers_total_count),
+            producers: count_u32(q.producers_total_count),
+        }
+    }
+}
+
+/// The status of the last purge of a whole queue; see
+/// [`Queue::purge_status`](crate::Queue::purge_status).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PurgeStatus {
+    /// Whether the purge completed; `None` when the API's value was neither
+    /// a boolean nor `"true"`/`"false"` (the schema types it as a string).
+    pub completed: Option<bool>,
+    /// When the purge started, as the API wrote it.
+    pub started_at: Option<String>,
+}
+
+impl From<types::PurgeStatusResult> for PurgeStatus {
+    fn from(r: types::PurgeStatusResult) -> Self {
+        let completed = match r.completed {
+            Some(types::PurgeCompleted::Boolean(done)) => Some(done),
+            Some(types::PurgeCompleted::String(text)) => match text.trim() {
+                t if t.eq_ignore_ascii_case("true") => Some(true),
+                t if t.eq_ignore_ascii_case("false") => Some(false),
+                _ => None,
+            },
+            None => None,
+        };
+        PurgeStatus {
+            completed,
+            started_at: r.started_at.filter(|s| !s.is_empty()),
+        }
+    }
+}
+
 /// What a purge did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -161,6 +260,14 @@ impl From<types::PurgeResult> for PurgeOutcome {
             warnings: warnings(r.warnings),
         }
     }
+}
+
+pub(crate) fn previewed(r: types::PreviewResult) -> Vec<PreviewedMessage> {
+    r.messages
+        .unwrap_or_default()
+        .into_iter()
+        .map(PreviewedMessage::from)
+        .collect()
 }
 
 pub(crate) fn peeked(r: types::PeekResult) -> Vec<PeekedMessage> {

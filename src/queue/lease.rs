@@ -1,0 +1,223 @@
+//! Leasing: pull, acknowledge and retry, and extend leases.
+
+use super::Queue;
+use crate::error::{Result, built};
+use crate::limits::check_token;
+use crate::operation::Operation;
+use crate::raw::types;
+use std::time::Duration;
+
+use crate::message::LeaseId;
+use crate::request::{Acks, PullOptions};
+use crate::response::{AckOutcome, ExtendOutcome, PulledBatch};
+
+impl Queue {
+    /// Leases up to `batch_size` visible messages for the visibility timeout.
+    ///
+    /// An empty queue answers at once with no messages (short polling).
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::{Acks, PullOptions};
+    /// let batch = queue
+    ///     .pull(PullOptions::new().batch_size(10).visibility_timeout(Duration::from_secs(60)))
+    ///     .await?;
+    /// let mut acks = Acks::new();
+    /// for message in &batch.messages {
+    ///     println!("{}: {:?}", message.id, message.body().raw());
+    ///     acks = acks.ack(message);
+    /// }
+    /// queue.ack(acks).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a `batch_size` outside 1 to 100, a
+    /// visibility timeout of 0 or over 12 hours, or a `batch_size` whose
+    /// largest legal answer is over the client's
+    /// [`max_response_bytes`](crate::ClientBuilder::max_response_bytes),
+    /// all before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// A pull dropped after it was sent may have leased messages: they come
+    /// back after their visibility timeout, with an attempt used.
+    pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
+        let limits = self.client.limits();
+        let batch_size = options
+            .batch_size
+            .map(|n| limits.batch_size(&"batch_size", n))
+            .transpose()?;
+        let cap = self.messages_response_cap(batch_size)?;
+        let body: types::PullRequest = built(
+            types::PullRequest::builder()
+                .batch_size(batch_size)
+                .visibility_timeout_ms(
+                    options
+                        .visibility_timeout
+                        .map(|t| limits.visibility_timeout_ms(t))
+                        .transpose()?,
+                ),
+        )?;
+        let raw = self.client.raw();
+        let result = self
+            .call(Operation::Pull, 0, cap)
+            .run(|| {
+                raw.pull_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
+            .await?;
+        Ok(result.into())
+    }
+
+    /// Acknowledges and retries leased messages in one call.
+    ///
+    /// Acks are permissive: a stale or unknown lease id comes back as a
+    /// warning in [`AckOutcome::warnings`], not as an error. An empty
+    /// [`Acks`] sends no request.
+    ///
+    /// Acks are retried after 5xx answers and broken connections. When the
+    /// first attempt did land but its answer was lost, the retry finds the
+    /// leases already used: they come back as warnings and the counts are
+    /// lower than what was acknowledged. Treat a lease-id warning as "not
+    /// acknowledged by this call", never as "still on the queue".
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty lease id or a retry delay over
+    /// 24 hours, before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// Acks sent before the drop may have been applied; send them again
+    /// (a repeat only adds warnings).
+    pub async fn ack(&self, acks: Acks) -> Result<AckOutcome> {
+        if acks.acks.is_empty() && acks.retries.is_empty() {
+            return Ok(AckOutcome::default());
+        }
+        let limits = self.client.limits();
+        let mut ack_leases = Vec::with_capacity(acks.acks.len());
+        for (i, lease) in acks.acks.iter().enumerate() {
+            check_token(&format_args!("acks[{i}].lease_id"), lease.as_str())?;
+            ack_leases.push(built(
+                types::AckLease::builder().lease_id(lease.as_str().to_owned()),
+            )?);
+        }
+        let mut retry_leases = Vec::with_capacity(acks.retries.len());
+        for (i, (lease, delay)) in acks.retries.iter().enumerate() {
+            check_token(&format_args!("retries[{i}].lease_id"), lease.as_str())?;
+            let delay_seconds = delay
+                .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
+                .transpose()?;
+            retry_leases.push(built(
+                types::RetryLease::builder()
+                    .lease_id(lease.as_str().to_owned())
+                    .delay_seconds(delay_seconds),
+            )?);
+        }
+        let body: types::AckRequest = built(
+            types::AckRequest::builder()
+                .acks(ack_leases)
+                .retries(retry_leases),
+        )?;
+        let tokens = acks.acks.iter().chain(acks.retries.iter().map(|(l, _)| l));
+        let cap = self.tokens_response_cap(tokens.map(|l| l.as_str()));
+        let raw = self.client.raw();
+        let result = self
+            .call(Operation::Ack, 0, cap)
+            .run(|| {
+                raw.ack_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
+            .await?;
+        Ok(result.into())
+    }
+
+    /// Extends leases: each message stays leased to its holder for
+    /// `visibility_timeout` from now, without using an attempt.
+    ///
+    /// # Semantics
+    ///
+    /// Cloudflare's text says an extension "creates a new lease ID", but
+    /// the answer carries none: the lease id the caller holds stays the one
+    /// to acknowledge, retry or extend again with, and it now expires
+    /// `visibility_timeout` after the extension (measured from now, as SQS's
+    /// ChangeMessageVisibility does, not added to the old expiry). A lease
+    /// whose message was delivered to someone else or deleted since comes
+    /// back as a warning, not extended; a lease that ran out but whose
+    /// message was not delivered again is extended, as late acks are
+    /// accepted. The emulator behaves the same way.
+    ///
+    /// No limit on leases per call is documented, and none is imposed here;
+    /// the consumer sends at most 100 at a time, like a pull. An empty list
+    /// sends no request.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::PullOptions;
+    /// let batch = queue.pull(PullOptions::new().visibility_timeout(Duration::from_secs(30))).await?;
+    /// // Still working: keep the leases for another minute.
+    /// let outcome = queue.extend(&batch.messages, Duration::from_secs(60)).await?;
+    /// assert_eq!(outcome.extended as usize + outcome.warnings.len(), batch.messages.len());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty
+    /// lease id or a visibility timeout of 0 or over 12 hours, before
+    /// sending; otherwise what the call met. Extensions are retried like
+    /// pulls: a repeat only extends again.
+    ///
+    /// # Cancellation
+    ///
+    /// An extension dropped after it was sent may have been applied.
+    pub async fn extend<I>(&self, leases: I, visibility_timeout: Duration) -> Result<ExtendOutcome>
+    where
+        I: IntoIterator,
+        I::Item: Into<LeaseId>,
+    {
+        let leases: Vec<LeaseId> = leases.into_iter().map(Into::into).collect();
+        let visibility_timeout_ms = self
+            .client
+            .limits()
+            .visibility_timeout_ms(visibility_timeout)?;
+        if leases.is_empty() {
+            return Ok(ExtendOutcome::default());
+        }
+        let mut wire = Vec::with_capacity(leases.len());
+        for (i, lease) in leases.iter().enumerate() {
+            check_token(&format_args!("extend[{i}].lease_id"), lease.as_str())?;
+            wire.push(built(
+                types::ExtendLease::builder().lease_id(lease.as_str().to_owned()),
+            )?);
+        }
+        let body: types::ExtendRequest = built(
+            types::ExtendRequest::builder()
+                .extend(wire)
+                .visibility_timeout_ms(visibility_timeout_ms),
+        )?;
+        let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
+        let raw = self.client.raw();
+        let result = self
+            .call(Operation::Extend, 0, cap)
+            .run(|| {
+                raw.extend_messages()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
+            .await?;
+        Ok(result.into())
+    }
+}

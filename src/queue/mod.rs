@@ -1,0 +1,148 @@
+//! [`Queue`]: the operations on one queue.
+//!
+//! Every method takes the same path: check the input against the client's
+//! [`Limits`](crate::Limits), build the generated request, run it through
+//! the one call path (rate limit, attempts, retries, deadline), unwrap the
+//! envelope into a typed result.
+
+use std::time::Duration;
+
+mod admin;
+mod browse;
+mod lease;
+mod push;
+
+use crate::call::Call;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::operation::Operation;
+use crate::retry::RetryPolicy;
+
+/// The batch size Cloudflare pulls and peeks when none is given.
+const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
+
+/// A handle on one queue of a [`Client`]'s account.
+///
+/// Cheap to clone. Every method checks its input against the client's
+/// [`Limits`](crate::Limits) before sending anything, then unwraps the API's
+/// envelope. [`Queue::with_retry`] and [`Queue::with_deadline`] give a
+/// handle with its own retry policy or deadline, for one call or many.
+///
+/// # Cancellation
+///
+/// Dropping a call's future stops it at once, between or during attempts.
+/// What was already sent may still take effect: a push may have landed
+/// (see [`Queue::push`]), and a pull may have leased messages, which come
+/// back after their visibility timeout with an attempt used.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    client: Client,
+    queue_id: String,
+    retry: Option<RetryPolicy>,
+    deadline: Option<Option<Duration>>,
+}
+
+impl Queue {
+    pub(crate) fn new(client: Client, queue_id: String) -> Queue {
+        Queue {
+            client,
+            queue_id,
+            retry: None,
+            deadline: None,
+        }
+    }
+
+    /// The queue's id.
+    pub fn id(&self) -> &str {
+        &self.queue_id
+    }
+
+    /// The client this handle belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// This handle with its own retry policy, in place of the client's.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use cf_queues::{Message, RetryPolicy};
+    /// // Exactly one request for this call.
+    /// queue.with_retry(RetryPolicy::none()).push(Message::text("once")).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Queue {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// This handle with its own overall deadline per call, in place of the
+    /// client's: the rate-limit wait, every attempt and every retry wait of
+    /// one call end within it.
+    pub fn with_deadline(mut self, deadline: Duration) -> Queue {
+        self.deadline = Some(Some(deadline));
+        self
+    }
+
+    /// This handle with no overall deadline, whatever the client's.
+    pub fn without_deadline(mut self) -> Queue {
+        self.deadline = Some(None);
+        self
+    }
+
+    /// The retry policy calls on this handle follow.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        self.retry.as_ref().unwrap_or(self.client.retry_policy())
+    }
+
+    /// The overall deadline of each call on this handle, if any.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline.unwrap_or(self.client.deadline())
+    }
+
+    /// The call settings of this handle for one operation.
+    fn call(&self, operation: Operation, messages: usize, response_cap: usize) -> Call<'_> {
+        Call {
+            operation,
+            queue_id: &self.queue_id,
+            retry: self.retry_policy(),
+            deadline: self.deadline(),
+            limiter: self.client.limiter(),
+            messages,
+            response_cap,
+        }
+    }
+
+    /// The response cap of a call returning up to `batch_size` messages:
+    /// the largest legal answer, so that leased messages are never dropped
+    /// unread. A cap set by the user that is lower fails here, before the
+    /// messages are leased.
+    fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
+        let batch_size = batch_size.unwrap_or(SERVER_DEFAULT_BATCH_SIZE);
+        let needed = self.client.limits().max_messages_response_bytes(batch_size);
+        match self.client.max_response_bytes() {
+            None => Ok(needed),
+            Some(cap) if cap >= needed => Ok(cap),
+            Some(cap) => Err(Error::invalid(
+                "batch_size",
+                format!(
+                    "an answer of {batch_size} messages can legally take {needed} bytes, over the client's max_response_bytes of {cap}: \
+                     the messages would be leased and then not read; lower batch_size or raise max_response_bytes"
+                ),
+            )),
+        }
+    }
+
+    /// The response cap of a call whose answer carries no messages or tokens.
+    fn small_response_cap(&self) -> usize {
+        self.client
+            .max_response_bytes()
+            .unwrap_or(crate::limits::SMALL_RESPONSE_BYTES)
+    }
+
+    fn tokens_response_cap<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {
+        self.client
+            .max_response_bytes()
+            .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
+    }
+}

@@ -1,0 +1,204 @@
+//! Pushing: one message, a batch, a planned batch, or any number of them.
+
+use futures_util::StreamExt as _;
+
+use super::Queue;
+use crate::batch::{Batch, BatchPlanner, PlannedBatch};
+use crate::error::{Result, built};
+use crate::message::Message;
+use crate::operation::Operation;
+use crate::raw::types;
+use crate::response::{BatchReport, PushAllReport, PushReceipt};
+
+impl Queue {
+    /// Pushes one message.
+    ///
+    /// By default a failed push is retried only when it surely did not land
+    /// (connection refused, a 429 with code 10250 or 971), so a retry never
+    /// duplicates the message;
+    /// [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce) also
+    /// retries after 5xx and timeouts.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use cf_queues::Message;
+    /// queue.push(Message::text("hello")).await?;
+    /// queue.push(Message::json(&serde_json::json!({"id": 1}))?).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a message over the size limit or a delay
+    /// over 24 hours, before sending; otherwise what the call met:
+    /// [`Error::Api`](crate::Error::Api), [`Error::Transport`](crate::Error::Transport), [`Error::Timeout`](crate::Error::Timeout), ...
+    ///
+    /// # Cancellation
+    ///
+    /// A push whose future is dropped, or whose deadline passed, after the
+    /// request was sent may still have landed.
+    pub async fn push(&self, message: Message) -> Result<PushReceipt> {
+        let (wire, _) = message.to_wire(&"message", self.client.limits())?;
+        let raw = self.client.raw();
+        let result = self
+            .call(Operation::Push, 1, self.small_response_cap())
+            .run(|| {
+                raw.push_message()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(wire.clone())
+                    .send()
+            })
+            .await?;
+        Ok(result.into())
+    }
+
+    /// Pushes up to 100 messages (256 KB in total) in one request.
+    ///
+    /// Retried like [`Queue::push`]. For more messages than fit in one
+    /// batch, use [`Queue::push_all`] or a [`BatchPlanner`].
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::{Batch, Message};
+    /// let batch = Batch::new([Message::text("a"), Message::text("b")])
+    ///     .with_delay(Duration::from_secs(10));
+    /// queue.push_batch(batch).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty batch, more than 100 messages,
+    /// over 256 KB, a message over its limit or a delay over 24 hours,
+    /// before sending; otherwise what the call met.
+    ///
+    /// # Cancellation
+    ///
+    /// As for [`Queue::push`]: a batch sent before the drop may have landed.
+    pub async fn push_batch(&self, batch: impl Into<Batch>) -> Result<PushReceipt> {
+        let batch = batch.into();
+        let limits = self.client.limits();
+        let mut messages = Vec::with_capacity(batch.messages.len());
+        let mut bytes = 0;
+        for (i, message) in batch.messages.iter().enumerate() {
+            let (wire, counted) = message.to_wire(&format_args!("messages[{i}]"), limits)?;
+            bytes += counted;
+            messages.push(wire);
+        }
+        limits.check_batch(messages.len(), bytes)?;
+        let delay_seconds = batch
+            .delay
+            .map(|d| limits.delay_seconds(&"delay", d))
+            .transpose()?;
+        self.send_batch(messages, delay_seconds).await
+    }
+
+    /// Pushes a batch cut by a [`BatchPlanner`]; returns its tags with the outcome.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) {
+    /// use cf_queues::{BatchPlanner, Message};
+    /// let mut planner = BatchPlanner::new(*queue.client().limits());
+    /// for line in 1..=1_000 {
+    ///     if let Ok(Some(full)) = planner.add(line, Message::text(format!("line {line}"))) {
+    ///         let (lines, result) = queue.push_planned(full).await;
+    ///         if let Err(e) = result { eprintln!("lines {lines:?} not pushed: {e}"); }
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The result holds what the call met, as for [`Queue::push_batch`].
+    ///
+    /// # Cancellation
+    ///
+    /// As for [`Queue::push`].
+    pub async fn push_planned<T>(&self, batch: PlannedBatch<T>) -> (Vec<T>, Result<PushReceipt>) {
+        let PlannedBatch { wires, .. } = &batch;
+        let result = self.send_batch(wires.clone(), None).await;
+        (batch.into_tags(), result)
+    }
+
+    async fn send_batch(
+        &self,
+        messages: Vec<types::QueueMessage>,
+        delay_seconds: Option<u32>,
+    ) -> Result<PushReceipt> {
+        let count = messages.len();
+        let body: types::BatchRequest = built(
+            types::BatchRequest::builder()
+                .messages(messages)
+                .delay_seconds(delay_seconds),
+        )?;
+        let raw = self.client.raw();
+        let result = self
+            .call(Operation::Batch, count, self.small_response_cap())
+            .run(|| {
+                raw.push_batch()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .body(body.clone())
+                    .send()
+            })
+            .await?;
+        Ok(result.into())
+    }
+
+    /// Pushes any number of messages: cuts them into batches within the
+    /// limits (by count and bytes), sends up to `concurrency` batches at
+    /// once, and reports for each batch whether it landed.
+    ///
+    /// A message that breaks a limit on its own fails alone, before sending;
+    /// the others still go. Each batch is retried like [`Queue::push_batch`].
+    /// Nothing is spawned: every batch's outcome is in the report.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) {
+    /// use cf_queues::Message;
+    /// let report = queue.push_all((0..1_000).map(|i| Message::text(format!("event {i}"))), 4).await;
+    /// for (index, error) in report.failed() {
+    ///     eprintln!("message {index} was not pushed: {error}");
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// # Cancellation
+    ///
+    /// Batches sent before the future is dropped may have landed; the
+    /// report is lost with the future.
+    pub async fn push_all(
+        &self,
+        messages: impl IntoIterator<Item = Message>,
+        concurrency: usize,
+    ) -> PushAllReport {
+        let mut planner = BatchPlanner::new(*self.client.limits());
+        let mut reports = Vec::new();
+        let mut batches = Vec::new();
+        for (index, message) in messages.into_iter().enumerate() {
+            match planner.add(index, message) {
+                Ok(Some(full)) => batches.push(full),
+                Ok(None) => {}
+                Err(rejected) => reports.push(BatchReport {
+                    indices: vec![rejected.tag],
+                    result: Err(rejected.error),
+                }),
+            }
+        }
+        batches.extend(planner.finish());
+        let sent: Vec<BatchReport> = futures_util::stream::iter(batches)
+            .map(|batch| async move {
+                let (indices, result) = self.push_planned(batch).await;
+                BatchReport { indices, result }
+            })
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        reports.extend(sent);
+        reports.sort_by_key(|r| r.indices.first().copied());
+        PushAllReport { batches: reports }
+    }
+}

@@ -1,0 +1,313 @@
+//! The exact request of each operation beyond the original six (extend,
+//! preview, delete previewed, metrics, purge queue, purge status), with both
+//! auth schemes, and the decoded result, pinned with httpmock.
+
+use std::time::Duration;
+
+use cf_queues::{
+    Client, Error, ExtendOutcome, Operation, PreviewedChanges, PurgeConfirmation, PurgeStatus,
+    Warning,
+};
+use httpmock::Method::{GET, POST};
+use httpmock::{MockServer, When};
+use serde_json::json;
+
+const ACCOUNT: &str = "023e105f4ecef8ad9ca31a8372d0c353";
+const QUEUE: &str = "9a7806061c88ada191ed06f989cc3dac";
+const TOKEN: &str = "Sn3lZJTBX6kkg7OdcBUAxOO963GEIyGQqnFTOFYY";
+const EMAIL: &str = "user@example.com";
+const KEY: &str = "144c9defac04969c7bfad8efaa8ea194";
+
+fn path(suffix: &str) -> String {
+    format!("/accounts/{ACCOUNT}/queues/{QUEUE}{suffix}")
+}
+
+/// The two auth schemes: a token, and the legacy e-mail with global key.
+#[derive(Clone, Copy, Debug)]
+enum Auth {
+    Token,
+    GlobalKey,
+}
+
+const BOTH: [Auth; 2] = [Auth::Token, Auth::GlobalKey];
+
+fn queue(server: &MockServer, auth: Auth) -> cf_queues::Queue {
+    let builder = Client::builder()
+        .account_id(ACCOUNT)
+        .base_url(server.base_url());
+    match auth {
+        Auth::Token => builder.api_token(TOKEN),
+        Auth::GlobalKey => builder.global_api_key(EMAIL, KEY),
+    }
+    .build()
+    .and_then(|c| c.queue(QUEUE))
+    .expect("valid test configuration")
+}
+
+/// The headers every request carries, for the scheme in use.
+fn authenticated(when: When, auth: Auth) -> When {
+    let when = when.header_missing("api-version");
+    match auth {
+        Auth::Token => when
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header_missing("x-auth-key"),
+        Auth::GlobalKey => when
+            .header("x-auth-email", EMAIL)
+            .header("x-auth-key", KEY)
+            .header_missing("authorization"),
+    }
+}
+
+fn success(result: serde_json::Value) -> serde_json::Value {
+    json!({"success": true, "errors": [], "messages": [], "result": result})
+}
+
+#[tokio::test]
+async fn extend_sends_leases_and_whole_milliseconds() {
+    for auth in BOTH {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(POST).path(path("/messages/extend")), auth)
+                    .header("content-type", "application/json")
+                    .json_body(json!({
+                        "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+                        "visibility_timeout_ms": 60_001
+                    }));
+                then.status(200).json_body(success(json!({
+                    "extendCount": 1,
+                    "warnings": {"lease-2": "message was delivered again"}
+                })));
+            })
+            .await;
+        let outcome = queue(&server, auth)
+            .extend(["lease-1", "lease-2"], Duration::from_micros(60_000_001))
+            .await
+            .expect("extend succeeds");
+        mock.assert_async().await;
+        assert_eq!(outcome.extended, 1, "{auth:?}");
+        assert_eq!(
+            outcome.warnings,
+            vec![Warning {
+                subject: Some("lease-2".into()),
+                message: "message was delivered again".into()
+            }]
+        );
+    }
+}
+
+#[tokio::test]
+async fn extend_checks_before_sending() {
+    let server = MockServer::start_async().await;
+    let queue = queue(&server, Auth::Token);
+    let no_leases: [&str; 0] = [];
+    assert_eq!(
+        queue
+            .extend(no_leases, Duration::from_secs(1))
+            .await
+            .expect("nothing to send"),
+        ExtendOutcome::default()
+    );
+    for (leases, timeout, field) in [
+        (vec!["l"], Duration::ZERO, "visibility_timeout"),
+        (vec!["l"], Duration::from_secs(43_201), "visibility_timeout"),
+        (vec!["l", ""], Duration::from_secs(1), "extend[1].lease_id"),
+    ] {
+        let error = queue.extend(leases, timeout).await.expect_err("refused");
+        assert!(
+            matches!(&error, Error::InvalidInput { field: f, .. } if f == field),
+            "{error:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn preview_returns_its_own_ids_and_decodes_bodies() {
+    for auth in BOTH {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(POST).path(path("/messages/preview")), auth)
+                    .json_body(json!({"batch_size": 3}));
+                then.status(200).json_body(success(json!({"messages": [
+                    {"id": "m1", "attempts": 2, "body": "hello", "lease_id": "preview-1",
+                     "metadata": {"CF-sourceMessageSource": "api", "CF-Content-Type": "text"}, "timestamp_ms": 1_710_950_954_154u64},
+                    {"id": "m2", "attempts": 0, "body": "eyJhIjoxfQ==", "lease_id": "preview-2",
+                     "metadata": {"CF-Content-Type": "json"}, "timestamp_ms": 7, "future_field": true}
+                ]})));
+            })
+            .await;
+        let previewed = queue(&server, auth).preview(3).await.expect("preview");
+        mock.assert_async().await;
+        assert_eq!(previewed.len(), 2);
+        assert_eq!(previewed[0].preview_id.as_str(), "preview-1");
+        assert_eq!(
+            (previewed[0].attempts, previewed[0].timestamp_ms),
+            (2, 1_710_950_954_154)
+        );
+        assert_eq!(previewed[0].body().text().ok(), Some("hello"));
+        assert_eq!(
+            previewed[1].body().json::<serde_json::Value>().ok(),
+            Some(json!({"a": 1}))
+        );
+    }
+}
+
+#[tokio::test]
+async fn delete_previewed_sends_acks_and_retries() {
+    for auth in BOTH {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(POST).path(path("/messages/preview/ack")), auth)
+                    .json_body(json!({
+                        "acks": [{"lease_id": "preview-1"}],
+                        "retries": [{"lease_id": "preview-2", "delay_seconds": 3}, {"lease_id": "preview-3"}]
+                    }));
+                then.status(200)
+                    .json_body(success(json!({"warnings": ["preview-9 unknown"]})));
+            })
+            .await;
+        let changes = PreviewedChanges::new()
+            .delete("preview-1")
+            .retry_after("preview-2", Duration::from_millis(2_500))
+            .retry("preview-3");
+        let outcome = queue(&server, auth)
+            .delete_previewed(changes)
+            .await
+            .expect("delete previewed");
+        mock.assert_async().await;
+        assert_eq!(
+            outcome.warnings,
+            vec![Warning {
+                subject: None,
+                message: "preview-9 unknown".into()
+            }]
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_is_a_get_without_a_body() {
+    for auth in BOTH {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(GET).path(path("/metrics")), auth).header_missing("content-type");
+                then.status(200).json_body(success(json!({
+                    "backlog_count": 5, "backlog_bytes": 1024, "oldest_message_timestamp_ms": 1_710_950_954_154u64
+                })));
+            })
+            .await;
+        let metrics = queue(&server, auth).metrics().await.expect("metrics");
+        mock.assert_async().await;
+        assert_eq!(
+            (
+                metrics.backlog_count,
+                metrics.backlog_bytes,
+                metrics.oldest_message_timestamp_ms
+            ),
+            (5, 1024, 1_710_950_954_154)
+        );
+    }
+}
+
+#[tokio::test]
+async fn purge_all_sends_the_confirmation_and_reads_the_queue() {
+    for auth in BOTH {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(POST).path(path("/purge")), auth)
+                    .json_body(json!({"delete_messages_permanently": true}));
+                then.status(200).json_body(success(json!({
+                    "queue_id": QUEUE, "queue_name": "orders", "created_on": "2026-01-01T00:00:00Z",
+                    "modified_on": "2026-11-29T00:00:00Z", "consumers": [], "consumers_total_count": 1,
+                    "producers": [{"type": "worker", "script": "shop"}], "producers_total_count": 1,
+                    "settings": {"delivery_delay": 0}
+                })));
+            })
+            .await;
+        let queue = queue(&server, auth);
+        let wrong = queue
+            .purge_all(PurgeConfirmation::delete_messages_permanently("another"))
+            .await
+            .expect_err("a confirmation for another queue");
+        assert!(
+            matches!(&wrong, Error::InvalidInput { field, .. } if field == "confirmation"),
+            "{wrong:?}"
+        );
+        let info = queue
+            .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
+            .await
+            .expect("purge");
+        mock.assert_async().await;
+        assert_eq!(info.queue_name.as_deref(), Some("orders"));
+        assert_eq!((info.consumers, info.producers), (1, 1));
+    }
+}
+
+#[tokio::test]
+async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/purge"));
+            then.status(503).json_body(json!({"success": false, "errors": [{"code": 15000, "message": "UnknownInternalError"}]}));
+        })
+        .await;
+    let queue = queue(&server, Auth::Token).with_retry(
+        cf_queues::RetryPolicy::default()
+            .backoff(Duration::from_millis(1), Duration::from_millis(1)),
+    );
+    let error = queue
+        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
+        .await
+        .expect_err("503");
+    assert_eq!((error.status(), error.attempts()), (Some(503), 1));
+    assert_eq!(mock.calls_async().await, 1);
+    assert_eq!(error.operation(), Some(Operation::PurgeQueue));
+
+    // Asked for, the same failure is retried.
+    let eager = queue.with_retry(
+        cf_queues::RetryPolicy::default()
+            .backoff(Duration::from_millis(1), Duration::from_millis(1))
+            .pushes(cf_queues::PushRetries::AtLeastOnce),
+    );
+    let error = eager
+        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
+        .await
+        .expect_err("503");
+    assert_eq!(error.attempts(), 3);
+}
+
+#[tokio::test]
+async fn purge_status_reads_strings_and_booleans() {
+    for (auth, completed, expected) in [
+        (Auth::Token, json!("true"), Some(true)),
+        (Auth::GlobalKey, json!(false), Some(false)),
+        (Auth::Token, json!("pending"), None),
+    ] {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                authenticated(when.method(GET).path(path("/purge")), auth)
+                    .header_missing("content-type");
+                then.status(200).json_body(success(
+                    json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"}),
+                ));
+            })
+            .await;
+        let status = queue(&server, auth).purge_status().await.expect("status");
+        mock.assert_async().await;
+        let PurgeStatus {
+            completed,
+            started_at,
+            ..
+        } = status;
+        assert_eq!(
+            (completed, started_at.as_deref()),
+            (expected, Some("2026-11-29T10:00:00Z"))
+        );
+    }
+}
