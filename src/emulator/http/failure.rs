@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::super::faults::{Fault, FaultBody};
 use super::wire::json_response;
+use crate::codes;
 
 /// A failed request, answered with Cloudflare's failure envelope.
 pub(crate) enum Failure {
@@ -16,6 +17,9 @@ pub(crate) enum Failure {
         code: u32,
         message: String,
         pointer: Option<String>,
+        /// The causes Cloudflare lists under `error_chain`, such as 6111
+        /// under 6003.
+        chain: Vec<(u32, &'static str)>,
     },
     Injected(Fault),
 }
@@ -27,6 +31,7 @@ impl Failure {
             code,
             message: message.into(),
             pointer: None,
+            chain: Vec::new(),
         }
     }
 
@@ -36,17 +41,49 @@ impl Failure {
 
     /// A body that parses but does not match the operation's schema (10207).
     pub(crate) fn invalid(pointer: &str, message: impl Into<String>) -> Failure {
-        Failure::bad_request(10207, format!("JSONRequestBodyInvalid: {}", message.into()))
-            .at(pointer)
+        Failure::bad_request(
+            codes::JSON_REQUEST_BODY_INVALID,
+            format!("JSONRequestBodyInvalid: {}", message.into()),
+        )
+        .at(pointer)
     }
 
     pub(crate) fn no_route() -> Failure {
-        Failure::new(StatusCode::NOT_FOUND, 7003, "No route for the URI")
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            codes::NO_ROUTE,
+            "No route for the URI",
+        )
+    }
+
+    pub(crate) fn method_not_allowed() -> Failure {
+        Failure::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            codes::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+        )
+    }
+
+    /// An answer that could not be serialized; no input leads here.
+    pub(crate) fn internal(error: serde_json::Error) -> Failure {
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            codes::UNKNOWN_INTERNAL_ERROR,
+            error.to_string(),
+        )
     }
 
     pub(crate) fn at(mut self, at: &str) -> Failure {
         if let Failure::Api { pointer, .. } = &mut self {
             *pointer = Some(at.to_owned());
+        }
+        self
+    }
+
+    /// Adds a cause under `error_chain`.
+    pub(crate) fn caused_by(mut self, code: u32, message: &'static str) -> Failure {
+        if let Failure::Api { chain, .. } = &mut self {
+            chain.push((code, message));
         }
         self
     }
@@ -60,10 +97,20 @@ impl IntoResponse for Failure {
                 code,
                 message,
                 pointer,
+                chain,
             } => {
                 let mut error = json!({ "code": code, "message": message });
-                if let (Some(pointer), Some(object)) = (pointer, error.as_object_mut()) {
-                    object.insert("source".into(), json!({ "pointer": pointer }));
+                if let Some(object) = error.as_object_mut() {
+                    if let Some(pointer) = pointer {
+                        object.insert("source".into(), json!({ "pointer": pointer }));
+                    }
+                    if !chain.is_empty() {
+                        let chain: Vec<_> = chain
+                            .iter()
+                            .map(|(code, message)| json!({ "code": code, "message": message }))
+                            .collect();
+                        object.insert("error_chain".into(), chain.into());
+                    }
                 }
                 let body = json!({ "success": false, "errors": [error], "messages": [] });
                 json_response(status, body.to_string().into_bytes())

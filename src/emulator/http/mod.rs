@@ -3,32 +3,40 @@
 //! ([`handlers`]), and Cloudflare's response envelopes ([`wire`]).
 
 mod auth;
+mod body;
 mod failure;
 mod handlers;
 mod parse;
+mod stream;
 mod wire;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::header::{CONNECTION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use serde_json::{Map, Value};
 
 use super::Operation;
 use super::clock::Clock;
 use super::faults::Faults;
-use super::state::Broker;
+use super::server::Conn;
+use super::state::{At, Broker};
+use crate::codes;
 use crate::limits::Limits;
 pub(crate) use auth::AcceptedAuth;
+use body::Read;
 use failure::Failure;
 use parse::Object;
+use stream::{Listing, Streamed};
 use wire::json_response;
 
 /// Everything the handlers share.
@@ -40,6 +48,9 @@ pub(crate) struct App {
     pub strict_queues: Option<HashSet<String>>,
     pub limits: Limits,
     pub max_body_bytes: usize,
+    pub body_timeout: Duration,
+    /// The size of the pieces a pull or peek answer is written in.
+    pub chunk_bytes: usize,
     /// Requests received on the served operations, faulty ones included.
     pub requests: AtomicU64,
 }
@@ -57,10 +68,44 @@ impl App {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
         self.broker.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Reads a body that will not be used to its end, so that the
+    /// connection can carry the next request; `false` if it could not be.
+    async fn drain(&self, body: Body) -> bool {
+        matches!(
+            body::read(body, self.max_body_bytes, self.body_timeout, false).await,
+            Read::Complete(_)
+        )
+    }
+}
+
+/// What a handler answers with.
+enum Reply {
+    /// A whole envelope.
+    Json(Vec<u8>),
+    /// An envelope listing messages, written as the client reads it.
+    Listing(Listing),
+}
+
+/// A refused request.
+struct Refused {
+    failure: Failure,
+    /// The body was not read to its end, so the connection cannot carry
+    /// another request: the answer says `Connection: close`.
+    unread: bool,
+}
+
+impl From<Failure> for Refused {
+    fn from(failure: Failure) -> Refused {
+        Refused {
+            failure,
+            unread: false,
+        }
+    }
 }
 
 /// What an operation's handler runs on: a request that passed every shared step.
-type Handler = fn(&App, Call) -> Result<Vec<u8>, Failure>;
+type Handler = fn(&App, Call) -> Result<Reply, Failure>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     const QUEUE: &str = "/accounts/{account_id}/queues/{queue_id}";
@@ -82,51 +127,153 @@ pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(operations.clone())
         .nest("/client/v4", operations)
-        .fallback(|| async { Failure::no_route().into_response() })
+        .fallback(|State(app): State<Arc<App>>, request: Request| async move {
+            refuse(&app, Failure::no_route(), request.into_body()).await
+        })
         .with_state(app)
 }
 
 fn operation(op: Operation, handler: Handler) -> MethodRouter<Arc<App>> {
     post(
-        move |State(app): State<Arc<App>>,
-              path: Result<Path<(String, String)>, PathRejection>,
-              headers: HeaderMap,
-              body: Body| async move {
-            let answer = match Call::read(&app, op, path, &headers, body).await {
-                Ok(call) => handler(&app, call),
-                Err(failure) => Err(failure),
+        move |State(app): State<Arc<App>>, request: Request| async move {
+            let answer = match Call::read(&app, op, request).await {
+                Ok(call) => handler(&app, call).map_err(Refused::from),
+                Err(refused) => Err(refused),
             };
-            match answer {
-                Ok(body) => json_response(StatusCode::OK, body),
-                Err(failure) => failure.into_response(),
-            }
+            respond(answer)
         },
     )
-    .fallback(|| async {
-        Failure::new(StatusCode::METHOD_NOT_ALLOWED, 7001, "Method not allowed").into_response()
+    .fallback(|State(app): State<Arc<App>>, request: Request| async move {
+        refuse(&app, Failure::method_not_allowed(), request.into_body()).await
     })
 }
 
+async fn refuse(app: &App, failure: Failure, body: Body) -> Response {
+    let unread = !app.drain(body).await;
+    respond(Err(Refused { failure, unread }))
+}
+
+fn respond(answer: Result<Reply, Refused>) -> Response {
+    match answer {
+        Ok(Reply::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Reply::Listing(mut listing)) => {
+            let first = listing.next_chunk();
+            if listing.is_done() {
+                // Small enough for one piece: sent with its length.
+                return json_response(StatusCode::OK, first.unwrap_or_default());
+            }
+            (
+                [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                Body::new(Streamed::new(first, listing)),
+            )
+                .into_response()
+        }
+        Err(Refused { failure, unread }) => {
+            let mut response = failure.into_response();
+            if unread {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            response
+        }
+    }
+}
+
 /// A request that passed the steps every operation shares.
-pub(super) struct Call {
+struct Call {
+    /// The account named in the path.
+    account: String,
     /// The queue named in the path.
-    pub(super) queue: String,
+    queue: String,
     /// The JSON body; `{}` when the body was empty.
-    pub(super) request: Object,
+    request: Object,
+    /// The connection it came on, whose response buffer a streamed answer
+    /// counts against.
+    conn: Option<Arc<Conn>>,
 }
 
 impl Call {
     /// The shared steps, in order: count the request, serve an injected
     /// fault, check credentials, ids and the strict queue list, then read
-    /// and parse the body.
-    async fn read(
+    /// and parse the body. A request refused before its body is read still
+    /// has it drained.
+    async fn read(app: &App, op: Operation, request: Request) -> Result<Call, Refused> {
+        app.requests.fetch_add(1, Ordering::Relaxed);
+        let (mut parts, body) = request.into_parts();
+        let (account, queue) = match Call::check(app, op, &mut parts).await {
+            Ok(ids) => ids,
+            Err(failure) => {
+                let unread = !app.drain(body).await;
+                return Err(Refused { failure, unread });
+            }
+        };
+        let bytes = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
+            Read::Complete(bytes) => bytes,
+            Read::TooLarge => {
+                let code = if op == Operation::Batch {
+                    codes::BATCH_SIZE_OUT_OF_BOUNDS
+                } else {
+                    codes::MESSAGE_SIZE_OUT_OF_BOUNDS
+                };
+                let message = format!("request body exceeds {} bytes", app.max_body_bytes);
+                return Err(Refused {
+                    failure: Failure::new(StatusCode::PAYLOAD_TOO_LARGE, code, message),
+                    unread: true,
+                });
+            }
+            Read::TimedOut => {
+                let message = format!(
+                    "ClientDisconnected: the request body did not arrive within {:?}",
+                    app.body_timeout
+                );
+                return Err(Refused {
+                    failure: Failure::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        codes::CLIENT_DISCONNECTED,
+                        message,
+                    ),
+                    unread: true,
+                });
+            }
+            Read::Broken => {
+                return Err(Refused {
+                    failure: Failure::bad_request(
+                        codes::CLIENT_DISCONNECTED,
+                        "ClientDisconnected: the request body was cut short",
+                    ),
+                    unread: true,
+                });
+            }
+        };
+        // An absent body reads as `{}`: every field of pull, peek and ack is optional.
+        let request: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::bad_request(
+                    codes::JSON_REQUEST_BODY_MALFORMED,
+                    format!("JSONRequestBodyMalformed: {e}"),
+                )
+            })?
+        };
+        let Value::Object(request) = request else {
+            return Err(Failure::invalid("", "the request body must be a JSON object").into());
+        };
+        Ok(Call {
+            account,
+            queue,
+            request,
+            conn: parts.extensions.get::<Arc<Conn>>().cloned(),
+        })
+    }
+
+    /// The steps that need only the head of the request.
+    async fn check(
         app: &App,
         op: Operation,
-        path: Result<Path<(String, String)>, PathRejection>,
-        headers: &HeaderMap,
-        body: Body,
-    ) -> Result<Call, Failure> {
-        app.requests.fetch_add(1, Ordering::Relaxed);
+        parts: &mut Parts,
+    ) -> Result<(String, String), Failure> {
         if let Some(fault) = app.faults.take(op) {
             if let Some(stall) = fault.stall {
                 tokio::time::sleep(stall).await;
@@ -135,51 +282,37 @@ impl Call {
                 return Err(Failure::Injected(fault));
             }
         }
-        let Ok(Path((account_id, queue_id))) = path else {
+        let Ok(Path((account, queue))) =
+            Path::<(String, String)>::from_request_parts(parts, &()).await
+        else {
             return Err(Failure::no_route());
         };
-        auth::authenticate(app.auth.as_ref(), headers)?;
-        for (field, id) in [("account_id", &account_id), ("queue_id", &queue_id)] {
-            app.limits
-                .check_id(field, id)
-                .map_err(|e| Failure::bad_request(10107, format!("QueueIDMalformed: {e}")))?;
+        auth::authenticate(app.auth.as_ref(), &parts.headers)?;
+        for (field, id) in [("account_id", &account), ("queue_id", &queue)] {
+            app.limits.check_id(field, id).map_err(|e| {
+                Failure::bad_request(codes::QUEUE_ID_MALFORMED, format!("QueueIDMalformed: {e}"))
+            })?;
         }
         if app
             .strict_queues
             .as_ref()
-            .is_some_and(|known| !known.contains(&queue_id))
+            .is_some_and(|known| !known.contains(&queue))
         {
-            return Err(Failure::new(StatusCode::NOT_FOUND, 10104, "QueueNotFound"));
-        }
-
-        let bytes = axum::body::to_bytes(body, app.max_body_bytes)
-            .await
-            .map_err(|_| {
-                let code = if op == Operation::Batch { 10205 } else { 10204 };
-                Failure::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    code,
-                    format!("request body exceeds {} bytes", app.max_body_bytes),
-                )
-            })?;
-        // An absent body reads as `{}`: every field of pull, peek and ack is optional.
-        let request: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
-            Value::Object(Map::new())
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                Failure::bad_request(10208, format!("JSONRequestBodyMalformed: {e}"))
-            })?
-        };
-        let Value::Object(request) = request else {
-            return Err(Failure::invalid(
-                "",
-                "the request body must be a JSON object",
+            return Err(Failure::new(
+                StatusCode::NOT_FOUND,
+                codes::QUEUE_NOT_FOUND,
+                "QueueNotFound",
             ));
-        };
-        Ok(Call {
-            queue: queue_id,
-            request,
-        })
+        }
+        Ok((account, queue))
+    }
+
+    /// The queue the call applies to.
+    fn at(&self) -> At<'_> {
+        At {
+            account: &self.account,
+            queue: &self.queue,
+        }
     }
 }
 

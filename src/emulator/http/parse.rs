@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 
 use super::super::state::{BodyKind, NewMessage};
 use super::failure::Failure;
+use crate::codes;
 use crate::limits::Limits;
 
 /// Parses one pushed message; returns it with the bytes it counts for.
@@ -17,11 +18,14 @@ pub(super) fn parse_message(
         Some(Value::String(t)) if t == "text" => BodyKind::Text,
         Some(Value::String(t)) if t == "json" => BodyKind::Json,
         None | Some(Value::Null) => BodyKind::Json,
+        // Cloudflare's error-code table: 10203 MessageMetadataInvalid,
+        // "invalid content type" (developers.cloudflare.com/queues/reference/error-codes/).
         Some(_) => {
-            return Err(Failure::invalid(
-                &format!("{pointer}/content_type"),
-                "content_type must be \"text\" or \"json\"",
-            ));
+            return Err(Failure::bad_request(
+                codes::MESSAGE_METADATA_INVALID,
+                "MessageMetadataInvalid: content_type must be \"text\" or \"json\"",
+            )
+            .at(&format!("{pointer}/content_type")));
         }
     };
     let body = match (kind, item.get("body")) {

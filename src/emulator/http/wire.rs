@@ -1,24 +1,16 @@
-//! The response shapes, serialized straight from typed structs.
+//! The response shapes, serialized straight from typed structs. Pulled and
+//! peeked messages are serialized field by field here, and their bodies
+//! piece by piece in [`stream`](super::stream).
 
 use std::collections::BTreeMap;
 
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
 use serde::Serialize;
 
 use super::super::state::{BodyKind, Metrics};
 use super::failure::Failure;
-
-pub(super) fn encode_body(kind: BodyKind, body: &[u8]) -> String {
-    match kind {
-        BodyKind::Text => String::from_utf8_lossy(body).into_owned(),
-        BodyKind::Json | BodyKind::Bytes | BodyKind::V8 => {
-            base64::engine::general_purpose::STANDARD.encode(body)
-        }
-    }
-}
 
 // The response shapes, serialized straight to bytes: building a JSON tree
 // first copied every pulled message several times (a third of pull's cost).
@@ -39,8 +31,7 @@ pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, Failure> {
         messages: [],
         result,
     };
-    serde_json::to_vec(&envelope)
-        .map_err(|e| Failure::new(StatusCode::INTERNAL_SERVER_ERROR, 15000, e.to_string()))
+    serde_json::to_vec(&envelope).map_err(Failure::internal)
 }
 
 #[derive(Serialize)]
@@ -97,19 +88,19 @@ impl MessageMetadata {
     }
 }
 
+/// A pulled message but its body.
 #[derive(Serialize)]
-pub(super) struct PulledMessage {
+pub(super) struct PulledFields {
     pub(super) id: String,
     pub(super) attempts: u32,
-    pub(super) body: String,
     pub(super) lease_id: String,
     pub(super) metadata: MessageMetadata,
     pub(super) timestamp_ms: u64,
 }
 
+/// The pull result but its messages.
 #[derive(Serialize)]
-pub(super) struct PullResult {
-    pub(super) messages: Vec<PulledMessage>,
+pub(super) struct PullRest {
     pub(super) message_backlog_count: u64,
     pub(super) metadata: ResultMetadata,
 }
@@ -123,21 +114,20 @@ pub(super) struct AckResult {
     pub(super) warnings: BTreeMap<String, String>,
 }
 
+/// A peeked message but its body.
 #[derive(Serialize)]
-pub(super) struct PeekedMessage {
+pub(super) struct PeekedFields {
     pub(super) id: String,
     pub(super) attempts: u32,
-    pub(super) body: String,
     #[serde(rename = "ref")]
     pub(super) peek_ref: String,
     pub(super) metadata: MessageMetadata,
     pub(super) timestamp_ms: u64,
 }
 
+/// The peek result has nothing but its messages.
 #[derive(Serialize)]
-pub(super) struct PeekResult {
-    pub(super) messages: Vec<PeekedMessage>,
-}
+pub(super) struct PeekRest {}
 
 #[derive(Serialize)]
 pub(super) struct PurgeResult {
@@ -145,11 +135,11 @@ pub(super) struct PurgeResult {
     pub(super) warnings: BTreeMap<String, String>,
 }
 
-pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: impl Into<axum::body::Body>) -> Response {
     (
         status,
         [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        body,
+        body.into(),
     )
         .into_response()
 }

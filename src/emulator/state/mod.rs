@@ -10,6 +10,12 @@
 //! operation costs O(k log n) in the number k of messages it touches, never a
 //! scan of the backlog, and no input can make it panic.
 //!
+//! Queues belong to an account: the same queue id under two account ids
+//! names two queues ([`At`]). A queue exists while it holds something a
+//! client can still read; an empty one is dropped after the operation that
+//! emptied it, and expired peek refs are swept even from queues no one
+//! touches any more, so memory follows what is stored, not what was asked.
+//!
 //! - [`broker`]: the service as a whole, routing operations to queues and
 //!   dead letters between them;
 //! - [`queue`]: one queue's indexes, leases and peek refs;
@@ -25,6 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub use broker::Broker;
+pub use tokens::RandomSource;
 
 /// Most peek refs remembered per queue; older refs are forgotten first so the
 /// ref map cannot grow without bound however often clients peek. (A single
@@ -43,10 +50,21 @@ pub(super) const SHRINK_ABOVE: usize = 1024;
 /// controlled and may be absurdly large.
 pub(super) const MAX_PREALLOC: usize = 1024;
 
-pub(super) const LEASE_UNKNOWN: &str = "lease expired or unknown";
+pub(super) const LEASE_UNKNOWN: &str = "lease unknown, or its message was already deleted";
 pub(super) const LEASE_DUPLICATE: &str = "lease already acknowledged or retried in this request";
 pub(super) const REF_UNKNOWN: &str = "peek reference unknown or expired";
 pub(super) const REF_GONE: &str = "message already deleted";
+pub(super) const LEASED_ELSEWHERE: &str =
+    "message is leased to another consumer now; the retry of an expired lease was not applied";
+
+/// Where an operation applies: a queue of an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At<'a> {
+    /// The account id of the path.
+    pub account: &'a str,
+    /// The queue id of the path.
+    pub queue: &'a str,
+}
 
 pub(super) fn len_u64(len: usize) -> u64 {
     u64::try_from(len).unwrap_or(u64::MAX)
@@ -136,9 +154,9 @@ pub struct Metrics {
 /// Outcome of [`Broker::ack`]; bad lease ids are reported, never errors.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AckReport {
-    /// Messages deleted by an ack of a live lease.
+    /// Messages this call deleted.
     pub ack_count: u32,
-    /// Messages released (or dead-lettered) by a retry of a live lease.
+    /// Messages this call made visible again later (or dead-lettered).
     pub retry_count: u32,
     /// Lease id -> why it was ignored.
     pub warnings: BTreeMap<String, String>,
@@ -159,10 +177,9 @@ pub struct BrokerConfig {
     /// A message whose lease expires, or which is retried, with at least this
     /// many attempts is dropped or dead-lettered instead of requeued.
     pub max_retries: u32,
-    /// Queue id -> the queue that receives its dead-lettered messages.
+    /// Queue id -> the queue that receives its dead-lettered messages, in
+    /// the same account.
     pub dead_letter_queues: HashMap<String, String>,
-    /// Seeds token generation, so separate brokers issue different tokens.
-    pub seed: u64,
 }
 
 impl Default for BrokerConfig {
@@ -171,7 +188,6 @@ impl Default for BrokerConfig {
         BrokerConfig {
             max_retries: 3,
             dead_letter_queues: HashMap::new(),
-            seed: 0x5eed_c10d_f1a2_e000,
         }
     }
 }

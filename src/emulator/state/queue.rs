@@ -3,12 +3,14 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use super::tokens::{KeyMap, LEASE_TAILS, parse_token};
-use super::{BodyKind, Metrics, PEEK_REF_CAP, PEEK_REF_TTL_MS, SHRINK_ABOVE, len_u64};
+use super::tokens::KeyMap;
+use super::{
+    BodyKind, LEASED_ELSEWHERE, Metrics, PEEK_REF_CAP, PEEK_REF_TTL_MS, SHRINK_ABOVE, len_u64,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Lease {
-    pub(super) key: u64,
+    pub(super) key: u128,
     pub(super) expiry_ms: u64,
 }
 
@@ -20,7 +22,12 @@ pub(super) struct Stored {
     pub(super) attempts: u32,
     /// Meaningful only while `lease` is `None`: the key in `Queue::ready`.
     pub(super) visible_at_ms: u64,
+    /// The live lease, if the message is in flight.
     pub(super) lease: Option<Lease>,
+    /// Every lease id issued for this message, the live one included: a
+    /// stale lease stays usable while its message exists, and all of them
+    /// leave `Queue::leases` when it is deleted.
+    pub(super) issued: Vec<u128>,
 }
 
 /// A message on its way to a dead-letter queue.
@@ -51,20 +58,22 @@ impl PeekRef {
 /// so pulls and expiries only walk the entries they act upon.
 #[derive(Debug, Default)]
 pub(super) struct Queue {
-    pub(super) messages: KeyMap<Stored>,
+    pub(super) messages: KeyMap<u64, Stored>,
     pub(super) ready: BTreeSet<(u64, u64)>,
     pub(super) inflight: BTreeSet<(u64, u64)>,
-    /// Live lease key -> message seq; entries leave as soon as a lease is
-    /// consumed or expires so the map tracks only in-flight messages.
-    pub(super) leases: KeyMap<u64>,
+    /// Every lease id issued for a message that still exists -> its seq.
+    pub(super) leases: KeyMap<u128, u64>,
     /// (push timestamp, seq) so the oldest message is found in O(log n).
     pub(super) oldest: BTreeSet<(u64, u64)>,
     pub(super) bytes: u64,
     pub(super) dead_lettered: u64,
-    pub(super) refs: KeyMap<PeekRef>,
+    pub(super) refs: KeyMap<u128, PeekRef>,
     /// Ref keys in issue order, for cap and age eviction; always holds exactly
     /// the keys of `refs`.
-    pub(super) ref_order: VecDeque<u64>,
+    pub(super) ref_order: VecDeque<u128>,
+    /// When the broker's sweep will next trim this queue's refs, if it is
+    /// scheduled to.
+    pub(super) sweep_due_ms: Option<u64>,
 }
 
 impl Queue {
@@ -74,6 +83,13 @@ impl Queue {
             backlog_bytes: self.bytes,
             oldest_message_timestamp_ms: self.oldest.first().map_or(0, |&(ts, _)| ts),
         }
+    }
+
+    /// Nothing in it that anyone can still read: no message (so no lease
+    /// and no ref either) and no dead-letter count. Such a queue is dropped,
+    /// so that a stream of new queue ids costs nothing once they are empty.
+    pub(super) fn is_reclaimable(&self) -> bool {
+        self.messages.is_empty() && self.refs.is_empty() && self.dead_lettered == 0
     }
 
     pub(super) fn insert(&mut self, seq: u64, moved: Moved) {
@@ -89,21 +105,24 @@ impl Queue {
                 attempts: 0,
                 visible_at_ms: moved.visible_at_ms,
                 lease: None,
+                issued: Vec::new(),
             },
         );
     }
 
-    /// Deletes a message from every index; its lease, if any, goes stale.
+    /// Deletes a message from every index, and forgets all its lease ids.
     pub(super) fn remove(&mut self, seq: u64) -> Option<Stored> {
         let stored = self.messages.remove(&seq)?;
         match stored.lease {
             Some(lease) => {
                 self.inflight.remove(&(lease.expiry_ms, seq));
-                self.leases.remove(&lease.key);
             }
             None => {
                 self.ready.remove(&(stored.visible_at_ms, seq));
             }
+        }
+        for key in &stored.issued {
+            self.leases.remove(key);
         }
         self.oldest.remove(&(stored.timestamp_ms, seq));
         self.bytes = self.bytes.saturating_sub(len_u64(stored.body.len()));
@@ -147,7 +166,8 @@ impl Queue {
     }
 
     /// Ends every lease that expired by `now_ms`: the message becomes visible
-    /// at its expiry time, or is dead-lettered if out of attempts.
+    /// at its expiry time, or is dead-lettered if out of attempts. The lease
+    /// id goes stale but stays known while the message exists.
     pub(super) fn expire(
         &mut self,
         now_ms: u64,
@@ -163,16 +183,55 @@ impl Queue {
             let Some(stored) = self.messages.get_mut(&seq) else {
                 continue;
             };
-            if let Some(lease) = stored.lease.take() {
-                self.leases.remove(&lease.key);
-            }
+            stored.lease = None;
             stored.visible_at_ms = expiry_ms;
-            if stored.attempts >= max_retries {
+            if out_of_attempts(stored.attempts, max_retries) {
                 self.dead_letter(seq, expiry_ms, keep, moved);
             } else {
                 self.ready.insert((expiry_ms, seq));
             }
         }
+    }
+
+    /// Retries the message behind lease `key` (live or stale) of message
+    /// `seq`: it becomes visible after `delay_ms`, or is dead-lettered if out
+    /// of attempts.
+    ///
+    /// A stale lease may retry a message only while no one else holds it:
+    /// Cloudflare's pull-consumer page accepts late acks "even if the message
+    /// was delivered to another consumer", and says nothing of late retries,
+    /// so a late retry must not pull a message out from under its current
+    /// holder.
+    pub(super) fn retry(
+        &mut self,
+        key: u128,
+        seq: u64,
+        delay_ms: u64,
+        now_ms: u64,
+        (max_retries, keep): (u32, bool),
+        moved: &mut Vec<Moved>,
+    ) -> Result<(), &'static str> {
+        let Some(stored) = self.messages.get_mut(&seq) else {
+            return Err(super::LEASE_UNKNOWN);
+        };
+        match stored.lease {
+            Some(lease) if lease.key != key => return Err(LEASED_ELSEWHERE),
+            Some(lease) => {
+                self.inflight.remove(&(lease.expiry_ms, seq));
+                stored.lease = None;
+            }
+            None => {
+                self.ready.remove(&(stored.visible_at_ms, seq));
+            }
+        }
+        if out_of_attempts(stored.attempts, max_retries) {
+            self.dead_letter(seq, now_ms, keep, moved);
+        } else {
+            let visible_at_ms = now_ms.saturating_add(delay_ms);
+            stored.visible_at_ms = visible_at_ms;
+            self.ready.insert((visible_at_ms, seq));
+        }
+        Ok(())
     }
 
     /// Forgets refs beyond the cap or TTL, and all of them once the queue is
@@ -199,11 +258,23 @@ impl Queue {
         }
     }
 
-    /// Resolves a lease id to its message if the lease is still live.
-    pub(super) fn live_lease(&self, lease_id: &str, now_ms: u64) -> Option<(u64, u64)> {
-        let key = parse_token(lease_id, LEASE_TAILS)?;
-        let &seq = self.leases.get(&key)?;
-        let lease = self.messages.get(&seq)?.lease?;
-        (lease.key == key && lease.expiry_ms > now_ms).then_some((key, seq))
+    /// When the oldest ref left expires, if any is left.
+    pub(super) fn next_ref_expiry(&self) -> Option<u64> {
+        let oldest = self.ref_order.front()?;
+        let created = self.refs.get(oldest)?.created_ms;
+        Some(created.saturating_add(PEEK_REF_TTL_MS))
     }
+}
+
+/// Whether a message that has been delivered `attempts` times is done with.
+///
+/// Cloudflare's docs give two readings of `max_retries`. The pull-consumer
+/// page (developers.cloudflare.com/queues/configuration/pull-consumers/)
+/// says a message is deleted or dead-lettered "when `attempts` reaches
+/// `max_retries`"; the dead-letter page ("after retrying delivery, by
+/// default, 3 times") and Miniflare allow `max_retries + 1` deliveries. This
+/// emulator serves pull consumers, so it follows the pull-consumer page:
+/// with the default of 3, a message is delivered at most 3 times.
+fn out_of_attempts(attempts: u32, max_retries: u32) -> bool {
+    attempts >= max_retries
 }

@@ -1,5 +1,7 @@
-//! Unit tests of the broker; the randomized run is in [`randomized`].
+//! Unit tests of the broker. Queue lifetimes, accounts and late leases are
+//! in [`lifecycle`]; the randomized run is in [`randomized`].
 
+mod lifecycle;
 mod randomized;
 
 use std::collections::{HashMap, HashSet};
@@ -7,6 +9,23 @@ use std::collections::{HashMap, HashSet};
 use super::*;
 
 const VIS: u64 = 30_000;
+
+/// The account of the tests that use one.
+const ACCOUNT: &str = "acct";
+
+/// A bare queue id names that queue of [`ACCOUNT`].
+impl<'a> From<&'a str> for At<'a> {
+    fn from(queue: &'a str) -> At<'a> {
+        At {
+            account: ACCOUNT,
+            queue,
+        }
+    }
+}
+
+fn new_broker(config: BrokerConfig) -> Broker {
+    Broker::new(config, RandomSource::seeded(7))
+}
 
 fn text(body: &str) -> NewMessage {
     NewMessage {
@@ -24,16 +43,15 @@ fn delayed(body: &str, delay_ms: u64) -> NewMessage {
 }
 
 fn broker() -> Broker {
-    Broker::new(BrokerConfig::default())
+    new_broker(BrokerConfig::default())
 }
 
 fn broker_with_dlq(max_retries: u32) -> Broker {
     let mut dead_letter_queues = HashMap::new();
     dead_letter_queues.insert("q".to_owned(), "dlq".to_owned());
-    Broker::new(BrokerConfig {
+    new_broker(BrokerConfig {
         max_retries,
         dead_letter_queues,
-        seed: 7,
     })
 }
 
@@ -63,21 +81,37 @@ fn is_hex(s: &str, len: usize) -> bool {
 }
 
 impl Broker {
+    /// A queue of [`ACCOUNT`] that must exist.
+    fn queue(&self, name: &str) -> &queue::Queue {
+        let queue = self
+            .accounts
+            .get(ACCOUNT)
+            .and_then(|queues| queues.get(name));
+        queue.expect("the queue exists")
+    }
+
     /// Checks every internal index against the stored messages.
     fn check_invariants(&self) {
-        for (name, q) in &self.queues {
+        let queues = self.accounts.values().flat_map(|queues| queues.iter());
+        for (name, q) in queues {
+            assert!(!q.is_reclaimable(), "{name}: empty queue kept");
             let mut bytes = 0u64;
             let mut oldest = None::<u64>;
             let mut leased = 0usize;
+            let mut issued = 0usize;
             for (&seq, s) in &q.messages {
                 bytes += s.body.len() as u64;
                 oldest = Some(oldest.map_or(s.timestamp_ms, |o| o.min(s.timestamp_ms)));
+                issued += s.issued.len();
+                for key in &s.issued {
+                    assert_eq!(q.leases.get(key), Some(&seq), "{name}: lease map");
+                }
                 assert!(q.oldest.contains(&(s.timestamp_ms, seq)), "{name}: oldest");
                 match s.lease {
                     Some(l) => {
                         leased += 1;
                         assert!(q.inflight.contains(&(l.expiry_ms, seq)), "{name}: inflight");
-                        assert_eq!(q.leases.get(&l.key), Some(&seq), "{name}: lease map");
+                        assert_eq!(s.issued.last(), Some(&l.key), "{name}: live lease");
                         assert!(s.attempts >= 1);
                     }
                     None => assert!(q.ready.contains(&(s.visible_at_ms, seq)), "{name}: ready"),
@@ -91,7 +125,14 @@ impl Broker {
                 "{name}: index"
             );
             assert_eq!(q.inflight.len(), leased, "{name}: inflight len");
-            assert_eq!(q.leases.len(), leased, "{name}: leases len");
+            assert_eq!(q.leases.len(), issued, "{name}: leases len");
+            if let Some(due) = q.sweep_due_ms {
+                let scheduled = self.sweeps.iter().any(|(d, _, n)| *d == due && n == name);
+                assert!(scheduled, "{name}: sweep");
+            }
+            if !q.refs.is_empty() {
+                assert!(q.sweep_due_ms.is_some(), "{name}: refs never swept");
+            }
             assert_eq!(q.refs.len(), q.ref_order.len(), "{name}: refs");
             assert!(q.refs.len() <= PEEK_REF_CAP, "{name}: ref cap");
             let m = q.metrics();
@@ -115,26 +156,8 @@ fn default_config() {
     let config = BrokerConfig::default();
     assert_eq!(config.max_retries, 3);
     assert!(config.dead_letter_queues.is_empty());
-    let b = Broker::new(config.clone());
+    let b = new_broker(config.clone());
     assert_eq!(b.config(), &config);
-}
-
-#[test]
-fn queues_are_created_on_first_use_by_any_op() {
-    let mut b = broker();
-    assert!(!b.has_queue("a"));
-    assert_eq!(b.metrics("a", 0), Metrics::default());
-    assert!(b.has_queue("a"));
-    b.peek("b", 10, 0);
-    b.pull("c", 10, VIS, 0);
-    b.ack("d", &[], &[], 0);
-    b.purge("e", &[], 0);
-    b.push("f", vec![], 0);
-    for name in ["b", "c", "d", "e", "f"] {
-        assert!(b.has_queue(name), "{name}");
-    }
-    assert_eq!(b.dead_lettered("zzz"), 0);
-    assert!(!b.has_queue("zzz"));
 }
 
 #[test]
@@ -165,7 +188,7 @@ fn push_sets_fields_and_metrics() {
     assert_eq!(d[0].timestamp_ms, 1_000);
     assert_eq!(d[2].timestamp_ms, 2_000);
     assert!(is_hex(&d[0].id, 32));
-    assert!(is_hex(&d[0].lease_id, 48));
+    assert!(is_hex(&d[0].lease_id, 32));
 }
 
 #[test]
@@ -229,43 +252,15 @@ fn concurrent_pulls_are_disjoint() {
 }
 
 #[test]
-fn expired_lease_requeues_and_goes_stale() {
-    let mut b = broker();
-    b.push("q", vec![text("a"), text("b")], 0);
-    let (d, _) = b.pull("q", 1, 100, 0);
-    assert_eq!(bodies(&d), ["a"]);
-    let old_lease = d[0].lease_id.clone();
-    // Still leased just before expiry.
-    let (d2, _) = b.pull("q", 10, 100, 99);
-    assert_eq!(bodies(&d2), ["b"]);
-    // At expiry the message is visible again, ordered by its expiry time.
-    let (d3, m) = b.pull("q", 10, 100, 100);
-    assert_eq!(bodies(&d3), ["a"]);
-    assert_eq!(d3[0].attempts, 2);
-    assert_eq!(d3[0].id, d[0].id);
-    assert_ne!(d3[0].lease_id, old_lease);
-    assert_eq!(m, metrics(2, 2, 0));
-    let r = b.ack("q", std::slice::from_ref(&old_lease), &[], 101);
-    assert_eq!(r.ack_count, 0);
-    assert_eq!(
-        r.warnings.get(&old_lease).map(String::as_str),
-        Some(LEASE_UNKNOWN)
-    );
-    // The new lease still works.
-    let r = b.ack("q", &leases(&d3), &[], 101);
-    assert_eq!(r.ack_count, 1);
-    assert!(r.warnings.is_empty());
-    b.check_invariants();
-}
-
-#[test]
-fn ack_at_expiry_is_stale_and_zero_visibility_expires_at_once() {
+fn ack_at_expiry_is_late_but_accepted_and_zero_visibility_expires_at_once() {
     let mut b = broker();
     b.push("q", vec![text("a")], 0);
     let (d, _) = b.pull("q", 1, 50, 0);
     let r = b.ack("q", &leases(&d), &[], 50);
-    assert_eq!(r.ack_count, 0);
-    assert_eq!(r.warnings.len(), 1);
+    assert_eq!((r.ack_count, r.warnings.len()), (1, 0));
+    b.push("q", vec![text("b")], 55);
+    let (d, _) = b.pull("q", 1, 0, 60);
+    assert_eq!(d[0].attempts, 1);
     let (d, _) = b.pull("q", 1, 0, 60);
     assert_eq!(d[0].attempts, 2);
     let (again, _) = b.pull("q", 1, 0, 60);
@@ -313,10 +308,12 @@ fn retry_requeues_immediately_or_after_delay() {
     assert!(d3.is_empty());
     let (d4, _) = b.pull("q", 10, VIS, 1_010);
     assert_eq!(bodies(&d4), ["b"]);
-    // A retried lease is consumed.
+    // A retried lease stays usable while its message exists: its late ack
+    // deletes the message now held by the second delivery.
     let r = b.ack("q", &[d[0].lease_id.clone()], &[], 1_011);
-    assert_eq!(r.ack_count, 0);
-    assert_eq!(r.warnings.len(), 1);
+    assert_eq!((r.ack_count, r.warnings.len()), (1, 0));
+    let r = b.ack("q", &leases(&d2), &[], 1_012);
+    assert_eq!((r.ack_count, r.warnings.len()), (0, 1));
     b.check_invariants();
 }
 
@@ -331,6 +328,7 @@ fn duplicate_and_unknown_leases_warn() {
         String::new(),
         "nope".to_owned(),
         "0".repeat(48),
+        "0".repeat(32),
         l1.to_uppercase(),
         format!("+{}", &l1[1..]),
         l1.replace(|c: char| c == l1.chars().last().unwrap_or('0'), "g"),
@@ -359,10 +357,12 @@ fn duplicate_and_unknown_leases_warn() {
             "{j:?}"
         );
     }
-    // Used in an earlier call: unknown now.
+    // In a later call, the acked message is gone; the retried one is back
+    // in the queue and no one holds it, so its old lease retries it again.
     let r = b.ack("q", std::slice::from_ref(&l0), &[(l1.clone(), 0)], 2);
-    assert_eq!((r.ack_count, r.retry_count), (0, 0));
-    assert_eq!(r.warnings.len(), 2);
+    assert_eq!((r.ack_count, r.retry_count), (0, 1));
+    assert_eq!(r.warnings.len(), 1);
+    assert_eq!(r.warnings.get(&l0).map(String::as_str), Some(LEASE_UNKNOWN));
     b.check_invariants();
 }
 
@@ -407,7 +407,7 @@ fn peek_ref_is_not_a_lease_and_lease_is_not_a_ref() {
 
 #[test]
 fn max_retries_drops_without_dlq() {
-    let mut b = Broker::new(BrokerConfig {
+    let mut b = new_broker(BrokerConfig {
         max_retries: 2,
         ..BrokerConfig::default()
     });
@@ -440,7 +440,7 @@ fn max_retries_drops_without_dlq() {
 
 #[test]
 fn max_retries_zero_dead_letters_on_first_failure() {
-    let mut b = Broker::new(BrokerConfig {
+    let mut b = new_broker(BrokerConfig {
         max_retries: 0,
         ..BrokerConfig::default()
     });
@@ -507,10 +507,9 @@ fn self_and_chained_dead_letter_queues() {
     dead_letter_queues.insert("a".to_owned(), "b".to_owned());
     dead_letter_queues.insert("b".to_owned(), "c".to_owned());
     dead_letter_queues.insert("s".to_owned(), "s".to_owned());
-    let mut b = Broker::new(BrokerConfig {
+    let mut b = new_broker(BrokerConfig {
         max_retries: 1,
         dead_letter_queues,
-        seed: 1,
     });
     b.push("a", vec![text("x")], 0);
     b.pull("a", 1, 10, 0);
@@ -538,7 +537,7 @@ fn peek_does_not_lease() {
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].attempts, 0);
     assert_eq!(&*p[0].body, b"a");
-    assert!(is_hex(&p[0].peek_ref, 48));
+    assert!(is_hex(&p[0].peek_ref, 32));
     let again = b.peek("q", 1, 0);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, p[0].id);
@@ -606,7 +605,7 @@ fn peek_refs_expire_after_ttl() {
     let p = b.peek("q", 1, PEEK_REF_TTL_MS);
     let r = b.purge("q", &[p[0].peek_ref.clone()], 2 * PEEK_REF_TTL_MS - 1);
     assert_eq!(r.purged, 1);
-    assert!(b.queues["q"].refs.len() <= 1);
+    assert!(b.queue("q").refs.len() <= 1);
 }
 
 #[test]
@@ -617,20 +616,19 @@ fn peek_ref_map_is_bounded() {
     for _ in 0..(PEEK_REF_CAP / 1_000 + 5) {
         b.peek("q", 1_000, 1);
     }
-    let q = &b.queues["q"];
+    let q = &b.queue("q");
     assert_eq!(q.refs.len(), PEEK_REF_CAP);
     assert_eq!(q.ref_order.len(), PEEK_REF_CAP);
     let r = b.purge("q", &[first[0].peek_ref.clone()], 2);
     assert_eq!(r.purged, 0, "oldest ref was evicted");
     // Age eviction on any later touch.
     b.metrics("q", 1 + PEEK_REF_TTL_MS);
-    assert!(b.queues["q"].refs.is_empty());
-    // Draining the queue forgets every ref.
+    assert!(b.queue("q").refs.is_empty());
+    // Draining the queue forgets every ref, and the queue with them.
     b.peek("q", 10, 2 + PEEK_REF_TTL_MS);
     let (d, _) = b.pull("q", usize::MAX, VIS, 3 + PEEK_REF_TTL_MS);
     b.ack("q", &leases(&d), &[], 4 + PEEK_REF_TTL_MS);
-    let q = &b.queues["q"];
-    assert!(q.refs.is_empty() && q.refs.capacity() == 0 && q.ref_order.capacity() == 0);
+    assert!(!b.has_queue("q") && b.sweeps.is_empty());
     b.check_invariants();
 }
 
@@ -668,11 +666,13 @@ fn metrics_exact_after_every_op_and_zero_after_drain() {
         let r = b.ack(queue, &leases(&d), &[], 2_001);
         assert_eq!(r.ack_count as usize, d.len());
         assert_eq!(b.metrics(queue, 2_001), Metrics::default());
-        let q = &b.queues[queue];
-        assert!(q.messages.capacity() <= SHRINK_ABOVE);
-        assert!(q.leases.capacity() <= SHRINK_ABOVE);
-        assert!(q.ready.is_empty() && q.inflight.is_empty() && q.oldest.is_empty());
     }
+    // The source keeps its dead-letter count, and gave its memory back.
+    let q = b.queue("q");
+    assert!(q.messages.capacity() <= SHRINK_ABOVE);
+    assert!(q.leases.capacity() <= SHRINK_ABOVE);
+    assert!(q.ready.is_empty() && q.inflight.is_empty() && q.oldest.is_empty());
+    assert!(!b.has_queue("dlq"), "nothing readable is left in the DLQ");
     b.check_invariants();
 }
 
@@ -687,7 +687,7 @@ fn ids_and_leases_unique_over_10k() {
         assert_eq!(d.len(), 10_000);
         for delivery in &d {
             assert!(is_hex(&delivery.id, 32));
-            assert!(is_hex(&delivery.lease_id, 48));
+            assert!(is_hex(&delivery.lease_id, 32));
             assert!(lease_ids.insert(delivery.lease_id.clone()));
             if round == 0 {
                 assert!(ids.insert(delivery.id.clone()));
@@ -700,31 +700,13 @@ fn ids_and_leases_unique_over_10k() {
     let p = b.peek("p", usize::MAX, 0);
     let refs: HashSet<_> = p.iter().map(|p| p.peek_ref.clone()).collect();
     assert_eq!(refs.len(), 10_000);
-    assert!(refs.iter().all(|r| is_hex(r, 48)));
+    assert!(refs.iter().all(|r| is_hex(r, 32)));
     assert!(refs.is_disjoint(&lease_ids));
     let peeked_ids: HashSet<_> = p.iter().map(|p| p.id.clone()).collect();
     assert_eq!(peeked_ids.len(), 10_000);
     assert!(peeked_ids.is_disjoint(&ids));
     assert_eq!(ids.len(), 10_000);
     assert_eq!(lease_ids.len(), 30_000);
-}
-
-#[test]
-fn tokens_depend_on_seed_and_are_deterministic() {
-    let run = |seed| {
-        let mut b = Broker::new(BrokerConfig {
-            seed,
-            ..BrokerConfig::default()
-        });
-        b.push("q", vec![text("a")], 0);
-        let (d, _) = b.pull("q", 1, VIS, 0);
-        (d[0].id.clone(), d[0].lease_id.clone())
-    };
-    assert_eq!(run(1), run(1));
-    let (id1, l1) = run(1);
-    let (id2, l2) = run(2);
-    assert_ne!(id1, id2);
-    assert_ne!(l1, l2);
 }
 
 #[test]

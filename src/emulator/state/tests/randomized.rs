@@ -32,10 +32,9 @@ struct Tally {
 fn randomized_operations_keep_invariants() {
     let mut dead_letter_queues = HashMap::new();
     dead_letter_queues.insert("a".to_owned(), "d".to_owned());
-    let mut b = Broker::new(BrokerConfig {
+    let mut b = new_broker(BrokerConfig {
         max_retries: 3,
         dead_letter_queues,
-        seed: 99,
     });
     let names = ["a", "b", "d"];
     let mut rng = Rng(0x1234_5678_9abc_def1);
