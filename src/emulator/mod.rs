@@ -314,8 +314,8 @@ impl Emulator {
     /// Response bytes a connection may hold before the client reads them
     /// (default 64 KiB; at least 8 KiB); pull and peek answers are
     /// serialized only as this buffer drains, in pieces of a quarter of it
-    /// (at most 16 KiB). It also bounds a request head, which Cloudflare
-    /// limits to 32 KB.
+    /// (at most 16 KiB). It also bounds a request head: a client's heads
+    /// are a few hundred bytes, and a larger one gets 431.
     pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
         self.response_buffer_bytes = bytes;
         self
