@@ -189,9 +189,8 @@ fn encode_piece(
             // Escaping makes at most six bytes of one (`\u0001`); at least
             // four input bytes hold a whole character.
             let mut end = offset.saturating_add((budget / 6).max(4)).min(body.len());
-            while end > offset
-                && std::str::from_utf8(body.get(offset..end).unwrap_or_default()).is_err()
-            {
+            // Back off continuation bytes (10xxxxxx) to end on a character.
+            while end > offset && body.get(end).is_some_and(|b| b & 0xc0 == 0x80) {
                 end -= 1;
             }
             let piece =
