@@ -147,6 +147,41 @@ async fn trickling_and_silent_clients_are_closed_by_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn a_body_that_stops_arriving_is_cut_by_the_body_timeout() {
+    let emulator = start(|e| e.body_timeout(Duration::from_millis(300))).await;
+    let mut stream = TcpStream::connect(emulator.local_addr())
+        .await
+        .expect("connect");
+    let head = post_head(
+        &path(EMULATOR_ACCOUNT_ID, "slow", ""),
+        Some("Bearer abuse-token"),
+        1000,
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream
+        .write_all(b"{\"body\":")
+        .await
+        .expect("part of the body");
+    let started = Instant::now();
+    let mut pending = Vec::new();
+    let (status, body) = read_response(&mut stream, &mut pending)
+        .await
+        .expect("answer");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let body: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        (status, body["errors"][0]["code"].as_u64()),
+        (408, Some(10201))
+    );
+    assert!(closed_within(&mut stream, Duration::from_secs(2)).await);
+    assert_eq!(emulator.metrics("slow").backlog_count, 0);
+}
+
+#[tokio::test]
 async fn idle_keep_alive_connections_are_closed_by_the_idle_timeout() {
     let emulator = start(|e| {
         e.idle_timeout(Duration::from_millis(300))
