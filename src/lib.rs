@@ -104,6 +104,7 @@
 //! - `emulator`: [`emulator`], a local emulator of the API for tests and offline work.
 //! - `cli`: the `cfq` command-line tool (enables `emulator`).
 //! - `consumer`: [`consumer`], a pull-consumer runtime that keeps leases alive, batches acks and shuts down gracefully.
+//! - `producer`: [`producer`], a producer that batches messages by count, bytes and linger.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -129,6 +130,9 @@ mod hooks;
 pub mod limits;
 mod message;
 mod operation;
+#[cfg(feature = "producer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "producer")))]
+pub mod producer;
 mod queue;
 mod ratelimit;
 mod request;
