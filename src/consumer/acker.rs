@@ -150,9 +150,7 @@ fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
         "acks and retries could not be flushed: their messages will be delivered again when their leases expire"
     );
     add(&shared.counters.unflushed, chunk.len() as u64);
-    for settlement in chunk {
-        shared.finish(settlement.key);
-    }
+    shared.finish_many(chunk.iter().map(|s| s.key));
 }
 
 async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
@@ -217,8 +215,8 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
             };
             add(counter, 1);
         }
-        shared.finish(settlement.key);
     }
+    shared.finish_many(chunk.iter().map(|s| s.key));
     if unattributed > 0 {
         add(&counters.settle_warnings, unattributed as u64);
         tracing::warn!(

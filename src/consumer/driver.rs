@@ -259,6 +259,7 @@ fn dispatch(
         return;
     }
     let mut batch = Vec::new();
+    let mut tasks = Vec::with_capacity(registered.len());
     for (message, ticket) in registered {
         let key = ticket.key;
         if let Some(error) = undecodable(&message) {
@@ -271,14 +272,14 @@ fn dispatch(
                 "a message body cannot be decoded; it goes to the poison callback"
             );
             let task = tokio::spawn(poison(Leased::new(message, ticket), error));
-            shared.table().set_abort(key, task.abort_handle());
+            tasks.push((key, task.abort_handle()));
             continue;
         }
         let leased = Leased::new(message, ticket);
         match mode {
             Mode::Each(handler) => {
                 let task = tokio::spawn(handler(leased));
-                shared.table().set_abort(key, task.abort_handle());
+                tasks.push((key, task.abort_handle()));
             }
             Mode::Batch(_) => batch.push((key, leased)),
             Mode::Stream(sender) => {
@@ -292,10 +293,11 @@ fn dispatch(
     {
         let (keys, leased): (Vec<u64>, Vec<Leased>) = batch.into_iter().unzip();
         let task = tokio::spawn(handler(leased));
-        let mut table = shared.table();
-        for key in keys {
-            table.set_abort(key, task.abort_handle());
-        }
+        tasks.extend(keys.into_iter().map(|key| (key, task.abort_handle())));
+    }
+    let mut table = shared.table();
+    for (key, abort) in tasks {
+        table.set_abort(key, abort);
     }
 }
 

@@ -155,12 +155,28 @@ impl Shared {
 
     /// Forgets a lease whose fate is known, and frees its slot.
     pub(crate) fn finish(&self, key: u64) {
-        let Some(entry) = self.table().remove(key) else {
+        self.finish_many([key]);
+    }
+
+    /// Forgets leases whose fate is known, and frees their slots together:
+    /// freed one by one, they would wake the puller for pulls of one.
+    pub(crate) fn finish_many(&self, keys: impl IntoIterator<Item = u64>) {
+        let (mut count, mut bytes) = (0, 0);
+        {
+            let mut table = self.table();
+            for key in keys {
+                if let Some(entry) = table.remove(key) {
+                    count += 1;
+                    bytes += entry.bytes;
+                }
+            }
+        }
+        if count == 0 {
             return;
-        };
-        self.slots.add_permits(1);
-        sub(&self.counters.in_flight, 1);
-        sub(&self.counters.in_flight_bytes, entry.bytes);
+        }
+        self.slots.add_permits(count);
+        sub(&self.counters.in_flight, count as u64);
+        sub(&self.counters.in_flight_bytes, bytes);
         self.bytes_freed.notify_waiters();
     }
 
