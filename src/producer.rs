@@ -31,6 +31,14 @@
 //! # fn main() {}
 //! ```
 //!
+//! # Settings
+//!
+//! | setting | default | why |
+//! |---|---|---|
+//! | [`linger`](ProducerBuilder::linger) | 5 ms | little latency next to a push, time for a batch to fill |
+//! | [`max_buffered`](ProducerBuilder::max_buffered) | 1,000 messages | ten batches: keeps the batches in flight busy, bounds memory |
+//! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip, far from 429s |
+//!
 //! # Retries
 //!
 //! Each batch goes through the queue's own call path, so it is retried as

@@ -653,3 +653,73 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
     assert_eq!((summary.handled, summary.settle_requests), (10, 1));
     assert_eq!(emulator.metrics("batched").backlog_count, 5);
 }
+
+#[tokio::test(start_paused = true)]
+async fn spans_follow_the_opentelemetry_messaging_conventions() {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let log = helpers_support::SharedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    // The test's runtime is current-thread: every task logs on this thread.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "traced");
+    push_texts(&queue, 2).await;
+    let consumer = Consumer::builder(queue.clone()).build().expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually("acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
+    stop.cancel();
+    run.await.expect("task").expect("no fatal error");
+
+    let text = log.text();
+    let closed = |name: &str| -> Vec<String> {
+        // The span closing is the last of the line's chain: the consumer's
+        // own, not the client call it contains.
+        text.lines()
+            .filter(|l| l.contains(&format!(" {name}{{")))
+            .filter(|l| l.contains(": cf_queues::consumer::") && l.contains(": close "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let common = [
+        "messaging.system=\"cloudflare_queues\"",
+        "messaging.destination.name=\"traced\"",
+    ];
+    let receive = closed("receive");
+    assert!(
+        receive
+            .iter()
+            .any(|l| l.contains("messaging.batch.message_count=2")),
+        "{text}"
+    );
+    let process = closed("process");
+    assert_eq!(process.len(), 2, "{text}");
+    let settle = closed("settle");
+    assert_eq!(settle.len(), 1, "{text}");
+    assert!(
+        settle[0].contains("messaging.batch.message_count=2"),
+        "{text}"
+    );
+    for (lines, kind) in [
+        (&receive, "receive"),
+        (&process, "process"),
+        (&settle, "settle"),
+    ] {
+        for line in lines {
+            for attribute in common {
+                assert!(line.contains(attribute), "{line}");
+            }
+            let operation = format!("messaging.operation.type=\"{kind}\"");
+            assert!(line.contains(&operation), "{line}");
+            let name = format!("otel.name=\"{kind} traced\"");
+            assert!(line.contains(&name), "{line}");
+        }
+    }
+}

@@ -141,6 +141,7 @@ async fn reserve(shared: &Shared) -> Option<u32> {
     };
     first.forget();
     let mut count: u32 = 1;
+    // Only this task takes slots: what is free now stays free until taken.
     let free = shared.slots.available_permits();
     let extra = (settings.batch_size - 1).min(u32::try_from(free).unwrap_or(u32::MAX));
     if extra > 0
@@ -179,6 +180,11 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         // A pull in flight is not cancelled at shutdown: what it leased is
         // released at once instead of coming back only after its lease.
         let result = shared.queue.pull(options).instrument(span.clone()).await;
+        if let Ok(batch) = &result {
+            span.record("messaging.batch.message_count", batch.messages.len());
+        }
+        // The receive span ends with the pull, not after a wait.
+        drop(span);
         let wait = match result {
             Err(error) => {
                 shared.slots.add_permits(count as usize);
@@ -202,7 +208,6 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
             Ok(batch) => {
                 failing.reset();
                 let got = batch.messages.len();
-                span.record("messaging.batch.message_count", got);
                 let counters = &shared.counters;
                 add(&counters.pulls, 1);
                 add(&counters.received, got as u64);

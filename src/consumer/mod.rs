@@ -37,6 +37,24 @@
 //! # fn main() {}
 //! ```
 //!
+//! # Settings
+//!
+//! | setting | default | why |
+//! |---|---|---|
+//! | [`batch_size`](ConsumerBuilder::batch_size) | 100 | the API's maximum: fewest requests |
+//! | [`visibility_timeout`](ConsumerBuilder::visibility_timeout) | 30 s | Cloudflare's default; extended while handlers run |
+//! | [`max_in_flight`](ConsumerBuilder::max_in_flight) | 1,000 messages | Pub/Sub's default; pulls and flushes overlap |
+//! | [`max_bytes_in_flight`](ConsumerBuilder::max_bytes_in_flight) | 100 MB (soft) | Pub/Sub's default; bounds memory |
+//! | [`ack_batch_size`](ConsumerBuilder::ack_batch_size) | 100 | like a pull; no documented limit |
+//! | [`ack_interval`](ConsumerBuilder::ack_interval) | 100 ms | short next to a lease, gathers acks under load |
+//! | [`retry_delay`](ConsumerBuilder::retry_delay) | 1 s, doubling, at most 5 min | spares a failing dependency |
+//! | [`empty_backoff`](ConsumerBuilder::empty_backoff) | 100 ms to 5 s | short polling only; bounded latency |
+//! | [`error_backoff`](ConsumerBuilder::error_backoff) | 1 s to 30 s | after the client's own retries, outages last |
+//! | [`max_lease`](ConsumerBuilder::max_lease) | 1 hour | Pub/Sub's default; slower is likely stuck |
+//! | [`extend_margin`](ConsumerBuilder::extend_margin) | a third of the visibility timeout | room for an extension and its retries |
+//! | [`grace_period`](ConsumerBuilder::grace_period) | 10 s | fits Kubernetes' 30 s termination grace |
+//! | [`max_flush_attempts`](ConsumerBuilder::max_flush_attempts) | 5 | about 15 s of trying, then reported |
+//!
 //! # Leases
 //!
 //! Each message's lease is extended while its handler runs, a margin

@@ -103,3 +103,30 @@ pub async fn eventually(
 pub async fn ack_now(_message: PulledMessage) -> Result<cf_queues::consumer::Outcome, Infallible> {
     Ok(cf_queues::consumer::Outcome::Ack)
 }
+
+/// A log sink a test can read back.
+#[derive(Clone, Default)]
+pub struct SharedLog(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedLog {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("not poisoned")).into_owned()
+    }
+}
+
+impl std::io::Write for SharedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SharedLog {
+    type Writer = SharedLog;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
