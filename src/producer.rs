@@ -169,6 +169,12 @@ enum Item {
 /// An auto-batching producer for one queue; see [the module](self).
 ///
 /// Cheap to clone: clones share the buffer, the batches and the counters.
+///
+/// # Drop
+///
+/// When the last handle is dropped, what the producer holds is pushed in
+/// the background and its senders still get their outcomes; see
+/// [Close and drop](self#close-and-drop).
 #[derive(Clone, Debug)]
 pub struct Producer {
     sender: mpsc::Sender<Item>,
@@ -203,6 +209,27 @@ impl Producer {
     /// polled, after waiting for room in the buffer (backpressure): create
     /// many of these futures and await them together to let them share
     /// batches. The future is `'static`: it can be spawned.
+    ///
+    /// ```
+    /// # #[cfg(feature = "emulator")]
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use cf_queues::Message;
+    /// use cf_queues::producer::{Producer, ProducerError};
+    /// # let emulator = cf_queues::emulator::Emulator::new().start().await?;
+    /// # let queue = emulator.client()?.queue("events")?;
+    /// let producer = Producer::builder(queue).build()?;
+    /// // Spawned: the outcome is awaited elsewhere, the message batched meanwhile.
+    /// let pending = tokio::spawn(producer.send(Message::text("hello")));
+    /// match producer.send(Message::text("x".repeat(200_000))).await {
+    ///     Err(ProducerError::Rejected(error)) => println!("refused alone: {error}"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// pending.await??;
+    /// # Ok(()) }
+    /// # #[cfg(not(feature = "emulator"))]
+    /// # fn main() {}
+    /// ```
     ///
     /// # Errors
     ///

@@ -188,7 +188,9 @@ impl ConsumerError {
 /// A pull consumer of one queue; see [the module](self).
 ///
 /// Made with [`Consumer::builder`]; started with [`Consumer::run`],
-/// [`Consumer::run_batch`] or [`Consumer::stream`], which take it.
+/// [`Consumer::run_batch`] or [`Consumer::stream`], which take it. A
+/// consumer dropped before it was started has pulled nothing and leaves
+/// nothing behind.
 pub struct Consumer {
     shared: Arc<Shared>,
     inbox: mpsc::UnboundedReceiver<AckerMsg>,
@@ -207,6 +209,26 @@ impl fmt::Debug for Consumer {
 
 impl Consumer {
     /// A builder for a consumer of `queue`, with the defaults.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cf_queues::Client;
+    /// use cf_queues::consumer::{Consumer, RetryDelay};
+    ///
+    /// let queue = Client::builder()
+    ///     .api_token("token")
+    ///     .account_id("023e105f4ecef8ad9ca31a8372d0c353")
+    ///     .build()?
+    ///     .queue("orders")?;
+    /// let consumer = Consumer::builder(queue)
+    ///     .batch_size(50)
+    ///     .visibility_timeout(Duration::from_secs(60))
+    ///     .max_in_flight(200)
+    ///     .retry_delay(RetryDelay::exponential(Duration::from_secs(5), Duration::from_secs(600)))
+    ///     .build()?;
+    /// # drop(consumer);
+    /// # Ok::<(), cf_queues::Error>(())
+    /// ```
     pub fn builder(queue: Queue) -> ConsumerBuilder {
         ConsumerBuilder {
             queue,
