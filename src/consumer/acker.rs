@@ -2,17 +2,17 @@
 //! the flush interval, retrying failed flushes before it gives up on them.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::shared::{Action, Shared};
 use super::summary::add;
 use crate::error::Error;
-use crate::message::LeaseId;
 use crate::request::Acks;
 
 /// The longest server-requested wait honoured between flush attempts; a
@@ -23,69 +23,106 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 pub(crate) struct Settlement {
     pub key: u64,
-    pub lease_id: LeaseId,
     pub action: Action,
     pub queued_at: Instant,
 }
 
-#[derive(Debug)]
-pub(crate) enum AckerMsg {
-    Settle(Settlement),
-    /// Send everything pending, then answer and stop.
-    Finish(oneshot::Sender<()>),
+/// Settlements waiting for the acker. Whoever settles pushes here under a
+/// lock, and wakes the acker only for the first settlement (to start the
+/// interval) and for each full batch: a wake-up per settlement would cost
+/// more than the settlement.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    state: Mutex<InboxState>,
+    wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct InboxState {
+    pending: Vec<Settlement>,
+    finish: Option<oneshot::Sender<()>>,
+    closed: bool,
+}
+
+/// What the acker does next.
+enum Next {
+    Finish(oneshot::Sender<()>, Vec<Settlement>),
+    Flush(Vec<Settlement>),
+    Wait(Option<Instant>),
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        // Pushes and takes are single steps: a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues a settlement for a flush of up to `batch`; false once the
+    /// acker has finished.
+    pub(crate) fn push(&self, settlement: Settlement, batch: usize) -> bool {
+        let wake = {
+            let mut state = self.lock();
+            if state.closed {
+                return false;
+            }
+            state.pending.push(settlement);
+            let n = state.pending.len();
+            n == 1 || n.is_multiple_of(batch)
+        };
+        if wake {
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    /// Asks the acker to flush everything and stop; `done` is answered then.
+    pub(crate) fn finish(&self, done: oneshot::Sender<()>) {
+        self.lock().finish = Some(done);
+        self.wake.notify_one();
+    }
+
+    fn next(&self, batch: usize, interval: Duration) -> Next {
+        let mut state = self.lock();
+        if let Some(done) = state.finish.take() {
+            state.closed = true;
+            return Next::Finish(done, std::mem::take(&mut state.pending));
+        }
+        if state.pending.len() >= batch {
+            let rest = state.pending.split_off(batch);
+            return Next::Flush(std::mem::replace(&mut state.pending, rest));
+        }
+        Next::Wait(state.pending.first().map(|s| s.queued_at + interval))
+    }
 }
 
 /// Runs until told to finish.
-pub(crate) async fn run(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<AckerMsg>) {
+pub(crate) async fn run(shared: Arc<Shared>) {
     let batch = shared.settings.ack_batch_size;
     let interval = shared.settings.ack_interval;
-    let mut pending: Vec<Settlement> = Vec::new();
-    let mut finished: Option<oneshot::Sender<()>> = None;
+    let inbox = &shared.inbox;
     loop {
-        let deadline = pending.first().map(|s| s.queued_at + interval);
-        tokio::select! {
-            biased;
-            message = inbox.recv() => {
-                if message.is_none() {
-                    // Every sender is gone: nothing more can come.
-                    finished = Some(oneshot::channel().0);
-                }
-                let mut next = message;
-                // Take whatever else is waiting: one wake-up for many settlements.
-                while let Some(message) = next {
-                    match message {
-                        AckerMsg::Settle(settlement) => pending.push(settlement),
-                        AckerMsg::Finish(reply) => {
-                            finished = Some(reply);
-                            break;
-                        }
-                    }
-                    next = inbox.try_recv().ok();
-                }
-            }
-            () = sleep_until(deadline) => {
-                let all: Vec<Settlement> = std::mem::take(&mut pending);
+        let mut woken = pin!(inbox.wake.notified());
+        woken.as_mut().enable();
+        match inbox.next(batch, interval) {
+            Next::Finish(done, all) => {
                 for chunk in chunks(all, batch) {
                     flush(&shared, chunk).await;
                 }
-                continue;
+                let _ = done.send(());
+                return;
             }
-        }
-        while pending.len() >= batch {
-            let rest = pending.split_off(batch);
-            let chunk = std::mem::replace(&mut pending, rest);
-            flush(&shared, chunk).await;
-        }
-        if let Some(reply) = finished.take() {
-            // Settlements queued before the finish request are in `pending` now.
-            while let Ok(AckerMsg::Settle(settlement)) = inbox.try_recv() {
-                pending.push(settlement);
+            Next::Flush(chunk) => flush(&shared, chunk).await,
+            Next::Wait(deadline) => {
+                tokio::select! {
+                    () = woken => {}
+                    () = sleep_until(deadline) => {
+                        let all = std::mem::take(&mut inbox.lock().pending);
+                        for chunk in chunks(all, batch) {
+                            flush(&shared, chunk).await;
+                        }
+                    }
+                }
             }
-            for chunk in chunks(std::mem::take(&mut pending), batch) {
-                flush(&shared, chunk).await;
-            }
-            let _ = reply.send(());
-            return;
         }
     }
 }
@@ -155,24 +192,31 @@ fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
 
 async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
     let now = Instant::now();
-    {
+    // The lease ids stay in the table until the API answered: one lock for
+    // the chunk, and no copy per settlement on its way.
+    let acks = {
         let mut table = shared.table();
+        let mut acks = Acks::new();
         for settlement in chunk {
-            if table.newly_lost_at(settlement.key, now) {
+            let Some((lease, newly_lost)) = table.settling_at(settlement.key, now) else {
+                continue;
+            };
+            if newly_lost {
                 add(&shared.counters.leases_lost, 1);
                 tracing::warn!(
                     queue = shared.queue.id(),
-                    lease = ?settlement.lease_id,
+                    ?lease,
                     "settling a message whose lease ran out: it may have been delivered again"
                 );
             }
+            acks = match settlement.action {
+                Action::Ack => acks.ack(lease),
+                Action::Retry(delay) if !delay.is_zero() => acks.retry_after(lease, delay),
+                Action::Retry(_) | Action::Release => acks.retry(lease),
+            };
         }
-    }
-    let acks = chunk.iter().fold(Acks::new(), |acks, s| match s.action {
-        Action::Ack => acks.ack(&s.lease_id),
-        Action::Retry(delay) if !delay.is_zero() => acks.retry_after(&s.lease_id, delay),
-        Action::Retry(_) | Action::Release => acks.retry(&s.lease_id),
-    });
+        acks
+    };
     let span = tracing::info_span!(
         "settle",
         otel.name = format!("settle {}", shared.queue.id()),
@@ -196,17 +240,21 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
         .filter(|w| w.subject.is_none())
         .count();
     let counters = &shared.counters;
+    let mut table = shared.table();
     for settlement in chunk {
-        if warned.contains(settlement.lease_id.as_str()) {
+        let Some(lease) = table.lease_id(settlement.key) else {
+            continue;
+        };
+        if warned.contains(lease.as_str()) {
             add(&counters.settle_warnings, 1);
-            if shared.table().mark_lost(settlement.key) {
-                add(&counters.leases_lost, 1);
-            }
             tracing::warn!(
                 queue = shared.queue.id(),
-                lease = ?settlement.lease_id,
+                lease = ?lease,
                 "the API did not apply a settlement (the message was gone or delivered again): it may be handled twice"
             );
+            if table.mark_lost(settlement.key) {
+                add(&counters.leases_lost, 1);
+            }
         } else {
             let counter = match settlement.action {
                 Action::Ack => &counters.acked,
@@ -216,6 +264,7 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
             add(counter, 1);
         }
     }
+    drop(table);
     shared.finish_many(chunk.iter().map(|s| s.key));
     if unattributed > 0 {
         add(&counters.settle_warnings, unattributed as u64);

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::acker::{self, AckerMsg};
+use super::acker;
 use super::lease;
 use super::shared::{Action, Shared};
 use super::stream::Leased;
@@ -40,13 +40,12 @@ pub(crate) enum Mode {
 /// then shuts down: grace period, release, last flush.
 pub(crate) async fn drive(
     shared: Arc<Shared>,
-    inbox: mpsc::UnboundedReceiver<AckerMsg>,
     mode: Mode,
     poison: PoisonFn,
 ) -> Result<Summary, ConsumerError> {
     let stop_keeper = CancellationToken::new();
     let keeper = tokio::spawn(lease::keep(Arc::clone(&shared), stop_keeper.clone()));
-    let acker = tokio::spawn(acker::run(Arc::clone(&shared), inbox));
+    let acker = tokio::spawn(acker::run(Arc::clone(&shared)));
 
     let fatal = pull_loop(&shared, &mode, &poison).await;
     shared.stopping.cancel();
@@ -66,13 +65,12 @@ pub(crate) async fn drive(
             "releasing messages whose handlers did not finish within the grace period"
         );
     }
-    for (key, lease_id) in released {
-        shared.send_settlement(key, lease_id, Action::Release);
+    for key in released {
+        shared.send_settlement(key, Action::Release);
     }
     let (done, flushed) = oneshot::channel();
-    if shared.acker().send(AckerMsg::Finish(done)).is_ok() {
-        let _ = flushed.await;
-    }
+    shared.inbox.finish(done);
+    let _ = flushed.await;
     let _ = acker.await;
     stop_keeper.cancel();
     let _ = keeper.await;

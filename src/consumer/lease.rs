@@ -7,6 +7,7 @@
 //! than the real expiry, whatever the network's delay.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Duration;
 
 use tokio::task::AbortHandle;
@@ -42,7 +43,8 @@ pub(crate) struct Entry {
     capped: bool,
     /// The key of this entry in the due set, if any.
     due: Option<Instant>,
-    abort: Vec<AbortHandle>,
+    /// The task handling the message (a batch's task for each of its messages).
+    abort: Option<AbortHandle>,
 }
 
 /// What the keeper does with a lease that came due.
@@ -52,10 +54,32 @@ enum Due {
     Capped,
 }
 
+/// Hashes the table's keys, which this table hands out in sequence: a
+/// multiplication spreads them, where SipHash would cost more than the
+/// lookup (keys are not chosen by anyone, so flooding is not a concern).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// The leases held, with the time each next needs attention.
 #[derive(Debug, Default)]
 pub(crate) struct LeaseTable {
-    entries: HashMap<u64, Entry>,
+    entries: HashMap<u64, Entry, BuildHasherDefault<KeyHasher>>,
     due: BTreeSet<(Instant, u64)>,
     next_key: u64,
     handling: usize,
@@ -87,7 +111,7 @@ impl LeaseTable {
                 lost: false,
                 capped: false,
                 due: Some(due),
-                abort: Vec::new(),
+                abort: None,
             },
         );
         self.handling += 1;
@@ -97,7 +121,7 @@ impl LeaseTable {
     /// Remembers the task handling `key`, to cancel it if it outlives the grace period.
     pub(crate) fn set_abort(&mut self, key: u64, abort: AbortHandle) {
         match self.entries.get_mut(&key) {
-            Some(entry) if entry.state == State::Handling => entry.abort.push(abort),
+            Some(entry) if entry.state == State::Handling => entry.abort = Some(abort),
             _ => {}
         }
     }
@@ -107,17 +131,24 @@ impl LeaseTable {
         self.handling
     }
 
-    /// Moves a lease from its handler to settling; its lease id, or `None`
-    /// when it was settled or released already.
-    pub(crate) fn begin_settle(&mut self, key: u64) -> Option<LeaseId> {
-        let entry = self.entries.get_mut(&key)?;
+    /// Moves a lease from its handler to settling; false when it was
+    /// settled or released already.
+    pub(crate) fn begin_settle(&mut self, key: u64) -> bool {
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return false;
+        };
         if entry.state != State::Handling {
-            return None;
+            return false;
         }
         entry.state = State::Settling;
-        entry.abort.clear();
+        entry.abort = None;
         self.handling -= 1;
-        Some(entry.lease_id.clone())
+        true
+    }
+
+    /// The lease id of a lease held.
+    pub(crate) fn lease_id(&self, key: u64) -> Option<&LeaseId> {
+        self.entries.get(&key).map(|entry| &entry.lease_id)
     }
 
     /// Forgets a lease (settled, left to expire or given up); `None` if it
@@ -133,33 +164,33 @@ impl LeaseTable {
         Some(entry)
     }
 
-    /// Moves every lease still with its handler to settling: their lease
-    /// ids and the tasks to cancel.
-    pub(crate) fn release_all(&mut self) -> (Vec<(u64, LeaseId)>, Vec<AbortHandle>) {
+    /// Moves every lease still with its handler to settling: their keys
+    /// and the tasks to cancel.
+    pub(crate) fn release_all(&mut self) -> (Vec<u64>, Vec<AbortHandle>) {
         let mut released = Vec::new();
         let mut aborts = Vec::new();
         for (&key, entry) in &mut self.entries {
             if entry.state == State::Handling {
                 entry.state = State::Settling;
-                aborts.append(&mut entry.abort);
-                released.push((key, entry.lease_id.clone()));
+                aborts.extend(entry.abort.take());
+                released.push(key);
             }
         }
         self.handling = 0;
-        released.sort_by_key(|(key, _)| *key);
+        released.sort_unstable();
         (released, aborts)
     }
 
-    /// Whether the lease is past its estimated expiry at `now`, and not
-    /// counted as lost yet; marks it lost if so.
-    pub(crate) fn newly_lost_at(&mut self, key: u64, now: Instant) -> bool {
-        match self.entries.get_mut(&key) {
-            Some(entry) if !entry.lost && now >= entry.expires_at => {
-                entry.lost = true;
-                true
-            }
-            _ => false,
+    /// A lease about to be settled at `now`: its lease id, and whether it is
+    /// past its estimated expiry and not counted as lost yet (it is marked
+    /// lost then).
+    pub(crate) fn settling_at(&mut self, key: u64, now: Instant) -> Option<(&LeaseId, bool)> {
+        let entry = self.entries.get_mut(&key)?;
+        let newly_lost = !entry.lost && now >= entry.expires_at;
+        if newly_lost {
+            entry.lost = true;
         }
+        Some((&entry.lease_id, newly_lost))
     }
 
     /// Marks a lease lost (taken over or gone); whether it was not yet.
@@ -421,7 +452,11 @@ mod tests {
         let due = t.take_due(t0 + 60 * S, t0 + 60 * S, 60 * S, 30 * S, 10 * S);
         assert!(matches!(due[..], [(_, _, Due::Expired)]));
         assert_eq!(t.next_due(), None);
-        assert!(!t.newly_lost_at(key, t0 + 61 * S), "counted once");
+        assert_eq!(
+            t.settling_at(key, t0 + 61 * S).map(|(_, lost)| lost),
+            Some(false),
+            "counted once"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -432,14 +467,27 @@ mod tests {
         let b = t.insert("b".into(), 1, t0, 30 * S, 10 * S);
         let c = t.insert("c".into(), 1, t0, 30 * S, 10 * S);
         assert_eq!(t.handling(), 3);
-        assert_eq!(t.begin_settle(a).map(|l| l.to_string()), Some("a".into()));
-        assert_eq!(t.begin_settle(a), None, "settled once");
+        assert!(t.begin_settle(a));
+        assert_eq!(t.lease_id(a).map(LeaseId::as_str), Some("a"));
+        assert!(!t.begin_settle(a), "settled once");
         assert!(t.remove(b).is_some());
         let (released, _) = t.release_all();
-        assert_eq!(released.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [c]);
+        assert_eq!(released, [c]);
         assert_eq!(t.handling(), 0);
-        assert_eq!(t.begin_settle(c), None, "released already");
-        assert!(t.newly_lost_at(c, t0 + 30 * S));
+        assert!(!t.begin_settle(c), "released already");
+        assert_eq!(
+            t.settling_at(c, t0 + 29 * S).map(|(_, lost)| lost),
+            Some(false)
+        );
+        assert_eq!(
+            t.settling_at(c, t0 + 30 * S).map(|(_, lost)| lost),
+            Some(true)
+        );
+        assert_eq!(
+            t.settling_at(c, t0 + 31 * S).map(|(_, lost)| lost),
+            Some(false),
+            "once"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -132,7 +132,6 @@ pub use tokio_util::sync::CancellationToken;
 use crate::error::{BodyError, Error, Result};
 use crate::message::PulledMessage;
 use crate::queue::Queue;
-use acker::AckerMsg;
 use driver::{BatchFn, EachFn, Mode, PoisonFn};
 use settings::{Backoff, Settings};
 use shared::{Shared, Ticket};
@@ -193,7 +192,6 @@ impl ConsumerError {
 /// nothing behind.
 pub struct Consumer {
     shared: Arc<Shared>,
-    inbox: mpsc::UnboundedReceiver<AckerMsg>,
     token: CancellationToken,
     poison: PoisonFn,
 }
@@ -283,7 +281,12 @@ impl Consumer {
             Box::pin(async move {
                 let (message, ticket) = leased.into_parts();
                 let span = driver::process_span(ticket.shared.queue.id(), &message);
-                let result = handler(message).instrument(span.clone()).await;
+                // A disabled span still costs its enter and exit on every poll.
+                let result = if span.is_disabled() {
+                    handler(message).await
+                } else {
+                    handler(message).instrument(span.clone()).await
+                };
                 finish_one(ticket, result, &span);
             })
         });
@@ -377,7 +380,6 @@ impl Consumer {
         let token = self.shared.stopping.clone();
         let task = tokio::spawn(driver::drive(
             self.shared,
-            self.inbox,
             Mode::Stream(sender),
             self.poison,
         ));
@@ -391,7 +393,7 @@ impl Consumer {
     async fn start(self, mode: Mode) -> Result<Summary, ConsumerError> {
         // If this future is dropped, the consumer shuts down in the background.
         let guard = self.shared.stopping.clone().drop_guard();
-        let task = tokio::spawn(driver::drive(self.shared, self.inbox, mode, self.poison));
+        let task = tokio::spawn(driver::drive(self.shared, mode, self.poison));
         let joined_task = task.await;
         guard.disarm();
         joined(joined_task)
@@ -614,13 +616,7 @@ impl ConsumerBuilder {
         let mut settings = self.settings;
         settings.check(self.queue.client().limits())?;
         let token = self.token.unwrap_or_default();
-        let (settles, inbox) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::new(
-            self.queue,
-            settings,
-            settles,
-            token.child_token(),
-        ));
+        let shared = Arc::new(Shared::new(self.queue, settings, token.child_token()));
         let poison = self.poison.unwrap_or_else(|| {
             Arc::new(|leased: Leased, _error: BodyError| {
                 Box::pin(async move {
@@ -631,7 +627,6 @@ impl ConsumerBuilder {
         });
         Ok(Consumer {
             shared,
-            inbox,
             token,
             poison,
         })

@@ -5,15 +5,15 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::acker::{AckerMsg, Settlement};
+use super::acker::{Inbox, Settlement};
 use super::lease::LeaseTable;
 use super::settings::Settings;
 use super::summary::{Counters, add, sub};
-use crate::message::{LeaseId, PulledMessage};
+use crate::message::PulledMessage;
 use crate::queue::Queue;
 
 /// What is sent for a settled message.
@@ -39,18 +39,14 @@ pub(crate) struct Shared {
     pub bytes_freed: Notify,
     /// Woken when the last handler settles.
     pub idle: Notify,
-    settles: mpsc::UnboundedSender<AckerMsg>,
+    /// Settlements on their way to the acker.
+    pub inbox: Inbox,
     /// Cancelled when the consumer starts shutting down.
     pub stopping: CancellationToken,
 }
 
 impl Shared {
-    pub(crate) fn new(
-        queue: Queue,
-        settings: Settings,
-        settles: mpsc::UnboundedSender<AckerMsg>,
-        stopping: CancellationToken,
-    ) -> Shared {
+    pub(crate) fn new(queue: Queue, settings: Settings, stopping: CancellationToken) -> Shared {
         let slots = Semaphore::new(settings.max_in_flight);
         Shared {
             queue,
@@ -61,7 +57,7 @@ impl Shared {
             slots,
             bytes_freed: Notify::new(),
             idle: Notify::new(),
-            settles,
+            inbox: Inbox::default(),
             stopping,
         }
     }
@@ -107,28 +103,27 @@ impl Shared {
     /// Sends a handled message's settlement to the acker; false when it was
     /// settled or released already.
     pub(crate) fn settle(&self, key: u64, action: Action) -> bool {
-        let (lease_id, idle) = {
+        let idle = {
             let mut table = self.table();
-            let Some(lease_id) = table.begin_settle(key) else {
+            if !table.begin_settle(key) {
                 return false;
-            };
-            (lease_id, table.handling() == 0)
+            }
+            table.handling() == 0
         };
-        self.send_settlement(key, lease_id, action);
+        self.send_settlement(key, action);
         if idle {
             self.idle.notify_waiters();
         }
         true
     }
 
-    pub(crate) fn send_settlement(&self, key: u64, lease_id: LeaseId, action: Action) {
+    pub(crate) fn send_settlement(&self, key: u64, action: Action) {
         let settlement = Settlement {
             key,
-            lease_id,
             action,
             queued_at: Instant::now(),
         };
-        if self.settles.send(AckerMsg::Settle(settlement)).is_err() {
+        if !self.inbox.push(settlement, self.settings.ack_batch_size) {
             // The acker only ends after the consumer stopped and flushed:
             // this settlement came too late to be sent.
             tracing::warn!(
@@ -142,7 +137,7 @@ impl Shared {
 
     /// Lets a lease expire on purpose; false when it was settled already.
     pub(crate) fn leave(&self, key: u64) -> bool {
-        if self.table().begin_settle(key).is_none() {
+        if !self.table().begin_settle(key) {
             return false;
         }
         add(&self.counters.left, 1);
@@ -183,10 +178,6 @@ impl Shared {
     /// The retry delay of a message delivered `attempts` times.
     pub(crate) fn retry_delay(&self, attempts: u32) -> Duration {
         self.settings.delay_for(attempts)
-    }
-
-    pub(crate) fn acker(&self) -> &mpsc::UnboundedSender<AckerMsg> {
-        &self.settles
     }
 }
 
