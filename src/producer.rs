@@ -471,7 +471,7 @@ impl Worker {
         let counters = Arc::clone(&self.counters);
         let span = tracing::info_span!(
             "send",
-            otel.name = format!("send {}", queue.id()),
+            otel.name = %format_args!("send {}", queue.id()),
             otel.kind = "producer",
             messaging.system = "cloudflare_queues",
             messaging.destination.name = queue.id(),

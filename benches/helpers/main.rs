@@ -15,7 +15,14 @@
 //!
 //! Environment: `CFQ_HELPERS_MESSAGES` (default 100,000) messages per run,
 //! `CFQ_HELPERS_ROUNDS` (default 3) runs of each, alternating with their
-//! baseline; the median of each is reported.
+//! baseline; the median of each is reported. `CFQ_HELPERS_VERBOSE=1` prints
+//! each consumer run's summary; `CFQ_HELPERS_ONLY=bare` or `consumer` runs
+//! that measurement alone (for profiling).
+//!
+//! Besides messages/s, the consumer and its baseline report the process's
+//! CPU time per message: on a machine shared with other work, throughput
+//! follows the CPU the process gets, and the CPU ratio tells the consumer's
+//! own cost apart from that.
 
 #[allow(dead_code)]
 #[path = "../throughput/common.rs"]
@@ -61,17 +68,35 @@ async fn run() -> Result<()> {
     let emulator = Emulator::new().start().await?;
     let client = emulator.client()?;
 
-    let mut bare = Vec::new();
-    let mut consumer = Vec::new();
+    let mut bare: Vec<Run> = Vec::new();
+    let mut consumer: Vec<Run> = Vec::new();
     let mut unbatched = Vec::new();
     let mut batched = Vec::new();
+    if let Ok(only) = std::env::var("CFQ_HELPERS_ONLY") {
+        // One measurement alone, for profiling: no report.
+        for round in 1..=rounds {
+            let run = match only.as_str() {
+                "bare" => bare_loop(&client, round, messages).await?,
+                "consumer" => consumer_run(&client, round, messages).await?,
+                other => return Err(format!("CFQ_HELPERS_ONLY={other:?}: bare or consumer").into()),
+            };
+            println!(
+                "{only}: {} msg/s ({} CPU/msg)",
+                thousands(run.rate),
+                cpu_text(&run)
+            );
+        }
+        return Ok(());
+    }
     for round in 1..=rounds {
         let b = bare_loop(&client, round, messages).await?;
         let c = consumer_run(&client, round, messages).await?;
         println!(
-            "round {round}: bare loop {} msg/s, consumer {} msg/s",
-            thousands(b),
-            thousands(c)
+            "round {round}: bare loop {} msg/s ({} CPU/msg), consumer {} msg/s ({} CPU/msg)",
+            thousands(b.rate),
+            cpu_text(&b),
+            thousands(c.rate),
+            cpu_text(&c)
         );
         bare.push(b);
         consumer.push(c);
@@ -88,7 +113,15 @@ async fn run() -> Result<()> {
         batched.push(p);
     }
 
-    let (b, c) = (median(&bare), median(&consumer));
+    let rates = |runs: &[Run]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
+    let cpus = |runs: &[Run]| {
+        let cpu: Vec<f64> = runs.iter().filter_map(|r| r.cpu_us_per_message).collect();
+        (!cpu.is_empty()).then(|| median(&cpu))
+    };
+    let (b, c) = (rates(&bare), rates(&consumer));
+    let cpu_ratio = cpus(&bare)
+        .zip(cpus(&consumer))
+        .map_or_else(|| "n/a".to_owned(), |(b, c)| format!("{:.2}", b / c));
     let u = median(&unbatched.iter().map(|r| r.rate).collect::<Vec<_>>());
     let p = median(&batched.iter().map(|r| r.rate).collect::<Vec<_>>());
     let most_requests = batched.iter().map(|r| r.requests).max().unwrap_or(0);
@@ -99,7 +132,7 @@ async fn run() -> Result<()> {
         thousands(messages as f64)
     );
     println!(
-        "| consumer drain, no-op handler | {} msg/s | bare pull+ack loop {} msg/s | ratio {:.2} (goal >= 25,000 msg/s and >= 0.8) |",
+        "| consumer drain, no-op handler | {} msg/s | bare pull+ack loop {} msg/s | ratio {:.2} (goal >= 25,000 msg/s and >= 0.8); CPU per message, bare/consumer {cpu_ratio} |",
         thousands(c),
         thousands(b),
         c / b
@@ -114,6 +147,41 @@ async fn run() -> Result<()> {
     );
     emulator.shutdown().await?;
     Ok(())
+}
+
+/// The process's CPU time (user and system) from `/proc/self/stat`, in
+/// seconds; `None` where there is no such file. On a shared machine, CPU
+/// time per message tells how much work each side does, whatever the other
+/// processes take.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which ends with the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // The kernel reports in clock ticks, 100 per second on Linux.
+    Some(ticks / 100.0)
+}
+
+/// Throughput and CPU time per message of one measured run.
+#[derive(Clone, Copy)]
+struct Run {
+    rate: f64,
+    cpu_us_per_message: Option<f64>,
+}
+
+fn measured(messages: usize, elapsed: Duration, cpu_before: Option<f64>) -> Run {
+    let cpu = cpu_before
+        .zip(cpu_seconds())
+        .map(|(before, after)| after - before);
+    Run {
+        rate: messages as f64 / elapsed.as_secs_f64(),
+        cpu_us_per_message: cpu.map(|s| s * 1e6 / messages as f64),
+    }
+}
+
+fn cpu_text(run: &Run) -> String {
+    run.cpu_us_per_message
+        .map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1} µs"))
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -134,22 +202,24 @@ async fn filled(client: &Client, name: String, messages: usize) -> Result<Queue>
     Ok(queue)
 }
 
-async fn bare_loop(client: &Client, round: usize, messages: usize) -> Result<f64> {
+async fn bare_loop(client: &Client, round: usize, messages: usize) -> Result<Run> {
     let queue = filled(client, format!("bare{round}"), messages).await?;
+    let cpu = cpu_seconds();
     let started = Instant::now();
     let drained = drain(&queue).await?;
     let elapsed = started.elapsed();
     if drained != messages {
         return Err(format!("bare loop drained {drained} of {messages}").into());
     }
-    Ok(messages as f64 / elapsed.as_secs_f64())
+    Ok(measured(messages, elapsed, cpu))
 }
 
-async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<f64> {
+async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<Run> {
     let queue = filled(client, format!("consumer{round}"), messages).await?;
     let consumer = Consumer::builder(queue).build()?;
     let monitor = consumer.monitor();
     let stop = consumer.shutdown_token();
+    let cpu = cpu_seconds();
     let started = Instant::now();
     let run = tokio::spawn(
         consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Outcome::Ack) }),
@@ -158,9 +228,10 @@ async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<
         if run.is_finished() {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let elapsed = started.elapsed();
+    let run_figures = measured(messages, elapsed, cpu);
     stop.cancel();
     let summary = run.await??;
     if summary.acked != messages as u64 || summary.leases_lost != 0 || summary.settle_warnings != 0
@@ -170,7 +241,7 @@ async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<
     if std::env::var_os("CFQ_HELPERS_VERBOSE").is_some() {
         println!("  consumer: {summary:?}");
     }
-    Ok(messages as f64 / elapsed.as_secs_f64())
+    Ok(run_figures)
 }
 
 struct Pushed {

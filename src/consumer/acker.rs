@@ -88,7 +88,13 @@ impl Inbox {
             return Next::Finish(done, std::mem::take(&mut state.pending));
         }
         if state.pending.len() >= batch {
-            let rest = state.pending.split_off(batch);
+            // The common case is exactly one batch: hand it over whole and
+            // start the next at its full size, instead of growing it again.
+            let rest = if state.pending.len() == batch {
+                Vec::with_capacity(batch)
+            } else {
+                state.pending.split_off(batch)
+            };
             return Next::Flush(std::mem::replace(&mut state.pending, rest));
         }
         Next::Wait(state.pending.first().map(|s| s.queued_at + interval))
@@ -219,7 +225,7 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
     };
     let span = tracing::info_span!(
         "settle",
-        otel.name = format!("settle {}", shared.queue.id()),
+        otel.name = %format_args!("settle {}", shared.queue.id()),
         otel.kind = "client",
         messaging.system = super::MESSAGING_SYSTEM,
         messaging.destination.name = shared.queue.id(),

@@ -22,8 +22,9 @@ use crate::error::{BodyError, Error};
 use crate::message::{ContentType, PulledMessage};
 use crate::request::PullOptions;
 
-/// Handles one message.
-pub(crate) type EachFn = Arc<dyn Fn(Leased) -> BoxFuture<'static, ()> + Send + Sync>;
+/// Spawns the handler of one message; the handle cancels it. It spawns
+/// itself so that the handler's future is not boxed on top of its task.
+pub(crate) type EachFn = Arc<dyn Fn(Leased) -> tokio::task::AbortHandle + Send + Sync>;
 /// Handles the messages of one pull.
 pub(crate) type BatchFn = Arc<dyn Fn(Vec<Leased>) -> BoxFuture<'static, ()> + Send + Sync>;
 /// Handles a message whose body cannot be decoded.
@@ -161,7 +162,7 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         let count = reserve(shared).await?;
         let span = tracing::info_span!(
             "receive",
-            otel.name = format!("receive {}", shared.queue.id()),
+            otel.name = %format_args!("receive {}", shared.queue.id()),
             otel.kind = "client",
             messaging.system = MESSAGING_SYSTEM,
             messaging.destination.name = shared.queue.id(),
@@ -280,10 +281,7 @@ fn dispatch(
         }
         let leased = Leased::new(message, ticket);
         match mode {
-            Mode::Each(handler) => {
-                let task = tokio::spawn(handler(leased));
-                tasks.push((key, task.abort_handle()));
-            }
+            Mode::Each(spawn_handler) => tasks.push((key, spawn_handler(leased))),
             Mode::Batch(_) => batch.push((key, leased)),
             Mode::Stream(sender) => {
                 // A stream that is gone drops the message, which releases it.
@@ -308,7 +306,7 @@ fn dispatch(
 pub(crate) fn process_span(queue: &str, message: &PulledMessage) -> tracing::Span {
     tracing::info_span!(
         "process",
-        otel.name = format!("process {queue}"),
+        otel.name = %format_args!("process {queue}"),
         otel.kind = "consumer",
         messaging.system = MESSAGING_SYSTEM,
         messaging.destination.name = queue,
@@ -323,7 +321,7 @@ pub(crate) fn process_span(queue: &str, message: &PulledMessage) -> tracing::Spa
 pub(crate) fn process_batch_span(queue: &str, count: usize) -> tracing::Span {
     tracing::info_span!(
         "process",
-        otel.name = format!("process {queue}"),
+        otel.name = %format_args!("process {queue}"),
         otel.kind = "consumer",
         messaging.system = MESSAGING_SYSTEM,
         messaging.destination.name = queue,

@@ -366,7 +366,7 @@ async fn extend_due(shared: &Shared) {
 async fn extend_chunk(shared: &Shared, chunk: &[(u64, LeaseId)], by: Duration, margin: Duration) {
     let span = tracing::info_span!(
         "extend",
-        otel.name = format!("extend {}", shared.queue.id()),
+        otel.name = %format_args!("extend {}", shared.queue.id()),
         otel.kind = "client",
         messaging.system = super::MESSAGING_SYSTEM,
         messaging.destination.name = shared.queue.id(),

@@ -278,7 +278,7 @@ impl Consumer {
         let handler = Arc::new(handler);
         let each: EachFn = Arc::new(move |leased: Leased| {
             let handler = Arc::clone(&handler);
-            Box::pin(async move {
+            let task = tokio::spawn(async move {
                 let (message, ticket) = leased.into_parts();
                 let span = driver::process_span(ticket.shared.queue.id(), &message);
                 // A disabled span still costs its enter and exit on every poll.
@@ -288,7 +288,8 @@ impl Consumer {
                     handler(message).instrument(span.clone()).await
                 };
                 finish_one(ticket, result, &span);
-            })
+            });
+            task.abort_handle()
         });
         self.start(Mode::Each(each)).await
     }
