@@ -157,7 +157,12 @@ pub use classify::RetryClass;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
 
 // The README's examples are compiled as doc tests.
-#[cfg(all(doctest, feature = "emulator"))]
+#[cfg(all(
+    doctest,
+    feature = "emulator",
+    feature = "consumer",
+    feature = "producer"
+))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};
