@@ -9,7 +9,8 @@
 //!
 //! The queue logic is a pure state machine; this module wraps it in an
 //! HTTP/1 server on tokio (axum routing, hyper connections). Time can be
-//! driven by a [`ManualClock`], and failures can be injected with [`Fault`].
+//! driven by a [`ManualClock`], or follow tokio's (paused) clock with a
+//! [`TokioClock`]; failures can be injected with [`Fault`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -113,13 +114,12 @@ use tokio::sync::oneshot;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use crate::Operation;
-pub use clock::ManualClock;
+pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use server::ServerStats;
 
 use crate::Limits;
-use clock::Clock;
 use faults::Faults;
 use http::{AcceptedAuth, App};
 use server::{ServerLimits, Shared};
@@ -146,7 +146,7 @@ pub struct Emulator {
     strict_queues: Option<HashSet<String>>,
     max_retries: u32,
     dead_letter_queues: HashMap<String, String>,
-    clock: Clock,
+    clock: EmulatorClock,
     limits: Limits,
     max_body_bytes: usize,
     max_connections: usize,
@@ -175,7 +175,7 @@ impl Emulator {
             strict_queues: None,
             max_retries: 3,
             dead_letter_queues: HashMap::new(),
-            clock: Clock::System,
+            clock: EmulatorClock::System,
             limits: Limits::default(),
             max_body_bytes: 2 * 1024 * 1024,
             max_connections: 512,
@@ -246,9 +246,12 @@ impl Emulator {
         self
     }
 
-    /// Drives time by hand instead of the system clock.
-    pub fn clock(mut self, clock: ManualClock) -> Emulator {
-        self.clock = Clock::Manual(clock);
+    /// Where time comes from (default: the system clock): a
+    /// [`ManualClock`] moved by hand, or a [`TokioClock`] that follows
+    /// tokio's clock, so that a test on paused time drives the client's
+    /// timers and the emulator's expiries alike.
+    pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
+        self.clock = clock.into();
         self
     }
 

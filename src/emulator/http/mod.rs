@@ -26,7 +26,7 @@ use axum::routing::{MethodRouter, post};
 use serde_json::{Map, Value};
 
 use super::Operation;
-use super::clock::Clock;
+use super::clock::EmulatorClock;
 use super::faults::Faults;
 use super::server::Conn;
 use super::state::{At, Broker};
@@ -42,7 +42,7 @@ use wire::json_response;
 /// Everything the handlers share.
 pub(crate) struct App {
     pub broker: Mutex<Broker>,
-    pub clock: Clock,
+    pub clock: EmulatorClock,
     pub faults: Faults,
     pub auth: Option<AcceptedAuth>,
     pub strict_queues: Option<HashSet<String>>,
