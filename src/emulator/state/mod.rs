@@ -12,8 +12,9 @@
 //!
 //! Queues belong to an account: the same queue id under two account ids
 //! names two queues ([`At`]). A queue exists while it holds something a
-//! client can still read; an empty one is dropped after the operation that
-//! emptied it, and expired peek refs are swept even from queues no one
+//! client can still read (messages, a dead-letter count, the status of a
+//! purge); an empty one is dropped after the operation that emptied it, and
+//! expired peek refs and preview ids are swept even from queues no one
 //! touches any more, so memory follows what is stored, not what was asked.
 //!
 //! - [`broker`]: the service as a whole, routing operations to queues and

@@ -55,6 +55,8 @@ fn randomized_operations_keep_invariants() {
     let mut used_leases: HashSet<String> = HashSet::new();
     // Lease id -> message id, to follow extensions.
     let mut lease_message: HashMap<String, String> = HashMap::new();
+    // Extensions that took an expired lease's message back.
+    let mut retaken = 0u32;
 
     for step in 0..24_000u32 {
         let queue = names[rng.below(3) as usize];
@@ -167,7 +169,10 @@ fn randomized_operations_keep_invariants() {
                     let expiry = now + vis;
                     assert_eq!(b.lease_expiry(queue, lease), Some(expiry));
                     if let Some(id) = lease_message.get(lease) {
-                        live.insert(id.clone(), (lease.clone(), expiry));
+                        let previous = live.insert(id.clone(), (lease.clone(), expiry));
+                        if previous.is_some_and(|(_, old)| old <= now) {
+                            retaken += 1;
+                        }
                     }
                 }
                 if let Some(t) = tally.get_mut(queue) {
@@ -249,6 +254,10 @@ fn randomized_operations_keep_invariants() {
             && t.purged_whole > 0
     }));
     assert!(b.dead_lettered("a") > 0 && b.dead_lettered("b") > 0);
+    assert!(
+        retaken > 0,
+        "no extension took an expired lease's message back"
+    );
     for name in names {
         let delayed_left = b.metrics(name, u64::MAX).backlog_count;
         assert_eq!(delayed_left, 0, "{name}");
