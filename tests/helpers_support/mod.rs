@@ -7,7 +7,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use cf_queues::emulator::{Emulator, EmulatorHandle, ManualClock};
+use cf_queues::emulator::{Emulator, EmulatorHandle, TokioClock};
 use cf_queues::{Message, PulledMessage, Queue, RetryPolicy};
 
 /// A lease no test outlives, so that no extension is due.
@@ -19,25 +19,16 @@ pub async fn emulator() -> EmulatorHandle {
     Emulator::new().start().await.expect("emulator starts")
 }
 
-/// An emulator whose clock follows tokio's (paused) clock, to within 10 ms,
-/// so that its leases expire on the test's time.
-pub async fn emulator_on_tokio_time() -> (EmulatorHandle, ManualClock) {
-    let clock = ManualClock::starting_now();
+/// An emulator whose clock is tokio's (paused) clock, so that its leases
+/// expire on the test's time: one clock drives both the consumer's timers
+/// and the emulator's lease expiry.
+pub async fn emulator_on_tokio_time() -> (EmulatorHandle, TokioClock) {
+    let clock = TokioClock::starting_now();
     let handle = Emulator::new()
-        .clock(clock.clone())
+        .clock(clock)
         .start()
         .await
         .expect("emulator starts");
-    let follower = clock.clone();
-    tokio::spawn(async move {
-        let mut last = tokio::time::Instant::now();
-        loop {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let now = tokio::time::Instant::now();
-            follower.advance(now - last);
-            last = now;
-        }
-    });
     (handle, clock)
 }
 

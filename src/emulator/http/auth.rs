@@ -13,11 +13,6 @@ pub(crate) struct AcceptedAuth {
     pub global_key: Option<(String, String)>,
 }
 
-/// Invalid format for the `X-Auth-Email` header; not in [`crate::codes`].
-const INVALID_EMAIL_FORMAT: u32 = 6102;
-/// Invalid format for the `X-Auth-Key` header; not in [`crate::codes`].
-const INVALID_KEY_FORMAT: u32 = 6103;
-
 /// Checks the credentials of a request, with the answers Cloudflare's v4
 /// API gives (there is no official table; these come from public reports):
 ///
@@ -67,13 +62,13 @@ pub(super) fn authenticate(
         };
         let Some(email) = email.ok().filter(|e| e.contains('@')) else {
             return Err(malformed(
-                INVALID_EMAIL_FORMAT,
+                codes::INVALID_AUTH_EMAIL_FORMAT,
                 "Invalid format for X-Auth-Email header",
             ));
         };
         let Some(key) = key.ok().filter(|k| !k.is_empty()) else {
             return Err(malformed(
-                INVALID_KEY_FORMAT,
+                codes::INVALID_AUTH_KEY_FORMAT,
                 "Invalid format for X-Auth-Key header",
             ));
         };
