@@ -1,6 +1,6 @@
 //! The whole queue: metrics, and purging every message.
 
-use super::Queue;
+use super::{Queue, send};
 use crate::error::{Error, Result, built};
 use crate::operation::Operation;
 use crate::raw::types;
@@ -28,15 +28,9 @@ impl Queue {
     ///
     /// Reading metrics changes nothing; dropping the future is safe.
     pub async fn metrics(&self) -> Result<Metrics> {
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Metrics, 0, self.small_response_cap())
-            .run(|| {
-                raw.get_metrics()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .send()
-            })
+            .run(send!(self, get_metrics))
             .await?;
         Ok(result.into())
     }
@@ -86,16 +80,9 @@ impl Queue {
         }
         let body: types::PurgeQueueRequest =
             built(types::PurgeQueueRequest::builder().delete_messages_permanently(true))?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::PurgeQueue, 0, self.small_response_cap())
-            .run(|| {
-                raw.purge_queue()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, purge_queue, body))
             .await?;
         Ok(result.into())
     }
@@ -110,15 +97,9 @@ impl Queue {
     ///
     /// Reading the status changes nothing; dropping the future is safe.
     pub async fn purge_status(&self) -> Result<PurgeStatus> {
-        let raw = self.client.raw();
         let result = self
             .call(Operation::PurgeStatus, 0, self.small_response_cap())
-            .run(|| {
-                raw.get_purge_status()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .send()
-            })
+            .run(send!(self, get_purge_status))
             .await?;
         Ok(result.into())
     }

@@ -1,9 +1,9 @@
 //! Looking without leasing: peek and purge by ref, preview and deleting previewed messages.
 
-use super::Queue;
+use super::{Queue, send};
 use crate::error::{Error, Result, built};
 use crate::limits::check_token;
-use crate::message::{PeekRef, PeekedMessage, PreviewedMessage};
+use crate::message::{PeekRef, PeekedMessage, PreviewId, PreviewedMessage};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::request::PreviewedChanges;
@@ -26,16 +26,9 @@ impl Queue {
         let cap = self.messages_response_cap(Some(batch_size))?;
         let body: types::PeekRequest =
             built(types::PeekRequest::builder().batch_size(Some(batch_size)))?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Peek, 0, cap)
-            .run(|| {
-                raw.peek_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, peek_messages, body))
             .await?;
         Ok(peeked(result))
     }
@@ -79,16 +72,9 @@ impl Queue {
         }
         let body: types::PurgeRequest = built(types::PurgeRequest::builder().refs(wire))?;
         let cap = self.tokens_response_cap(refs.iter().map(PeekRef::as_str));
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Purge, 0, cap)
-            .run(|| {
-                raw.purge_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, purge_messages, body))
             .await?;
         Ok(result.into())
     }
@@ -122,16 +108,9 @@ impl Queue {
         let cap = self.messages_response_cap(Some(batch_size))?;
         let body: types::PreviewRequest =
             built(types::PreviewRequest::builder().batch_size(Some(batch_size)))?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Preview, 0, cap)
-            .run(|| {
-                raw.preview_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, preview_messages, body))
             .await?;
         Ok(previewed(result))
     }
@@ -157,26 +136,22 @@ impl Queue {
         if changes.is_empty() {
             return Ok(PreviewedOutcome::default());
         }
-        let limits = self.client.limits();
-        let mut deletions = Vec::with_capacity(changes.deletions.len());
-        for (i, id) in changes.deletions.iter().enumerate() {
-            check_token(&format_args!("acks[{i}].lease_id"), id.as_str())?;
-            deletions.push(built(
-                types::PreviewAckLease::builder().lease_id(id.as_str().to_owned()),
-            )?);
-        }
-        let mut retries = Vec::with_capacity(changes.retries.len());
-        for (i, (id, delay)) in changes.retries.iter().enumerate() {
-            check_token(&format_args!("retries[{i}].lease_id"), id.as_str())?;
-            let delay_seconds = delay
-                .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
-                .transpose()?;
-            retries.push(built(
+        let deletions = self.lease_entries(
+            "acks",
+            changes.deletions.iter().map(PreviewId::as_str),
+            |id| built(types::PreviewAckLease::builder().lease_id(id)),
+        )?;
+        let retries = changes
+            .retries
+            .iter()
+            .map(|(id, delay)| (id.as_str(), *delay));
+        let retries = self.retry_entries(retries, |id, delay_seconds| {
+            built(
                 types::PreviewRetryLease::builder()
-                    .lease_id(id.as_str().to_owned())
+                    .lease_id(id)
                     .delay_seconds(delay_seconds),
-            )?);
-        }
+            )
+        })?;
         let body: types::PreviewAckRequest = built(
             types::PreviewAckRequest::builder()
                 .acks(deletions)
@@ -187,16 +162,9 @@ impl Queue {
             .iter()
             .chain(changes.retries.iter().map(|(id, _)| id));
         let cap = self.tokens_response_cap(ids.map(|id| id.as_str()));
-        let raw = self.client.raw();
         let result = self
             .call(Operation::DeletePreviewed, 0, cap)
-            .run(|| {
-                raw.ack_preview_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, ack_preview_messages, body))
             .await?;
         Ok(result.into())
     }

@@ -1,8 +1,7 @@
 //! Leasing: pull, acknowledge and retry, and extend leases.
 
-use super::Queue;
+use super::{Queue, send};
 use crate::error::{Result, built};
-use crate::limits::check_token;
 use crate::operation::Operation;
 use crate::raw::types;
 use std::time::Duration;
@@ -61,16 +60,9 @@ impl Queue {
                         .transpose()?,
                 ),
         )?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Pull, 0, cap)
-            .run(|| {
-                raw.pull_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, pull_messages, body))
             .await?;
         Ok(result.into())
     }
@@ -100,26 +92,21 @@ impl Queue {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
         }
-        let limits = self.client.limits();
-        let mut ack_leases = Vec::with_capacity(acks.acks.len());
-        for (i, lease) in acks.acks.iter().enumerate() {
-            check_token(&format_args!("acks[{i}].lease_id"), lease.as_str())?;
-            ack_leases.push(built(
-                types::AckLease::builder().lease_id(lease.as_str().to_owned()),
-            )?);
-        }
-        let mut retry_leases = Vec::with_capacity(acks.retries.len());
-        for (i, (lease, delay)) in acks.retries.iter().enumerate() {
-            check_token(&format_args!("retries[{i}].lease_id"), lease.as_str())?;
-            let delay_seconds = delay
-                .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
-                .transpose()?;
-            retry_leases.push(built(
+        let ack_leases =
+            self.lease_entries("acks", acks.acks.iter().map(LeaseId::as_str), |id| {
+                built(types::AckLease::builder().lease_id(id))
+            })?;
+        let retries = acks
+            .retries
+            .iter()
+            .map(|(lease, delay)| (lease.as_str(), *delay));
+        let retry_leases = self.retry_entries(retries, |id, delay_seconds| {
+            built(
                 types::RetryLease::builder()
-                    .lease_id(lease.as_str().to_owned())
+                    .lease_id(id)
                     .delay_seconds(delay_seconds),
-            )?);
-        }
+            )
+        })?;
         let body: types::AckRequest = built(
             types::AckRequest::builder()
                 .acks(ack_leases)
@@ -127,16 +114,9 @@ impl Queue {
         )?;
         let tokens = acks.acks.iter().chain(acks.retries.iter().map(|(l, _)| l));
         let cap = self.tokens_response_cap(tokens.map(|l| l.as_str()));
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Ack, 0, cap)
-            .run(|| {
-                raw.ack_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, ack_messages, body))
             .await?;
         Ok(result.into())
     }
@@ -194,29 +174,18 @@ impl Queue {
         if leases.is_empty() {
             return Ok(ExtendOutcome::default());
         }
-        let mut wire = Vec::with_capacity(leases.len());
-        for (i, lease) in leases.iter().enumerate() {
-            check_token(&format_args!("extend[{i}].lease_id"), lease.as_str())?;
-            wire.push(built(
-                types::ExtendLease::builder().lease_id(lease.as_str().to_owned()),
-            )?);
-        }
+        let wire = self.lease_entries("extend", leases.iter().map(LeaseId::as_str), |id| {
+            built(types::ExtendLease::builder().lease_id(id))
+        })?;
         let body: types::ExtendRequest = built(
             types::ExtendRequest::builder()
                 .extend(wire)
                 .visibility_timeout_ms(visibility_timeout_ms),
         )?;
         let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Extend, 0, cap)
-            .run(|| {
-                raw.extend_messages()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, extend_messages, body))
             .await?;
         Ok(result.into())
     }

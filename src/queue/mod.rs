@@ -15,8 +15,29 @@ mod push;
 use crate::call::Call;
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::limits::check_token;
 use crate::operation::Operation;
 use crate::retry::RetryPolicy;
+
+/// One attempt of a generated request on this handle's account and queue,
+/// with an optional body cloned per attempt: `send!(self, pull_messages, body)`.
+/// Each operation has its own generated builder type, so a function cannot
+/// name them all.
+macro_rules! send {
+    ($queue:expr, $operation:ident $(, $body:expr)?) => {
+        || {
+            $queue
+                .client
+                .raw()
+                .$operation()
+                .account_id($queue.client.account_id())
+                .queue_id(&$queue.queue_id)
+                $(.body($body.clone()))?
+                .send()
+        }
+    };
+}
+use send;
 
 /// The batch size Cloudflare pulls and peeks when none is given.
 const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
@@ -144,5 +165,43 @@ impl Queue {
         self.client
             .max_response_bytes()
             .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
+    }
+
+    /// Checks lease ids (or preview ids) and builds their wire entries:
+    /// `{field}[i].lease_id` names the one at fault.
+    fn lease_entries<'a, W>(
+        &self,
+        field: &str,
+        ids: impl IntoIterator<Item = &'a str>,
+        entry: impl Fn(String) -> Result<W>,
+    ) -> Result<Vec<W>> {
+        ids.into_iter()
+            .enumerate()
+            .map(|(i, id)| {
+                check_token(&format_args!("{field}[{i}].lease_id"), id)?;
+                entry(id.to_owned())
+            })
+            .collect()
+    }
+
+    /// Checks retries (an id and an optional delay, at most 24 hours) and
+    /// builds their wire entries, with the delay in whole seconds.
+    fn retry_entries<'a, W>(
+        &self,
+        retries: impl IntoIterator<Item = (&'a str, Option<Duration>)>,
+        entry: impl Fn(String, Option<u32>) -> Result<W>,
+    ) -> Result<Vec<W>> {
+        let limits = self.client.limits();
+        retries
+            .into_iter()
+            .enumerate()
+            .map(|(i, (id, delay))| {
+                check_token(&format_args!("retries[{i}].lease_id"), id)?;
+                let delay_seconds = delay
+                    .map(|d| limits.delay_seconds(&format_args!("retries[{i}].delay"), d))
+                    .transpose()?;
+                entry(id.to_owned(), delay_seconds)
+            })
+            .collect()
     }
 }

@@ -2,7 +2,7 @@
 
 use futures_util::StreamExt as _;
 
-use super::Queue;
+use super::{Queue, send};
 use crate::batch::{Batch, BatchPlanner, PlannedBatch};
 use crate::error::{Result, built};
 use crate::message::Message;
@@ -39,16 +39,9 @@ impl Queue {
     /// request was sent may still have landed.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Push, 1, self.small_response_cap())
-            .run(|| {
-                raw.push_message()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(wire.clone())
-                    .send()
-            })
+            .run(send!(self, push_message, wire))
             .await?;
         Ok(result.into())
     }
@@ -134,16 +127,9 @@ impl Queue {
                 .messages(messages)
                 .delay_seconds(delay_seconds),
         )?;
-        let raw = self.client.raw();
         let result = self
             .call(Operation::Batch, count, self.small_response_cap())
-            .run(|| {
-                raw.push_batch()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, push_batch, body))
             .await?;
         Ok(result.into())
     }
