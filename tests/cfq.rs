@@ -87,7 +87,9 @@ fn bad_arguments_exit_2_with_usage() {
         let output = cfq().args(&args).output().expect("cfq runs");
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(
-            String::from_utf8_lossy(&output.stderr).contains("usage: cfq"),
+            String::from_utf8_lossy(&output.stderr)
+                .to_lowercase()
+                .contains("usage: cfq"),
             "{args:?}"
         );
     }
