@@ -1,5 +1,6 @@
-//! The `cfq` binary: the standalone emulator starts, prints how to reach it,
-//! serves the real API, and stops cleanly on SIGTERM.
+//! The `cfq` binary itself: the standalone emulator starts, prints how to
+//! reach it, serves the real API, and stops cleanly on SIGTERM; bad
+//! arguments exit 2; every help text reads well; completions print.
 #![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader};
@@ -77,25 +78,125 @@ async fn emulator_serves_until_sigterm() {
 }
 
 #[test]
-fn bad_arguments_exit_2_with_usage() {
-    for args in [
-        vec!["emulator", "--listen", "nowhere"],
-        vec!["emulator", "--strict"],
-        vec!["frobnicate"],
-        vec![],
+fn bad_arguments_exit_2() {
+    for (args, says) in [
+        (
+            vec!["emulator", "--listen", "nowhere"],
+            "expected an address",
+        ),
+        (vec!["emulator", "--strict"], "Usage: cfq emulator"),
+        (vec!["emulator", "--queue", "jobs"], "--strict"),
+        (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
+        (vec!["emulator", "--token", ""], "non-empty"),
+        (vec!["frobnicate"], "Usage: cfq"),
+        (vec![], "Usage: cfq"),
+        (vec!["pull", "--batch", "500"], "1..=100"),
+        (
+            vec!["pull", "--ack", "--retry-after", "1s"],
+            "cannot be used with",
+        ),
+        (vec!["push"], "BODY"),
+        (vec!["push", "--file", "x", "body"], "cannot be used with"),
+        (vec!["push", "--text", "body"], "cannot be used with"),
+        (vec!["push", "--skip", "3", "body"], "cannot be used with"),
+        (vec!["extend", "lease"], "--visibility"),
+        (vec!["purge", "--yes", "ref"], "cannot be used with"),
+        (vec!["drain"], "--to"),
+        (vec!["pull", "--visibility", "soon"], "expected a duration"),
     ] {
         let output = cfq().args(&args).output().expect("cfq runs");
         assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&output.stderr)
-                .to_lowercase()
-                .contains("usage: cfq"),
-            "{args:?}"
-        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    let help = cfq()
-        .args(["emulator", "--help"])
+}
+
+/// Every command's help: it exits 0, shows its usage, and says something
+/// about each of its options.
+#[test]
+fn every_help_reads_well() {
+    let commands = [
+        "push",
+        "pull",
+        "ack",
+        "retry",
+        "extend",
+        "peek",
+        "metrics",
+        "purge",
+        "drain",
+        "replay",
+        "move",
+        "emulator",
+        "completions",
+    ];
+    let top = cfq().arg("--help").output().expect("cfq runs");
+    assert!(top.status.success());
+    let top = String::from_utf8_lossy(&top.stdout);
+    for needed in [
+        "CLOUDFLARE_API_TOKEN",
+        "Exit codes:",
+        "7  partial",
+        "\"cfq\":1",
+        "body_raw",
+        "wrangler queues consumer http add",
+    ] {
+        assert!(top.contains(needed), "cfq --help lacks {needed:?}");
+    }
+    for command in commands {
+        assert!(
+            top.contains(&format!("  {command} ")),
+            "{command} not listed"
+        );
+        for flag in ["--help", "-h"] {
+            let output = cfq().args([command, flag]).output().expect("cfq runs");
+            assert!(output.status.success(), "{command} {flag}");
+            let text = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                text.contains(&format!("Usage: cfq {command}")),
+                "{command}: {text}"
+            );
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 100,
+                    "{command} {flag}: too wide: {line}"
+                );
+            }
+            // Every option comes with words, not just its name.
+            for line in text.lines().filter(|l| l.trim_start().starts_with("--")) {
+                if flag == "-h" {
+                    assert!(
+                        line.trim().contains("  "),
+                        "{command}: {line:?} has no help"
+                    );
+                }
+            }
+        }
+    }
+    let drain = cfq().args(["drain", "--help"]).output().expect("cfq runs");
+    let drain = String::from_utf8_lossy(&drain.stdout);
+    assert!(
+        drain.contains("fsync") && drain.contains("At least once"),
+        "{drain}"
+    );
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = cfq()
+            .args(["completions", shell])
+            .output()
+            .expect("cfq runs");
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        for word in ["cfq", "drain", "replay", "visibility"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let output = cfq()
+        .args(["completions", "tcsh"])
         .output()
         .expect("cfq runs");
-    assert!(help.status.success());
+    assert_eq!(output.status.code(), Some(2));
 }

@@ -88,6 +88,7 @@ pub struct Cli {
 
 /// Options every command takes, before or after its name.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The account id [default: CLOUDFLARE_ACCOUNT_ID]
     #[arg(long, global = true, value_name = "ACCOUNT_ID")]
@@ -117,7 +118,7 @@ pub enum OutputFormat {
 /// The queue a command works on.
 #[derive(Debug, Args, Clone)]
 pub struct Target {
-    /// The queue's id: 32 letters and digits, not the queue's name [env: CFQ_QUEUE]
+    /// The queue's id (letters and digits), not its name [env: CFQ_QUEUE]
     #[arg(long, short = 'q', value_name = "QUEUE_ID")]
     pub queue: Option<String>,
 }
@@ -250,11 +251,17 @@ pub struct PushArgs {
     pub file: Option<PathBuf>,
 
     /// With --file: push every line as text, even JSON objects and records
-    #[arg(long, requires = "file")]
+    #[arg(long, requires = "file", conflicts_with = "body")]
     pub text: bool,
 
     /// With --file: skip the first N lines (to resume a run that stopped)
-    #[arg(long, requires = "file", value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        requires = "file",
+        conflicts_with = "body",
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub skip: u64,
 }
 
@@ -356,15 +363,15 @@ pub struct PurgeArgs {
     pub all: bool,
 
     /// With --all: do not ask for confirmation
-    #[arg(long, requires = "all")]
+    #[arg(long, requires = "all", conflicts_with = "refs")]
     pub yes: bool,
 
     /// With --all: do not wait for the purge to complete
-    #[arg(long, requires = "all")]
+    #[arg(long, requires = "all", conflicts_with = "refs")]
     pub no_wait: bool,
 
     /// With --all: how long to wait for the purge to complete
-    #[arg(long, requires = "all", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    #[arg(long, requires = "all", conflicts_with = "refs", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
     pub timeout: Duration,
 }
 
