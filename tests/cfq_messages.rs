@@ -52,6 +52,13 @@ async fn push_text_json_stdin_and_delayed() {
     assert_eq!(records[0]["cfq"], 1);
     assert!(records[0]["ref"].is_string());
 
+    let mut from_stdin = cfq(&emulator);
+    from_stdin.args(["push", "--queue", "piped", "--file", "-"]);
+    let piped = run_with_stdin(from_stdin, "first\n{\"second\": 2}\n").await;
+    piped.expect_code(0);
+    assert_eq!(piped.one()["pushed"], 2);
+    assert_eq!(emulator.metrics("piped").backlog_count, 2);
+
     let mut not_an_object = cfq(&emulator);
     not_an_object.args(["push", "--queue", "jobs", "--json", "[1, 2]"]);
     let refused = run(not_an_object).await;
