@@ -211,7 +211,8 @@ can push, and acknowledge each message only after the push holding it landed.
 At least once: a message whose push landed but whose acknowledgement did not is on both \
 queues. A message whose body HTTP cannot push (bytes, v8, JSON that is not an object) is \
 left on its queue, unacknowledged, and reported; it comes back after --visibility, with the \
-attempt its pull used.";
+attempt its pull used (as after any pull: a message left behind by many runs reaches the \
+queue's max_retries like any other).";
 
 const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.

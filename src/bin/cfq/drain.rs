@@ -34,6 +34,11 @@ struct Drained<'a> {
 
 pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure> {
     let path = &args.to;
+    if path.as_os_str() == "-" {
+        return Err(Failure::usage(
+            "drain writes to a file it can sync before acknowledging; to print messages, use `cfq pull`",
+        ));
+    }
     let io_failure = |what: &str, e: io::Error| {
         Failure::local(format_args!("cannot {what} {}: {e}", path.display()))
     };
