@@ -34,6 +34,11 @@ enum Scheme {
 
 impl Credentials {
     /// An API token, sent as `Authorization: Bearer <token>` (the preferred scheme).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the token is empty or holds characters an
+    /// HTTP header cannot carry; the error never shows the token.
     pub fn api_token(token: impl AsRef<str>) -> Result<Credentials> {
         let token = token.as_ref().trim();
         let value = secret_header("api token", &format!("Bearer {token}"), token.is_empty())?;
@@ -44,6 +49,11 @@ impl Credentials {
     }
 
     /// The legacy global API key, sent as `X-Auth-Email` and `X-Auth-Key`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when either is empty or holds characters an HTTP
+    /// header cannot carry; the error never shows them.
     pub fn global_api_key(email: impl AsRef<str>, key: impl AsRef<str>) -> Result<Credentials> {
         let (email, key) = (email.as_ref().trim(), key.as_ref().trim());
         let email = secret_header("email", email, email.is_empty())?;
@@ -57,6 +67,11 @@ impl Credentials {
     /// Reads `CLOUDFLARE_API_TOKEN`, or else `CLOUDFLARE_API_KEY` with `CLOUDFLARE_EMAIL`.
     ///
     /// Returns `Ok(None)` when none of them is set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when only one of the key and the e-mail is set, or
+    /// a value cannot be sent in a header.
     pub fn from_env() -> Result<Option<Credentials>> {
         if let Some(token) = env_var("CLOUDFLARE_API_TOKEN") {
             return Credentials::api_token(token).map(Some);

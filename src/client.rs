@@ -53,6 +53,11 @@ impl Client {
     }
 
     /// A client configured from the environment; see [`ClientBuilder::from_env`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when a variable is missing or malformed; see
+    /// [`ClientBuilder::build`].
     pub fn from_env() -> Result<Client> {
         ClientBuilder::from_env()?.build()
     }
@@ -179,6 +184,11 @@ impl ClientBuilder {
     ///
     /// Variables that are not set can still be given to the builder; `build`
     /// says which are missing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the credentials in the environment are
+    /// incomplete (a key without an e-mail) or malformed.
     pub fn from_env() -> Result<ClientBuilder> {
         let mut builder = ClientBuilder::new();
         if let Some(credentials) = Credentials::from_env()? {

@@ -51,9 +51,13 @@ impl Message {
     ///
     /// Cloudflare's published schema types a JSON body as an object, so
     /// `value` must serialize to a JSON object (a struct or a map); wrap
-    /// arrays and scalars in one. Fails with [`Error::InvalidInput`]
-    /// otherwise, or when `value` cannot be represented as JSON (a map with
-    /// non-string keys, a failing `Serialize` impl).
+    /// arrays and scalars in one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] when `value` is not a JSON object, or cannot
+    /// be represented as JSON (a map with non-string keys, a failing
+    /// `Serialize` impl).
     pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<Message> {
         let value = serde_json::to_value(value)
             .map_err(|e| Error::invalid("body", format!("cannot be serialized as JSON: {e}")))?;

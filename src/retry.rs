@@ -5,6 +5,10 @@
 //! honoured up to 60 s, `x-should-retry` obeyed), with one difference that
 //! matters for a queue: a push is only retried when it surely did not land,
 //! so a retry never duplicates a message unless you ask for at-least-once.
+//!
+//! This module only decides, from the one `RetryClass` each failure got;
+//! the loop that waits and sends again is the call path (`call.rs`), which
+//! also owns the deadline.
 
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, SystemTime};
