@@ -200,3 +200,69 @@ fn completions_for_each_shell() {
         .expect("cfq runs");
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// The whole dead-letter story from a shell: `cfq emulator` with a
+/// dead-letter queue, a message that runs out of attempts, and `cfq move`
+/// redriving it.
+#[test]
+fn dead_letter_redrive_end_to_end() {
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "dlq-token",
+            "--max-retries",
+            "1",
+            "--dead-letter",
+            "jobs=parked",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut exports = Vec::new();
+    while exports.len() < 3 {
+        let line = lines.next().expect("a line").expect("utf-8");
+        if let Some(export) = line.trim().strip_prefix("export ") {
+            let (name, value) = export.split_once('=').expect("NAME=value");
+            exports.push((name.to_owned(), value.to_owned()));
+        }
+    }
+    let against = |args: &[&str]| {
+        let output = cfq()
+            .envs(exports.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .env_remove("CFQ_QUEUE")
+            .args(args)
+            .output()
+            .expect("cfq runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    assert_eq!(against(&["push", "--queue", "jobs", "poison"]).0, Some(0));
+    let (code, pulled) = against(&["pull", "--queue", "jobs", "--visibility", "200ms"]);
+    assert_eq!(code, Some(0));
+    assert!(pulled.contains("poison"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // The lease ran out on the last allowed attempt: the message is parked.
+    let (_, peeked) = against(&["peek", "--queue", "jobs"]);
+    assert!(peeked.is_empty(), "{peeked}");
+    let (code, moved) = against(&["move", "--queue", "parked", "--to", "jobs"]);
+    assert_eq!(code, Some(0), "{moved}");
+    assert!(moved.contains("\"moved\":1"), "{moved}");
+    let (_, back) = against(&["pull", "--queue", "jobs", "--ack"]);
+    assert!(
+        back.contains("poison") && back.contains("\"attempts\":1"),
+        "{back}"
+    );
+
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(emulator.wait().expect("cfq exits").success());
+}
