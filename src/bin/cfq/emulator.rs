@@ -22,10 +22,16 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     for (queue, dead_letter_queue) in args.dead_letter {
         emulator = emulator.dead_letter_queue(queue, dead_letter_queue);
     }
-    let handle = emulator
-        .start()
-        .await
-        .map_err(|e| Failure::local(format_args!("cannot start the emulator: {e}")))?;
+    // The emulator checks its own configuration (dead-letter queues among
+    // it) when it starts: a refusal there is the user's to fix, like a bad flag.
+    let handle = emulator.start().await.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::InvalidInput {
+            Code::Usage
+        } else {
+            Code::Local
+        };
+        Failure::new(code, format_args!("cannot start the emulator: {e}"))
+    })?;
     let address = handle.local_addr();
     if !address.ip().is_loopback() {
         note(format_args!(
