@@ -29,6 +29,10 @@ pub const AUTHENTICATION_ERROR: u32 = 10000;
 pub const INVALID_REQUEST_HEADERS: u32 = 6003;
 /// Invalid format for the `Authorization` header.
 pub const INVALID_AUTH_FORMAT: u32 = 6111;
+/// Invalid format for the `X-Auth-Email` header.
+pub const INVALID_AUTH_EMAIL_FORMAT: u32 = 6102;
+/// Invalid format for the `X-Auth-Key` header.
+pub const INVALID_AUTH_KEY_FORMAT: u32 = 6103;
 /// Missing `X-Auth-Key`, `X-Auth-Email` or `Authorization` headers.
 pub const MISSING_AUTH_HEADERS: u32 = 9106;
 /// The HTTP method is not allowed on this path.
@@ -80,10 +84,12 @@ pub(crate) const LASTING_429: [u32; 3] = [
 ];
 
 /// Codes that say the credentials were refused or lack a permission.
-pub(crate) const AUTH: [u32; 5] = [
+pub(crate) const AUTH: [u32; 7] = [
     AUTHENTICATION_ERROR,
     UNAUTHORIZED,
     MISSING_AUTH_HEADERS,
     INVALID_REQUEST_HEADERS,
     INVALID_AUTH_FORMAT,
+    INVALID_AUTH_EMAIL_FORMAT,
+    INVALID_AUTH_KEY_FORMAT,
 ];

@@ -202,9 +202,9 @@ impl Error {
     }
 
     /// Whether the credentials were refused or lack a permission: HTTP 401
-    /// or 403, or the codes 9106 (missing credentials), 6003 and 6111 (a
-    /// malformed auth header, which Cloudflare answers with 400), 10000
-    /// (authentication error) or 10106 (unauthorized).
+    /// or 403, or the codes 9106 (missing credentials), 6003, 6111, 6102 and
+    /// 6103 (a malformed auth header, which Cloudflare answers with 400),
+    /// 10000 (authentication error) or 10106 (unauthorized).
     pub fn is_auth(&self) -> bool {
         self.as_api().is_some_and(|api| {
             matches!(api.status, 401 | 403) || api.codes().any(|c| codes::AUTH.contains(&c))

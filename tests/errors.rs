@@ -377,3 +377,43 @@ fn configuration_errors_name_what_to_set() {
     let builder = Client::builder().api_token(TOKEN);
     assert!(!format!("{builder:?}").contains(TOKEN));
 }
+
+#[tokio::test]
+async fn auth_failures_are_classified_whatever_their_status() {
+    // Cloudflare answers a missing or malformed auth header with 400, a
+    // token without permission with 403: a client checking `is_auth` works
+    // against both.
+    for (status, code) in [
+        (400, cf_queues::codes::MISSING_AUTH_HEADERS),
+        (400, cf_queues::codes::INVALID_REQUEST_HEADERS),
+        (400, cf_queues::codes::INVALID_AUTH_FORMAT),
+        (403, cf_queues::codes::AUTHENTICATION_ERROR),
+        (403, cf_queues::codes::UNAUTHORIZED),
+    ] {
+        let error = push_error(
+            status,
+            "application/json",
+            &cloudflare_failure(code, "auth"),
+            &[],
+        )
+        .await;
+        assert!(error.is_auth(), "{status}/{code}");
+        assert!(!error.is_retryable() && !error.is_not_found(), "{status}/{code}");
+    }
+    let error = push_error(
+        400,
+        "application/json",
+        &cloudflare_failure(10207, "JSONRequestBodyInvalid"),
+        &[],
+    )
+    .await;
+    assert!(!error.is_auth());
+    let error = push_error(
+        404,
+        "application/json",
+        &cloudflare_failure(10104, "QueueNotFound"),
+        &[],
+    )
+    .await;
+    assert!(error.is_not_found() && !error.is_auth());
+}

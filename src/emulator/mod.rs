@@ -2,14 +2,14 @@
 //!
 //! It serves the six endpoints at Cloudflare's paths, with or without the
 //! `/client/v4` prefix, with Cloudflare's envelopes, field names, error
-//! codes and semantics: delays, leases that expire, permissive acks,
-//! retries, `max_retries` with an optional dead-letter queue, peek and purge
-//! by ref, and exact metrics. Any client written for Cloudflare, the official
-//! SDKs included, can be pointed at its base URL.
+//! codes and semantics: delays, leases that expire, late acks, retries,
+//! `max_retries` with an optional dead-letter queue, peek and purge by ref,
+//! and exact metrics. Any client written for Cloudflare, the official SDKs
+//! included, can be pointed at its base URL.
 //!
-//! The queue logic is a pure state machine; this module wraps it in an axum
-//! server on tokio. Time can be driven by a [`ManualClock`], and failures can
-//! be injected with [`Fault`].
+//! The queue logic is a pure state machine; this module wraps it in an
+//! HTTP/1 server on tokio (axum routing, hyper connections). Time can be
+//! driven by a [`ManualClock`], and failures can be injected with [`Fault`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,51 +26,116 @@
 //! ```
 //!
 //! From the command line: `cfq emulator --listen 127.0.0.1:8787` (feature `cli`).
+//!
+//! # Semantics
+//!
+//! - **Accounts.** Queues belong to the account id of the path: the same
+//!   queue id under two account ids names two queues. Any valid account id
+//!   is accepted; [`EmulatorHandle`]'s methods default to
+//!   [`EMULATOR_ACCOUNT_ID`].
+//! - **`max_retries`.** A message is dropped, or moved to its dead-letter
+//!   queue, when its `attempts` reaches `max_retries` (default 3): it is
+//!   delivered at most `max_retries` times. This follows Cloudflare's
+//!   pull-consumer page; its dead-letter page and Miniflare read it as
+//!   `max_retries + 1` deliveries.
+//! - **Late acks.** A lease id stays usable while its message exists. An ack
+//!   by an expired lease deletes the message even if another consumer holds
+//!   it now (that consumer's ack then gets a warning); a retry by an expired
+//!   lease applies only while no one else holds the message. `ackCount` and
+//!   `retryCount` count what the call changed.
+//! - **Tokens.** Lease ids and peek refs are 128 random bits from the
+//!   operating system: one's own say nothing about anyone else's.
+//! - **Memory.** A queue exists while it holds messages or a dead-letter
+//!   count; peek refs expire after an hour, swept even from idle queues.
+//!
+//! # Limits under load
+//!
+//! Each is set on [`Emulator`]; the defaults suit a local server shared by
+//! a test suite, and stop one misbehaving client from starving the others.
+//!
+//! | limit | default | what it bounds |
+//! |---|---|---|
+//! | [`max_connections`](Emulator::max_connections) | 512 | open connections; at the cap, the longest-idle connection is closed for a new one, and when none is idle new ones wait in the listen backlog |
+//! | [`header_timeout`](Emulator::header_timeout) | 10 s | time to send a request head, from the connect or from its first byte |
+//! | [`body_timeout`](Emulator::body_timeout) | 30 s | time to send a request body |
+//! | [`idle_timeout`](Emulator::idle_timeout) | 120 s | a keep-alive connection between requests |
+//! | [`write_timeout`](Emulator::write_timeout) | 30 s | a response the client does not read |
+//! | [`response_buffer_bytes`](Emulator::response_buffer_bytes) | 64 KiB | response bytes held per connection, and the size of a request head |
+//! | [`max_body_bytes`](Emulator::max_body_bytes) | 2 MiB | a request body |
+//! | [`shutdown_grace`](Emulator::shutdown_grace) | 5 s | how long [`EmulatorHandle::shutdown`] lets requests finish |
+//!
+//! Pull and peek answers are serialized as the client reads them, so a
+//! connection holds at most `response_buffer_bytes` plus one 16 KiB piece
+//! of an answer, however large the answer and however slowly it is read.
+//! Other answers are small, or a few times their request at most. A request
+//! refused before its body mattered still has its body read (up to
+//! `max_body_bytes`), so the keep-alive connection carries on.
+//!
+//! # Assumptions
+//!
+//! Where no public source settles how Cloudflare behaves, the emulator
+//! assumes:
+//!
+//! - **Unknown credentials.** A well-formed API token or global key that is
+//!   not the accepted one gets 403 with code 10000 "Authentication error".
+//!   Public reports show 403/10000 for a token that lacks a permission; none
+//!   shows the answer for a token that does not exist.
+//! - **Malformed or missing credentials.** 400 with 6003 and the cause under
+//!   `error_chain` (6111 for `Authorization`, 6102 for `X-Auth-Email`, 6103
+//!   for `X-Auth-Key`), and 400 with 9106 when none is sent: as public
+//!   reports of the v4 API show, for other products than Queues.
+//! - **Visibility timeouts under 1 ms.** `visibility_timeout_ms` of 0, or
+//!   one that rounds to 0, gets 400 with 10207 JSONRequestBodyInvalid and
+//!   the pointer `/visibility_timeout_ms`. Cloudflare documents no minimum;
+//!   such a lease would end as it is granted.
+//! - **Slow bodies.** A body that does not arrive within the body timeout
+//!   gets 408 with 10201 ClientDisconnected, and the connection is closed.
+//! - **A queue as its own dead-letter queue** is refused at start: exhausted
+//!   messages would come back as new ones forever, so `max_retries` would
+//!   never end anything.
+//! - **Strict queues** are known under every account id.
 
 mod clock;
 mod faults;
+mod handle;
 mod http;
+mod server;
 mod state;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use crate::Operation;
 pub use clock::ManualClock;
 pub use faults::Fault;
+pub use handle::{EmulatorHandle, WorkerBody};
+pub use server::ServerStats;
 
-use crate::{Client, ClientBuilder, Credentials, Limits, Metrics};
+use crate::Limits;
 use clock::Clock;
 use faults::Faults;
 use http::{AcceptedAuth, App};
-use state::{BodyKind, Broker, BrokerConfig, NewMessage};
+use server::{ServerLimits, Shared};
+use state::{Broker, BrokerConfig, RandomSource};
 
 /// The account id [`EmulatorHandle::client`] uses; the emulator accepts any valid id.
 pub const EMULATOR_ACCOUNT_ID: &str = "0123456789abcdef0123456789abcdef";
 
-/// A body only a Worker can write, for [`EmulatorHandle::push_from_worker`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WorkerBody {
-    /// Raw bytes (`CF-Content-Type: bytes`), delivered base64-encoded.
-    Bytes(Vec<u8>),
-    /// A V8 structured clone (`CF-Content-Type: v8`), which only Workers can decode.
-    V8(Vec<u8>),
-}
+/// The largest piece a pull or peek answer is written in.
+const MAX_CHUNK_BYTES: usize = 16 * 1024;
 
 /// Configures and starts an emulator.
 ///
 /// By default it listens on `127.0.0.1:0` (a free port), accepts a freshly
-/// generated API token, creates queues on first use, and drops a message
-/// after 3 deliveries.
+/// generated API token, creates queues on first use, drops a message after
+/// 3 deliveries, and applies the limits in the [module docs](self).
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct Emulator {
@@ -84,6 +149,13 @@ pub struct Emulator {
     clock: Clock,
     limits: Limits,
     max_body_bytes: usize,
+    max_connections: usize,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    idle_timeout: Duration,
+    write_timeout: Duration,
+    response_buffer_bytes: usize,
+    shutdown_grace: Duration,
 }
 
 impl Default for Emulator {
@@ -106,6 +178,13 @@ impl Emulator {
             clock: Clock::System,
             limits: Limits::default(),
             max_body_bytes: 2 * 1024 * 1024,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(30),
+            response_buffer_bytes: 64 * 1024,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 
@@ -143,13 +222,20 @@ impl Emulator {
         self
     }
 
-    /// Deliveries after which a message is dropped or dead-lettered (default 3).
+    /// Deliveries after which a message is dropped or dead-lettered (default 3):
+    /// a message is dropped when its `attempts` reaches this number, as
+    /// Cloudflare's pull-consumer page puts it.
     pub fn max_retries(mut self, max_retries: u32) -> Emulator {
         self.max_retries = max_retries;
         self
     }
 
-    /// Moves messages that exhaust their retries on `queue` to `dead_letter_queue`.
+    /// Moves messages that exhaust their retries on `queue` to
+    /// `dead_letter_queue`, in the same account. [`Emulator::start`] refuses
+    /// settings that would make messages unreachable: an invalid queue id on
+    /// either side, a dead-letter queue missing from the
+    /// [strict queues](Emulator::strict_queues), a queue that is its own
+    /// dead-letter queue.
     pub fn dead_letter_queue(
         mut self,
         queue: impl Into<String>,
@@ -172,14 +258,87 @@ impl Emulator {
         self
     }
 
-    /// Request bodies larger than this are refused unread (default 2 MiB).
+    /// Request bodies larger than this are refused (default 2 MiB, eight
+    /// times the largest legal batch, so no legal request is refused).
     pub fn max_body_bytes(mut self, max: usize) -> Emulator {
         self.max_body_bytes = max;
         self
     }
 
+    /// The most connections open at once (default 512, at least 1).
+    ///
+    /// At the cap, a new connection makes the connection that has waited
+    /// longest without a request in progress close, so slow or silent
+    /// clients cannot lock others out; when every connection is busy, new
+    /// ones wait in the listen backlog. 512 leaves room under the common
+    /// limit of 1,024 open files, so the server never runs out of them.
+    pub fn max_connections(mut self, max: usize) -> Emulator {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request head (default 10 s),
+    /// counted from the connect, or from the head's first byte on a
+    /// keep-alive connection. Local clients send a head at once; 10 s
+    /// leaves room for a loaded CI machine and closes trickling connections.
+    pub fn header_timeout(mut self, timeout: Duration) -> Emulator {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request body (default 30 s):
+    /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
+    pub fn body_timeout(mut self, timeout: Duration) -> Emulator {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may wait for its next request
+    /// (default 120 s). Longer than the 90 s after which reqwest's pool
+    /// retires idle connections, so the client, not the server, closes them
+    /// and never sends a request on a connection being closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Emulator {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a response may wait for the client to read it (default
+    /// 30 s without progress), after which the connection is closed. A
+    /// client that never reads holds a connection for that long, and no
+    /// more than the response buffer.
+    pub fn write_timeout(mut self, timeout: Duration) -> Emulator {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Response bytes a connection may hold before the client reads them
+    /// (default 64 KiB; at least 8 KiB); pull and peek answers are
+    /// serialized only as this buffer drains, in pieces of a quarter of it
+    /// (at most 16 KiB). It also bounds a request head: a client's heads
+    /// are a few hundred bytes, and a larger one gets 431.
+    pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
+        self.response_buffer_bytes = bytes;
+        self
+    }
+
+    /// How long [`EmulatorHandle::shutdown`] lets open requests finish
+    /// before closing their connections (default 5 s): stalled faults and
+    /// half-sent requests do not hold a shutdown longer than that.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Emulator {
+        self.shutdown_grace = grace;
+        self
+    }
+
     /// Binds the address and starts serving in the background.
+    ///
+    /// # Errors
+    ///
+    /// The address cannot be bound, the operating system's random number
+    /// generator is not available, or the dead-letter settings would make
+    /// messages unreachable (`ErrorKind::InvalidInput`, naming the setting).
     pub async fn start(self) -> io::Result<EmulatorHandle> {
+        self.check_dead_letters()?;
+        let random = os_random()?;
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let address = listener.local_addr()?;
         if !address.ip().is_loopback() {
@@ -195,28 +354,39 @@ impl Emulator {
             global_key: self.global_key.clone(),
         });
         let app = Arc::new(App {
-            broker: Mutex::new(Broker::new(BrokerConfig {
-                max_retries: self.max_retries,
-                dead_letter_queues: self.dead_letter_queues,
-                seed: generate_seed(),
-            })),
+            broker: Mutex::new(Broker::new(
+                BrokerConfig {
+                    max_retries: self.max_retries,
+                    dead_letter_queues: self.dead_letter_queues,
+                },
+                random,
+            )),
             clock: self.clock,
             faults: Faults::default(),
             auth,
             strict_queues: self.strict_queues,
             limits: self.limits,
             max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
+            chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
             requests: Default::default(),
         });
+        let server = Arc::new(Shared::new(ServerLimits {
+            max_connections: self.max_connections,
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            write_timeout: self.write_timeout,
+            response_buffer_bytes: self.response_buffer_bytes,
+            shutdown_grace: self.shutdown_grace,
+        }));
         let (stop, stopped) = oneshot::channel::<()>();
         let router = http::router(Arc::clone(&app));
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
+        let task = tokio::spawn(server::serve(
+            listener,
+            router,
+            Arc::clone(&server),
+            stopped,
+        ));
         let host = match address {
             SocketAddr::V4(v4) if v4.ip().is_unspecified() => format!("127.0.0.1:{}", v4.port()),
             SocketAddr::V6(v6) if v6.ip().is_unspecified() => format!("[::1]:{}", v6.port()),
@@ -228,170 +398,128 @@ impl Emulator {
             token,
             global_key: self.global_key,
             app,
+            server,
             stop: Some(stop),
             task: Some(task),
         })
     }
-}
 
-/// A running emulator. Dropping it stops the server.
-pub struct EmulatorHandle {
-    base_url: String,
-    address: SocketAddr,
-    token: Option<String>,
-    global_key: Option<(String, String)>,
-    app: Arc<App>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<io::Result<()>>>,
-}
-
-impl EmulatorHandle {
-    /// The API root to give a client, such as `http://127.0.0.1:8787/client/v4`.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
-    /// The address the server listens on.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.address
-    }
-
-    /// The API token the emulator accepts, `None` when it accepts anything.
-    pub fn token(&self) -> Option<&str> {
-        self.token.as_deref()
-    }
-
-    /// Credentials the emulator accepts, for [`ClientBuilder::credentials`].
-    pub fn credentials(&self) -> crate::Result<Credentials> {
-        match (&self.token, &self.global_key) {
-            (Some(token), _) => Credentials::api_token(token),
-            (None, Some((email, key))) => Credentials::global_api_key(email, key),
-            (None, None) => Credentials::api_token("emulator-accepts-any-token"),
+    /// Refuses dead-letter settings under which messages could never be
+    /// read again, before anything is served.
+    fn check_dead_letters(&self) -> io::Result<()> {
+        let mut settings: Vec<_> = self.dead_letter_queues.iter().collect();
+        settings.sort();
+        for (queue, dlq) in settings {
+            let refuse = |why: String| {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("dead-letter setting {queue:?} -> {dlq:?}: {why}"),
+                ))
+            };
+            for (side, id) in [("queue", queue), ("dead-letter queue", dlq)] {
+                if let Err(error) = self.limits.check_id("queue_id", id) {
+                    return refuse(format!("the {side} id is not valid ({error})"));
+                }
+            }
+            if queue == dlq {
+                return refuse(
+                    "a queue cannot be its own dead-letter queue: its exhausted messages \
+                     would come back forever"
+                        .into(),
+                );
+            }
+            if let Some(known) = &self.strict_queues
+                && !known.contains(dlq)
+            {
+                return refuse(format!(
+                    "{dlq:?} is not among the strict queues, so its messages could \
+                     never be pulled"
+                ));
+            }
         }
-    }
-
-    /// A client builder aimed at this emulator, with its credentials and
-    /// [`EMULATOR_ACCOUNT_ID`].
-    pub fn client_builder(&self) -> crate::Result<ClientBuilder> {
-        Ok(Client::builder()
-            .base_url(&self.base_url)
-            .credentials(self.credentials()?)
-            .account_id(EMULATOR_ACCOUNT_ID))
-    }
-
-    /// A client aimed at this emulator.
-    pub fn client(&self) -> crate::Result<Client> {
-        self.client_builder()?.build()
-    }
-
-    /// Makes upcoming requests fail or stall; faults apply in the order injected.
-    pub fn inject(&self, fault: Fault) {
-        self.app.faults.push(fault);
-    }
-
-    /// Drops every pending fault.
-    pub fn clear_faults(&self) {
-        self.app.faults.clear();
-    }
-
-    /// How many requests the six operations have received, faulty ones included.
-    pub fn requests_received(&self) -> u64 {
-        self.app.requests.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// A queue's exact metrics, as the server sees them now.
-    pub fn metrics(&self, queue: &str) -> Metrics {
-        let now = self.app.clock.now_ms();
-        let m = self.app.broker().metrics(queue, now);
-        Metrics {
-            backlog_count: m.backlog_count,
-            backlog_bytes: m.backlog_bytes,
-            oldest_message_timestamp_ms: m.oldest_message_timestamp_ms,
-        }
-    }
-
-    /// How many messages a queue has dropped or moved to its dead-letter queue.
-    pub fn dead_lettered(&self, queue: &str) -> u64 {
-        let now = self.app.clock.now_ms();
-        let mut broker = self.app.broker();
-        // Expired leases are processed lazily: bring the queue up to date first.
-        broker.metrics(queue, now);
-        broker.dead_lettered(queue)
-    }
-
-    /// Enqueues a message as a Worker would, with a body the HTTP API cannot
-    /// write (`bytes` or `v8`), to test how consumers decode it.
-    pub fn push_from_worker(&self, queue: &str, body: WorkerBody) {
-        let (kind, body) = match body {
-            WorkerBody::Bytes(bytes) => (BodyKind::Bytes, bytes),
-            WorkerBody::V8(bytes) => (BodyKind::V8, bytes),
-        };
-        let now = self.app.clock.now_ms();
-        self.app.broker().push(
-            queue,
-            vec![NewMessage {
-                kind,
-                body,
-                delay_ms: 0,
-            }],
-            now,
-        );
-    }
-
-    /// Stops accepting connections, finishes requests in flight, and waits for the server.
-    pub async fn shutdown(mut self) -> io::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.map_err(io::Error::other)?,
-            None => Ok(()),
-        }
-    }
-
-    /// Serves until the task ends (after [`EmulatorHandle::shutdown`] from elsewhere, or an error).
-    pub async fn wait(mut self) -> io::Result<()> {
-        match self.task.take() {
-            Some(task) => task.await.map_err(io::Error::other)?,
-            None => Ok(()),
-        }
+        Ok(())
     }
 }
 
-impl Drop for EmulatorHandle {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-impl fmt::Debug for EmulatorHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EmulatorHandle")
-            .field("base_url", &self.base_url)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .finish_non_exhaustive()
-    }
-}
-
-/// 128 bits from the standard library's per-process random hash keys: no
-/// extra dependency, and unguessable enough for a loopback emulator.
+/// 128 bits from the operating system for the generated API token.
 fn generate_token() -> String {
-    let random = || {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        hasher.finish()
-    };
-    format!("cfq_{:016x}{:016x}", random(), random())
+    let mut random = [0u8; 16];
+    if getrandom::fill(&mut random).is_err() {
+        // `os_random` checked the generator just before; keyed SipHash
+        // stands in should it fail now.
+        let keys = std::collections::hash_map::RandomState::new();
+        for (i, chunk) in random.chunks_mut(8).enumerate() {
+            let mut hasher = keys.build_hasher();
+            hasher.write_usize(i);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
+    }
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cfq_{hex}")
 }
 
-fn generate_seed() -> u64 {
-    std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish()
+/// The operating system's CSPRNG, checked once here so that the broker's
+/// later draws do not fail. Should it fail later anyway, SipHash with the
+/// standard library's random keys over a counter fills in: still keyed by
+/// a secret, so tokens stay unguessable.
+fn os_random() -> io::Result<RandomSource> {
+    let mut probe = [0u8; 16];
+    getrandom::fill(&mut probe).map_err(io::Error::other)?;
+    let fallback = std::collections::hash_map::RandomState::new();
+    let mut counter = 0u64;
+    Ok(RandomSource::new(move |buf: &mut [u8]| {
+        if getrandom::fill(buf).is_ok() {
+            return;
+        }
+        for chunk in buf.chunks_mut(8) {
+            let mut hasher = fallback.build_hasher();
+            hasher.write_u64(counter);
+            counter = counter.wrapping_add(1);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(emulator: &Emulator) -> Option<String> {
+        emulator.check_dead_letters().err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn dead_letter_settings_that_strand_messages_are_refused() {
+        let ok = Emulator::new().dead_letter_queue("work", "dlq");
+        assert_eq!(refused(&ok), None);
+        let strict = ok.clone().strict_queues(["work", "dlq"]);
+        assert_eq!(refused(&strict), None);
+        for (emulator, says) in [
+            (Emulator::new().dead_letter_queue("", ""), "not valid"),
+            (
+                Emulator::new().dead_letter_queue("work", ""),
+                "dead-letter queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("wo-rk", "dlq"),
+                "the queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("work", &*"d".repeat(33)),
+                "not valid",
+            ),
+            (Emulator::new().dead_letter_queue("work", "work"), "its own"),
+            (ok.strict_queues(["work"]), "strict"),
+        ] {
+            let message = refused(&emulator).unwrap_or_default();
+            assert!(message.contains(says), "{message:?} should say {says:?}");
+        }
+    }
+
+    #[test]
+    fn generated_tokens_differ() {
+        let (a, b) = (generate_token(), generate_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 4 + 32);
+    }
 }

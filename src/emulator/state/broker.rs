@@ -1,0 +1,511 @@
+//! The whole emulated service: accounts and their queues, dead letters moved
+//! between queues, expiries processed lazily, and queues and peek refs
+//! reclaimed once no one can read them any more.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::queue::{Lease, Moved, PeekRef, Queue};
+use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
+use super::{
+    AckReport, At, BrokerConfig, Delivery, LEASE_DUPLICATE, LEASE_UNKNOWN, MAX_PREALLOC, Metrics,
+    NewMessage, Peeked, PurgeReport, REF_GONE, REF_UNKNOWN,
+};
+
+/// The queues of one account, by queue id.
+type Queues = HashMap<String, Queue>;
+
+/// The whole emulated service: every account's queues plus token issuing.
+#[derive(Debug)]
+pub struct Broker {
+    pub(super) config: BrokerConfig,
+    /// Dead-letter queue -> the other queues feeding it, so a DLQ is brought
+    /// up to date before it is observed.
+    pub(super) feeders: HashMap<String, Vec<String>>,
+    pub(super) accounts: HashMap<String, Queues>,
+    pub(super) tokens: Tokens,
+    /// (due ms, account, queue) for each queue whose peek refs will need
+    /// trimming: one entry per queue holding refs, so refs expire even in a
+    /// queue that no one touches again.
+    pub(super) sweeps: BTreeSet<(u64, String, String)>,
+}
+
+impl Broker {
+    /// A broker with no queues; they appear on first push. Lease ids and
+    /// peek refs are drawn from `random`.
+    pub fn new(config: BrokerConfig, random: RandomSource) -> Broker {
+        let mut feeders: HashMap<String, Vec<String>> = HashMap::new();
+        for (source, dlq) in &config.dead_letter_queues {
+            if source != dlq {
+                feeders.entry(dlq.clone()).or_default().push(source.clone());
+            }
+        }
+        for sources in feeders.values_mut() {
+            // Deterministic processing order makes DLQ content reproducible.
+            sources.sort_unstable();
+        }
+        Broker {
+            config,
+            feeders,
+            accounts: HashMap::new(),
+            tokens: Tokens::new(random),
+            sweeps: BTreeSet::new(),
+        }
+    }
+
+    /// The settings the broker was built with.
+    #[cfg(test)]
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Whether this queue currently holds state.
+    #[cfg(test)]
+    pub fn has_queue<'a>(&self, at: impl Into<At<'a>>) -> bool {
+        let at = at.into();
+        self.accounts
+            .get(at.account)
+            .is_some_and(|queues| queues.contains_key(at.queue))
+    }
+
+    /// Enqueues messages, creating the queue if needed; returns the metrics
+    /// after the push.
+    pub fn push<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        messages: Vec<NewMessage>,
+        now_ms: u64,
+    ) -> Metrics {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts, tokens, ..
+        } = self;
+        let Some(q) = queue_or_create(accounts, at.account, at.queue) else {
+            return Metrics::default();
+        };
+        for message in messages {
+            q.insert(
+                tokens.seq(),
+                Moved {
+                    kind: message.kind,
+                    body: Arc::from(message.body),
+                    timestamp_ms: now_ms,
+                    visible_at_ms: now_ms.saturating_add(message.delay_ms),
+                },
+            );
+        }
+        let metrics = q.metrics();
+        self.finish(at);
+        metrics
+    }
+
+    /// Leases up to `batch_size` visible messages in delivery order (visible
+    /// time, then push order), each until `now_ms + visibility_ms`; returns
+    /// them with the metrics after the pull.
+    pub fn pull<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        batch_size: usize,
+        visibility_ms: u64,
+        now_ms: u64,
+    ) -> (Vec<Delivery>, Metrics) {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts, tokens, ..
+        } = self;
+        let Some(q) = queue_mut(accounts, at) else {
+            return (Vec::new(), Metrics::default());
+        };
+        let expiry_ms = now_ms.saturating_add(visibility_ms);
+        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
+        while out.len() < batch_size {
+            let Some(&(visible_at_ms, seq)) = q.ready.first() else {
+                break;
+            };
+            if visible_at_ms > now_ms {
+                break;
+            }
+            q.ready.pop_first();
+            let key = tokens.fresh(&q.leases);
+            let Some(stored) = q.messages.get_mut(&seq) else {
+                continue;
+            };
+            stored.attempts = stored.attempts.saturating_add(1);
+            stored.lease = Some(Lease { key, expiry_ms });
+            stored.issued.push(key);
+            q.inflight.insert((expiry_ms, seq));
+            q.leases.insert(key, seq);
+            out.push(Delivery {
+                id: tokens.message_id(seq),
+                attempts: stored.attempts,
+                kind: stored.kind,
+                body: Arc::clone(&stored.body),
+                lease_id: token_string(key),
+                timestamp_ms: stored.timestamp_ms,
+            });
+        }
+        (out, q.metrics())
+    }
+
+    /// Acks (deletes) and retries (makes visible again after a delay)
+    /// messages by lease id. Acks are applied first, so a lease listed in
+    /// both gets a warning for the retry. Unknown or repeated lease ids, and
+    /// retries that cannot apply, only produce warnings; the counts say what
+    /// this call changed.
+    ///
+    /// Late acks are accepted: an expired lease stays usable while its
+    /// message exists. Cloudflare's pull-consumer page
+    /// (developers.cloudflare.com/queues/configuration/pull-consumers/):
+    /// "if a consumer acknowledges a message by its lease ID after the
+    /// visibility timeout is reached, Queues will still accept that
+    /// acknowledgment. If the message was delivered to another consumer
+    /// during the intervening period, it will also be able to acknowledge
+    /// the message without an error." So a late ack deletes the message
+    /// even while another consumer holds it, and that consumer's ack then
+    /// finds nothing: a warning, not an error. A late retry applies only
+    /// while no one else holds the message ([`Queue::retry`]).
+    pub fn ack<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        acks: &[String],
+        retries: &[(String, u64)],
+        now_ms: u64,
+    ) -> AckReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            config,
+            accounts,
+            tokens,
+            ..
+        } = self;
+        let dlq = config.dead_letter_queues.get(at.queue);
+        let policy = (config.max_retries, dlq.is_some());
+        let mut moved = Vec::new();
+        let mut warnings = std::collections::BTreeMap::new();
+        let mut warn = |lease_id: &String, reason: &str| {
+            warnings
+                .entry(lease_id.clone())
+                .or_insert_with(|| reason.to_owned());
+        };
+        let mut absent = Queue::default();
+        let q = queue_mut(accounts, at).unwrap_or(&mut absent);
+        // Only keys of leases this call used go in, never client input, so
+        // the cheap hasher stays safe.
+        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+        let mut acked = 0u32;
+        for lease_id in acks {
+            match resolve(q, &used, lease_id) {
+                Ok((key, seq)) => {
+                    used.insert(key);
+                    q.remove(seq);
+                    acked = acked.saturating_add(1);
+                }
+                Err(reason) => warn(lease_id, reason),
+            }
+        }
+        let mut retried = 0u32;
+        for (lease_id, delay_ms) in retries {
+            let outcome = resolve(q, &used, lease_id).and_then(|(key, seq)| {
+                q.retry(key, seq, *delay_ms, now_ms, policy, &mut moved)
+                    .map(|()| key)
+            });
+            match outcome {
+                Ok(key) => {
+                    used.insert(key);
+                    retried = retried.saturating_add(1);
+                }
+                Err(reason) => warn(lease_id, reason),
+            }
+        }
+        q.trim_refs(now_ms);
+        if let (Some(dlq), Some(queues)) = (dlq, accounts.get_mut(at.account)) {
+            deliver_dead_letters(queues, tokens, dlq, moved);
+        }
+        self.finish(at);
+        AckReport {
+            ack_count: acked,
+            retry_count: retried,
+            warnings,
+        }
+    }
+
+    /// Shows up to `batch_size` visible, unleased messages in delivery order
+    /// without leasing them; each comes with a fresh ref for [`Broker::purge`].
+    pub fn peek<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        batch_size: usize,
+        now_ms: u64,
+    ) -> Vec<Peeked> {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts,
+            tokens,
+            sweeps,
+            ..
+        } = self;
+        let Some(q) = queue_mut(accounts, at) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
+        for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
+            let Some(stored) = q.messages.get(&seq) else {
+                continue;
+            };
+            let key = tokens.fresh(&q.refs);
+            out.push(Peeked {
+                id: tokens.message_id(seq),
+                attempts: stored.attempts,
+                kind: stored.kind,
+                body: Arc::clone(&stored.body),
+                peek_ref: token_string(key),
+                timestamp_ms: stored.timestamp_ms,
+            });
+            q.refs.insert(
+                key,
+                PeekRef {
+                    seq,
+                    created_ms: now_ms,
+                },
+            );
+            q.ref_order.push_back(key);
+        }
+        q.trim_refs(now_ms);
+        schedule_sweep(sweeps, q, at);
+        out
+    }
+
+    /// Deletes the messages behind peek refs at once, whatever their state;
+    /// the leases of a purged message become unknown. Bad refs only produce
+    /// warnings.
+    pub fn purge<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        refs: &[String],
+        now_ms: u64,
+    ) -> PurgeReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let mut report = PurgeReport::default();
+        let mut absent = Queue::default();
+        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
+        for peek_ref in refs {
+            let entry = parse_token(peek_ref)
+                .and_then(|key| q.refs.get(&key))
+                .filter(|r| !r.expired(now_ms))
+                .copied();
+            let reason = match entry {
+                None => REF_UNKNOWN,
+                Some(r) if q.remove(r.seq).is_some() => {
+                    report.purged = report.purged.saturating_add(1);
+                    continue;
+                }
+                Some(_) => REF_GONE,
+            };
+            report
+                .warnings
+                .entry(peek_ref.clone())
+                .or_insert_with(|| reason.to_owned());
+        }
+        q.trim_refs(now_ms);
+        self.finish(at);
+        report
+    }
+
+    /// Exact backlog figures of the queue at `now_ms`.
+    pub fn metrics<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> Metrics {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let metrics =
+            queue_mut(&mut self.accounts, at).map_or_else(Metrics::default, |q| q.metrics());
+        self.finish(at);
+        metrics
+    }
+
+    /// How many messages this queue has dropped or moved to its dead-letter
+    /// queue so far. Expiries are processed lazily, so touch the queue first.
+    pub fn dead_lettered<'a>(&self, at: impl Into<At<'a>>) -> u64 {
+        let at = at.into();
+        self.accounts
+            .get(at.account)
+            .and_then(|queues| queues.get(at.queue))
+            .map_or(0, |q| q.dead_lettered)
+    }
+
+    /// What every operation does first: trim refs that expired anywhere,
+    /// then bring the queue up to `now_ms`.
+    fn prepare(&mut self, at: At<'_>, now_ms: u64) {
+        self.sweep(now_ms);
+        self.settle(at, now_ms);
+    }
+
+    /// What every operation does last: drop the queue, and the queues that
+    /// feed it, if they hold nothing readable any more.
+    fn finish(&mut self, at: At<'_>) {
+        self.reclaim(at);
+        if let Some(sources) = self.feeders.get(at.queue).cloned() {
+            for source in &sources {
+                self.reclaim(At {
+                    account: at.account,
+                    queue: source,
+                });
+            }
+        }
+    }
+
+    /// Brings the queue up to `now_ms`: first the queues that dead-letter into
+    /// it (their expiries add messages here), then the queue itself. Messages
+    /// moved into a DLQ are unleased, so one level of feeders is enough.
+    fn settle(&mut self, at: At<'_>, now_ms: u64) {
+        let Broker {
+            config,
+            feeders,
+            accounts,
+            tokens,
+            ..
+        } = self;
+        let Some(queues) = accounts.get_mut(at.account) else {
+            return;
+        };
+        if let Some(sources) = feeders.get(at.queue) {
+            for source in sources {
+                expire_queue(config, queues, tokens, source, now_ms);
+            }
+        }
+        expire_queue(config, queues, tokens, at.queue, now_ms);
+    }
+
+    /// Trims the refs of every queue whose oldest ref has expired by `now_ms`.
+    fn sweep(&mut self, now_ms: u64) {
+        // Taken out first: a ref due at `u64::MAX` is rescheduled at the same
+        // time, and must wait for the next operation rather than loop here.
+        let mut due = Vec::new();
+        while self.sweeps.first().is_some_and(|(at, ..)| *at <= now_ms) {
+            due.extend(self.sweeps.pop_first());
+        }
+        for (due_ms, account, queue) in due {
+            let at = At {
+                account: &account,
+                queue: &queue,
+            };
+            if let Some(q) = queue_mut(&mut self.accounts, at)
+                && q.sweep_due_ms == Some(due_ms)
+            {
+                q.sweep_due_ms = None;
+                q.trim_refs(now_ms);
+                schedule_sweep(&mut self.sweeps, q, at);
+            }
+            self.reclaim(at);
+        }
+    }
+
+    fn reclaim(&mut self, at: At<'_>) {
+        let Some(queues) = self.accounts.get_mut(at.account) else {
+            return;
+        };
+        if !queues.get(at.queue).is_some_and(Queue::is_reclaimable) {
+            return;
+        }
+        if let Some(due) = queues.remove(at.queue).and_then(|q| q.sweep_due_ms) {
+            self.sweeps
+                .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
+        }
+        if queues.is_empty() {
+            self.accounts.remove(at.account);
+        }
+    }
+}
+
+/// Resolves a lease id, live or stale, to its key and message.
+fn resolve(
+    q: &Queue,
+    used: &HashSet<u128, KeyBuild>,
+    lease_id: &str,
+) -> Result<(u128, u64), &'static str> {
+    let key = parse_token(lease_id).ok_or(LEASE_UNKNOWN)?;
+    if used.contains(&key) {
+        return Err(LEASE_DUPLICATE);
+    }
+    q.leases
+        .get(&key)
+        .map(|&seq| (key, seq))
+        .ok_or(LEASE_UNKNOWN)
+}
+
+fn queue_mut<'q>(accounts: &'q mut HashMap<String, Queues>, at: At<'_>) -> Option<&'q mut Queue> {
+    accounts
+        .get_mut(at.account)
+        .and_then(|queues| queues.get_mut(at.queue))
+}
+
+fn queue_or_create<'q>(
+    accounts: &'q mut HashMap<String, Queues>,
+    account: &str,
+    queue: &str,
+) -> Option<&'q mut Queue> {
+    // Looked up before inserting, so that the common case allocates no keys.
+    if !accounts.contains_key(account) {
+        accounts.insert(account.to_owned(), Queues::new());
+    }
+    let queues = accounts.get_mut(account)?;
+    if !queues.contains_key(queue) {
+        queues.insert(queue.to_owned(), Queue::default());
+    }
+    queues.get_mut(queue)
+}
+
+/// Puts the queue on the sweep list for its oldest ref, unless it is on it.
+fn schedule_sweep(sweeps: &mut BTreeSet<(u64, String, String)>, q: &mut Queue, at: At<'_>) {
+    if q.sweep_due_ms.is_some() {
+        return;
+    }
+    if let Some(due) = q.next_ref_expiry() {
+        q.sweep_due_ms = Some(due);
+        sweeps.insert((due, at.account.to_owned(), at.queue.to_owned()));
+    }
+}
+
+pub(super) fn expire_queue(
+    config: &BrokerConfig,
+    queues: &mut Queues,
+    tokens: &mut Tokens,
+    name: &str,
+    now_ms: u64,
+) {
+    let dlq = config.dead_letter_queues.get(name);
+    let mut moved = Vec::new();
+    let Some(q) = queues.get_mut(name) else {
+        return;
+    };
+    q.expire(now_ms, config.max_retries, dlq.is_some(), &mut moved);
+    q.trim_refs(now_ms);
+    if let Some(dlq) = dlq {
+        deliver_dead_letters(queues, tokens, dlq, moved);
+    }
+}
+
+/// Enqueues dead-lettered messages as new messages (fresh id, attempts 0,
+/// original timestamp), creating the dead-letter queue if needed.
+pub(super) fn deliver_dead_letters(
+    queues: &mut Queues,
+    tokens: &mut Tokens,
+    dlq: &str,
+    moved: Vec<Moved>,
+) {
+    if moved.is_empty() {
+        return;
+    }
+    if !queues.contains_key(dlq) {
+        queues.insert(dlq.to_owned(), Queue::default());
+    }
+    let Some(target) = queues.get_mut(dlq) else {
+        return;
+    };
+    for message in moved {
+        target.insert(tokens.seq(), message);
+    }
+}

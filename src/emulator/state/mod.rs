@@ -1,0 +1,193 @@
+//! The pure state machine behind the local Cloudflare Queues emulator.
+//!
+//! Everything here is synchronous and free of I/O, clocks and OS randomness so
+//! that the HTTP layer can wrap one [`Broker`] in a `Mutex` and so that tests
+//! can drive time explicitly: every operation takes `now_ms` (Unix
+//! milliseconds) from the caller.
+//!
+//! Time is processed lazily: a lease that has run out is only acted upon the
+//! next time its queue (or the dead-letter queue it feeds) is touched. Every
+//! operation costs O(k log n) in the number k of messages it touches, never a
+//! scan of the backlog, and no input can make it panic.
+//!
+//! Queues belong to an account: the same queue id under two account ids
+//! names two queues ([`At`]). A queue exists while it holds something a
+//! client can still read; an empty one is dropped after the operation that
+//! emptied it, and expired peek refs are swept even from queues no one
+//! touches any more, so memory follows what is stored, not what was asked.
+//!
+//! - [`broker`]: the service as a whole, routing operations to queues and
+//!   dead letters between them;
+//! - [`queue`]: one queue's indexes, leases and peek refs;
+//! - [`tokens`]: message ids, lease ids and peek refs.
+
+mod broker;
+mod queue;
+#[cfg(test)]
+mod tests;
+mod tokens;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+pub use broker::Broker;
+pub use tokens::RandomSource;
+
+/// Most peek refs remembered per queue; older refs are forgotten first so the
+/// ref map cannot grow without bound however often clients peek. (A single
+/// peek larger than this keeps only its last refs; the API caps peeks at 100.)
+/// All refs of a queue are also dropped once it drains.
+pub const PEEK_REF_CAP: usize = 100_000;
+
+/// How long a peek ref stays usable for a purge, in milliseconds (one hour).
+pub const PEEK_REF_TTL_MS: u64 = 3_600_000;
+
+/// Maps above this capacity are shrunk when their queue drains; small ones
+/// keep their allocation so steady push/pull/ack cycles do not churn memory.
+pub(super) const SHRINK_ABOVE: usize = 1024;
+
+/// Upper bound on eager `Vec` reservations, because `batch_size` is caller
+/// controlled and may be absurdly large.
+pub(super) const MAX_PREALLOC: usize = 1024;
+
+pub(super) const LEASE_UNKNOWN: &str = "lease unknown, or its message was already deleted";
+pub(super) const LEASE_DUPLICATE: &str = "lease already acknowledged or retried in this request";
+pub(super) const REF_UNKNOWN: &str = "peek reference unknown or expired";
+pub(super) const REF_GONE: &str = "message already deleted";
+pub(super) const LEASED_ELSEWHERE: &str =
+    "message is leased to another consumer now; the retry of an expired lease was not applied";
+
+/// Where an operation applies: a queue of an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At<'a> {
+    /// The account id of the path.
+    pub account: &'a str,
+    /// The queue id of the path.
+    pub queue: &'a str,
+}
+
+pub(super) fn len_u64(len: usize) -> u64 {
+    u64::try_from(len).unwrap_or(u64::MAX)
+}
+
+/// How a message body is encoded, mirroring the service's `content_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// UTF-8 text.
+    Text,
+    /// Compact JSON.
+    Json,
+    /// Raw bytes.
+    Bytes,
+    /// V8 structured-clone serialisation.
+    V8,
+}
+
+impl BodyKind {
+    /// The wire name of the kind, as used in the API's `content_type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodyKind::Text => "text",
+            BodyKind::Json => "json",
+            BodyKind::Bytes => "bytes",
+            BodyKind::V8 => "v8",
+        }
+    }
+}
+
+/// A message as sent by a producer, before the broker assigns it an id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Encoding of `body`.
+    pub kind: BodyKind,
+    /// Text bytes or compact JSON bytes.
+    pub body: Vec<u8>,
+    /// How long the message stays invisible after the push.
+    pub delay_ms: u64,
+}
+
+/// One message handed to a consumer by [`Broker::pull`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    /// The message id (32 lowercase hex digits), stable across deliveries.
+    pub id: String,
+    /// Deliveries so far, this one included.
+    pub attempts: u32,
+    /// Encoding of `body`.
+    pub kind: BodyKind,
+    /// The body, shared with the broker to avoid copies.
+    pub body: Arc<[u8]>,
+    /// Opaque id of this delivery's lease, used to ack or retry it.
+    pub lease_id: String,
+    /// When the message was originally pushed (Unix ms).
+    pub timestamp_ms: u64,
+}
+
+/// One message shown by [`Broker::peek`], which leases nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peeked {
+    /// The message id.
+    pub id: String,
+    /// Deliveries so far.
+    pub attempts: u32,
+    /// Encoding of `body`.
+    pub kind: BodyKind,
+    /// The body, shared with the broker to avoid copies.
+    pub body: Arc<[u8]>,
+    /// Opaque reference that [`Broker::purge`] accepts to delete this message.
+    pub peek_ref: String,
+    /// When the message was originally pushed (Unix ms).
+    pub timestamp_ms: u64,
+}
+
+/// Backlog figures of one queue, exact at the time they are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Metrics {
+    /// Messages in the queue: delayed, visible and in flight alike.
+    pub backlog_count: u64,
+    /// Sum of the body lengths of those messages.
+    pub backlog_bytes: u64,
+    /// Smallest push timestamp among them, 0 when the queue is empty.
+    pub oldest_message_timestamp_ms: u64,
+}
+
+/// Outcome of [`Broker::ack`]; bad lease ids are reported, never errors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AckReport {
+    /// Messages this call deleted.
+    pub ack_count: u32,
+    /// Messages this call made visible again later (or dead-lettered).
+    pub retry_count: u32,
+    /// Lease id -> why it was ignored.
+    pub warnings: BTreeMap<String, String>,
+}
+
+/// Outcome of [`Broker::purge`]; bad refs are reported, never errors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PurgeReport {
+    /// Messages deleted.
+    pub purged: u32,
+    /// Peek ref -> why it was ignored.
+    pub warnings: BTreeMap<String, String>,
+}
+
+/// Broker-wide settings, fixed for the broker's lifetime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// A message whose lease expires, or which is retried, with at least this
+    /// many attempts is dropped or dead-lettered instead of requeued.
+    pub max_retries: u32,
+    /// Queue id -> the queue that receives its dead-lettered messages, in
+    /// the same account.
+    pub dead_letter_queues: HashMap<String, String>,
+}
+
+impl Default for BrokerConfig {
+    /// The service's defaults: three retries and no dead-letter queues.
+    fn default() -> Self {
+        BrokerConfig {
+            max_retries: 3,
+            dead_letter_queues: HashMap::new(),
+        }
+    }
+}
