@@ -88,6 +88,25 @@ fn bad_arguments_exit_2() {
         (vec!["emulator", "--queue", "jobs"], "--strict"),
         (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
         (vec!["emulator", "--token", ""], "non-empty"),
+        (
+            vec!["emulator", "--max-connections", "many"],
+            "invalid digit",
+        ),
+        (
+            vec!["emulator", "--header-timeout", "soon"],
+            "expected a duration",
+        ),
+        // Checked by the emulator itself when it starts.
+        (
+            vec![
+                "emulator",
+                "--listen",
+                "127.0.0.1:0",
+                "--dead-letter",
+                "jobs=jobs",
+            ],
+            "its own dead-letter queue",
+        ),
         (vec!["frobnicate"], "Usage: cfq"),
         (vec![], "Usage: cfq"),
         (vec!["pull", "--batch", "500"], "1..=100"),
@@ -265,4 +284,65 @@ fn dead_letter_redrive_end_to_end() {
         .status()
         .expect("kill runs");
     assert!(emulator.wait().expect("cfq exits").success());
+}
+
+/// The server limits reach the emulator: with a short shutdown grace, a
+/// half-sent request does not hold SIGTERM for the default 5 s.
+#[test]
+fn emulator_limits_are_flags() {
+    use std::io::Write as _;
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            "8",
+            "--header-timeout",
+            "30s",
+            "--body-timeout",
+            "30s",
+            "--idle-timeout",
+            "30s",
+            "--write-timeout",
+            "5s",
+            "--response-buffer",
+            "32768",
+            "--shutdown-grace",
+            "200ms",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let first = BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("utf-8");
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the base URL")
+        .to_owned();
+    let mut half = std::net::TcpStream::connect(&address).expect("connect");
+    half.write_all(b"POST /client/v4/accounts/").expect("write");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let started = std::time::Instant::now();
+    let exit = loop {
+        if let Some(exit) = emulator.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "the grace of 200ms was not applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(exit.success(), "cfq exited with {exit}");
 }

@@ -398,7 +398,10 @@ async fn auth_failures_are_classified_whatever_their_status() {
         )
         .await;
         assert!(error.is_auth(), "{status}/{code}");
-        assert!(!error.is_retryable() && !error.is_not_found(), "{status}/{code}");
+        assert!(
+            !error.is_retryable() && !error.is_not_found(),
+            "{status}/{code}"
+        );
     }
     let error = push_error(
         400,

@@ -470,6 +470,34 @@ pub struct EmulatorArgs {
     /// Move messages that exhaust their retries on QUEUE to DLQ (repeatable)
     #[arg(long, value_name = "QUEUE=DLQ", value_parser = parse_dead_letter)]
     pub dead_letter: Vec<(String, String)>,
+
+    /// The most connections open at once; at the cap, the longest idle one is closed [default: 512]
+    #[arg(long, value_name = "N", help_heading = "Server limits")]
+    pub max_connections: Option<usize>,
+
+    /// How long a client may take to send a request head [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub header_timeout: Option<Duration>,
+
+    /// How long a client may take to send a request body [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub body_timeout: Option<Duration>,
+
+    /// How long a keep-alive connection may wait for its next request [default: 120s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub idle_timeout: Option<Duration>,
+
+    /// How long an answer may wait for the client to read it [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub write_timeout: Option<Duration>,
+
+    /// Answer bytes a connection may hold before the client reads them [default: 65536]
+    #[arg(long, value_name = "BYTES", help_heading = "Server limits")]
+    pub response_buffer: Option<usize>,
+
+    /// How long Ctrl-C or SIGTERM lets open requests finish before closing them [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub shutdown_grace: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,28 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     for (queue, dead_letter_queue) in args.dead_letter {
         emulator = emulator.dead_letter_queue(queue, dead_letter_queue);
     }
+    // Unset limits keep the library's defaults, documented there once.
+    if let Some(max) = args.max_connections {
+        emulator = emulator.max_connections(max);
+    }
+    if let Some(timeout) = args.header_timeout {
+        emulator = emulator.header_timeout(timeout);
+    }
+    if let Some(timeout) = args.body_timeout {
+        emulator = emulator.body_timeout(timeout);
+    }
+    if let Some(timeout) = args.idle_timeout {
+        emulator = emulator.idle_timeout(timeout);
+    }
+    if let Some(timeout) = args.write_timeout {
+        emulator = emulator.write_timeout(timeout);
+    }
+    if let Some(bytes) = args.response_buffer {
+        emulator = emulator.response_buffer_bytes(bytes);
+    }
+    if let Some(grace) = args.shutdown_grace {
+        emulator = emulator.shutdown_grace(grace);
+    }
     // The emulator checks its own configuration (dead-letter queues among
     // it) when it starts: a refusal there is the user's to fix, like a bad flag.
     let handle = emulator.start().await.map_err(|e| {
