@@ -1,4 +1,5 @@
-//! Pushes, pulls, acknowledges, retries, peeks and purges on one queue.
+//! Pushes, pulls, extends leases, acknowledges, retries, peeks and purges on
+//! one queue, then prints its backlog.
 //!
 //! With no credentials in the environment it starts the embedded emulator and
 //! runs there, so it works offline:
@@ -95,6 +96,7 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut acks = Acks::new();
     let mut retried_one = false;
+    let mut ours_pulled = Vec::new();
     for message in &pulled.messages {
         let (shown, ours) = describe(message.body(), &run);
         println!(
@@ -103,6 +105,9 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
             message.attempts,
             message.content_type()
         );
+        if ours {
+            ours_pulled.push(message);
+        }
         acks = match (ours, retried_one) {
             (false, _) => acks.retry(message), // not ours: back on the queue at once
             (true, false) => {
@@ -112,6 +117,17 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
             (true, true) => acks.ack(message),
         };
     }
+    // Handling takes longer than planned: keep this run's leases for
+    // another minute from now, without using an attempt.
+    let extended = queue
+        .extend(ours_pulled.iter().copied(), Duration::from_secs(60))
+        .await?;
+    println!(
+        "extended {} of our {} leases by 60 s; warnings {:?}",
+        extended.extended,
+        ours_pulled.len(),
+        extended.warnings
+    );
     let outcome = queue.ack(acks).await?;
     println!(
         "acked {}, retried {}, warnings {:?}",
@@ -136,6 +152,12 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
             purged.warnings
         );
     }
+
+    let metrics = queue.metrics().await?;
+    println!(
+        "backlog now: {} messages, {} bytes, oldest pushed at {} ms",
+        metrics.backlog_count, metrics.backlog_bytes, metrics.oldest_message_timestamp_ms
+    );
     Ok(())
 }
 

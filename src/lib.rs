@@ -103,6 +103,8 @@
 //! - `schema`: the wire types in [`raw::types`] derive `schemars::JsonSchema`.
 //! - `emulator`: [`emulator`], a local emulator of the API for tests and offline work.
 //! - `cli`: the `cfq` command-line tool (enables `emulator`).
+//! - `consumer`: [`consumer`], a pull-consumer runtime that keeps leases alive, batches acks and shuts down gracefully.
+//! - `producer`: [`producer`], a producer that batches messages by count, bytes and linger.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -113,6 +115,9 @@ mod call;
 mod classify;
 mod client;
 pub mod codes;
+#[cfg(feature = "consumer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "consumer")))]
+pub mod consumer;
 #[cfg(feature = "emulator")]
 #[cfg_attr(docsrs, doc(cfg(feature = "emulator")))]
 pub mod emulator;
@@ -125,6 +130,9 @@ mod hooks;
 pub mod limits;
 mod message;
 mod operation;
+#[cfg(feature = "producer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "producer")))]
+pub mod producer;
 mod queue;
 mod ratelimit;
 mod request;
@@ -149,7 +157,12 @@ pub use classify::RetryClass;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
 
 // The README's examples are compiled as doc tests.
-#[cfg(all(doctest, feature = "emulator"))]
+#[cfg(all(
+    doctest,
+    feature = "emulator",
+    feature = "consumer",
+    feature = "producer"
+))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};

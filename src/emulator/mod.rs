@@ -1,15 +1,18 @@
 //! A local emulator of the Cloudflare Queues messages API (feature `emulator`).
 //!
-//! It serves the six endpoints at Cloudflare's paths, with or without the
-//! `/client/v4` prefix, with Cloudflare's envelopes, field names, error
-//! codes and semantics: delays, leases that expire, late acks, retries,
-//! `max_retries` with an optional dead-letter queue, peek and purge by ref,
-//! and exact metrics. Any client written for Cloudflare, the official SDKs
-//! included, can be pointed at its base URL.
+//! It serves the twelve operations of Cloudflare's published Queues
+//! messages API at Cloudflare's paths, with or without the `/client/v4`
+//! prefix, with Cloudflare's envelopes, field names, error codes and
+//! semantics: delays, leases that expire, late acks, retries, lease
+//! extension, `max_retries` with an optional dead-letter queue, peek and
+//! purge by ref, preview, exact metrics, and purging a whole queue. Any
+//! client written for Cloudflare, the official SDKs included, can be
+//! pointed at its base URL.
 //!
 //! The queue logic is a pure state machine; this module wraps it in an
 //! HTTP/1 server on tokio (axum routing, hyper connections). Time can be
-//! driven by a [`ManualClock`], and failures can be injected with [`Fault`].
+//! driven by a [`ManualClock`], or follow tokio's (paused) clock with a
+//! [`TokioClock`]; failures can be injected with [`Fault`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,6 +30,29 @@
 //!
 //! From the command line: `cfq emulator --listen 127.0.0.1:8787` (feature `cli`).
 //!
+//! # Operations
+//!
+//! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
+//! `/client/v4` prefix; [`Fault::only`] aims at one by its [`Operation`].
+//!
+//! | method and path | [`Operation`] | result |
+//! |---|---|---|
+//! | `POST /messages` | `Push` | `{metadata: {metrics}}` |
+//! | `POST /messages/batch` | `Batch` | `{metadata: {metrics}}` |
+//! | `POST /messages/pull` | `Pull` | `{messages, message_backlog_count, metadata}` |
+//! | `POST /messages/ack` | `Ack` | `{ackCount, retryCount, warnings}` |
+//! | `POST /messages/peek` | `Peek` | `{messages}` with a `ref` each |
+//! | `POST /messages/purge` | `Purge` | `{errors: [], warnings}` |
+//! | `POST /messages/extend` | `Extend` | `{extendCount, warnings}` |
+//! | `POST /messages/preview` | `Preview` | `{messages}` in the pull shape |
+//! | `POST /messages/preview/ack` | `DeletePreviewed` | `{warnings}` |
+//! | `GET /metrics` | `Metrics` | `{backlog_count, backlog_bytes, oldest_message_timestamp_ms}` |
+//! | `POST /purge` | `PurgeQueue` | the queue object |
+//! | `GET /purge` | `PurgeStatus` | `{completed, started_at}`, both strings |
+//!
+//! Warnings are maps from the lease id, ref or preview id to a text. Other
+//! methods on these paths get 405 with code 7001, other paths 404 with 7003.
+//!
 //! # Semantics
 //!
 //! - **Accounts.** Queues belong to the account id of the path: the same
@@ -43,10 +69,44 @@
 //!   it now (that consumer's ack then gets a warning); a retry by an expired
 //!   lease applies only while no one else holds the message. `ackCount` and
 //!   `retryCount` count what the call changed.
-//! - **Tokens.** Lease ids and peek refs are 128 random bits from the
-//!   operating system: one's own say nothing about anyone else's.
-//! - **Memory.** A queue exists while it holds messages or a dead-letter
-//!   count; peek refs expire after an hour, swept even from idle queues.
+//! - **Extend.** The lease id the caller holds stays valid (Cloudflare's
+//!   answer carries no new one); its lease now ends `visibility_timeout_ms`
+//!   after the extension, not after the old expiry, and `attempts` does not
+//!   change. A lease whose message was delivered again, or deleted, gets a
+//!   warning instead. A lease that expired while its message was not
+//!   delivered again takes the message back (it leaves the visible set,
+//!   leased to the same lease id), as late acks are accepted, unless a
+//!   retry gave it back since. `visibility_timeout_ms` is checked as for a
+//!   pull (1 ms to 12 h, 30 s when absent); any number of leases per call.
+//!   These are the semantics of [`Queue::extend`](crate::Queue::extend).
+//! - **Preview** shows visible messages in delivery order, in the pull
+//!   shape, without leasing them: `attempts` stays, and they stay visible
+//!   to pull, peek and preview. `batch_size` is 1 to 100, 5 when absent.
+//!   Each `lease_id` is a preview id: no lease, usable only with
+//!   `preview/ack`, and only while the message is as it was previewed; a
+//!   delivery, retry, ack or purge of the message makes it stale.
+//! - **Deleting previewed messages** (`preview/ack`): `acks` delete at
+//!   once, counted as neither delivered nor acked, as a purge by ref;
+//!   `retries` keep `attempts` (there was no delivery) and make the message
+//!   visible after `delay_seconds` (at once when absent). Deletions apply
+//!   first. Stale and unknown ids get warnings.
+//! - **Metrics** are exact: every message not yet deleted, visible, delayed
+//!   or leased, with the sum of their body sizes and the oldest push time
+//!   (0 when empty). With `Accept: text/event-stream`, the same object
+//!   comes as one server-sent event (`data: {...}`), and the stream ends;
+//!   an `EventSource` reconnects, so it polls.
+//! - **Purging a whole queue** needs `delete_messages_permanently: true`,
+//!   and deletes every message at once, visible, delayed and leased alike:
+//!   their lease ids, refs and preview ids go stale. Messages pushed after
+//!   it stay. Cloudflare's purge runs in the background; the emulator's is
+//!   done when the answer is sent, so `GET /purge` reports it completed,
+//!   with `started_at` its time in RFC 3339 (`2024-03-20T16:09:14.154Z`).
+//! - **Tokens.** Lease ids, peek refs and preview ids are 128 random bits
+//!   from the operating system: one's own say nothing about anyone else's.
+//! - **Memory.** A queue exists while it holds messages, a dead-letter
+//!   count or the status of a purge; peek refs and preview ids expire after
+//!   an hour (at most 100,000 of each per queue), swept even from idle
+//!   queues.
 //!
 //! # Limits under load
 //!
@@ -94,6 +154,33 @@
 //!   messages would come back as new ones forever, so `max_retries` would
 //!   never end anything.
 //! - **Strict queues** are known under every account id.
+//! - **Purge without confirmation.** A purge of the whole queue whose
+//!   `delete_messages_permanently` is missing, `false` or not a boolean
+//!   gets 400 with 10207 JSONRequestBodyInvalid and the pointer
+//!   `/delete_messages_permanently`, as other bodies that do not match
+//!   their operation. Cloudflare marks the call as requiring confirmation
+//!   but documents no answer for its absence.
+//! - **Purge status before any purge.** `{"completed": "false"}` with no
+//!   `started_at`: no purge completed, and none started. A 404 would say
+//!   the queue does not exist, and a client could not tell the two apart.
+//! - **The queue object** a purge answers with: the queue id as its name
+//!   (queues exist by id, on first use), `created_on` when the emulator
+//!   first held state for the queue, `modified_on` the purge's time, no
+//!   producers or consumers, and the settings of a queue created with
+//!   defaults (no delivery delay, not paused, 4 days of retention; the
+//!   emulator enforces no retention).
+//! - **Extend without `extend`**, and `preview/ack` without `acks` or
+//!   `retries`, are empty lists, as in an ack: the published schema
+//!   requires none of these fields. A missing `visibility_timeout_ms` in an
+//!   extension is 30 s, the default of a pull.
+//! - **Retries of previewed messages.** Cloudflare documents only that
+//!   previewed messages deleted through `preview/ack` are not counted as
+//!   delivered; the emulator reads a retry there as "make it visible again
+//!   after `delay_seconds`", without using an attempt, like a retry of a
+//!   lease that no one is holding.
+//! - **Metrics over `text/event-stream`**: one event, then the end of the
+//!   stream. Cloudflare's description gives the event's schema, not how
+//!   often events come.
 
 mod clock;
 mod faults;
@@ -113,13 +200,12 @@ use tokio::sync::oneshot;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use crate::Operation;
-pub use clock::ManualClock;
+pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use server::ServerStats;
 
 use crate::Limits;
-use clock::Clock;
 use faults::Faults;
 use http::{AcceptedAuth, App};
 use server::{ServerLimits, Shared};
@@ -146,7 +232,7 @@ pub struct Emulator {
     strict_queues: Option<HashSet<String>>,
     max_retries: u32,
     dead_letter_queues: HashMap<String, String>,
-    clock: Clock,
+    clock: EmulatorClock,
     limits: Limits,
     max_body_bytes: usize,
     max_connections: usize,
@@ -175,7 +261,7 @@ impl Emulator {
             strict_queues: None,
             max_retries: 3,
             dead_letter_queues: HashMap::new(),
-            clock: Clock::System,
+            clock: EmulatorClock::System,
             limits: Limits::default(),
             max_body_bytes: 2 * 1024 * 1024,
             max_connections: 512,
@@ -246,9 +332,12 @@ impl Emulator {
         self
     }
 
-    /// Drives time by hand instead of the system clock.
-    pub fn clock(mut self, clock: ManualClock) -> Emulator {
-        self.clock = Clock::Manual(clock);
+    /// Where time comes from (default: the system clock): a
+    /// [`ManualClock`] moved by hand, or a [`TokioClock`] that follows
+    /// tokio's clock, so that a test on paused time drives the client's
+    /// timers and the emulator's expiries alike.
+    pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
+        self.clock = clock.into();
         self
     }
 

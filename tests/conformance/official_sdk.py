@@ -1,8 +1,10 @@
 """Cloudflare's official Python SDK against the cf-queues emulator.
 
-Every operation goes through the SDK, and every raw response is checked field
-by field against the shapes of Cloudflare's API reference. Run by
-`.ci/sdk-conformance`, which starts `cfq emulator` and sets:
+Every operation the SDK exposes goes through its method; the ones it does not
+expose (extend, preview, deleting previewed messages) go through the SDK
+client's own `post`/`get`. Every raw response is checked field by field
+against the shapes of Cloudflare's API reference, and the SDK's models must
+parse it. Run by `.ci/sdk-conformance`, which starts `cfq emulator` and sets:
 CFQ_BASE_URL, CFQ_TOKEN, CFQ_ACCOUNT.
 """
 
@@ -10,7 +12,9 @@ import base64
 import json
 import os
 import sys
+from datetime import datetime
 
+import httpx
 from cloudflare import Cloudflare
 
 BASE_URL = os.environ["CFQ_BASE_URL"]
@@ -117,8 +121,159 @@ result = envelope(raw, "purge")
 check(set(result) <= {"errors", "warnings"}, f"purge: result keys {sorted(result)}")
 check("unknown-ref" in result.get("warnings", {}), "purge: warning for an unknown ref")
 
-# failures: the SDK maps status codes to its exception classes
+# The operations beyond the first six, on a queue of their own.
 import cloudflare as cf
+
+NEW = "sdknewoperations"
+PULL_KEYS = {"id", "attempts", "body", "lease_id", "metadata", "timestamp_ms"}
+METRICS_KEYS = {"backlog_count", "backlog_bytes", "oldest_message_timestamp_ms"}
+
+
+def raw(method, operation, body=None, headers=None):
+    """A request the SDK has no method for, sent through its client: the
+    parsed JSON (or the httpx response when `headers` asks for another type)."""
+    path = f"/accounts/{ACCOUNT}/queues/{NEW}{operation}"
+    options = {"headers": headers} if headers else {}
+    cast_to = httpx.Response if headers else object
+    if method == "get":
+        return client.get(path, cast_to=cast_to, options=options)
+    return client.post(path, cast_to=cast_to, body=body, options=options)
+
+
+def success_envelope(body, name):
+    check(set(body) == {"success", "errors", "messages", "result"}, f"{name}: envelope keys {sorted(body)}")
+    check(body.get("success") is True, f"{name}: success is true")
+    check(body.get("errors") == [] and body.get("messages") == [], f"{name}: empty errors and messages")
+    return body.get("result", {})
+
+
+def failure_code(error, name, pointer):
+    """The code of a 400 the SDK raised as BadRequestError, with its pointer checked."""
+    check(error.status_code == 400, f"{name}: 400, got {error.status_code}")
+    body = error.body if isinstance(error.body, dict) else {}
+    first = (body.get("errors") or [{}])[0]
+    check(body.get("success") is False, f"{name}: success is false")
+    check(first.get("source", {}).get("pointer") == pointer, f"{name}: pointer {first}")
+    return first.get("code")
+
+
+for text_body in ("one", "two", "three"):
+    messages.push(NEW, account_id=ACCOUNT, body=text_body, content_type="text")
+
+# metrics (SDK: queues.get_metrics)
+raw_metrics = client.queues.with_raw_response.get_metrics(NEW, account_id=ACCOUNT)
+result = envelope(raw_metrics, "get_metrics")
+check(set(result) == METRICS_KEYS, f"get_metrics: result keys {sorted(result)}")
+check(result.get("backlog_count") == 3 and result.get("backlog_bytes") == 11, f"get_metrics: exact backlog {result}")
+check(isinstance(result.get("oldest_message_timestamp_ms"), int) and result["oldest_message_timestamp_ms"] > 0, "get_metrics: oldest timestamp")
+parsed = raw_metrics.parse()
+check(parsed is not None and parsed.backlog_count == 3 and parsed.backlog_bytes == 11, "get_metrics: SDK model parses")
+stream = raw("get", "/metrics", headers={"Accept": "text/event-stream"})
+check(stream.headers.get("content-type", "").startswith("text/event-stream"), f"metrics stream: content type {stream.headers.get('content-type')}")
+event = stream.text
+check(event.startswith("data: ") and event.endswith("\n\n"), f"metrics stream: one event {event!r}")
+streamed = json.loads(event[len("data: "):]) if event.startswith("data: ") else {}
+check(streamed == result, f"metrics stream: the same object {streamed}")
+
+# preview (not in the SDK): the pull shape, nothing leased
+body = raw("post", "/messages/preview", body={"batch_size": 10})
+result = success_envelope(body, "preview")
+check(set(result) == {"messages"}, f"preview: result keys {sorted(result)}")
+previewed = result.get("messages", [])
+check(len(previewed) == 3, f"preview: 3 messages, got {len(previewed)}")
+for msg in previewed:
+    check(set(msg) == PULL_KEYS, f"preview: message keys {sorted(msg)}")
+    check(msg["attempts"] == 0, "preview: attempts 0, nothing leased")
+    check(isinstance(msg["lease_id"], str) and msg["lease_id"], "preview: lease_id string")
+    check(isinstance(msg["timestamp_ms"], int), "preview: timestamp_ms number")
+check([m["body"] for m in previewed] == ["one", "two", "three"], "preview: text bodies plain, in order")
+pulled = messages.pull(NEW, account_id=ACCOUNT, batch_size=10, visibility_timeout_ms=30000).messages
+check([m.id for m in pulled] == [m["id"] for m in previewed], "preview: pull gets the same messages")
+check(all(m.attempts == 1 for m in pulled), "preview: pull's attempts 1")
+
+# extend (not in the SDK): {extendCount, warnings}
+body = raw(
+    "post",
+    "/messages/extend",
+    body={"extend": [{"lease_id": m.lease_id} for m in pulled] + [{"lease_id": "not-a-lease"}], "visibility_timeout_ms": 60000},
+)
+result = success_envelope(body, "extend")
+check(set(result) == {"extendCount", "warnings"}, f"extend: result keys {sorted(result)}")
+check(result.get("extendCount") == 3, f"extend: extendCount 3, got {result.get('extendCount')}")
+check(isinstance(result.get("warnings"), dict) and set(result["warnings"]) == {"not-a-lease"}, f"extend: warnings map {result.get('warnings')}")
+acked = messages.ack(
+    NEW,
+    account_id=ACCOUNT,
+    acks=[{"lease_id": pulled[0].lease_id}],
+    retries=[{"lease_id": m.lease_id, "delay_seconds": 0} for m in pulled[1:]],
+)
+check(acked.ack_count == 1 and acked.retry_count == 2, "extend: the held lease ids still ack and retry")
+try:
+    raw("post", "/messages/extend", body={"extend": [], "visibility_timeout_ms": 0})
+    check(False, "extend of 0 ms: an error")
+except cf.BadRequestError as e:
+    check(failure_code(e, "extend of 0 ms", "/visibility_timeout_ms") == 10207, "extend of 0 ms: 10207")
+
+# deleting previewed messages (not in the SDK): {warnings}
+previewed = success_envelope(raw("post", "/messages/preview", body={}), "preview again").get("messages", [])
+check(len(previewed) == 2 and all(m["attempts"] == 1 for m in previewed), "preview again: the retried two")
+body = raw(
+    "post",
+    "/messages/preview/ack",
+    body={
+        "acks": [{"lease_id": previewed[0]["lease_id"]}, {"lease_id": "unknown-preview"}],
+        "retries": [{"lease_id": previewed[1]["lease_id"], "delay_seconds": 0}],
+    },
+)
+result = success_envelope(body, "preview ack")
+check(set(result) == {"warnings"}, f"preview ack: result keys {sorted(result)}")
+check(set(result.get("warnings", {})) == {"unknown-preview"}, f"preview ack: warnings map {result.get('warnings')}")
+left = client.queues.get_metrics(NEW, account_id=ACCOUNT)
+check(left is not None and left.backlog_count == 1, "preview ack: deleted at once")
+
+# purge status before any purge, purge (SDK: queues.purge.start / status)
+raw_status = client.queues.purge.with_raw_response.status(NEW, account_id=ACCOUNT)
+result = envelope(raw_status, "purge status before")
+check(result == {"completed": "false"}, f"purge status before: {result}")
+try:
+    client.queues.purge.start(NEW, account_id=ACCOUNT, delete_messages_permanently=False)
+    check(False, "purge without confirmation: an error")
+except cf.BadRequestError as e:
+    code = failure_code(e, "purge without confirmation", "/delete_messages_permanently")
+    check(code == 10207, f"purge without confirmation: 10207, got {code}")
+check(client.queues.get_metrics(NEW, account_id=ACCOUNT).backlog_count == 1, "purge without confirmation: nothing deleted")
+raw_purge = client.queues.purge.with_raw_response.start(NEW, account_id=ACCOUNT, delete_messages_permanently=True)
+result = envelope(raw_purge, "purge start")
+queue_keys = {
+    "queue_id", "queue_name", "created_on", "modified_on", "producers",
+    "producers_total_count", "consumers", "consumers_total_count", "settings",
+}
+check(set(result) == queue_keys, f"purge start: queue object keys {sorted(result)}")
+check(result.get("queue_id") == NEW and isinstance(result.get("queue_name"), str), "purge start: queue id and name")
+for key in ("created_on", "modified_on"):
+    stamp = result.get(key)
+    check(isinstance(stamp, str) and datetime.fromisoformat(stamp.replace("Z", "+00:00")) is not None, f"purge start: {key} timestamp {stamp}")
+check(result.get("producers") == [] and result.get("consumers") == [], "purge start: producer and consumer lists")
+check(result.get("producers_total_count") == 0 and result.get("consumers_total_count") == 0, "purge start: counts")
+settings = result.get("settings", {})
+check(set(settings) == {"delivery_delay", "delivery_paused", "message_retention_period"}, f"purge start: settings keys {sorted(settings)}")
+check(isinstance(settings.get("delivery_paused"), bool), "purge start: delivery_paused boolean")
+queue_model = raw_purge.parse()
+check(queue_model is not None and queue_model.queue_id == NEW, "purge start: SDK model parses the queue")
+check(queue_model is not None and queue_model.settings.message_retention_period == 345600, "purge start: SDK model parses settings")
+raw_status = client.queues.purge.with_raw_response.status(NEW, account_id=ACCOUNT)
+result = envelope(raw_status, "purge status")
+check(set(result) == {"completed", "started_at"}, f"purge status: keys {sorted(result)}")
+check(result.get("completed") == "true", f"purge status: completed is the string \"true\", got {result.get('completed')!r}")
+started = result.get("started_at")
+check(isinstance(started, str) and datetime.fromisoformat(started.replace("Z", "+00:00")) is not None, "purge status: started_at an RFC 3339 string")
+check(isinstance(started, str) and started == raw_purge.parse().modified_on, "purge status: started_at is the purge's time")
+status_model = raw_status.parse()
+check(status_model is not None and status_model.completed == "true" and status_model.started_at == started, "purge status: SDK model parses")
+after = client.queues.get_metrics(NEW, account_id=ACCOUNT)
+check(after is not None and (after.backlog_count, after.backlog_bytes, after.oldest_message_timestamp_ms) == (0, 0, 0), "purge start: queue empty")
+
+# failures: the SDK maps status codes to its exception classes
 
 try:
     Cloudflare(api_token="wrong", base_url=BASE_URL, max_retries=0).queues.messages.pull(QUEUE, account_id=ACCOUNT)

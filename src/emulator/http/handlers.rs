@@ -1,15 +1,18 @@
 //! One handler per operation. Each gets a request that already passed the
 //! shared steps of [`Call::read`](super::Call::read), and answers with the
-//! `result` envelope: serialized at once, or streamed for pull and peek.
+//! `result` envelope: serialized at once, or streamed for pull, peek and
+//! preview.
 
 use serde_json::Value;
 
+use super::super::state::Delivery;
 use super::failure::Failure;
-use super::parse::{batch_size, delay_ms, leases, number, parse_message};
+use super::parse::{Object, batch_size, delay_ms, leases, parse_message, visibility_ms};
 use super::stream::{Item, Listing};
 use super::wire::{
-    AckResult, MessageMetadata, PeekRest, PeekedFields, PullRest, PulledFields, PurgeResult,
-    PushResult, ResultMetadata, success,
+    AckResult, ExtendResult, MessageMetadata, MessagesOnly, MetricsOut, PeekedFields,
+    PreviewAckResult, PullRest, PulledFields, PurgeResult, PurgeStatusResult, PushResult,
+    QueueResult, ResultMetadata, success,
 };
 use super::{App, Call, Reply};
 use crate::codes;
@@ -71,28 +74,24 @@ pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
 
 /// `POST /messages/pull`.
 pub(super) fn pull(app: &App, call: Call) -> Result<Reply, Failure> {
-    let limits = &app.limits;
-    let request = &call.request;
-    let batch_size = batch_size(request, limits)?;
-    let visibility = match number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? {
-        None => 30_000,
-        Some(ms) => {
-            let max = limits.max_visibility_timeout.as_millis() as f64;
-            // Below 1 ms a lease ends as it is granted: every ack would
-            // come late, and the message would be redelivered at once until
-            // its retries ran out. The client refuses 0 already; over raw
-            // HTTP the code is an assumption (see "Assumptions").
-            if !(0.0..=max).contains(&ms) || ms.round() < 1.0 {
-                return Err(Failure::invalid(
-                    "/visibility_timeout_ms",
-                    format!("visibility_timeout_ms must be from 1 to {max}"),
-                ));
-            }
-            ms.round() as u64
-        }
-    };
+    let batch_size = batch_size(&call.request, &app.limits)?;
+    let visibility = visibility_ms(&call.request, &app.limits)?;
     let (deliveries, metrics) =
         app.with_broker(|broker, now| broker.pull(call.at(), batch_size, visibility, now));
+    let rest = PullRest {
+        message_backlog_count: metrics.backlog_count,
+        metadata: ResultMetadata::new(metrics),
+    };
+    pull_shaped(app, call, deliveries, &rest)
+}
+
+/// Pulled or previewed messages, in the pull shape, followed by `rest`.
+fn pull_shaped(
+    app: &App,
+    call: Call,
+    deliveries: Vec<Delivery>,
+    rest: &impl serde::Serialize,
+) -> Result<Reply, Failure> {
     let mut items = Vec::with_capacity(deliveries.len());
     for d in deliveries {
         let fields = PulledFields {
@@ -104,29 +103,14 @@ pub(super) fn pull(app: &App, call: Call) -> Result<Reply, Failure> {
         };
         items.push(Item::new(&fields, d.kind, d.body).map_err(Failure::internal)?);
     }
-    let rest = PullRest {
-        message_backlog_count: metrics.backlog_count,
-        metadata: ResultMetadata::new(metrics),
-    };
-    Listing::new(items, &rest, app.chunk_bytes, call.conn)
+    Listing::new(items, rest, app.chunk_bytes, call.conn)
         .map(Reply::Listing)
         .map_err(Failure::internal)
 }
 
 /// `POST /messages/ack`.
 pub(super) fn ack(app: &App, call: Call) -> Result<Reply, Failure> {
-    let request = &call.request;
-    let acks = leases(request, "acks")?
-        .into_iter()
-        .map(|(lease, _)| lease)
-        .collect::<Vec<_>>();
-    let mut retries = Vec::new();
-    for (i, (lease, item)) in leases(request, "retries")?.into_iter().enumerate() {
-        let pointer = format!("/retries/{i}/delay_seconds");
-        let code = codes::MESSAGE_METADATA_INVALID;
-        let delay = delay_ms(item, "delay_seconds", &pointer, code, &app.limits)?.unwrap_or(0);
-        retries.push((lease, delay));
-    }
+    let (acks, retries) = acks_and_retries(app, &call.request)?;
     let report = app.with_broker(|broker, now| broker.ack(call.at(), &acks, &retries, now));
     success(&AckResult {
         ack_count: report.ack_count,
@@ -151,7 +135,7 @@ pub(super) fn peek(app: &App, call: Call) -> Result<Reply, Failure> {
         };
         items.push(Item::new(&fields, p.kind, p.body).map_err(Failure::internal)?);
     }
-    Listing::new(items, &PeekRest {}, app.chunk_bytes, call.conn)
+    Listing::new(items, &MessagesOnly {}, app.chunk_bytes, call.conn)
         .map(Reply::Listing)
         .map_err(Failure::internal)
 }
@@ -179,4 +163,92 @@ pub(super) fn purge(app: &App, call: Call) -> Result<Reply, Failure> {
         warnings: report.warnings,
     })
     .map(Reply::Json)
+}
+
+/// `POST /messages/extend`.
+pub(super) fn extend(app: &App, call: Call) -> Result<Reply, Failure> {
+    let ids = lease_ids(&call.request, "extend")?;
+    let visibility = visibility_ms(&call.request, &app.limits)?;
+    let report = app.with_broker(|broker, now| broker.extend(call.at(), &ids, visibility, now));
+    success(&ExtendResult {
+        extend_count: report.extended,
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `POST /messages/preview`.
+pub(super) fn preview(app: &App, call: Call) -> Result<Reply, Failure> {
+    let batch_size = batch_size(&call.request, &app.limits)?;
+    let previewed = app.with_broker(|broker, now| broker.preview(call.at(), batch_size, now));
+    pull_shaped(app, call, previewed, &MessagesOnly {})
+}
+
+/// `POST /messages/preview/ack`.
+pub(super) fn delete_previewed(app: &App, call: Call) -> Result<Reply, Failure> {
+    let (acks, retries) = acks_and_retries(app, &call.request)?;
+    let report =
+        app.with_broker(|broker, now| broker.delete_previewed(call.at(), &acks, &retries, now));
+    success(&PreviewAckResult {
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `GET /metrics`, as JSON or as one server-sent event.
+pub(super) fn metrics(app: &App, call: Call) -> Result<Reply, Failure> {
+    let metrics = MetricsOut::from(app.with_broker(|broker, now| broker.metrics(call.at(), now)));
+    if call.event_stream {
+        // The published description streams the bare metrics object, not
+        // an envelope.
+        let data = serde_json::to_string(&metrics).map_err(Failure::internal)?;
+        return Ok(Reply::EventStream(format!("data: {data}\n\n").into_bytes()));
+    }
+    success(&metrics).map(Reply::Json)
+}
+
+/// `POST /purge`.
+pub(super) fn purge_queue(app: &App, call: Call) -> Result<Reply, Failure> {
+    // Cloudflare's description marks the purge `x-forge-require-confirmation`
+    // ("This operation drops every message in the queue"); the code for a
+    // missing confirmation is an assumption (see "Assumptions").
+    if call.request.get("delete_messages_permanently") != Some(&Value::Bool(true)) {
+        return Err(Failure::invalid(
+            "/delete_messages_permanently",
+            "delete_messages_permanently must be true to confirm that every message \
+             of the queue is deleted",
+        ));
+    }
+    let purged = app.with_broker(|broker, now| broker.purge_all(call.at(), now));
+    success(&QueueResult::new(&call.queue, purged)).map(Reply::Json)
+}
+
+/// `GET /purge`.
+pub(super) fn purge_status(app: &App, call: Call) -> Result<Reply, Failure> {
+    let started = app.with_broker(|broker, now| broker.purge_status(call.at(), now));
+    success(&PurgeStatusResult::new(started)).map(Reply::Json)
+}
+
+/// The `lease_id`s of `acks` or `extend`.
+fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, Failure> {
+    Ok(leases(request, key)?
+        .into_iter()
+        .map(|(lease, _)| lease)
+        .collect())
+}
+
+/// Ids to delete, and ids with the delay (ms) to retry them after.
+type Changes = (Vec<String>, Vec<(String, u64)>);
+
+/// The `acks` and `retries` of an ack or a deletion of previewed messages.
+fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, Failure> {
+    let acks = lease_ids(request, "acks")?;
+    let mut retries = Vec::new();
+    for (i, (lease, item)) in leases(request, "retries")?.into_iter().enumerate() {
+        let pointer = format!("/retries/{i}/delay_seconds");
+        let code = codes::MESSAGE_METADATA_INVALID;
+        let delay = delay_ms(item, "delay_seconds", &pointer, code, &app.limits)?.unwrap_or(0);
+        retries.push((lease, delay));
+    }
+    Ok((acks, retries))
 }

@@ -10,7 +10,7 @@ mod parse;
 mod stream;
 mod wire;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -18,15 +18,15 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{FromRequestParts, Path, Request, State};
-use axum::http::header::{CONNECTION, CONTENT_TYPE};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, post};
+use axum::routing::{MethodFilter, MethodRouter};
 use serde_json::{Map, Value};
 
 use super::Operation;
-use super::clock::Clock;
+use super::clock::EmulatorClock;
 use super::faults::Faults;
 use super::server::Conn;
 use super::state::{At, Broker};
@@ -42,7 +42,7 @@ use wire::json_response;
 /// Everything the handlers share.
 pub(crate) struct App {
     pub broker: Mutex<Broker>,
-    pub clock: Clock,
+    pub clock: EmulatorClock,
     pub faults: Faults,
     pub auth: Option<AcceptedAuth>,
     pub strict_queues: Option<HashSet<String>>,
@@ -85,6 +85,8 @@ enum Reply {
     Json(Vec<u8>),
     /// An envelope listing messages, written as the client reads it.
     Listing(Listing),
+    /// A whole `text/event-stream` body.
+    EventStream(Vec<u8>),
 }
 
 /// A refused request.
@@ -109,20 +111,34 @@ type Handler = fn(&App, Call) -> Result<Reply, Failure>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     const QUEUE: &str = "/accounts/{account_id}/queues/{queue_id}";
-    // Extend, preview, delete previewed, metrics and both purges of the whole
-    // queue are not served yet: they fall through to Cloudflare's 7003.
-    let routes: [(Operation, Handler); 6] = [
+    let routes: [(Operation, Handler); 12] = [
         (Operation::Push, handlers::push),
         (Operation::Batch, handlers::batch),
         (Operation::Pull, handlers::pull),
         (Operation::Ack, handlers::ack),
         (Operation::Peek, handlers::peek),
         (Operation::Purge, handlers::purge),
+        (Operation::Extend, handlers::extend),
+        (Operation::Preview, handlers::preview),
+        (Operation::DeletePreviewed, handlers::delete_previewed),
+        (Operation::Metrics, handlers::metrics),
+        (Operation::PurgeQueue, handlers::purge_queue),
+        (Operation::PurgeStatus, handlers::purge_status),
     ];
-    let operations = routes
+    // One method router per path: `/purge` serves two operations.
+    let mut paths: BTreeMap<&str, MethodRouter<Arc<App>>> = BTreeMap::new();
+    for (op, handler) in routes {
+        let methods = paths.remove(op.path()).unwrap_or_default();
+        paths.insert(op.path(), operation(methods, op, handler));
+    }
+    let operations = paths
         .into_iter()
-        .fold(Router::new(), |router, (op, handler)| {
-            router.route(&format!("{QUEUE}{}", op.path()), operation(op, handler))
+        .fold(Router::new(), |router, (path, methods)| {
+            let methods =
+                methods.fallback(|State(app): State<Arc<App>>, request: Request| async move {
+                    refuse(&app, Failure::method_not_allowed(), request.into_body()).await
+                });
+            router.route(&format!("{QUEUE}{path}"), methods)
         });
     Router::new()
         .merge(operations.clone())
@@ -133,8 +149,19 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-fn operation(op: Operation, handler: Handler) -> MethodRouter<Arc<App>> {
-    post(
+/// Adds `op` to the method router of its path.
+fn operation(
+    methods: MethodRouter<Arc<App>>,
+    op: Operation,
+    handler: Handler,
+) -> MethodRouter<Arc<App>> {
+    let method = if op.method() == "GET" {
+        MethodFilter::GET
+    } else {
+        MethodFilter::POST
+    };
+    methods.on(
+        method,
         move |State(app): State<Arc<App>>, request: Request| async move {
             let answer = match Call::read(&app, op, request).await {
                 Ok(call) => handler(&app, call).map_err(Refused::from),
@@ -143,9 +170,6 @@ fn operation(op: Operation, handler: Handler) -> MethodRouter<Arc<App>> {
             respond(answer)
         },
     )
-    .fallback(|State(app): State<Arc<App>>, request: Request| async move {
-        refuse(&app, Failure::method_not_allowed(), request.into_body()).await
-    })
 }
 
 async fn refuse(app: &App, failure: Failure, body: Body) -> Response {
@@ -156,6 +180,14 @@ async fn refuse(app: &App, failure: Failure, body: Body) -> Response {
 fn respond(answer: Result<Reply, Refused>) -> Response {
     match answer {
         Ok(Reply::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Reply::EventStream(body)) => (
+            [
+                (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+                (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ],
+            body,
+        )
+            .into_response(),
         Ok(Reply::Listing(mut listing)) => {
             let first = listing.next_chunk();
             if listing.is_done() {
@@ -191,6 +223,8 @@ struct Call {
     /// The connection it came on, whose response buffer a streamed answer
     /// counts against.
     conn: Option<Arc<Conn>>,
+    /// Whether the client accepts `text/event-stream` (only metrics offers it).
+    event_stream: bool,
 }
 
 impl Call {
@@ -265,6 +299,7 @@ impl Call {
             queue,
             request,
             conn: parts.extensions.get::<Arc<Conn>>().cloned(),
+            event_stream: accepts_event_stream(&parts.headers),
         })
     }
 
@@ -316,9 +351,51 @@ impl Call {
     }
 }
 
+/// Whether `Accept` lists `text/event-stream` with a quality above 0.
+/// The metrics answer offers it; what else the header lists does not
+/// matter, since the JSON answer is the fallback anyway.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let is_stream = parts
+                .next()
+                .is_some_and(|media| media.eq_ignore_ascii_case("text/event-stream"));
+            let refused = parts.any(|param| {
+                param
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f64>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            is_stream && !refused
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_stream_is_asked_for_by_accept() {
+        let accept = |values: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for v in values {
+                headers.append(ACCEPT, HeaderValue::from_str(v).expect("valid header"));
+            }
+            accepts_event_stream(&headers)
+        };
+        assert!(accept(&["text/event-stream"]));
+        assert!(accept(&["application/json, Text/Event-Stream;q=0.5"]));
+        assert!(accept(&["application/json", "text/event-stream"]));
+        assert!(!accept(&[]));
+        assert!(!accept(&["application/json"]));
+        assert!(!accept(&["*/*"]));
+        assert!(!accept(&["text/event-stream; q=0"]));
+    }
 
     #[test]
     fn ids() {

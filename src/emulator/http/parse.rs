@@ -122,6 +122,26 @@ pub(super) fn batch_size(request: &Map<String, Value>, limits: &Limits) -> Resul
     Ok(n as usize)
 }
 
+/// `visibility_timeout_ms` of a pull or an extension, 30 s when absent
+/// (Cloudflare's default for pulls).
+pub(super) fn visibility_ms(request: &Map<String, Value>, limits: &Limits) -> Result<u64, Failure> {
+    let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
+        return Ok(30_000);
+    };
+    let max = limits.max_visibility_timeout.as_millis() as f64;
+    // Below 1 ms a lease ends as it is granted: every ack would come late,
+    // and the message would be redelivered at once until its retries ran
+    // out. The client refuses 0 already; over raw HTTP the code is an
+    // assumption (see "Assumptions").
+    if !(0.0..=max).contains(&ms) || ms.round() < 1.0 {
+        return Err(Failure::invalid(
+            "/visibility_timeout_ms",
+            format!("visibility_timeout_ms must be from 1 to {max}"),
+        ));
+    }
+    Ok(ms.round() as u64)
+}
+
 pub(super) type Object = Map<String, Value>;
 
 /// The `lease_id`s of `acks` or `retries`, each with its object.

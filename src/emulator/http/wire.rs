@@ -9,7 +9,8 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::super::state::{BodyKind, Metrics};
+use super::super::clock::rfc3339_ms;
+use super::super::state::{BodyKind, Metrics, PurgedQueue};
 use super::failure::Failure;
 
 // The response shapes, serialized straight to bytes: building a JSON tree
@@ -34,11 +35,23 @@ pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, Failure> {
     serde_json::to_vec(&envelope).map_err(Failure::internal)
 }
 
+/// `mq_queue-metrics`: the result of `GET /metrics`, and the metrics in
+/// push and pull results.
 #[derive(Serialize)]
 pub(super) struct MetricsOut {
     pub(super) backlog_count: u64,
     pub(super) backlog_bytes: u64,
     pub(super) oldest_message_timestamp_ms: u64,
+}
+
+impl From<Metrics> for MetricsOut {
+    fn from(m: Metrics) -> MetricsOut {
+        MetricsOut {
+            backlog_count: m.backlog_count,
+            backlog_bytes: m.backlog_bytes,
+            oldest_message_timestamp_ms: m.oldest_message_timestamp_ms,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -49,11 +62,7 @@ pub(super) struct ResultMetadata {
 impl ResultMetadata {
     pub(super) fn new(m: Metrics) -> ResultMetadata {
         ResultMetadata {
-            metrics: MetricsOut {
-                backlog_count: m.backlog_count,
-                backlog_bytes: m.backlog_bytes,
-                oldest_message_timestamp_ms: m.oldest_message_timestamp_ms,
-            },
+            metrics: MetricsOut::from(m),
         }
     }
 }
@@ -88,7 +97,7 @@ impl MessageMetadata {
     }
 }
 
-/// A pulled message but its body.
+/// A pulled or previewed message but its body (the pull shape).
 #[derive(Serialize)]
 pub(super) struct PulledFields {
     pub(super) id: String,
@@ -125,14 +134,97 @@ pub(super) struct PeekedFields {
     pub(super) timestamp_ms: u64,
 }
 
-/// The peek result has nothing but its messages.
+/// The peek and preview results have nothing but their messages.
 #[derive(Serialize)]
-pub(super) struct PeekRest {}
+pub(super) struct MessagesOnly {}
 
 #[derive(Serialize)]
 pub(super) struct PurgeResult {
     pub(super) errors: [(); 0],
     pub(super) warnings: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ExtendResult {
+    #[serde(rename = "extendCount")]
+    pub(super) extend_count: u32,
+    pub(super) warnings: BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+pub(super) struct PreviewAckResult {
+    pub(super) warnings: BTreeMap<String, String>,
+}
+
+/// `mq_queue`: the queue object a purge of the whole queue answers with.
+#[derive(Serialize)]
+pub(super) struct QueueResult<'a> {
+    pub(super) queue_id: &'a str,
+    pub(super) queue_name: &'a str,
+    pub(super) created_on: String,
+    pub(super) modified_on: String,
+    pub(super) producers: [(); 0],
+    pub(super) producers_total_count: u32,
+    pub(super) consumers: [(); 0],
+    pub(super) consumers_total_count: u32,
+    pub(super) settings: QueueSettings,
+}
+
+/// `mq_queue-settings`, with the values of a queue created with defaults.
+#[derive(Serialize)]
+pub(super) struct QueueSettings {
+    pub(super) delivery_delay: u32,
+    pub(super) delivery_paused: bool,
+    pub(super) message_retention_period: u32,
+}
+
+impl<'a> QueueResult<'a> {
+    /// The queue `queue_id` after `purged`. The emulator has no queue names
+    /// (queues exist by id, on first use), so the name is the id; the
+    /// queue was last modified by this purge.
+    pub(super) fn new(queue_id: &'a str, purged: PurgedQueue) -> QueueResult<'a> {
+        QueueResult {
+            queue_id,
+            queue_name: queue_id,
+            created_on: rfc3339_ms(purged.created_ms),
+            modified_on: rfc3339_ms(purged.started_ms),
+            producers: [],
+            producers_total_count: 0,
+            consumers: [],
+            consumers_total_count: 0,
+            settings: QueueSettings {
+                delivery_delay: 0,
+                delivery_paused: false,
+                // Cloudflare's default retention, 4 days (Queues limits page).
+                message_retention_period: 345_600,
+            },
+        }
+    }
+}
+
+/// The result of `GET /purge`: both fields strings, as in Cloudflare's
+/// published schema and its SDKs.
+#[derive(Serialize)]
+pub(super) struct PurgeStatusResult {
+    pub(super) completed: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) started_at: Option<String>,
+}
+
+impl PurgeStatusResult {
+    /// Purges complete at once in the emulator: one that started is
+    /// completed. Never purged: `"false"` and no `started_at` (see the
+    /// Assumptions in the module docs).
+    pub(super) fn new(started_ms: Option<u64>) -> PurgeStatusResult {
+        PurgeStatusResult {
+            completed: if started_ms.is_some() {
+                "true"
+            } else {
+                "false"
+            },
+            started_at: started_ms.map(rfc3339_ms),
+        }
+    }
 }
 
 pub(crate) fn json_response(status: StatusCode, body: impl Into<axum::body::Body>) -> Response {

@@ -1,19 +1,21 @@
 //! The whole emulated service: accounts and their queues, dead letters moved
-//! between queues, expiries processed lazily, and queues and peek refs
-//! reclaimed once no one can read them any more.
+//! between queues, expiries processed lazily, queues and peek refs reclaimed
+//! once no one can read them any more, and the lease operations (pull, ack
+//! and retry, extend) with peek and purge by ref.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::queue::{Lease, Moved, PeekRef, Queue};
+use super::queue::{Lease, Moved, Queue};
+use super::refs::Named;
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
-    AckReport, At, BrokerConfig, Delivery, LEASE_DUPLICATE, LEASE_UNKNOWN, MAX_PREALLOC, Metrics,
-    NewMessage, Peeked, PurgeReport, REF_GONE, REF_UNKNOWN,
+    AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
+    LEASE_UNKNOWN, MAX_PREALLOC, Metrics, NewMessage, Peeked, PurgeReport, REF_GONE, REF_UNKNOWN,
 };
 
 /// The queues of one account, by queue id.
-type Queues = HashMap<String, Queue>;
+pub(super) type Queues = HashMap<String, Queue>;
 
 /// The whole emulated service: every account's queues plus token issuing.
 #[derive(Debug)]
@@ -81,7 +83,7 @@ impl Broker {
         let Broker {
             accounts, tokens, ..
         } = self;
-        let Some(q) = queue_or_create(accounts, at.account, at.queue) else {
+        let Some(q) = queue_or_create(accounts, at, now_ms) else {
             return Metrics::default();
         };
         for message in messages {
@@ -135,6 +137,8 @@ impl Broker {
             stored.attempts = stored.attempts.saturating_add(1);
             stored.lease = Some(Lease { key, expiry_ms });
             stored.issued.push(key);
+            stored.generation = stored.generation.wrapping_add(1);
+            stored.released = false;
             q.inflight.insert((expiry_ms, seq));
             q.leases.insert(key, seq);
             out.push(Delivery {
@@ -222,7 +226,7 @@ impl Broker {
         }
         q.trim_refs(now_ms);
         if let (Some(dlq), Some(queues)) = (dlq, accounts.get_mut(at.account)) {
-            deliver_dead_letters(queues, tokens, dlq, moved);
+            deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
         }
         self.finish(at);
         AckReport {
@@ -230,6 +234,65 @@ impl Broker {
             retry_count: retried,
             warnings,
         }
+    }
+
+    /// Extends leases until `now_ms + visibility_ms`, without touching
+    /// `attempts`; returns how many were extended, with a warning for each
+    /// lease that was not.
+    ///
+    /// Cloudflare documents extend as "creates a new lease ID on your message
+    /// without incrementing the message's `attempts` counter", but its
+    /// answer carries no lease id, so the lease id the caller holds stays
+    /// the one to use (the crate's `Queue::extend` docs). The rules:
+    ///
+    /// - the new expiry counts from now, not from the old expiry, as SQS's
+    ///   ChangeMessageVisibility does;
+    /// - a lease whose message was delivered again (to anyone), or deleted,
+    ///   is not extended: a warning;
+    /// - a lease that expired while its message was not delivered again
+    ///   takes the message back (it leaves the visible set, leased to the
+    ///   same lease id), as late acks are accepted ([`Broker::ack`]); unless
+    ///   a retry gave the message back since, or it ran out of attempts at
+    ///   its expiry and was dropped or dead-lettered.
+    ///
+    /// Cloudflare documents no limit on leases per call; none is imposed.
+    pub fn extend<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        leases: &[String],
+        visibility_ms: u64,
+        now_ms: u64,
+    ) -> ExtendReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let mut report = ExtendReport::default();
+        let mut absent = Queue::default();
+        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
+        let expiry_ms = now_ms.saturating_add(visibility_ms);
+        // Only keys of leases this call extended go in, never client input.
+        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+        for lease_id in leases {
+            let outcome = resolve(q, &used, lease_id)
+                .map_err(|reason| match reason {
+                    LEASE_DUPLICATE => EXTEND_DUPLICATE,
+                    other => other,
+                })
+                .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
+            match outcome {
+                Ok(key) => {
+                    used.insert(key);
+                    report.extended = report.extended.saturating_add(1);
+                }
+                Err(reason) => {
+                    report
+                        .warnings
+                        .entry(lease_id.clone())
+                        .or_insert_with(|| reason.to_owned());
+                }
+            }
+        }
+        self.finish(at);
+        report
     }
 
     /// Shows up to `batch_size` visible, unleased messages in delivery order
@@ -256,7 +319,7 @@ impl Broker {
             let Some(stored) = q.messages.get(&seq) else {
                 continue;
             };
-            let key = tokens.fresh(&q.refs);
+            let key = tokens.fresh(q.refs.keys());
             out.push(Peeked {
                 id: tokens.message_id(seq),
                 attempts: stored.attempts,
@@ -267,12 +330,12 @@ impl Broker {
             });
             q.refs.insert(
                 key,
-                PeekRef {
+                Named {
                     seq,
                     created_ms: now_ms,
+                    generation: stored.generation,
                 },
             );
-            q.ref_order.push_back(key);
         }
         q.trim_refs(now_ms);
         schedule_sweep(sweeps, q, at);
@@ -294,10 +357,7 @@ impl Broker {
         let mut absent = Queue::default();
         let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
         for peek_ref in refs {
-            let entry = parse_token(peek_ref)
-                .and_then(|key| q.refs.get(&key))
-                .filter(|r| !r.expired(now_ms))
-                .copied();
+            let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
             let reason = match entry {
                 None => REF_UNKNOWN,
                 Some(r) if q.remove(r.seq).is_some() => {
@@ -338,14 +398,14 @@ impl Broker {
 
     /// What every operation does first: trim refs that expired anywhere,
     /// then bring the queue up to `now_ms`.
-    fn prepare(&mut self, at: At<'_>, now_ms: u64) {
+    pub(super) fn prepare(&mut self, at: At<'_>, now_ms: u64) {
         self.sweep(now_ms);
         self.settle(at, now_ms);
     }
 
     /// What every operation does last: drop the queue, and the queues that
     /// feed it, if they hold nothing readable any more.
-    fn finish(&mut self, at: At<'_>) {
+    pub(super) fn finish(&mut self, at: At<'_>) {
         self.reclaim(at);
         if let Some(sources) = self.feeders.get(at.queue).cloned() {
             for source in &sources {
@@ -436,30 +496,38 @@ fn resolve(
         .ok_or(LEASE_UNKNOWN)
 }
 
-fn queue_mut<'q>(accounts: &'q mut HashMap<String, Queues>, at: At<'_>) -> Option<&'q mut Queue> {
+pub(super) fn queue_mut<'q>(
+    accounts: &'q mut HashMap<String, Queues>,
+    at: At<'_>,
+) -> Option<&'q mut Queue> {
     accounts
         .get_mut(at.account)
         .and_then(|queues| queues.get_mut(at.queue))
 }
 
-fn queue_or_create<'q>(
+pub(super) fn queue_or_create<'q>(
     accounts: &'q mut HashMap<String, Queues>,
-    account: &str,
-    queue: &str,
+    at: At<'_>,
+    now_ms: u64,
 ) -> Option<&'q mut Queue> {
     // Looked up before inserting, so that the common case allocates no keys.
-    if !accounts.contains_key(account) {
-        accounts.insert(account.to_owned(), Queues::new());
+    if !accounts.contains_key(at.account) {
+        accounts.insert(at.account.to_owned(), Queues::new());
     }
-    let queues = accounts.get_mut(account)?;
-    if !queues.contains_key(queue) {
-        queues.insert(queue.to_owned(), Queue::default());
+    let queues = accounts.get_mut(at.account)?;
+    if !queues.contains_key(at.queue) {
+        queues.insert(at.queue.to_owned(), Queue::new(now_ms));
     }
-    queues.get_mut(queue)
+    queues.get_mut(at.queue)
 }
 
-/// Puts the queue on the sweep list for its oldest ref, unless it is on it.
-fn schedule_sweep(sweeps: &mut BTreeSet<(u64, String, String)>, q: &mut Queue, at: At<'_>) {
+/// Puts the queue on the sweep list for its oldest ref or preview id,
+/// unless it is on it.
+pub(super) fn schedule_sweep(
+    sweeps: &mut BTreeSet<(u64, String, String)>,
+    q: &mut Queue,
+    at: At<'_>,
+) {
     if q.sweep_due_ms.is_some() {
         return;
     }
@@ -484,7 +552,7 @@ pub(super) fn expire_queue(
     q.expire(now_ms, config.max_retries, dlq.is_some(), &mut moved);
     q.trim_refs(now_ms);
     if let Some(dlq) = dlq {
-        deliver_dead_letters(queues, tokens, dlq, moved);
+        deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
     }
 }
 
@@ -495,12 +563,13 @@ pub(super) fn deliver_dead_letters(
     tokens: &mut Tokens,
     dlq: &str,
     moved: Vec<Moved>,
+    now_ms: u64,
 ) {
     if moved.is_empty() {
         return;
     }
     if !queues.contains_key(dlq) {
-        queues.insert(dlq.to_owned(), Queue::default());
+        queues.insert(dlq.to_owned(), Queue::new(now_ms));
     }
     let Some(target) = queues.get_mut(dlq) else {
         return;

@@ -12,20 +12,27 @@
 //!
 //! Queues belong to an account: the same queue id under two account ids
 //! names two queues ([`At`]). A queue exists while it holds something a
-//! client can still read; an empty one is dropped after the operation that
-//! emptied it, and expired peek refs are swept even from queues no one
+//! client can still read (messages, a dead-letter count, the status of a
+//! purge); an empty one is dropped after the operation that emptied it, and
+//! expired peek refs and preview ids are swept even from queues no one
 //! touches any more, so memory follows what is stored, not what was asked.
 //!
 //! - [`broker`]: the service as a whole, routing operations to queues and
-//!   dead letters between them;
-//! - [`queue`]: one queue's indexes, leases and peek refs;
-//! - [`tokens`]: message ids, lease ids and peek refs.
+//!   dead letters between them, and the lease operations;
+//! - [`preview`]: preview and deleting previewed messages;
+//! - [`whole`]: purging a whole queue, and its status;
+//! - [`queue`]: one queue's indexes and leases;
+//! - [`refs`]: peek refs and preview ids, bounded in number and age;
+//! - [`tokens`]: message ids, lease ids, peek refs and preview ids.
 
 mod broker;
+mod preview;
 mod queue;
+mod refs;
 #[cfg(test)]
 mod tests;
 mod tokens;
+mod whole;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -33,13 +40,15 @@ use std::sync::Arc;
 pub use broker::Broker;
 pub use tokens::RandomSource;
 
-/// Most peek refs remembered per queue; older refs are forgotten first so the
-/// ref map cannot grow without bound however often clients peek. (A single
-/// peek larger than this keeps only its last refs; the API caps peeks at 100.)
-/// All refs of a queue are also dropped once it drains.
+/// Most peek refs, and most preview ids, remembered per queue; older ones
+/// are forgotten first so the maps cannot grow without bound however often
+/// clients peek or preview. (A single peek larger than this keeps only its
+/// last refs; the API caps peeks at 100.) All of a queue's refs and preview
+/// ids are also dropped once it drains.
 pub const PEEK_REF_CAP: usize = 100_000;
 
-/// How long a peek ref stays usable for a purge, in milliseconds (one hour).
+/// How long a peek ref stays usable for a purge, and a preview id for
+/// deleting or delaying its message, in milliseconds (one hour).
 pub const PEEK_REF_TTL_MS: u64 = 3_600_000;
 
 /// Maps above this capacity are shrunk when their queue drains; small ones
@@ -56,6 +65,14 @@ pub(super) const REF_UNKNOWN: &str = "peek reference unknown or expired";
 pub(super) const REF_GONE: &str = "message already deleted";
 pub(super) const LEASED_ELSEWHERE: &str =
     "message is leased to another consumer now; the retry of an expired lease was not applied";
+pub(super) const EXTEND_DUPLICATE: &str = "lease already extended in this request";
+pub(super) const DELIVERED_AGAIN: &str =
+    "message was delivered again since this lease was granted; the lease was not extended";
+pub(super) const RELEASED_BY_RETRY: &str =
+    "message was given back by a retry since this lease was granted; the lease was not extended";
+pub(super) const PREVIEW_UNKNOWN: &str = "preview id unknown or expired";
+pub(super) const PREVIEW_STALE: &str =
+    "message was delivered, retried or deleted since it was previewed; preview it again";
 
 /// Where an operation applies: a queue of an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +123,9 @@ pub struct NewMessage {
     pub delay_ms: u64,
 }
 
-/// One message handed to a consumer by [`Broker::pull`].
+/// One message handed to a consumer by [`Broker::pull`], or shown by
+/// [`Broker::preview`] in the same shape (its `lease_id` then a preview id,
+/// which leases nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     /// The message id (32 lowercase hex digits), stable across deliveries.
@@ -117,7 +136,8 @@ pub struct Delivery {
     pub kind: BodyKind,
     /// The body, shared with the broker to avoid copies.
     pub body: Arc<[u8]>,
-    /// Opaque id of this delivery's lease, used to ack or retry it.
+    /// Opaque id of this delivery's lease, used to ack, retry or extend it;
+    /// for a previewed message, its preview id.
     pub lease_id: String,
     /// When the message was originally pushed (Unix ms).
     pub timestamp_ms: u64,
@@ -160,6 +180,39 @@ pub struct AckReport {
     pub retry_count: u32,
     /// Lease id -> why it was ignored.
     pub warnings: BTreeMap<String, String>,
+}
+
+/// Outcome of [`Broker::extend`]; leases that cannot be extended are
+/// reported, never errors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExtendReport {
+    /// Leases this call extended (`extendCount`).
+    pub extended: u32,
+    /// Lease id -> why it was not extended.
+    pub warnings: BTreeMap<String, String>,
+}
+
+/// Outcome of [`Broker::delete_previewed`]; stale or unknown preview ids
+/// are reported, never errors.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PreviewedReport {
+    /// Messages deleted.
+    pub deleted: u32,
+    /// Messages put back after their delay.
+    pub delayed: u32,
+    /// Preview id -> why it was ignored.
+    pub warnings: BTreeMap<String, String>,
+}
+
+/// Outcome of [`Broker::purge_all`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PurgedQueue {
+    /// Messages deleted.
+    pub purged: u64,
+    /// When the queue's state was created (Unix ms).
+    pub created_ms: u64,
+    /// When the purge started, and completed (Unix ms).
+    pub started_ms: u64,
 }
 
 /// Outcome of [`Broker::purge`]; bad refs are reported, never errors.

@@ -1,11 +1,14 @@
-//! One queue: its messages, the indexes over them, leases and peek refs.
+//! One queue: its messages, the indexes over them, leases, peek refs and
+//! preview ids.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use super::refs::RefBook;
 use super::tokens::KeyMap;
 use super::{
-    BodyKind, LEASED_ELSEWHERE, Metrics, PEEK_REF_CAP, PEEK_REF_TTL_MS, SHRINK_ABOVE, len_u64,
+    BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, Metrics, RELEASED_BY_RETRY,
+    SHRINK_ABOVE, len_u64,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +31,12 @@ pub(super) struct Stored {
     /// stale lease stays usable while its message exists, and all of them
     /// leave `Queue::leases` when it is deleted.
     pub(super) issued: Vec<u128>,
+    /// Counts the changes that make preview ids stale: deliveries (by a
+    /// pull, or by an extension taking an expired lease back) and retries.
+    pub(super) generation: u64,
+    /// Whether a retry gave the message back since its last delivery, so
+    /// that the last lease can no longer take it back by an extension.
+    pub(super) released: bool,
 }
 
 /// A message on its way to a dead-letter queue.
@@ -37,20 +46,6 @@ pub(super) struct Moved {
     pub(super) body: Arc<[u8]>,
     pub(super) timestamp_ms: u64,
     pub(super) visible_at_ms: u64,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PeekRef {
-    pub(super) seq: u64,
-    pub(super) created_ms: u64,
-}
-
-impl PeekRef {
-    /// Measured as elapsed time so refs issued near `u64::MAX` still live,
-    /// and a clock that steps back never expires them early.
-    pub(super) fn expired(&self, now_ms: u64) -> bool {
-        now_ms.saturating_sub(self.created_ms) >= PEEK_REF_TTL_MS
-    }
 }
 
 /// One queue. Every message sits in exactly one of `ready` (unleased, keyed by
@@ -67,16 +62,27 @@ pub(super) struct Queue {
     pub(super) oldest: BTreeSet<(u64, u64)>,
     pub(super) bytes: u64,
     pub(super) dead_lettered: u64,
-    pub(super) refs: KeyMap<u128, PeekRef>,
-    /// Ref keys in issue order, for cap and age eviction; always holds exactly
-    /// the keys of `refs`.
-    pub(super) ref_order: VecDeque<u128>,
-    /// When the broker's sweep will next trim this queue's refs, if it is
-    /// scheduled to.
+    pub(super) refs: RefBook,
+    pub(super) previews: RefBook,
+    /// When the broker's sweep will next trim this queue's refs and preview
+    /// ids, if it is scheduled to.
     pub(super) sweep_due_ms: Option<u64>,
+    /// When this queue's state was created (Unix ms), for the queue object
+    /// a purge of the whole queue answers with.
+    pub(super) created_ms: u64,
+    /// When the last purge of the whole queue started, if one did.
+    pub(super) purged_at_ms: Option<u64>,
 }
 
 impl Queue {
+    /// An empty queue whose state starts at `now_ms`.
+    pub(super) fn new(now_ms: u64) -> Queue {
+        Queue {
+            created_ms: now_ms,
+            ..Queue::default()
+        }
+    }
+
     pub(super) fn metrics(&self) -> Metrics {
         Metrics {
             backlog_count: len_u64(self.messages.len()),
@@ -85,11 +91,16 @@ impl Queue {
         }
     }
 
-    /// Nothing in it that anyone can still read: no message (so no lease
-    /// and no ref either) and no dead-letter count. Such a queue is dropped,
-    /// so that a stream of new queue ids costs nothing once they are empty.
+    /// Nothing in it that anyone can still read: no message (so no lease,
+    /// ref or preview id either), no dead-letter count and no purge status.
+    /// Such a queue is dropped, so that a stream of new queue ids costs
+    /// nothing once they are empty.
     pub(super) fn is_reclaimable(&self) -> bool {
-        self.messages.is_empty() && self.refs.is_empty() && self.dead_lettered == 0
+        self.messages.is_empty()
+            && self.refs.is_empty()
+            && self.previews.is_empty()
+            && self.dead_lettered == 0
+            && self.purged_at_ms.is_none()
     }
 
     pub(super) fn insert(&mut self, seq: u64, moved: Moved) {
@@ -106,6 +117,8 @@ impl Queue {
                 visible_at_ms: moved.visible_at_ms,
                 lease: None,
                 issued: Vec::new(),
+                generation: 0,
+                released: false,
             },
         );
     }
@@ -212,7 +225,7 @@ impl Queue {
         moved: &mut Vec<Moved>,
     ) -> Result<(), &'static str> {
         let Some(stored) = self.messages.get_mut(&seq) else {
-            return Err(super::LEASE_UNKNOWN);
+            return Err(LEASE_UNKNOWN);
         };
         match stored.lease {
             Some(lease) if lease.key != key => return Err(LEASED_ELSEWHERE),
@@ -224,6 +237,8 @@ impl Queue {
                 self.ready.remove(&(stored.visible_at_ms, seq));
             }
         }
+        stored.released = true;
+        stored.generation = stored.generation.wrapping_add(1);
         if out_of_attempts(stored.attempts, max_retries) {
             self.dead_letter(seq, now_ms, keep, moved);
         } else {
@@ -234,35 +249,83 @@ impl Queue {
         Ok(())
     }
 
-    /// Forgets refs beyond the cap or TTL, and all of them once the queue is
-    /// empty (they could only point at deleted messages).
-    pub(super) fn trim_refs(&mut self, now_ms: u64) {
-        if self.messages.is_empty() {
-            if !self.refs.is_empty() || self.ref_order.capacity() > 0 {
-                self.refs = KeyMap::default();
-                self.ref_order = VecDeque::new();
+    /// Extends lease `key` of message `seq` until `expiry_ms`, keeping its
+    /// attempts; see [`Broker::extend`](super::Broker::extend) for the rules.
+    pub(super) fn extend(
+        &mut self,
+        key: u128,
+        seq: u64,
+        expiry_ms: u64,
+    ) -> Result<(), &'static str> {
+        let Some(stored) = self.messages.get_mut(&seq) else {
+            return Err(LEASE_UNKNOWN);
+        };
+        match stored.lease {
+            Some(lease) if lease.key != key => return Err(DELIVERED_AGAIN),
+            Some(lease) => {
+                self.inflight.remove(&(lease.expiry_ms, seq));
             }
-            return;
-        }
-        while let Some(&key) = self.ref_order.front() {
-            let too_old = self.refs.get(&key).is_none_or(|r| r.expired(now_ms));
-            if !too_old && self.ref_order.len() <= PEEK_REF_CAP {
-                break;
+            // Expired: taken back only by the last lease granted, and only
+            // while no retry has given the message back since.
+            None if stored.issued.last() != Some(&key) => return Err(DELIVERED_AGAIN),
+            None if stored.released => return Err(RELEASED_BY_RETRY),
+            None => {
+                self.ready.remove(&(stored.visible_at_ms, seq));
+                // It leaves the visible set as a delivery would, so the
+                // preview ids it was shown with go stale.
+                stored.generation = stored.generation.wrapping_add(1);
             }
-            self.ref_order.pop_front();
-            self.refs.remove(&key);
         }
-        if self.refs.capacity() > SHRINK_ABOVE && self.refs.len() < self.refs.capacity() / 4 {
-            self.refs.shrink_to_fit();
-            self.ref_order.shrink_to_fit();
-        }
+        stored.lease = Some(Lease { key, expiry_ms });
+        self.inflight.insert((expiry_ms, seq));
+        Ok(())
     }
 
-    /// When the oldest ref left expires, if any is left.
+    /// Puts a previewed, unleased message back after `delay_ms`, keeping
+    /// its attempts: it was not delivered.
+    pub(super) fn delay_previewed(&mut self, seq: u64, delay_ms: u64, now_ms: u64) {
+        let Some(stored) = self.messages.get_mut(&seq) else {
+            return;
+        };
+        if stored.lease.is_some() {
+            return;
+        }
+        self.ready.remove(&(stored.visible_at_ms, seq));
+        stored.released = true;
+        stored.generation = stored.generation.wrapping_add(1);
+        stored.visible_at_ms = now_ms.saturating_add(delay_ms);
+        self.ready.insert((stored.visible_at_ms, seq));
+    }
+
+    /// Deletes every message at once, with its leases, refs and preview
+    /// ids, and gives back the memory they held. Returns how many there were.
+    pub(super) fn clear(&mut self) -> u64 {
+        let purged = len_u64(self.messages.len());
+        self.messages = KeyMap::default();
+        self.ready = BTreeSet::new();
+        self.inflight = BTreeSet::new();
+        self.leases = KeyMap::default();
+        self.oldest = BTreeSet::new();
+        self.bytes = 0;
+        self.refs = RefBook::default();
+        self.previews = RefBook::default();
+        purged
+    }
+
+    /// Forgets refs and preview ids beyond the cap or TTL, and all of them
+    /// once the queue is empty (they could only name deleted messages).
+    pub(super) fn trim_refs(&mut self, now_ms: u64) {
+        let drained = self.messages.is_empty();
+        self.refs.trim(now_ms, drained);
+        self.previews.trim(now_ms, drained);
+    }
+
+    /// When the oldest ref or preview id left expires, if any is left.
     pub(super) fn next_ref_expiry(&self) -> Option<u64> {
-        let oldest = self.ref_order.front()?;
-        let created = self.refs.get(oldest)?.created_ms;
-        Some(created.saturating_add(PEEK_REF_TTL_MS))
+        match (self.refs.next_expiry(), self.previews.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Unit tests of the broker. Queue lifetimes, accounts and late leases are
-//! in [`lifecycle`]; the randomized run is in [`randomized`].
+//! in [`lifecycle`]; extend, preview and purging a whole queue in
+//! [`operations`]; the randomized run is in [`randomized`].
 
 mod lifecycle;
+mod operations;
 mod randomized;
 
 use std::collections::{HashMap, HashSet};
@@ -90,6 +92,14 @@ impl Broker {
         queue.expect("the queue exists")
     }
 
+    /// The expiry of `lease_id` if it is the live lease of its message.
+    fn lease_expiry(&self, name: &str, lease_id: &str) -> Option<u64> {
+        let q = self.accounts.get(ACCOUNT)?.get(name)?;
+        let key = tokens::parse_token(lease_id)?;
+        let stored = q.messages.get(q.leases.get(&key)?)?;
+        stored.lease.filter(|l| l.key == key).map(|l| l.expiry_ms)
+    }
+
     /// Checks every internal index against the stored messages.
     fn check_invariants(&self) {
         let queues = self.accounts.values().flat_map(|queues| queues.iter());
@@ -130,11 +140,13 @@ impl Broker {
                 let scheduled = self.sweeps.iter().any(|(d, _, n)| *d == due && n == name);
                 assert!(scheduled, "{name}: sweep");
             }
-            if !q.refs.is_empty() {
-                assert!(q.sweep_due_ms.is_some(), "{name}: refs never swept");
+            for book in [&q.refs, &q.previews] {
+                if !book.is_empty() {
+                    assert!(q.sweep_due_ms.is_some(), "{name}: tokens never swept");
+                }
+                assert!(book.consistent(), "{name}: token order");
+                assert!(book.len() <= PEEK_REF_CAP, "{name}: token cap");
             }
-            assert_eq!(q.refs.len(), q.ref_order.len(), "{name}: refs");
-            assert!(q.refs.len() <= PEEK_REF_CAP, "{name}: ref cap");
             let m = q.metrics();
             assert_eq!(m.backlog_count, q.messages.len() as u64);
             assert_eq!(m.backlog_bytes, bytes);
@@ -618,7 +630,7 @@ fn peek_ref_map_is_bounded() {
     }
     let q = &b.queue("q");
     assert_eq!(q.refs.len(), PEEK_REF_CAP);
-    assert_eq!(q.ref_order.len(), PEEK_REF_CAP);
+    assert!(q.refs.consistent());
     let r = b.purge("q", &[first[0].peek_ref.clone()], 2);
     assert_eq!(r.purged, 0, "oldest ref was evicted");
     // Age eviction on any later touch.

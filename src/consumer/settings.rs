@@ -1,0 +1,288 @@
+//! The consumer's settings, their defaults, and the delay policies.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+
+/// The default pull batch size: the API's maximum, so that a busy queue is
+/// drained with the fewest requests.
+pub const DEFAULT_BATCH_SIZE: u32 = 100;
+/// The default visibility timeout: Cloudflare's own default. Leases are
+/// extended while handlers run, so a short lease costs nothing for slow
+/// handlers and lets the messages of a crashed consumer come back soon.
+pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default limit on messages in flight: Pub/Sub's default flow control;
+/// ten full pulls, enough to keep the pipeline busy while acks are flushed.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 1_000;
+/// The default soft limit on bytes in flight (100 MB): Pub/Sub's default;
+/// bounds memory when bodies are large (up to 128 KB each).
+pub const DEFAULT_MAX_BYTES_IN_FLIGHT: usize = 100_000_000;
+/// The default ack batch size: like a pull. No limit per call is documented.
+pub const DEFAULT_ACK_BATCH_SIZE: usize = 100;
+/// The default ack flush interval: short next to any lease, so that a
+/// handled message is deleted soon, yet long enough to gather acks under load.
+pub const DEFAULT_ACK_INTERVAL: Duration = Duration::from_millis(100);
+/// The default total lease of one message (1 hour): Pub/Sub's default
+/// maximum lease; a handler slower than that is more likely stuck than busy.
+pub const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(3600);
+/// The default grace period at shutdown: handlers get 10 s to finish, which
+/// leaves time to release and flush within Kubernetes' default 30 s
+/// termination grace.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(10);
+/// The default number of times a failed ack flush is tried before its acks
+/// are reported as unflushed (each try already includes the client's own
+/// retries).
+pub const DEFAULT_MAX_FLUSH_ATTEMPTS: u32 = 5;
+
+/// How long a message waits before it is delivered again after a failed or
+/// retried attempt, keyed on its `attempts`.
+///
+/// The default is exponential: 1 s after the first attempt, doubling each
+/// attempt, at most 5 minutes. Delays are sent in whole seconds (rounded
+/// up) and capped at the API's 24 hours.
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::consumer::RetryDelay;
+///
+/// let policy = RetryDelay::exponential(Duration::from_secs(2), Duration::from_secs(60));
+/// assert_eq!(policy.delay_for(1), Duration::from_secs(2));
+/// assert_eq!(policy.delay_for(3), Duration::from_secs(8));
+/// assert_eq!(policy.delay_for(30), Duration::from_secs(60));
+/// assert_eq!(RetryDelay::none().delay_for(5), Duration::ZERO);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub struct RetryDelay {
+    initial: Duration,
+    max: Duration,
+    factor: u32,
+}
+
+impl Default for RetryDelay {
+    fn default() -> Self {
+        RetryDelay::exponential(Duration::from_secs(1), Duration::from_secs(300))
+    }
+}
+
+impl RetryDelay {
+    /// `initial` after the first attempt, doubling with each attempt, at most `max`.
+    pub fn exponential(initial: Duration, max: Duration) -> RetryDelay {
+        RetryDelay {
+            initial,
+            max: max.max(initial),
+            factor: 2,
+        }
+    }
+
+    /// The same delay whatever the attempt.
+    pub fn fixed(delay: Duration) -> RetryDelay {
+        RetryDelay {
+            initial: delay,
+            max: delay,
+            factor: 1,
+        }
+    }
+
+    /// Retried messages are visible again at once.
+    pub fn none() -> RetryDelay {
+        RetryDelay::fixed(Duration::ZERO)
+    }
+
+    /// The delay after a message's `attempts`-th delivery failed (1-based).
+    pub fn delay_for(&self, attempts: u32) -> Duration {
+        let doublings = attempts.saturating_sub(1).min(40);
+        let mut delay = self.initial;
+        for _ in 0..doublings {
+            if delay >= self.max {
+                break;
+            }
+            delay = delay.saturating_mul(self.factor);
+        }
+        delay.min(self.max)
+    }
+}
+
+/// A wait that grows while a condition lasts (empty pulls, failing calls)
+/// and starts over when it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+    current: Option<Duration>,
+}
+
+impl Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Backoff {
+        Backoff {
+            initial,
+            max: max.max(initial),
+            current: None,
+        }
+    }
+
+    /// The next wait: `initial`, then doubling up to `max`.
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let wait = match self.current {
+            None => self.initial,
+            Some(last) => last.saturating_mul(2).min(self.max),
+        };
+        self.current = Some(wait);
+        wait
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.current = None;
+    }
+}
+
+/// Everything a consumer is configured with; built by
+/// [`ConsumerBuilder`](super::ConsumerBuilder), checked once in `build`.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub batch_size: u32,
+    pub visibility_timeout: Duration,
+    pub max_in_flight: usize,
+    pub max_bytes_in_flight: usize,
+    pub ack_batch_size: usize,
+    pub ack_interval: Duration,
+    pub retry_delay: RetryDelay,
+    pub empty_backoff: Backoff,
+    pub error_backoff: Backoff,
+    pub max_lease: Duration,
+    pub extend_margin: Option<Duration>,
+    pub grace_period: Duration,
+    pub max_flush_attempts: u32,
+    pub max_delay: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            batch_size: DEFAULT_BATCH_SIZE,
+            visibility_timeout: DEFAULT_VISIBILITY_TIMEOUT,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            max_bytes_in_flight: DEFAULT_MAX_BYTES_IN_FLIGHT,
+            ack_batch_size: DEFAULT_ACK_BATCH_SIZE,
+            ack_interval: DEFAULT_ACK_INTERVAL,
+            retry_delay: RetryDelay::default(),
+            empty_backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(5)),
+            error_backoff: Backoff::new(Duration::from_secs(1), Duration::from_secs(30)),
+            max_lease: DEFAULT_MAX_LEASE,
+            extend_margin: None,
+            grace_period: DEFAULT_GRACE_PERIOD,
+            max_flush_attempts: DEFAULT_MAX_FLUSH_ATTEMPTS,
+            max_delay: Limits::default().max_delay,
+        }
+    }
+}
+
+impl Settings {
+    /// Checks the settings against the client's limits.
+    pub(crate) fn check(&mut self, limits: &Limits) -> Result<()> {
+        if self.batch_size == 0 || self.batch_size > limits.max_pull_batch_size {
+            return Err(Error::invalid(
+                "batch_size",
+                format!("must be 1 to {}", limits.max_pull_batch_size),
+            ));
+        }
+        if self.visibility_timeout < Duration::from_millis(1)
+            || self.visibility_timeout > limits.max_visibility_timeout
+        {
+            return Err(Error::invalid(
+                "visibility_timeout",
+                format!("must be 1 ms to {:?}", limits.max_visibility_timeout),
+            ));
+        }
+        for (field, value) in [
+            ("max_in_flight", self.max_in_flight),
+            ("max_bytes_in_flight", self.max_bytes_in_flight),
+            ("ack_batch_size", self.ack_batch_size),
+        ] {
+            if value == 0 {
+                return Err(Error::invalid(field, "must be at least 1"));
+            }
+        }
+        if self.max_flush_attempts == 0 {
+            return Err(Error::invalid("max_flush_attempts", "must be at least 1"));
+        }
+        if self.max_lease < self.visibility_timeout {
+            return Err(Error::invalid(
+                "max_lease",
+                "must be at least the visibility timeout",
+            ));
+        }
+        if self
+            .extend_margin
+            .is_some_and(|m| m.is_zero() || m >= self.visibility_timeout)
+        {
+            return Err(Error::invalid(
+                "extend_margin",
+                "must be more than 0 and less than the visibility timeout",
+            ));
+        }
+        // Semaphores hold at most this many permits.
+        self.max_in_flight = self.max_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS);
+        self.max_delay = limits.max_delay;
+        Ok(())
+    }
+
+    /// How long before a lease's expiry it is extended: the setting, or a
+    /// third of the visibility timeout (10 s for 30 s), room for an
+    /// extension call and its retries.
+    pub(crate) fn margin(&self) -> Duration {
+        self.extend_margin
+            .unwrap_or(self.visibility_timeout / 3)
+            .max(Duration::from_millis(1))
+    }
+
+    /// The retry delay after `attempts`, within the API's limit.
+    pub(crate) fn delay_for(&self, attempts: u32) -> Duration {
+        self.retry_delay.delay_for(attempts).min(self.max_delay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_doubles_and_caps() {
+        let p = RetryDelay::default();
+        let secs: Vec<u64> = (1..=11).map(|a| p.delay_for(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(p.delay_for(0), Duration::from_secs(1));
+        assert_eq!(p.delay_for(u32::MAX), Duration::from_secs(300));
+        let f = RetryDelay::fixed(Duration::from_secs(7));
+        assert_eq!(f.delay_for(9), Duration::from_secs(7));
+    }
+
+    #[test]
+    fn backoff_grows_and_resets() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
+        let waits: Vec<u128> = (0..4).map(|_| b.next_wait().as_millis()).collect();
+        assert_eq!(waits, [100, 200, 350, 350]);
+        b.reset();
+        assert_eq!(b.next_wait(), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn checks_refuse_what_the_api_would() {
+        let limits = Limits::default();
+        let mut s = Settings {
+            batch_size: 101,
+            ..Settings::default()
+        };
+        assert!(s.check(&limits).is_err());
+        s.batch_size = 10;
+        s.max_lease = Duration::from_secs(1);
+        assert!(s.check(&limits).is_err());
+        s.max_lease = DEFAULT_MAX_LEASE;
+        s.extend_margin = Some(Duration::from_secs(30));
+        assert!(s.check(&limits).is_err());
+        s.extend_margin = None;
+        assert!(s.check(&limits).is_ok());
+        assert_eq!(s.margin(), Duration::from_secs(10));
+    }
+}

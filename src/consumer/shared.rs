@@ -1,0 +1,241 @@
+//! The state the consumer's tasks share: the queue, the settings, the
+//! counters, the lease table, the flow-control slots, and the way to the
+//! acker. Also the [`Ticket`] each pulled message carries until it is settled.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::acker::{Inbox, Settlement};
+use super::lease::LeaseTable;
+use super::settings::Settings;
+use super::summary::{Counters, add, sub};
+use crate::message::PulledMessage;
+use crate::queue::Queue;
+
+/// What is sent for a settled message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    Ack,
+    /// A retry after this delay (already within the API's limit).
+    Retry(Duration),
+    /// Given back at shutdown: a retry with no delay.
+    Release,
+}
+
+pub(crate) struct Shared {
+    pub queue: Queue,
+    pub settings: Settings,
+    pub counters: Arc<Counters>,
+    table: Mutex<LeaseTable>,
+    /// Woken when leases are added, so that the keeper looks at the new due times.
+    pub keeper_wake: Notify,
+    /// One permit per message that may still be leased.
+    pub slots: Semaphore,
+    /// Woken when bytes in flight go down.
+    pub bytes_freed: Notify,
+    /// Woken when the last handler settles.
+    pub idle: Notify,
+    /// Settlements on their way to the acker.
+    pub inbox: Inbox,
+    /// Cancelled when the consumer starts shutting down.
+    pub stopping: CancellationToken,
+}
+
+impl Shared {
+    pub(crate) fn new(queue: Queue, settings: Settings, stopping: CancellationToken) -> Shared {
+        let slots = Semaphore::new(settings.max_in_flight);
+        Shared {
+            queue,
+            settings,
+            counters: Arc::default(),
+            table: Mutex::default(),
+            keeper_wake: Notify::new(),
+            slots,
+            bytes_freed: Notify::new(),
+            idle: Notify::new(),
+            inbox: Inbox::default(),
+            stopping,
+        }
+    }
+
+    pub(crate) fn table(&self) -> MutexGuard<'_, LeaseTable> {
+        // Every update of the table is complete before it can panic: a
+        // poisoned lock still holds a consistent table.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers the messages of a pull sent at `pulled_at`; each comes back
+    /// with its ticket. Their flow-control slots were taken by the puller.
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        messages: Vec<PulledMessage>,
+        pulled_at: Instant,
+    ) -> Vec<(PulledMessage, Ticket)> {
+        let margin = self.settings.margin();
+        let lease = self.settings.visibility_timeout;
+        let mut registered = Vec::with_capacity(messages.len());
+        let mut bytes_total = 0;
+        {
+            let mut table = self.table();
+            for message in messages {
+                let bytes = message.body().raw().len() as u64;
+                bytes_total += bytes;
+                let key = table.insert(message.lease_id.clone(), bytes, pulled_at, lease, margin);
+                let ticket = Ticket {
+                    shared: Arc::clone(self),
+                    key,
+                    attempts: message.attempts,
+                    done: false,
+                };
+                registered.push((message, ticket));
+            }
+        }
+        add(&self.counters.in_flight, registered.len() as u64);
+        add(&self.counters.in_flight_bytes, bytes_total);
+        self.keeper_wake.notify_one();
+        registered
+    }
+
+    /// Sends a handled message's settlement to the acker; false when it was
+    /// settled or released already.
+    pub(crate) fn settle(&self, key: u64, action: Action) -> bool {
+        let idle = {
+            let mut table = self.table();
+            if !table.begin_settle(key) {
+                return false;
+            }
+            table.handling() == 0
+        };
+        self.send_settlement(key, action);
+        if idle {
+            self.idle.notify_waiters();
+        }
+        true
+    }
+
+    pub(crate) fn send_settlement(&self, key: u64, action: Action) {
+        let settlement = Settlement {
+            key,
+            action,
+            queued_at: Instant::now(),
+        };
+        if !self.inbox.push(settlement, self.settings.ack_batch_size) {
+            // The acker only ends after the consumer stopped and flushed:
+            // this settlement came too late to be sent.
+            tracing::warn!(
+                queue = self.queue.id(),
+                "a settlement came after the consumer finished; the message will be delivered again"
+            );
+            add(&self.counters.unflushed, 1);
+            self.finish(key);
+        }
+    }
+
+    /// Lets a lease expire on purpose; false when it was settled already.
+    pub(crate) fn leave(&self, key: u64) -> bool {
+        if !self.table().begin_settle(key) {
+            return false;
+        }
+        add(&self.counters.left, 1);
+        self.finish(key);
+        if self.table().handling() == 0 {
+            self.idle.notify_waiters();
+        }
+        true
+    }
+
+    /// Forgets a lease whose fate is known, and frees its slot.
+    pub(crate) fn finish(&self, key: u64) {
+        self.finish_many([key]);
+    }
+
+    /// Forgets leases whose fate is known, and frees their slots together:
+    /// freed one by one, they would wake the puller for pulls of one.
+    pub(crate) fn finish_many(&self, keys: impl IntoIterator<Item = u64>) {
+        let (mut count, mut bytes) = (0, 0);
+        {
+            let mut table = self.table();
+            for key in keys {
+                if let Some(entry) = table.remove(key) {
+                    count += 1;
+                    bytes += entry.bytes;
+                }
+            }
+        }
+        if count == 0 {
+            return;
+        }
+        self.slots.add_permits(count);
+        sub(&self.counters.in_flight, count as u64);
+        sub(&self.counters.in_flight_bytes, bytes);
+        self.bytes_freed.notify_waiters();
+    }
+
+    /// The retry delay of a message delivered `attempts` times.
+    pub(crate) fn retry_delay(&self, attempts: u32) -> Duration {
+        self.settings.delay_for(attempts)
+    }
+}
+
+/// The right to settle one pulled message, once.
+///
+/// Dropped unsettled, it retries the message with the retry delay; during
+/// shutdown it releases it (a retry with no delay).
+pub(crate) struct Ticket {
+    pub shared: Arc<Shared>,
+    pub key: u64,
+    pub attempts: u32,
+    done: bool,
+}
+
+impl Ticket {
+    /// Settles with `action`; false if the message was settled or released already.
+    pub(crate) fn settle(mut self, action: Action) -> bool {
+        self.done = true;
+        self.shared.settle(self.key, action)
+    }
+
+    /// Lets the lease expire; false if the message was settled already.
+    pub(crate) fn leave(mut self) -> bool {
+        self.done = true;
+        self.shared.leave(self.key)
+    }
+
+    /// A retry with the policy's delay for this message.
+    pub(crate) fn policy_retry(&self) -> Action {
+        Action::Retry(self.shared.retry_delay(self.attempts))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let action = if self.shared.stopping.is_cancelled() {
+            Action::Release
+        } else {
+            self.policy_retry()
+        };
+        if self.shared.settle(self.key, action) {
+            tracing::debug!(
+                queue = self.shared.queue.id(),
+                ?action,
+                "a message was dropped unsettled"
+            );
+        }
+    }
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("key", &self.key)
+            .field("attempts", &self.attempts)
+            .finish_non_exhaustive()
+    }
+}

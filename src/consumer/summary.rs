@@ -1,0 +1,155 @@
+//! What a consumer counted: live counters, a [`Summary`] of them, and the
+//! [`ConsumerMonitor`] that reads them while the consumer runs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a consumer did, as counts: returned by
+/// [`Consumer::run`](super::Consumer::run) at the end, and read at any time
+/// with [`ConsumerMonitor::snapshot`].
+///
+/// Each message pulled ends in exactly one of `acked`, `retried`,
+/// `released`, `left`, `unflushed` or `settle_warnings` (a settlement the
+/// API answered with a warning); `in_flight` counts those not yet there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Pull requests that succeeded.
+    pub pulls: u64,
+    /// Pulls that came back empty.
+    pub empty_pulls: u64,
+    /// Pull calls that failed (after the client's own retries).
+    pub pull_errors: u64,
+    /// Messages leased by pulls.
+    pub received: u64,
+    /// Handler calls that finished (with an outcome or an error), and
+    /// messages settled through a [`Leased`](super::Leased) handle.
+    pub handled: u64,
+    /// Handler calls that returned `Err` (each retried with the retry delay).
+    pub handler_errors: u64,
+    /// Messages whose body could not be decoded (`v8`, unknown content
+    /// types, bad base64 or JSON), given to the poison callback.
+    pub poisoned: u64,
+    /// Acknowledgements the API accepted.
+    pub acked: u64,
+    /// Retries the API accepted (handler retries, errors, dropped handles).
+    pub retried: u64,
+    /// Messages given back at shutdown (retried with no delay).
+    pub released: u64,
+    /// Messages left to expire on purpose ([`Outcome::Leave`](super::Outcome::Leave)).
+    pub left: u64,
+    /// Lease extensions the API accepted, one per lease per call.
+    pub extended: u64,
+    /// Extension calls that failed.
+    pub extend_errors: u64,
+    /// Messages whose lease reached the maximum total lease time
+    /// while still held: no longer extended.
+    pub max_lease_reached: u64,
+    /// Leases that expired, or were taken over, before their message was
+    /// settled (an extension failed, the maximum was reached, or a flush was
+    /// late): each is a possible duplicate delivery. The message was still
+    /// settled, as Cloudflare accepts late acks.
+    #[doc(alias = "expired")]
+    pub leases_lost: u64,
+    /// Acks and retries the API answered with a warning (the message was
+    /// gone or delivered again): not applied by this consumer.
+    pub settle_warnings: u64,
+    /// Ack and retry calls sent (each carrying up to the ack batch size).
+    pub settle_requests: u64,
+    /// Ack and retry calls that failed (after the client's own retries); their
+    /// acks were tried again.
+    pub settle_errors: u64,
+    /// Acks and retries given up after the last flush attempt: their
+    /// messages come back after their leases expire.
+    pub unflushed: u64,
+    /// The queue's backlog as reported by the last pull.
+    pub backlog: u64,
+    /// Messages leased and not settled yet.
+    pub in_flight: u64,
+    /// Body bytes of the messages in flight.
+    pub in_flight_bytes: u64,
+}
+
+macro_rules! counters {
+    ($($field:ident),* $(,)?) => {
+        /// The live counters, one atomic per [`Summary`] field.
+        #[derive(Debug, Default)]
+        pub(crate) struct Counters {
+            $(pub $field: AtomicU64,)*
+        }
+
+        impl Counters {
+            pub(crate) fn summary(&self) -> Summary {
+                Summary {
+                    $($field: self.$field.load(Ordering::Relaxed),)*
+                }
+            }
+        }
+    };
+}
+
+counters!(
+    pulls,
+    empty_pulls,
+    pull_errors,
+    received,
+    handled,
+    handler_errors,
+    poisoned,
+    acked,
+    retried,
+    released,
+    left,
+    extended,
+    extend_errors,
+    max_lease_reached,
+    leases_lost,
+    settle_warnings,
+    settle_requests,
+    settle_errors,
+    unflushed,
+    backlog,
+    in_flight,
+    in_flight_bytes,
+);
+
+/// Adds `n` to a counter.
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+/// Subtracts `n` from a gauge, never below zero.
+pub(crate) fn sub(counter: &AtomicU64, n: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_sub(n))
+    });
+}
+
+/// Reads a consumer's counters while it runs; cheap to clone.
+///
+/// ```no_run
+/// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+/// use cf_queues::consumer::{Consumer, Outcome};
+/// let consumer = Consumer::builder(queue).build()?;
+/// let monitor = consumer.monitor();
+/// tokio::spawn(async move {
+///     loop {
+///         tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+///         let s = monitor.snapshot();
+///         println!("in flight {}, acked {}, backlog {}", s.in_flight, s.acked, s.backlog);
+///     }
+/// });
+/// consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Outcome::Ack) }).await.ok();
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConsumerMonitor {
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl ConsumerMonitor {
+    /// The counters as they are now.
+    pub fn snapshot(&self) -> Summary {
+        self.counters.summary()
+    }
+}
