@@ -1,7 +1,6 @@
-//! `cfq metrics`, `extend` and `purge --all` against an httpmock server
-//! pinned to Cloudflare's wire shapes: the emulator on main does not serve
-//! these operations yet (it answers 404 with code 7003), which the last
-//! test checks is reported with a useful hint.
+//! `cfq metrics`, `extend` and `purge --all`: against an httpmock server
+//! pinned to Cloudflare's wire shapes (and answers the emulator does not
+//! give, such as warnings and server errors), then against the emulator.
 #![cfg(feature = "cli")]
 
 mod cfq_support;
@@ -231,39 +230,83 @@ async fn purge_all_is_not_sent_twice_after_a_server_error() {
     assert_eq!(purge.calls_async().await, 1);
 }
 
-/// Until the emulator serves metrics, extend and purge, cfq says what is
-/// wrong instead of blaming the queue id. Once it does, these succeed.
+/// The same three against the emulator, which serves them since the
+/// merge of its newer operations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn newer_operations_against_the_emulator() {
+async fn metrics_extend_and_purge_all_against_the_emulator() {
     let emulator = emulator().await;
     let queue = emulator
         .client()
         .expect("client")
         .queue("newer")
         .expect("id");
-    queue
-        .push(cf_queues::Message::text("x"))
-        .await
-        .expect("push");
-    let leased = queue
-        .pull(cf_queues::PullOptions::new().visibility_timeout(Duration::from_secs(60)))
-        .await
-        .expect("pull");
-    let lease = leased.messages[0].lease_id.to_string();
-    let calls: [&[&str]; 3] = [
-        &["metrics", "--queue", "newer"],
-        &["extend", "--queue", "newer", "--visibility", "5m", &lease],
-        &["purge", "--all", "--yes", "--queue", "newer"],
-    ];
-    for args in calls {
-        let mut command = cfq(&emulator);
-        command.args(args);
-        let ran = run(command).await;
-        if ran.code == Some(4) {
-            assert!(ran.stderr.contains("7003"), "{ran:?}");
-            assert!(ran.stderr.contains("no route for this call"), "{ran:?}");
-        } else {
-            ran.expect_code(0);
-        }
+    for body in ["first", "second", "third"] {
+        queue
+            .push(cf_queues::Message::text(body))
+            .await
+            .expect("push");
     }
+
+    let mut metrics = cfq(&emulator);
+    metrics.args(["metrics", "--queue", "newer"]);
+    let read = run(metrics).await;
+    read.expect_code(0);
+    let line = read.one();
+    assert_eq!(line["backlog_count"], 3);
+    assert!(
+        line["backlog_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{line}"
+    );
+    assert!(line["oldest_message_age_ms"].is_u64(), "{line}");
+
+    // A lease extended past the visibility timeout keeps its message away.
+    let mut pull = cfq(&emulator);
+    pull.args([
+        "pull",
+        "--queue",
+        "newer",
+        "--batch",
+        "1",
+        "--visibility",
+        "1s",
+    ]);
+    let pulled = run(pull).await.one();
+    let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
+    let mut extend = cfq(&emulator);
+    extend.args(["extend", "--queue", "newer", "--visibility", "5m", &lease]);
+    let extended = run(extend).await;
+    extended.expect_code(0);
+    assert_eq!(extended.one()["extended"], 1);
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let mut rest = cfq(&emulator);
+    rest.args([
+        "pull",
+        "--queue",
+        "newer",
+        "--batch",
+        "10",
+        "--retry-after",
+        "0s",
+    ]);
+    let rest = run(rest).await;
+    let bodies: Vec<Value> = rest.json().iter().map(|r| r["body"].clone()).collect();
+    assert_eq!(bodies, [json!("second"), json!("third")], "{rest:?}");
+
+    let mut unknown = cfq(&emulator);
+    unknown.args([
+        "extend",
+        "--queue",
+        "newer",
+        "--visibility",
+        "1m",
+        "no-such-lease",
+    ]);
+    run(unknown).await.expect_code(7);
+
+    let mut purge = cfq(&emulator);
+    purge.args(["purge", "--all", "--queue", "newer"]);
+    let purged = run_with_stdin(purge, "newer\n").await;
+    purged.expect_code(0);
+    assert_eq!(purged.one()["purge"], "completed");
+    assert_eq!(emulator.metrics("newer").backlog_count, 0);
 }
