@@ -1,5 +1,6 @@
-//! The `cfq` binary: the standalone emulator starts, prints how to reach it,
-//! serves the real API, and stops cleanly on SIGTERM.
+//! The `cfq` binary itself: the standalone emulator starts, prints how to
+//! reach it, serves the real API, and stops cleanly on SIGTERM; bad
+//! arguments exit 2; every help text reads well; completions print.
 #![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader};
@@ -77,23 +78,271 @@ async fn emulator_serves_until_sigterm() {
 }
 
 #[test]
-fn bad_arguments_exit_2_with_usage() {
-    for args in [
-        vec!["emulator", "--listen", "nowhere"],
-        vec!["emulator", "--strict"],
-        vec!["frobnicate"],
-        vec![],
+fn bad_arguments_exit_2() {
+    for (args, says) in [
+        (
+            vec!["emulator", "--listen", "nowhere"],
+            "expected an address",
+        ),
+        (vec!["emulator", "--strict"], "Usage: cfq emulator"),
+        (vec!["emulator", "--queue", "jobs"], "--strict"),
+        (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
+        (vec!["emulator", "--token", ""], "non-empty"),
+        (
+            vec!["emulator", "--max-connections", "many"],
+            "invalid digit",
+        ),
+        (
+            vec!["emulator", "--header-timeout", "soon"],
+            "expected a duration",
+        ),
+        // Checked by the emulator itself when it starts.
+        (
+            vec![
+                "emulator",
+                "--listen",
+                "127.0.0.1:0",
+                "--dead-letter",
+                "jobs=jobs",
+            ],
+            "its own dead-letter queue",
+        ),
+        (vec!["frobnicate"], "Usage: cfq"),
+        (vec![], "Usage: cfq"),
+        (vec!["pull", "--batch", "500"], "1..=100"),
+        (
+            vec!["pull", "--ack", "--retry-after", "1s"],
+            "cannot be used with",
+        ),
+        (vec!["push"], "BODY"),
+        (vec!["push", "--file", "x", "body"], "cannot be used with"),
+        (vec!["push", "--text", "body"], "cannot be used with"),
+        (vec!["push", "--skip", "3", "body"], "cannot be used with"),
+        (vec!["extend", "lease"], "--visibility"),
+        (vec!["purge", "--yes", "ref"], "cannot be used with"),
+        (vec!["drain"], "--to"),
+        (vec!["pull", "--visibility", "soon"], "expected a duration"),
     ] {
         let output = cfq().args(&args).output().expect("cfq runs");
         assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&output.stderr).contains("usage: cfq"),
-            "{args:?}"
-        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
-    let help = cfq()
-        .args(["emulator", "--help"])
+}
+
+/// Every command's help: it exits 0, shows its usage, and says something
+/// about each of its options.
+#[test]
+fn every_help_reads_well() {
+    let commands = [
+        "push",
+        "pull",
+        "ack",
+        "retry",
+        "extend",
+        "peek",
+        "metrics",
+        "purge",
+        "drain",
+        "replay",
+        "move",
+        "emulator",
+        "completions",
+    ];
+    let top = cfq().arg("--help").output().expect("cfq runs");
+    assert!(top.status.success());
+    let top = String::from_utf8_lossy(&top.stdout);
+    for needed in [
+        "CLOUDFLARE_API_TOKEN",
+        "Exit codes:",
+        "7  partial",
+        "\"cfq\":1",
+        "body_raw",
+        "wrangler queues consumer http add",
+    ] {
+        assert!(top.contains(needed), "cfq --help lacks {needed:?}");
+    }
+    for command in commands {
+        assert!(
+            top.contains(&format!("  {command} ")),
+            "{command} not listed"
+        );
+        for flag in ["--help", "-h"] {
+            let output = cfq().args([command, flag]).output().expect("cfq runs");
+            assert!(output.status.success(), "{command} {flag}");
+            let text = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                text.contains(&format!("Usage: cfq {command}")),
+                "{command}: {text}"
+            );
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 100,
+                    "{command} {flag}: too wide: {line}"
+                );
+            }
+            // Every option comes with words, not just its name.
+            for line in text.lines().filter(|l| l.trim_start().starts_with("--")) {
+                if flag == "-h" {
+                    assert!(
+                        line.trim().contains("  "),
+                        "{command}: {line:?} has no help"
+                    );
+                }
+            }
+        }
+    }
+    let drain = cfq().args(["drain", "--help"]).output().expect("cfq runs");
+    let drain = String::from_utf8_lossy(&drain.stdout);
+    assert!(
+        drain.contains("fsync") && drain.contains("At least once"),
+        "{drain}"
+    );
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = cfq()
+            .args(["completions", shell])
+            .output()
+            .expect("cfq runs");
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        for word in ["cfq", "drain", "replay", "visibility"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let output = cfq()
+        .args(["completions", "tcsh"])
         .output()
         .expect("cfq runs");
-    assert!(help.status.success());
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// The whole dead-letter story from a shell: `cfq emulator` with a
+/// dead-letter queue, a message that runs out of attempts, and `cfq move`
+/// redriving it.
+#[test]
+fn dead_letter_redrive_end_to_end() {
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "dlq-token",
+            "--max-retries",
+            "1",
+            "--dead-letter",
+            "jobs=parked",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut exports = Vec::new();
+    while exports.len() < 3 {
+        let line = lines.next().expect("a line").expect("utf-8");
+        if let Some(export) = line.trim().strip_prefix("export ") {
+            let (name, value) = export.split_once('=').expect("NAME=value");
+            exports.push((name.to_owned(), value.to_owned()));
+        }
+    }
+    let against = |args: &[&str]| {
+        let output = cfq()
+            .envs(exports.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .env_remove("CFQ_QUEUE")
+            .args(args)
+            .output()
+            .expect("cfq runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    assert_eq!(against(&["push", "--queue", "jobs", "poison"]).0, Some(0));
+    let (code, pulled) = against(&["pull", "--queue", "jobs", "--visibility", "200ms"]);
+    assert_eq!(code, Some(0));
+    assert!(pulled.contains("poison"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // The lease ran out on the last allowed attempt: the message is parked.
+    let (_, peeked) = against(&["peek", "--queue", "jobs"]);
+    assert!(peeked.is_empty(), "{peeked}");
+    let (code, moved) = against(&["move", "--queue", "parked", "--to", "jobs"]);
+    assert_eq!(code, Some(0), "{moved}");
+    assert!(moved.contains("\"moved\":1"), "{moved}");
+    let (_, back) = against(&["pull", "--queue", "jobs", "--ack"]);
+    assert!(
+        back.contains("poison") && back.contains("\"attempts\":1"),
+        "{back}"
+    );
+
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(emulator.wait().expect("cfq exits").success());
+}
+
+/// The server limits reach the emulator: with a short shutdown grace, a
+/// half-sent request does not hold SIGTERM for the default 5 s.
+#[test]
+fn emulator_limits_are_flags() {
+    use std::io::Write as _;
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-connections",
+            "8",
+            "--header-timeout",
+            "30s",
+            "--body-timeout",
+            "30s",
+            "--idle-timeout",
+            "30s",
+            "--write-timeout",
+            "5s",
+            "--response-buffer",
+            "32768",
+            "--shutdown-grace",
+            "200ms",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let first = BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("utf-8");
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the base URL")
+        .to_owned();
+    let mut half = std::net::TcpStream::connect(&address).expect("connect");
+    half.write_all(b"POST /client/v4/accounts/").expect("write");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let started = std::time::Instant::now();
+    let exit = loop {
+        if let Some(exit) = emulator.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "the grace of 200ms was not applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(exit.success(), "cfq exited with {exit}");
 }

@@ -1,169 +1,170 @@
 //! `cfq`: the cf-queues command-line tool.
 //!
-//! ```text
-//! cfq emulator [--listen ADDR] [--token TOKEN] [--strict --queue ID ...]
-//!              [--max-retries N] [--dead-letter QUEUE=DLQ ...]
-//! ```
+//! Pushes, pulls, peeks, drains and redrives the messages of Cloudflare
+//! Queues, and runs the local emulator. `cfq --help` documents the
+//! commands, the exit codes and the message file format.
+#![forbid(unsafe_code)]
 
-use std::net::SocketAddr;
+// A crate root's modules live beside it: these live in `cfq/`.
+#[path = "cfq/admin.rs"]
+mod admin;
+#[path = "cfq/args.rs"]
+mod args;
+#[path = "cfq/drain.rs"]
+mod drain;
+#[path = "cfq/emulator.rs"]
+mod emulator;
+#[path = "cfq/exit.rs"]
+mod exit;
+#[path = "cfq/ndjson.rs"]
+mod ndjson;
+#[path = "cfq/output.rs"]
+mod output;
+#[path = "cfq/pull.rs"]
+mod pull;
+#[path = "cfq/push.rs"]
+mod push;
+
 use std::process::ExitCode;
 
-use cf_queues::emulator::Emulator;
+use cf_queues::{Client, ClientBuilder, Queue};
+use clap::{CommandFactory as _, Parser as _};
 
-const USAGE: &str = "\
-usage: cfq emulator [options]
+use args::{Cli, Command, Global, Target};
+use exit::{Code, Context, Failure};
+use output::Output;
 
-Runs a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
-
-options:
-  --listen ADDR          address to listen on (default 127.0.0.1:8787)
-  --token TOKEN          API token to accept (default: a generated one, printed at start)
-  --strict               only the queues named with --queue exist; others get 10104
-  --queue ID             declare a queue (repeatable)
-  --max-retries N        deliveries before a message is dropped or dead-lettered (default 3)
-  --dead-letter Q=DLQ    move messages that exhaust their retries on Q to DLQ (repeatable)
-  -h, --help             show this help";
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("emulator") => match parse_emulator(&args[1..]) {
-            Ok(Some(emulator)) => serve(emulator).await,
-            Ok(None) => {
-                println!("{USAGE}");
-                ExitCode::SUCCESS
-            }
-            Err(message) => {
-                eprintln!("cfq: {message}\n\n{USAGE}");
-                ExitCode::from(2)
-            }
-        },
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            ExitCode::SUCCESS
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout and may meet a closed pipe: never panic.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
-        Some(other) => {
-            eprintln!("cfq: unknown command {other:?}\n\n{USAGE}");
-            ExitCode::from(2)
+    };
+    if cli.global.verbose > 0 {
+        init_tracing(cli.global.verbose);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return Failure::local(format_args!("cannot start: {e}")).report(),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code.into(),
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Request tracing on stderr: this crate's spans and events only. They
+/// name operations, queues, statuses and timings, never header values, so
+/// credentials cannot show (see `tests/logging.rs`).
+fn init_tracing(verbosity: u8) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let level = if verbosity > 1 {
+        tracing::Level::TRACE
+    } else {
+        tracing::Level::DEBUG
+    };
+    let filter = tracing_subscriber::filter::Targets::new().with_target("cf_queues", level);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(output::stderr_is_terminal())
+        .with_max_level(level)
+        // Each call and attempt is a span: report it when it ends, with its status and timing.
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish()
+        .with(filter);
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+async fn run(cli: Cli) -> Result<Code, Failure> {
+    let out = Output::new(cli.global.output);
+    let top_queue = cli.queue;
+    let session = |target: &Target| Session::open(&cli.global, target, top_queue.as_deref(), out);
+    match cli.command {
+        Command::Push(args) => push::push(&session(&args.target)?, &args).await,
+        Command::Pull(args) => pull::pull(&session(&args.target)?, &args).await,
+        Command::Ack(args) => pull::ack(&session(&args.target)?, &args).await,
+        Command::Retry(args) => pull::retry(&session(&args.target)?, &args).await,
+        Command::Extend(args) => pull::extend(&session(&args.target)?, &args).await,
+        Command::Peek(args) => pull::peek(&session(&args.target)?, &args).await,
+        Command::Metrics(args) => admin::metrics(&session(&args.target)?, &args).await,
+        Command::Purge(args) => admin::purge(&session(&args.target)?, &args).await,
+        Command::Drain(args) => drain::drain(&session(&args.target)?, &args).await,
+        Command::Move(args) => drain::move_messages(&session(&args.target)?, &args).await,
+        Command::Replay(args) => {
+            let target = Target {
+                queue: Some(args.to.clone()),
+            };
+            push::replay(&session(&target)?, &args).await
         }
-        None => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
+        Command::Emulator(args) => emulator::serve(args).await,
+        Command::Completions(args) => {
+            let mut buffer = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "cfq", &mut buffer);
+            out.line(String::from_utf8_lossy(&buffer).trim_end())?;
+            Ok(Code::Ok)
         }
     }
 }
 
-/// Parses the emulator's options; `Ok(None)` asks for help.
-fn parse_emulator(args: &[String]) -> Result<Option<Emulator>, String> {
-    let mut emulator = Emulator::new().listen(SocketAddr::from(([127, 0, 0, 1], 8787)));
-    let mut strict = false;
-    let mut queues = Vec::new();
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        let mut value = || rest.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--listen" => {
-                let text = value()?;
-                let address = text.parse::<SocketAddr>().map_err(|e| {
-                    format!("--listen {text:?}: {e} (expected an address like 127.0.0.1:8787)")
-                })?;
-                emulator = emulator.listen(address);
-            }
-            "--token" => {
-                let token = value()?;
-                if token.trim().is_empty() || token.chars().any(char::is_control) {
-                    return Err("--token needs a non-empty value without control characters".into());
-                }
-                emulator = emulator.token(token.clone());
-            }
-            "--strict" => strict = true,
-            "--queue" => queues.push(value()?.clone()),
-            "--max-retries" => {
-                let text = value()?;
-                let n = text
-                    .parse::<u32>()
-                    .map_err(|_| format!("--max-retries {text:?}: expected a whole number"))?;
-                emulator = emulator.max_retries(n);
-            }
-            "--dead-letter" => {
-                let text = value()?;
-                let (queue, dlq) = text
-                    .split_once('=')
-                    .ok_or_else(|| format!("--dead-letter {text:?}: expected QUEUE=DLQ"))?;
-                emulator = emulator.dead_letter_queue(queue, dlq);
-            }
-            other => return Err(format!("unknown option {other:?}")),
-        }
-    }
-    if strict {
-        if queues.is_empty() {
-            return Err("--strict needs at least one --queue".into());
-        }
-        emulator = emulator.strict_queues(queues);
-    } else if !queues.is_empty() {
-        return Err(
-            "--queue only applies with --strict (queues are otherwise created on first use)".into(),
-        );
-    }
-    Ok(Some(emulator))
+/// A client and the queue a command works on.
+pub struct Session {
+    pub client: Client,
+    pub queue: Queue,
+    pub out: Output,
 }
 
-async fn serve(emulator: Emulator) -> ExitCode {
-    let handle = match emulator.start().await {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("cfq: cannot start the emulator: {e}");
-            return ExitCode::FAILURE;
+impl Session {
+    fn open(
+        global: &Global,
+        target: &Target,
+        top_queue: Option<&str>,
+        out: Output,
+    ) -> Result<Session, Failure> {
+        let context = Context {
+            queue: None,
+            account: global.account.clone(),
+            base_url: global.base_url.clone(),
+        };
+        let fail = |e: cf_queues::Error| Failure::call(&e, &context);
+        let mut builder = ClientBuilder::from_env().map_err(fail)?;
+        if let Some(account) = &global.account {
+            builder = builder.account_id(account);
         }
-    };
-    let address = handle.local_addr();
-    if !address.ip().is_loopback() {
-        eprintln!(
-            "cfq: warning: listening on {address}, which is reachable from other machines; \
-             the emulator is for local development"
-        );
+        if let Some(base_url) = &global.base_url {
+            builder = builder.base_url(base_url);
+        }
+        let client = builder.build().map_err(fail)?;
+        let queue_id = target
+            .queue
+            .clone()
+            .or_else(|| top_queue.map(str::to_owned))
+            .or_else(|| std::env::var("CFQ_QUEUE").ok().filter(|q| !q.is_empty()))
+            .ok_or_else(|| Failure::usage("no queue: pass --queue QUEUE_ID or set CFQ_QUEUE"))?;
+        let queue = client.queue(&queue_id).map_err(fail)?;
+        Ok(Session { client, queue, out })
     }
-    println!("cf-queues emulator listening on {}", handle.base_url());
-    println!("  export CLOUDFLARE_BASE_URL={}", handle.base_url());
-    if let Some(token) = handle.token() {
-        println!("  export CLOUDFLARE_API_TOKEN={token}");
-    }
-    println!(
-        "  export CLOUDFLARE_ACCOUNT_ID={}",
-        cf_queues::emulator::EMULATOR_ACCOUNT_ID
-    );
-    println!("press Ctrl-C to stop");
 
-    shutdown_signal().await;
-    println!("stopping");
-    match handle.shutdown().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cfq: the emulator failed: {e}");
-            ExitCode::FAILURE
+    /// What hints name for this session's queue.
+    pub fn context(&self) -> Context {
+        self.context_for(&self.queue)
+    }
+
+    pub fn context_for(&self, queue: &Queue) -> Context {
+        Context {
+            queue: Some(queue.id().to_owned()),
+            account: Some(self.client.account_id().to_owned()),
+            base_url: Some(self.client.base_url().to_owned()),
         }
     }
-}
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+    /// A library error on this session's queue, with its hint.
+    pub fn fail(&self, error: &cf_queues::Error) -> Failure {
+        Failure::call(error, &self.context())
     }
 }

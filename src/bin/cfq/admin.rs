@@ -1,0 +1,201 @@
+//! `metrics` and `purge` (by ref, or the whole queue).
+
+use std::io::{self, BufRead as _, IsTerminal as _, Write as _};
+use std::time::Duration;
+
+use cf_queues::{Metrics, PurgeConfirmation};
+use serde::Serialize;
+
+use crate::Session;
+use crate::args::{MetricsArgs, PurgeArgs};
+use crate::exit::{Code, Failure};
+use crate::output::{age, bytes, note, now_ms, plural};
+use crate::pull::{tokens, warn_about, warning_lines};
+
+#[derive(Debug, Serialize)]
+struct MetricsLine<'a> {
+    queue: &'a str,
+    backlog_count: u64,
+    backlog_bytes: u64,
+    oldest_message_timestamp_ms: u64,
+    /// Milliseconds since the oldest message was pushed; absent when the
+    /// queue does not say (empty, or unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    oldest_message_age_ms: Option<u64>,
+    /// When the figures were read, as Unix milliseconds.
+    at_ms: u64,
+}
+
+pub async fn metrics(session: &Session, args: &MetricsArgs) -> Result<Code, Failure> {
+    loop {
+        let metrics = session
+            .queue
+            .metrics()
+            .await
+            .map_err(|e| session.fail(&e))?;
+        print_metrics(session, &metrics)?;
+        let Some(every) = args.watch else {
+            return Ok(Code::Ok);
+        };
+        tokio::time::sleep(every.max(Duration::from_millis(100))).await;
+    }
+}
+
+fn print_metrics(session: &Session, m: &Metrics) -> Result<(), Failure> {
+    let now = now_ms();
+    let oldest = m.oldest_message_timestamp_ms;
+    if session.out.json() {
+        return session.out.json_line(&MetricsLine {
+            queue: session.queue.id(),
+            backlog_count: m.backlog_count,
+            backlog_bytes: m.backlog_bytes,
+            oldest_message_timestamp_ms: oldest,
+            oldest_message_age_ms: (oldest > 0).then(|| now.saturating_sub(oldest)),
+            at_ms: now,
+        });
+    }
+    let oldest_text = if oldest == 0 {
+        "no oldest message".to_owned()
+    } else {
+        format!("oldest pushed {} ago", age(oldest))
+    };
+    session.out.line(&format!(
+        "{}: {}, {}, {oldest_text}",
+        session.queue.id(),
+        plural(m.backlog_count, "message"),
+        bytes(m.backlog_bytes),
+    ))
+}
+
+#[derive(Debug, Serialize)]
+struct Purged<'a> {
+    queue: &'a str,
+    refs: usize,
+    warnings: Vec<crate::pull::WarningLine<'a>>,
+    errors: &'a [String],
+}
+
+pub async fn purge(session: &Session, args: &PurgeArgs) -> Result<Code, Failure> {
+    if args.all {
+        return purge_all(session, args).await;
+    }
+    let refs = tokens(&args.refs)?;
+    let outcome = session
+        .queue
+        .purge(refs.iter().map(String::as_str))
+        .await
+        .map_err(|e| session.fail(&e))?;
+    if session.out.json() {
+        session.out.json_line(&Purged {
+            queue: session.queue.id(),
+            refs: refs.len(),
+            warnings: warning_lines(&outcome.warnings),
+            errors: &outcome.errors,
+        })?;
+    } else {
+        let missed = outcome.warnings.len();
+        session.out.line(&format!(
+            "purged {} of {} from {}",
+            refs.len().saturating_sub(missed),
+            plural(refs.len() as u64, "ref"),
+            session.queue.id()
+        ))?;
+    }
+    warn_about(&outcome.warnings, "ref");
+    for error in &outcome.errors {
+        note(format_args!("warning: {error}"));
+    }
+    Ok(
+        if outcome.warnings.is_empty() && outcome.errors.is_empty() {
+            Code::Ok
+        } else {
+            Code::Partial
+        },
+    )
+}
+
+async fn purge_all(session: &Session, args: &PurgeArgs) -> Result<Code, Failure> {
+    let queue_id = session.queue.id();
+    if !args.yes {
+        confirm(queue_id)?;
+    }
+    session
+        .queue
+        .purge_all(PurgeConfirmation::delete_messages_permanently(queue_id))
+        .await
+        .map_err(|e| session.fail(&e))?;
+    if args.no_wait {
+        return report_purge(session, false, None);
+    }
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let status = session
+            .queue
+            .purge_status()
+            .await
+            .map_err(|e| session.fail(&e))?;
+        if status.completed == Some(true) {
+            return report_purge(session, true, status.started_at.as_deref());
+        }
+        if started.elapsed() >= args.timeout {
+            return Err(Failure::local(format_args!(
+                "the purge of {queue_id} started but did not complete within {}",
+                humantime::format_duration(args.timeout)
+            ))
+            .with_hint(format_args!(
+                "it goes on; see `cfq metrics --queue {queue_id}`"
+            )));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(5));
+    }
+}
+
+fn report_purge(
+    session: &Session,
+    completed: bool,
+    started_at: Option<&str>,
+) -> Result<Code, Failure> {
+    let queue = session.queue.id();
+    if session.out.json() {
+        session.out.json_line(&serde_json::json!({
+            "queue": queue,
+            "purge": if completed { "completed" } else { "started" },
+            "started_at": started_at,
+        }))?;
+    } else if completed {
+        session
+            .out
+            .line(&format!("purged every message of {queue}"))?;
+    } else {
+        session.out.line(&format!(
+            "purge of {queue} started; `cfq metrics --queue {queue}` shows its progress"
+        ))?;
+    }
+    Ok(Code::Ok)
+}
+
+/// Asks to type the queue id. Reads stdin whether or not it is a terminal,
+/// so that a script can confirm by piping the id; `--yes` skips this.
+fn confirm(queue_id: &str) -> Result<(), Failure> {
+    let mut stderr = io::stderr().lock();
+    let _ = write!(
+        stderr,
+        "This deletes every message of queue {queue_id}, permanently.\nType the queue id to confirm: "
+    );
+    let _ = stderr.flush();
+    let mut answer = String::new();
+    let read = io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::local(format_args!("cannot read the confirmation: {e}")))?;
+    if !io::stdin().is_terminal() {
+        let _ = writeln!(stderr);
+    }
+    if read == 0 || answer.trim() != queue_id {
+        return Err(Failure::local("not confirmed; nothing was purged")
+            .with_hint("type the queue id exactly, or pass --yes"));
+    }
+    Ok(())
+}

@@ -1,0 +1,556 @@
+//! The command line, declared with clap's derive API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str =
+    "Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP";
+
+const LONG_ABOUT: &str = "\
+Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP.
+
+Credentials come from the environment, as for the cf-queues library and Cloudflare's SDKs: \
+CLOUDFLARE_API_TOKEN (a token with the Queues Read and Queues Edit permissions), or \
+CLOUDFLARE_API_KEY with CLOUDFLARE_EMAIL. The account comes from --account or \
+CLOUDFLARE_ACCOUNT_ID, the queue from --queue or CFQ_QUEUE (its 32-character id, not its name: \
+`wrangler queues list` shows both), and the API root from --base-url or CLOUDFLARE_BASE_URL, \
+which lets cfq talk to `cfq emulator`. Tokens are never taken on the command line, where \
+other users of the machine could read them.
+
+Pulling needs HTTP pull enabled on the queue: `wrangler queues consumer http add QUEUE_NAME`, \
+or the queue's settings in the dashboard.";
+
+/// Printed after `cfq --help`: exit codes and the message file format.
+const AFTER_LONG_HELP: &str = "\
+Output:
+  JSON lines when stdout is not a terminal, a table when it is; --output chooses. Every message
+  that pull and peek print in JSON is a cfq record (see below), so their output can be pushed
+  back with `cfq push --file`. Errors and warnings go to stderr, one line each, with a hint for
+  the common causes.
+
+Exit codes:
+  0  success (also when stdout was closed early, as by `cfq peek | head -1`)
+  1  a local failure: a file that cannot be read or written, a purge not confirmed
+  2  usage or configuration: a bad flag, a missing account, queue or credentials,
+     a value over a documented limit (nothing was sent)
+  3  authentication: credentials refused, or a token without the Queues permissions
+  4  not found: no such queue in this account
+  5  API error: any other failure answered by the API
+  6  network: the API could not be reached, or did not answer in time
+  7  partial: the command ran to its end but left something behind: lines of a file
+     not pushed, messages not moved, leases or refs answered with warnings
+
+The message file format (what `drain` writes, `push --file` and `replay` read):
+  UTF-8, one message per line. Blank lines are skipped. A line that is a JSON object with a
+  top-level \"cfq\" key is a cfq record:
+
+    {\"cfq\":1,\"id\":\"…\",\"attempts\":2,\"timestamp_ms\":1767225600000,
+     \"content_type\":\"json\",\"body\":{\"order\":42},\"metadata\":{…}}
+
+  \"cfq\" is the record version (1). \"content_type\" is text, json, bytes, v8 or what the queue
+  said. \"body\" is the decoded body: a string for text, any JSON value for json. Bodies that
+  cannot be decoded here (bytes, v8, unknown types, json that does not parse) are kept in
+  \"body_raw\" exactly as the API sent them (base64 for bytes and json). \"id\", \"attempts\",
+  \"timestamp_ms\" and \"metadata\" record the message as it was received and are not pushed
+  again; other keys (pull's \"lease_id\", peek's \"ref\") are ignored on reading.
+  Any other line is a plain message: a JSON object is a json message, anything else a text
+  message (a trailing CR is dropped; --text makes every line text, records included). To push
+  a JSON object that has a top-level \"cfq\" key of its own, write it as a record:
+  {\"cfq\":1,\"content_type\":\"json\",\"body\":{…}}.
+  A line that starts like a record but does not parse (as a line torn by a crash) is refused,
+  never pushed as text. Records whose body HTTP cannot push (bytes, v8, JSON that is not an
+  object) stay in the file and are reported by line number; nothing is dropped.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cfq",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_long_help = AFTER_LONG_HELP,
+    arg_required_else_help = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+
+    /// The queue's id, for commands that work on one queue (also accepted after the command)
+    #[arg(long = "queue", id = "top_queue", value_name = "QUEUE_ID")]
+    pub queue: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes, before or after its name.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// The account id [default: CLOUDFLARE_ACCOUNT_ID]
+    #[arg(long, global = true, value_name = "ACCOUNT_ID")]
+    pub account: Option<String>,
+
+    /// The API root, such as an emulator's URL [default: CLOUDFLARE_BASE_URL, or Cloudflare's]
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// How to print results [default: table on a terminal, JSON lines otherwise]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub output: Option<OutputFormat>,
+
+    /// Trace requests on stderr (operation, queue, status, timing; never credentials); -vv for more
+    #[arg(long, short, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// One JSON object per line
+    Json,
+    /// Aligned columns for people
+    Table,
+}
+
+/// The queue a command works on.
+#[derive(Debug, Args, Clone)]
+pub struct Target {
+    /// The queue's id (letters and digits), not its name [env: CFQ_QUEUE]
+    #[arg(long, short = 'q', value_name = "QUEUE_ID")]
+    pub queue: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Push one message, or every line of a file
+    #[command(long_about = PUSH_LONG)]
+    Push(PushArgs),
+    /// Lease messages and print them, optionally acknowledging them
+    #[command(long_about = PULL_LONG)]
+    Pull(PullArgs),
+    /// Acknowledge leased messages by lease id: they are deleted
+    Ack(AckArgs),
+    /// Put leased messages back on the queue, now or after a delay
+    Retry(RetryArgs),
+    /// Keep leased messages leased for longer, without using an attempt
+    Extend(ExtendArgs),
+    /// Show messages without leasing them
+    Peek(PeekArgs),
+    /// Show the queue's backlog: messages, bytes, age of the oldest
+    Metrics(MetricsArgs),
+    /// Delete peeked messages by ref, or every message of the queue with --all
+    Purge(PurgeArgs),
+    /// Move every message of the queue into a file, durably
+    #[command(long_about = DRAIN_LONG)]
+    Drain(DrainArgs),
+    /// Push a drained file (or any message file) to a queue
+    #[command(long_about = REPLAY_LONG)]
+    Replay(ReplayArgs),
+    /// Move messages from one queue to another (dead-letter redrive)
+    #[command(name = "move", long_about = MOVE_LONG)]
+    Move(MoveArgs),
+    /// Run a local emulator of the Queues messages API
+    #[command(long_about = EMULATOR_LONG)]
+    Emulator(EmulatorArgs),
+    /// Print a shell completion script
+    #[command(long_about = COMPLETIONS_LONG)]
+    Completions(CompletionsArgs),
+}
+
+const PUSH_LONG: &str = "\
+Push one message, or every line of a file.
+
+With BODY (or - to read the body from stdin), pushes one text message, or a JSON message with \
+--json (the body must then be a JSON object).
+
+With --file, pushes every line of a message file (see `cfq --help` for the format): plain \
+lines and cfq records, any number of them, in batches that fit Cloudflare's limits. A line \
+that cannot be pushed is reported by its number and the others still go. Batches are sent in \
+order and the run stops at the first batch that fails, reporting the lines it held and the \
+--skip N that resumes right there. Without a terminal, a line on stderr follows every batch \
+that landed, so that a killed run can be resumed from its log. A batch that failed in a way \
+that leaves it unknown whether it landed (a 5xx, a timeout) is said to be so: resuming may \
+push it twice.";
+
+const PULL_LONG: &str = "\
+Lease up to --batch messages for --visibility and print them, with the body decoded.
+
+A pulled message has used one of its attempts. Acknowledge it with --ack (after it was \
+printed), give it back with --retry-after, or settle it later with `cfq ack`/`cfq retry` and \
+its lease id; otherwise it comes back after the visibility timeout. To look without leasing, \
+use `cfq peek`.
+
+Pulling needs HTTP pull enabled on the queue (`wrangler queues consumer http add QUEUE_NAME`).";
+
+const DRAIN_LONG: &str = "\
+Pull every message of the queue, append it to FILE as a cfq record, and acknowledge it: until \
+a pull comes back empty, or --max messages.
+
+Durable: a batch is acknowledged only after its lines were written, flushed and synced to \
+disk (fsync). A drain killed at any point loses nothing: what was not acknowledged comes back \
+on the queue after the visibility timeout. At least once: a message whose line was synced but \
+whose acknowledgement did not land is in the file and back on the queue, so a second drain \
+writes it again.
+
+FILE is appended to, never truncated. Bodies HTTP cannot push back (bytes, v8) are kept too, \
+and reported by line. Push the file back with `cfq replay FILE --to QUEUE`.";
+
+const REPLAY_LONG: &str = "\
+Push every line of FILE to the queue given with --to, as `cfq push --file` does, with the same \
+reports and resume rules: bad lines are named by number, the run stops at the first batch \
+that fails, and --skip N resumes after line N. Records keep their body and content type; \
+their attempts, timestamp and id are not pushed (a pushed message starts afresh).";
+
+const MOVE_LONG: &str = "\
+Move messages from --queue to --to, as a dead-letter redrive: pull a batch, push what HTTP \
+can push, and acknowledge each message only after the push holding it landed.
+
+At least once: a message whose push landed but whose acknowledgement did not is on both \
+queues. A message whose body HTTP cannot push (bytes, v8, JSON that is not an object) is \
+left on its queue, unacknowledged, and reported; it comes back after --visibility, with the \
+attempt its pull used (as after any pull: a message left behind by many runs reaches the \
+queue's max_retries like any other).";
+
+const EMULATOR_LONG: &str = "\
+Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
+
+It prints its base URL and credentials as `export CLOUDFLARE_...=` lines to paste into a \
+shell; any client of the API, cfq included, can then talk to it.";
+
+const COMPLETIONS_LONG: &str = "\
+Print a completion script for a shell. For example:
+  bash: cfq completions bash > ~/.local/share/bash-completion/completions/cfq
+  zsh:  cfq completions zsh > \"${fpath[1]}/_cfq\"
+  fish: cfq completions fish > ~/.config/fish/completions/cfq.fish";
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// The message body; - reads it from stdin
+    #[arg(
+        value_name = "BODY",
+        required_unless_present = "file",
+        conflicts_with = "file"
+    )]
+    pub body: Option<String>,
+
+    /// Push BODY as a JSON message (it must be a JSON object)
+    #[arg(long, conflicts_with = "file")]
+    pub json: bool,
+
+    /// Delay delivery, such as 30s or 5m (at most 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+
+    /// Push every line of a message file (- for stdin)
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub file: Option<PathBuf>,
+
+    /// With --file: push every line as text, even JSON objects and records
+    #[arg(long, requires = "file", conflicts_with = "body")]
+    pub text: bool,
+
+    /// With --file: skip the first N lines (to resume a run that stopped)
+    #[arg(
+        long,
+        requires = "file",
+        conflicts_with = "body",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub skip: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// How many messages to lease (1 to 100)
+    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batch: u32,
+
+    /// How long the messages stay leased, such as 30s (at most 12h) [default: the queue's]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub visibility: Option<Duration>,
+
+    /// Acknowledge the messages once printed: they are deleted
+    #[arg(long, conflicts_with = "retry_after")]
+    pub ack: bool,
+
+    /// Give the messages back once printed, to be delivered again after DURATION (0s: at once)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub retry_after: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct AckArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// Lease ids from pull; - reads them from stdin, separated by white space
+    #[arg(value_name = "LEASE", required = true)]
+    pub leases: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// Deliver the messages again after this delay [default: at once]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+
+    /// Lease ids from pull; - reads them from stdin
+    #[arg(value_name = "LEASE", required = true)]
+    pub leases: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExtendArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// The new visibility timeout, counted from now (at most 12h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, required = true)]
+    pub visibility: Duration,
+
+    /// Lease ids from pull; - reads them from stdin
+    #[arg(value_name = "LEASE", required = true)]
+    pub leases: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PeekArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// How many messages to show (1 to 100)
+    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batch: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// Print the metrics again every DURATION until interrupted, such as 2s
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub watch: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// Refs from peek; - reads them from stdin
+    #[arg(
+        value_name = "REF",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub refs: Vec<String>,
+
+    /// Delete every message of the queue, permanently; asks to type the queue id first
+    #[arg(long)]
+    pub all: bool,
+
+    /// With --all: do not ask for confirmation
+    #[arg(long, requires = "all", conflicts_with = "refs")]
+    pub yes: bool,
+
+    /// With --all: do not wait for the purge to complete
+    #[arg(long, requires = "all", conflicts_with = "refs")]
+    pub no_wait: bool,
+
+    /// With --all: how long to wait for the purge to complete
+    #[arg(long, requires = "all", conflicts_with = "refs", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// The file to append the messages to
+    #[arg(long, value_name = "FILE", required = true)]
+    pub to: PathBuf,
+
+    /// Stop after this many messages
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
+
+    /// Messages per pull (1 to 100)
+    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batch: u32,
+
+    /// How long each pulled batch stays leased while it is written
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub visibility: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The message file to push (- for stdin)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The id of the queue to push to
+    #[arg(long, value_name = "QUEUE_ID", required = true)]
+    pub to: String,
+
+    /// Skip the first N lines (to resume a run that stopped)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub skip: u64,
+
+    /// Delay delivery of every message, such as 30s
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The queue to move messages from
+    #[command(flatten)]
+    pub target: Target,
+
+    /// The id of the queue to move them to
+    #[arg(long, value_name = "QUEUE_ID", required = true)]
+    pub to: String,
+
+    /// Stop after this many messages
+    #[arg(long, value_name = "N")]
+    pub max: Option<u64>,
+
+    /// Messages per pull (1 to 100)
+    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batch: u32,
+
+    /// How long each pulled batch stays leased while it is pushed
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub visibility: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct EmulatorArgs {
+    /// The address to listen on
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787", value_parser = parse_listen)]
+    pub listen: SocketAddr,
+
+    /// The API token to accept [default: a generated one, printed at start]
+    #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
+    pub token: Option<String>,
+
+    /// Only the queues named with --queue exist; others get 404 with code 10104
+    #[arg(long, requires = "declared")]
+    pub strict: bool,
+
+    /// Declare a queue (repeatable; with --strict)
+    #[arg(
+        long = "queue",
+        id = "declared",
+        value_name = "ID",
+        requires = "strict"
+    )]
+    pub queues: Vec<String>,
+
+    /// Deliveries before a message is dropped or dead-lettered
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_retries: u32,
+
+    /// Move messages that exhaust their retries on QUEUE to DLQ (repeatable)
+    #[arg(long, value_name = "QUEUE=DLQ", value_parser = parse_dead_letter)]
+    pub dead_letter: Vec<(String, String)>,
+
+    /// The most connections open at once; at the cap, the longest idle one is closed [default: 512]
+    #[arg(long, value_name = "N", help_heading = "Server limits")]
+    pub max_connections: Option<usize>,
+
+    /// How long a client may take to send a request head [default: 10s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub header_timeout: Option<Duration>,
+
+    /// How long a client may take to send a request body [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub body_timeout: Option<Duration>,
+
+    /// How long a keep-alive connection may wait for its next request [default: 120s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub idle_timeout: Option<Duration>,
+
+    /// How long an answer may wait for the client to read it [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub write_timeout: Option<Duration>,
+
+    /// Answer bytes a connection may hold before the client reads them [default: 65536]
+    #[arg(long, value_name = "BYTES", help_heading = "Server limits")]
+    pub response_buffer: Option<usize>,
+
+    /// How long Ctrl-C or SIGTERM lets open requests finish before closing them [default: 5s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
+    pub shutdown_grace: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `30s`, `5m`, `1h 30m`, `250ms`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{e} (expected a duration such as 30s, 5m or 1h)"))
+}
+
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|e| format!("{e} (expected an address like 127.0.0.1:8787)"))
+}
+
+fn parse_token(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.chars().any(char::is_control) {
+        return Err("needs a non-empty value without control characters".into());
+    }
+    Ok(text.to_owned())
+}
+
+fn parse_dead_letter(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((queue, dlq)) => Ok((queue.to_owned(), dlq.to_owned())),
+        None => Err("expected QUEUE=DLQ".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("soon").is_err());
+    }
+}

@@ -1,0 +1,368 @@
+//! The message file format: what `drain` writes and `push --file` and
+//! `replay` read. Described for users in `cfq --help` (`args.rs`).
+//!
+//! A line is a *record* when it is a JSON object with a top-level `cfq`
+//! key, and a *plain* message otherwise. Records carry what a received
+//! message had (body, content type, attempts, timestamp, id, metadata) so
+//! that a drained queue can be inspected and pushed back; plain lines let
+//! people write message files by hand.
+//!
+//! Version 1 of a record:
+//!
+//! ```text
+//! {"cfq":1,"id":"…","attempts":2,"timestamp_ms":1767225600000,
+//!  "content_type":"json","body":{"order":42},"metadata":{"CF-Content-Type":"json"}}
+//! ```
+//!
+//! `body` holds the decoded body (a string for `text`, any JSON value for
+//! `json`); `body_raw` holds, instead, a body that cannot be decoded here
+//! (`bytes`, `v8`, unknown types, `json` that does not parse), exactly as
+//! the API sent it. Only `cfq`, `content_type` and `body` or `body_raw`
+//! are needed to read a record; other keys are ignored.
+
+use std::io::{self, BufRead};
+
+use cf_queues::{Body, ContentType, Message, PeekedMessage, PulledMessage};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The record version this build writes and reads.
+pub const VERSION: u64 = 1;
+
+/// A received message, whichever call received it.
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    pub id: &'a str,
+    pub attempts: u32,
+    pub timestamp_ms: u64,
+    pub metadata: &'a Map<String, Value>,
+    pub body: &'a Body,
+    /// The lease id of a pulled message, the ref of a peeked one.
+    pub token: Option<&'a str>,
+    token_key: TokenKey,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum TokenKey {
+    None,
+    Lease,
+    Ref,
+}
+
+impl<'a> Received<'a> {
+    pub fn pulled(m: &'a PulledMessage) -> Received<'a> {
+        Received {
+            id: &m.id,
+            attempts: m.attempts,
+            timestamp_ms: m.timestamp_ms,
+            metadata: &m.metadata,
+            body: m.body(),
+            token: Some(m.lease_id.as_str()),
+            token_key: TokenKey::Lease,
+        }
+    }
+
+    pub fn peeked(m: &'a PeekedMessage) -> Received<'a> {
+        Received {
+            id: &m.id,
+            attempts: m.attempts,
+            timestamp_ms: m.timestamp_ms,
+            metadata: &m.metadata,
+            body: m.body(),
+            token: Some(m.peek_ref.as_str()),
+            token_key: TokenKey::Ref,
+        }
+    }
+
+    /// The same message without its lease: what a drain file keeps, since
+    /// a lease is worthless once acknowledged.
+    pub fn without_token(mut self) -> Received<'a> {
+        self.token = None;
+        self.token_key = TokenKey::None;
+        self
+    }
+
+    /// The record of this message.
+    pub fn record(&self) -> Record<'a> {
+        let (body, body_raw) = match decoded(self.body) {
+            Some(value) => (Some(value), None),
+            None => (None, Some(self.body.raw())),
+        };
+        let (lease_id, peek_ref) = match self.token_key {
+            TokenKey::None => (None, None),
+            TokenKey::Lease => (self.token, None),
+            TokenKey::Ref => (None, self.token),
+        };
+        Record {
+            cfq: VERSION,
+            id: self.id,
+            attempts: self.attempts,
+            timestamp_ms: self.timestamp_ms,
+            content_type: self.body.content_type().as_str().to_owned(),
+            body,
+            body_raw,
+            metadata: self.metadata,
+            lease_id,
+            peek_ref,
+        }
+    }
+
+    /// The body on one line, for a table.
+    pub fn body_preview(&self) -> String {
+        match decoded(self.body) {
+            Some(Value::String(text)) => text,
+            Some(value) => value.to_string(),
+            None => format!(
+                "<{} body, {} bytes raw>",
+                self.body.content_type(),
+                self.body.raw().len()
+            ),
+        }
+    }
+}
+
+/// The decoded body, when this build can decode it.
+fn decoded(body: &Body) -> Option<Value> {
+    match body.content_type() {
+        ContentType::Text => body.text().ok().map(|t| Value::String(t.to_owned())),
+        ContentType::Json => body.json::<Value>().ok(),
+        _ => None,
+    }
+}
+
+/// A record as written; the field order is the documented one.
+#[derive(Debug, Serialize)]
+pub struct Record<'a> {
+    cfq: u64,
+    id: &'a str,
+    attempts: u32,
+    timestamp_ms: u64,
+    content_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_raw: Option<&'a str>,
+    metadata: &'a Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_id: Option<&'a str>,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    peek_ref: Option<&'a str>,
+}
+
+impl Record<'_> {
+    /// Whether HTTP can push this body again.
+    pub fn pushable(&self) -> bool {
+        match self.content_type.as_str() {
+            "text" => matches!(self.body, Some(Value::String(_))),
+            "json" => matches!(self.body, Some(Value::Object(_))),
+            _ => false,
+        }
+    }
+}
+
+/// What one line of a message file is.
+#[derive(Debug)]
+pub enum Line {
+    /// Empty or white space only: skipped.
+    Blank,
+    Message(Message),
+    /// Cannot be read: a broken record, text that is not UTF-8.
+    Bad(String),
+    /// Read, but HTTP cannot push it: it stays in the file.
+    NotPushable(String),
+}
+
+/// Reads one line (without its line ending).
+pub fn parse(line: &str, text_only: bool) -> Line {
+    if line.trim().is_empty() {
+        return Line::Blank;
+    }
+    if text_only {
+        return Line::Message(Message::text(line));
+    }
+    let trimmed = line.trim_start();
+    if !trimmed.starts_with('{') {
+        return Line::Message(Message::text(line));
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(object)) if object.contains_key("cfq") => record(object),
+        Ok(Value::Object(object)) => match Message::json(&object) {
+            Ok(message) => Line::Message(message),
+            Err(e) => Line::Bad(e.to_string()),
+        },
+        // A torn record (a crash mid-write) must not go out as text.
+        _ if looks_like_record(trimmed) => {
+            Line::Bad("starts like a cfq record but is not valid JSON (a torn line?)".into())
+        }
+        _ => Line::Message(Message::text(line)),
+    }
+}
+
+fn looks_like_record(trimmed: &str) -> bool {
+    trimmed
+        .trim_start_matches('{')
+        .trim_start()
+        .starts_with("\"cfq\"")
+}
+
+fn record(object: Map<String, Value>) -> Line {
+    match object.get("cfq").and_then(Value::as_u64) {
+        Some(VERSION) => {}
+        Some(other) => {
+            return Line::Bad(format!(
+                "a cfq record of version {other}; this cfq reads version {VERSION}"
+            ));
+        }
+        None => return Line::Bad("\"cfq\" must be the record version, 1".into()),
+    }
+    let Some(content_type) = object.get("content_type").and_then(Value::as_str) else {
+        return Line::Bad("a cfq record needs a \"content_type\"".into());
+    };
+    let body = object.get("body");
+    if body.is_none() && !object.contains_key("body_raw") {
+        return Line::Bad("a cfq record needs a \"body\" or a \"body_raw\"".into());
+    }
+    match (content_type, body) {
+        ("text", Some(Value::String(text))) => Line::Message(Message::text(text.as_str())),
+        ("text", Some(_)) => Line::Bad("a text record's body must be a string".into()),
+        ("json", Some(Value::Object(fields))) => match Message::json(fields) {
+            Ok(message) => Line::Message(message),
+            Err(e) => Line::Bad(e.to_string()),
+        },
+        ("json", Some(other)) => Line::NotPushable(format!(
+            "a json body that is {}: HTTP pushes JSON objects only",
+            kind(other)
+        )),
+        ("json", None) => {
+            Line::NotPushable("a json body that could not be decoded when it was saved".into())
+        }
+        ("bytes" | "v8", _) => Line::NotPushable(format!(
+            "a {content_type} body: only Workers can push those"
+        )),
+        (other, _) => Line::NotPushable(format!(
+            "a body of content type {other:?}, which HTTP cannot push"
+        )),
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// One line of a file: its number, its text (or why it is not text), and
+/// how many bytes it took in the file.
+pub type NumberedLine = (u64, Result<String, String>, usize);
+
+/// Reads the lines of a message file one by one, numbered from 1, without
+/// their line endings (`\n`, or `\r\n`).
+pub struct Lines<R> {
+    reader: R,
+    number: u64,
+    buffer: Vec<u8>,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(reader: R) -> Lines<R> {
+        Lines {
+            reader,
+            number: 0,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// The next line, if any.
+    pub fn next_line(&mut self) -> io::Result<Option<NumberedLine>> {
+        self.buffer.clear();
+        let read = self.reader.read_until(b'\n', &mut self.buffer)?;
+        if read == 0 {
+            return Ok(None);
+        }
+        self.number += 1;
+        if self.buffer.last() == Some(&b'\n') {
+            self.buffer.pop();
+            if self.buffer.last() == Some(&b'\r') {
+                self.buffer.pop();
+            }
+        }
+        let text = String::from_utf8(std::mem::take(&mut self.buffer))
+            .map_err(|_| "not UTF-8 text".to_owned());
+        Ok(Some((self.number, text, read)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(line: &str) -> Message {
+        match parse(line, false) {
+            Line::Message(m) => m,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_lines() {
+        assert_eq!(message("hello"), Message::text("hello"));
+        assert_eq!(message("[1, 2]"), Message::text("[1, 2]"));
+        assert_eq!(message("{not json"), Message::text("{not json"));
+        assert_eq!(
+            message(r#"{"order": 42}"#),
+            Message::json(&serde_json::json!({"order": 42})).unwrap()
+        );
+        assert!(matches!(parse("   ", false), Line::Blank));
+        assert!(matches!(parse(r#"{"cfq":1}"#, true), Line::Message(_)));
+    }
+
+    #[test]
+    fn records() {
+        assert_eq!(
+            message(r#"{"cfq":1,"content_type":"text","body":"hi","attempts":3}"#),
+            Message::text("hi")
+        );
+        assert_eq!(
+            message(r#"{"cfq":1,"content_type":"json","body":{"cfq":"theirs"}}"#),
+            Message::json(&serde_json::json!({"cfq": "theirs"})).unwrap()
+        );
+        for line in [
+            r#"{"cfq":1,"content_type":"json","body":[1]}"#,
+            r#"{"cfq":1,"content_type":"bytes","body_raw":"AAE="}"#,
+            r#"{"cfq":1,"content_type":"v8","body_raw":"AAE="}"#,
+        ] {
+            assert!(matches!(parse(line, false), Line::NotPushable(_)), "{line}");
+        }
+        for line in [
+            r#"{"cfq":2,"content_type":"text","body":"x"}"#,
+            r#"{"cfq":1,"body":"x"}"#,
+            r#"{"cfq":1,"content_type":"text"}"#,
+            r#"{"cfq":1,"content_type":"te"#,
+        ] {
+            assert!(matches!(parse(line, false), Line::Bad(_)), "{line}");
+        }
+    }
+
+    #[test]
+    fn line_endings() {
+        let mut lines = Lines::new(&b"a\r\nb\n\xff\nc"[..]);
+        let mut seen = Vec::new();
+        while let Some((n, text, _)) = lines.next_line().unwrap() {
+            seen.push((n, text.ok()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (1, Some("a".into())),
+                (2, Some("b".into())),
+                (3, None),
+                (4, Some("c".into()))
+            ]
+        );
+    }
+}

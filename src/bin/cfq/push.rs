@@ -1,0 +1,328 @@
+//! `push` (one message, or a file) and `replay` (a file to another queue).
+//!
+//! A file is read line by line and cut into batches by the library's
+//! `BatchPlanner`, tagged with line numbers. Batches go one at a time, in
+//! file order, and the run stops at the first one that fails: every line
+//! before it is then settled (pushed, or reported as refused), so
+//! `--skip FIRST_LINE_OF_THE_BATCH - 1` resumes exactly there.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read as _};
+use std::path::Path;
+use std::time::Duration;
+
+use cf_queues::{BatchPlanner, Message, PlannedBatch, Queue};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use crate::Session;
+use crate::args::{PushArgs, ReplayArgs};
+use crate::exit::{Code, Failure, may_have_landed};
+use crate::ndjson::{Line, Lines};
+use crate::output::{line_ranges, note, plural};
+
+pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
+    if let Some(file) = &args.file {
+        let options = FileOptions {
+            text_only: args.text,
+            skip: args.skip,
+            delay: args.delay,
+            command: format!("cfq push --file {}", file.display()),
+        };
+        return push_file(session, file, &options).await;
+    }
+    let body = match args.body.as_deref() {
+        Some("-") => {
+            let mut body = String::new();
+            io::stdin().read_to_string(&mut body).map_err(|e| {
+                Failure::local(format_args!("cannot read the body from stdin: {e}"))
+            })?;
+            body
+        }
+        Some(body) => body.to_owned(),
+        None => return Err(Failure::usage("give a BODY, - for stdin, or --file")),
+    };
+    let mut message = if args.json {
+        let value: serde_json::Value = serde_json::from_str(&body)
+            .map_err(|e| Failure::usage(format_args!("--json: the body is not JSON: {e}")))?;
+        Message::json(&value).map_err(|e| session.fail(&e))?
+    } else {
+        Message::text(body)
+    };
+    if let Some(delay) = args.delay {
+        message = message.with_delay(delay);
+    }
+    session
+        .queue
+        .push(message)
+        .await
+        .map_err(|e| session.fail(&e))?;
+    if session.out.json() {
+        session.out.json_line(&serde_json::json!({
+            "queue": session.queue.id(),
+            "pushed": 1,
+        }))?;
+    } else {
+        session
+            .out
+            .line(&format!("pushed 1 message to {}", session.queue.id()))?;
+    }
+    Ok(Code::Ok)
+}
+
+pub async fn replay(session: &Session, args: &ReplayArgs) -> Result<Code, Failure> {
+    let options = FileOptions {
+        text_only: false,
+        skip: args.skip,
+        delay: args.delay,
+        command: format!(
+            "cfq replay {} --to {}",
+            args.file.display(),
+            session.queue.id()
+        ),
+    };
+    push_file(session, &args.file, &options).await
+}
+
+struct FileOptions {
+    text_only: bool,
+    skip: u64,
+    delay: Option<Duration>,
+    /// The command to resume with, for hints.
+    command: String,
+}
+
+/// The summary of a file pushed, printed at the end.
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    file: String,
+    queue: String,
+    /// Lines read, skipped ones included.
+    lines: u64,
+    skipped: u64,
+    blank: u64,
+    pushed: u64,
+    /// Lines that were not pushed and stay in the file, by number.
+    refused: Vec<Refused>,
+    /// The batch the run stopped at, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed: Option<FailedBatch>,
+}
+
+#[derive(Debug, Serialize)]
+struct Refused {
+    line: u64,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FailedBatch {
+    lines: Vec<u64>,
+    error: String,
+    /// Whether the batch may have landed all the same (a 5xx, a timeout).
+    may_have_landed: bool,
+    /// `--skip` this to resume at the batch.
+    resume_skip: u64,
+}
+
+async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Result<Code, Failure> {
+    let (reader, size) = open(path)?;
+    let progress = progress_bar(size);
+    let mut lines = Lines::new(reader);
+    let mut planner = BatchPlanner::new(*session.client.limits());
+    let mut summary = Summary {
+        file: path.display().to_string(),
+        queue: session.queue.id().to_owned(),
+        ..Summary::default()
+    };
+    let mut stopped = None;
+    while stopped.is_none() {
+        let next = lines
+            .next_line()
+            .map_err(|e| Failure::local(format_args!("cannot read {}: {e}", path.display())))?;
+        let Some((number, text, taken)) = next else {
+            break;
+        };
+        progress.inc(taken as u64);
+        summary.lines = number;
+        if number <= options.skip {
+            summary.skipped += 1;
+            continue;
+        }
+        let parsed = match text {
+            Ok(text) => crate::ndjson::parse(&text, options.text_only),
+            Err(reason) => Line::Bad(reason),
+        };
+        let message = match parsed {
+            Line::Blank => {
+                summary.blank += 1;
+                continue;
+            }
+            Line::Bad(reason) | Line::NotPushable(reason) => {
+                progress.suspend(|| note(format_args!("line {number} not pushed: {reason}")));
+                summary.refused.push(Refused {
+                    line: number,
+                    reason,
+                });
+                continue;
+            }
+            Line::Message(message) => match options.delay {
+                Some(delay) => message.with_delay(delay),
+                None => message,
+            },
+        };
+        match planner.add(number, message) {
+            Ok(None) => {}
+            Ok(Some(full)) => stopped = send(&session.queue, full, &mut summary, &progress).await,
+            Err(rejected) => {
+                let reason = rejected.error.to_string();
+                progress.suspend(|| note(format_args!("line {number} not pushed: {reason}")));
+                summary.refused.push(Refused {
+                    line: rejected.tag,
+                    reason,
+                });
+            }
+        }
+    }
+    if stopped.is_none()
+        && let Some(last) = planner.finish()
+    {
+        stopped = send(&session.queue, last, &mut summary, &progress).await;
+    }
+    progress.finish_and_clear();
+    print_summary(session, &summary)?;
+    if let Some(error) = stopped {
+        let mut failure = session.fail(&error);
+        let resume = summary.failed.as_ref().map_or(0, |f| f.resume_skip);
+        let resume_hint = format!("resume with `{} --skip {resume}`", options.command);
+        failure.hint = Some(match failure.hint {
+            Some(hint) => format!("{hint}; then {resume_hint}"),
+            None => resume_hint,
+        });
+        return Err(failure);
+    }
+    Ok(if summary.refused.is_empty() {
+        Code::Ok
+    } else {
+        Code::Partial
+    })
+}
+
+/// Pushes one planned batch; on failure records it in the summary and
+/// returns the error, which stops the run.
+async fn send(
+    queue: &Queue,
+    batch: PlannedBatch<u64>,
+    summary: &mut Summary,
+    progress: &ProgressBar,
+) -> Option<cf_queues::Error> {
+    let (lines, result) = queue.push_planned(batch).await;
+    match result {
+        Ok(_) => {
+            summary.pushed += lines.len() as u64;
+            if let (Some(first), Some(last)) = (lines.first(), lines.last()) {
+                // Without a progress bar, this log line is what lets a killed
+                // run be resumed: everything up to `last` is settled.
+                if progress.is_hidden() {
+                    note(format_args!(
+                        "lines {first}-{last} pushed ({}); to resume after them: --skip {last}",
+                        plural(lines.len() as u64, "message")
+                    ));
+                }
+                progress.set_message(format!("{} pushed", summary.pushed));
+            }
+            None
+        }
+        Err(error) => {
+            let landed = may_have_landed(&error);
+            let first = lines.first().copied().unwrap_or(1);
+            progress.suspend(|| {
+                note(format_args!(
+                    "lines {} were not pushed{}: {error}",
+                    line_ranges(&lines),
+                    if landed {
+                        " (or may have been: the answer was lost)"
+                    } else {
+                        ""
+                    }
+                ))
+            });
+            summary.failed = Some(FailedBatch {
+                lines,
+                error: error.to_string(),
+                may_have_landed: landed,
+                resume_skip: first.saturating_sub(1),
+            });
+            Some(error)
+        }
+    }
+}
+
+fn print_summary(session: &Session, summary: &Summary) -> Result<(), Failure> {
+    let out = &session.out;
+    if out.json() {
+        return out.json_line(summary);
+    }
+    let mut text = format!(
+        "pushed {} to {} from {}",
+        plural(summary.pushed, "message"),
+        summary.queue,
+        summary.file
+    );
+    if summary.skipped > 0 {
+        text.push_str(&format!(
+            "; skipped the first {}",
+            plural(summary.skipped, "line")
+        ));
+    }
+    if summary.blank > 0 {
+        text.push_str(&format!("; {} blank", plural(summary.blank, "line")));
+    }
+    out.line(&text)?;
+    if !summary.refused.is_empty() {
+        let numbers: Vec<u64> = summary.refused.iter().map(|r| r.line).collect();
+        out.line(&format!(
+            "{} not pushed, still in the file: {}",
+            plural(numbers.len() as u64, "line"),
+            line_ranges(&numbers)
+        ))?;
+    }
+    if let Some(failed) = &summary.failed {
+        out.line(&format!(
+            "stopped at the batch of lines {}{}; resume with --skip {}",
+            line_ranges(&failed.lines),
+            if failed.may_have_landed {
+                " (it may have landed)"
+            } else {
+                ""
+            },
+            failed.resume_skip
+        ))?;
+    }
+    Ok(())
+}
+
+fn open(path: &Path) -> Result<(Box<dyn BufRead>, Option<u64>), Failure> {
+    if path.as_os_str() == "-" {
+        return Ok((Box::new(BufReader::new(io::stdin())), None));
+    }
+    let file = File::open(path)
+        .map_err(|e| Failure::local(format_args!("cannot open {}: {e}", path.display())))?;
+    let size = file.metadata().ok().map(|m| m.len());
+    Ok((Box::new(BufReader::new(file)), size))
+}
+
+/// A progress bar over the file's bytes, on a terminal only.
+fn progress_bar(size: Option<u64>) -> ProgressBar {
+    if !crate::output::stderr_is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match size {
+        Some(size) => ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr()),
+        None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+    };
+    let style = ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
