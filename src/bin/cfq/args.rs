@@ -464,6 +464,11 @@ pub struct EmulatorArgs {
     pub queues: Vec<String>,
 
     /// Deliveries before a message is dropped or dead-lettered
+    ///
+    /// A message is dropped, or moved to its dead-letter queue, when its
+    /// `attempts` reaches N, so it is delivered at most N times. This is the
+    /// reading of Cloudflare's pull-consumer page; its dead-letter page and
+    /// Miniflare deliver N + 1 times.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub max_retries: u32,
 
