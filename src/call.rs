@@ -18,7 +18,10 @@
 //! every attempt and every retry wait. A wait that cannot finish before the
 //! deadline is never started: the caller gets the last real error, with its
 //! attempt count. Only an attempt (or a rate-limit wait) still running when
-//! the deadline passes ends in [`Error::Timeout`].
+//! the deadline passes ends in [`Error::Timeout`]; when that attempt was a
+//! retry, the timeout carries the error that caused it
+//! ([`Error::Timeout`]'s `last_error`), so the real failure is never lost.
+//! A deadline too far away to represent (`Duration::MAX`) means none.
 
 use std::future::Future;
 use std::time::Duration;
@@ -62,16 +65,17 @@ impl Call<'_> {
             attempts = tracing::field::Empty,
         );
         async {
-            let ends = self.deadline.map(|d| Instant::now() + d);
+            let ends = self.deadline.and_then(|d| Instant::now().checked_add(d));
             self.throttle(ends).await?;
             let mut attempt: u32 = 0;
+            let mut last_error: Option<Error> = None;
             loop {
                 attempt += 1;
                 let outcome = self.attempt(attempt, ends, send()).await;
                 tracing::Span::current().record("attempts", attempt);
                 let error = match outcome {
                     Ok(result) => return Ok(result),
-                    Err(error) => error,
+                    Err(error) => error.after(last_error.take()),
                 };
                 let wait = self
                     .retry
@@ -81,7 +85,7 @@ impl Call<'_> {
                         error.retry_class(),
                         error.retry_after(),
                     )
-                    .filter(|wait| ends.is_none_or(|end| Instant::now() + *wait < end));
+                    .filter(|wait| fits(ends, *wait));
                 let Some(wait) = wait else {
                     tracing::warn!(attempts = attempt, error = %error, "call failed");
                     return Err(error);
@@ -93,6 +97,7 @@ impl Call<'_> {
                     "retrying"
                 );
                 tokio::time::sleep(wait).await;
+                last_error = Some(error);
             }
         }
         .instrument(span)
@@ -133,7 +138,7 @@ impl Call<'_> {
         if wait.is_zero() {
             return Ok(());
         }
-        if ends.is_some_and(|end| now + wait >= end) {
+        if !fits(ends, wait) {
             limiter.refund(self.queue_id, self.messages);
             return Err(self.timeout(0));
         }
@@ -147,6 +152,18 @@ impl Call<'_> {
             operation: self.operation,
             deadline: self.deadline.unwrap_or_default(),
             attempts,
+            last_error: None,
         }
+    }
+}
+
+/// Whether a wait of `wait` starting now ends before the deadline `ends`.
+/// A wait too long to represent never fits a deadline.
+fn fits(ends: Option<Instant>, wait: Duration) -> bool {
+    match ends {
+        None => true,
+        Some(end) => Instant::now()
+            .checked_add(wait)
+            .is_some_and(|done| done < end),
     }
 }

@@ -92,7 +92,11 @@ pub enum Error {
     /// ([`ClientBuilder::deadline`](crate::ClientBuilder::deadline),
     /// [`Queue::with_deadline`](crate::Queue::with_deadline)): an attempt or
     /// a client-side rate-limit wait was still running when it passed.
-    #[error("{operation} did not finish within the deadline of {deadline:?}{}", after_attempts(*attempts))]
+    #[error(
+        "{operation} did not finish within the deadline of {deadline:?}{}{}",
+        after_attempts(*attempts),
+        previously(last_error.as_deref())
+    )]
     #[non_exhaustive]
     Timeout {
         /// The operation.
@@ -102,11 +106,19 @@ pub enum Error {
         /// How many requests were sent, the cut-off one included (0 when
         /// the deadline passed in the client-side rate-limit wait).
         attempts: u32,
+        /// When the cut-off attempt was a retry: the failure of the attempt
+        /// before it, the error the caller would have got without the retry.
+        #[source]
+        last_error: Option<Box<Error>>,
     },
 
     /// A received message body could not be decoded as asked.
     #[error(transparent)]
     Body(#[from] BodyError),
+}
+
+fn previously(last_error: Option<&Error>) -> String {
+    last_error.map_or_else(String::new, |e| format!(", retrying after: {e}"))
 }
 
 fn after_attempts(attempts: u32) -> String {
@@ -118,6 +130,28 @@ fn after_attempts(attempts: u32) -> String {
 }
 
 impl Error {
+    /// This error of a retry, given the error of the attempt before it: a
+    /// timeout keeps that earlier, real failure; any other error replaces it.
+    pub(crate) fn after(self, previous: Option<Error>) -> Self {
+        match (self, previous) {
+            (
+                Error::Timeout {
+                    operation,
+                    deadline,
+                    attempts,
+                    last_error: None,
+                },
+                Some(previous),
+            ) => Error::Timeout {
+                operation,
+                deadline,
+                attempts,
+                last_error: Some(Box::new(previous)),
+            },
+            (error, _) => error,
+        }
+    }
+
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::InvalidInput {
             field: field.into(),
@@ -172,11 +206,13 @@ impl Error {
     /// How the failure was classified for retrying: the one verdict the
     /// retry loop read. Bad input, configuration, undecodable answers and
     /// body errors are [`RetryClass::Permanent`]; a missed deadline is
-    /// [`RetryClass::Transient`] (the cut-off request may have landed).
+    /// [`RetryClass::Transient`] (the cut-off request may have landed), or
+    /// [`RetryClass::NotSent`] when it passed before any request was sent.
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::Api(api) => api.class,
             Error::Transport { class, .. } => *class,
+            Error::Timeout { attempts: 0, .. } => RetryClass::NotSent,
             Error::Timeout { .. } => RetryClass::Transient,
             _ => RetryClass::Permanent,
         }
@@ -196,7 +232,8 @@ impl Error {
 
     /// Whether the call was refused for its rate: HTTP 429, unless its code
     /// names a lasting condition (a disabled queue, a storage or free-tier
-    /// limit).
+    /// limit) or the server said `x-should-retry: false` (both make it
+    /// [`RetryClass::Permanent`]).
     pub fn is_rate_limited(&self) -> bool {
         matches!(self.retry_class(), RetryClass::Throttled { .. })
     }

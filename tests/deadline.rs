@@ -108,6 +108,77 @@ async fn a_stall_in_a_retry_ends_in_a_timeout_naming_both_attempts() {
     );
     assert!(error.to_string().contains("after 2 attempts"), "{error}");
     assert!(started.elapsed() < Duration::from_secs(5));
+    // The 500 that caused the retry is kept, not replaced by the timeout.
+    let Error::Timeout { last_error, .. } = &error else {
+        unreachable!("matched above")
+    };
+    let previous = last_error.as_deref().and_then(Error::as_api);
+    assert_eq!(
+        previous.map(|api| (api.status, api.attempts)),
+        Some((500, 1))
+    );
+    assert!(error.to_string().contains("HTTP 500"), "{error}");
+    assert!(std::error::Error::source(&error).is_some());
+}
+
+#[tokio::test]
+async fn a_deadline_too_far_to_represent_means_none() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(503).times(1).only(Operation::Pull));
+    emulator.inject(
+        Fault::status(503)
+            .retry_after(Duration::from_secs(u64::MAX))
+            .times(1)
+            .only(Operation::Pull),
+    );
+    let queue = emulator
+        .client_builder()
+        .expect("builder")
+        .retry(quick().max_retry_after(Duration::MAX))
+        .deadline(Duration::from_secs(5))
+        .build()
+        .and_then(|c| c.queue("q"))
+        .expect("queue");
+    queue.push(Message::text("m")).await.expect("push");
+    // The first 503 is retried at once; the second asks for a wait no clock
+    // can hold: it does not fit the deadline, is not started, and the caller
+    // gets that 503.
+    let started = std::time::Instant::now();
+    let error = queue.pull(PullOptions::new()).await.expect_err("503");
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(error.attempts(), 2);
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let batch = queue
+        .with_deadline(Duration::MAX)
+        .pull(PullOptions::new())
+        .await
+        .expect("a deadline of Duration::MAX is none");
+    assert_eq!(batch.messages.len(), 1);
+}
+
+#[tokio::test]
+async fn a_deadline_passed_before_sending_is_classed_not_sent() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client_builder()
+        .expect("builder")
+        .rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
+        .deadline(Duration::from_secs(1))
+        .build()
+        .and_then(|c| c.queue("q"))
+        .expect("queue");
+    queue.push(Message::text("first")).await.expect("first");
+    let error = queue
+        .push(Message::text("second"))
+        .await
+        .expect_err("limited");
+    assert_eq!(error.attempts(), 0);
+    assert_eq!(
+        error.retry_class(),
+        RetryClass::NotSent,
+        "a push that never left cannot have landed"
+    );
+    assert!(error.is_retryable());
 }
 
 #[tokio::test]

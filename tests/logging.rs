@@ -60,6 +60,20 @@ async fn logs_carry_operations_and_never_secrets() {
 
     let text = logs.text();
     assert!(text.contains("retrying"), "{text}");
+    // A retry is routine (debug); a call that fails for good is a warning.
+    let level_of = |needle: &str| {
+        text.lines()
+            .filter(|line| line.contains(needle))
+            .map(|line| {
+                line.split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(level_of("retrying"), ["DEBUG"], "{text}");
+    assert_eq!(level_of("call failed"), ["WARN"], "{text}");
     assert!(
         text.contains("pull_messages") && text.contains("queue_id=logged"),
         "{text}"
