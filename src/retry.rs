@@ -19,8 +19,10 @@ use crate::classify::RetryClass;
 use crate::operation::Operation;
 
 /// How calls that are not safe to repeat are retried: pushes (single and
-/// batch), and the purge of a whole queue (a repeat deletes what was pushed
-/// in between).
+/// batch, set by [`RetryPolicy::pushes`]), and the purge of a whole queue
+/// (a repeat deletes what was pushed in between; set on its own by
+/// [`RetryPolicy::purge_all`], so that asking for at-least-once pushes never
+/// makes a purge repeat).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum PushRetries {
@@ -40,8 +42,9 @@ pub enum PushRetries {
 ///
 /// Idempotent operations (pull, ack, peek, purge by ref, extend, preview,
 /// metrics, purge status) are retried after connection errors, timeouts,
-/// 408, 409, 429 and 5xx. Push, batch push and the purge of a whole queue
-/// follow [`PushRetries`]. Each failure is classified once
+/// 408, 409, 429 and 5xx. Push and batch push follow
+/// [`RetryPolicy::pushes`], the purge of a whole queue
+/// [`RetryPolicy::purge_all`]. Each failure is classified once
 /// ([`RetryClass`]); this policy decides what to do with the verdict.
 ///
 /// Set it for a client with [`ClientBuilder::retry`](crate::ClientBuilder::retry),
@@ -67,6 +70,7 @@ pub struct RetryPolicy {
     pub(crate) max_backoff: Duration,
     pub(crate) max_retry_after: Duration,
     pub(crate) pushes: PushRetries,
+    pub(crate) purges: PushRetries,
 }
 
 impl Default for RetryPolicy {
@@ -77,6 +81,7 @@ impl Default for RetryPolicy {
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
             pushes: PushRetries::OnlyIfNotLanded,
+            purges: PushRetries::OnlyIfNotLanded,
         }
     }
 }
@@ -111,8 +116,21 @@ impl RetryPolicy {
     }
 
     /// How pushes are retried (default [`PushRetries::OnlyIfNotLanded`]).
+    /// It does not change how [`Queue::purge_all`](crate::Queue::purge_all)
+    /// is retried: see [`RetryPolicy::purge_all`].
     pub fn pushes(mut self, pushes: PushRetries) -> RetryPolicy {
         self.pushes = pushes;
+        self
+    }
+
+    /// How the purge of a whole queue
+    /// ([`Queue::purge_all`](crate::Queue::purge_all)) is retried (default
+    /// [`PushRetries::OnlyIfNotLanded`]). With
+    /// [`PushRetries::AtLeastOnce`], a purge whose answer was lost is sent
+    /// again, and the repeat also deletes what was pushed in between; set it
+    /// for one call with [`Queue::with_retry`](crate::Queue::with_retry).
+    pub fn purge_all(mut self, purges: PushRetries) -> RetryPolicy {
+        self.purges = purges;
         self
     }
 
@@ -127,7 +145,12 @@ impl RetryPolicy {
         class: RetryClass,
         asked: Option<Duration>,
     ) -> Option<Duration> {
-        let repeat_unsafe = self.pushes == PushRetries::AtLeastOnce;
+        let chosen = if operation == Operation::PurgeQueue {
+            self.purges
+        } else {
+            self.pushes
+        };
+        let repeat_unsafe = chosen == PushRetries::AtLeastOnce;
         if retry > self.max_retries || !class.may_repeat(operation.is_idempotent(), repeat_unsafe) {
             return None;
         }
@@ -207,10 +230,14 @@ mod tests {
     #[test]
     fn pushes_retry_only_when_not_landed_by_default() {
         let safe = RetryPolicy::default();
-        let eager = RetryPolicy::default().pushes(PushRetries::AtLeastOnce);
         let code_less_429 = RetryClass::of_answer(429, &[], None, None);
         let overloaded = RetryClass::of_answer(429, &[10250], None, None);
         for push in [Operation::Push, Operation::Batch, Operation::PurgeQueue] {
+            let eager = if push == Operation::PurgeQueue {
+                RetryPolicy::default().purge_all(PushRetries::AtLeastOnce)
+            } else {
+                RetryPolicy::default().pushes(PushRetries::AtLeastOnce)
+            };
             assert!(!waits(&safe, push, RetryClass::Transient));
             assert!(waits(&eager, push, RetryClass::Transient));
             assert!(waits(&safe, push, overloaded));
@@ -220,6 +247,15 @@ mod tests {
         }
         assert!(waits(&safe, Operation::Pull, RetryClass::Transient));
         assert!(!waits(&safe, Operation::Pull, RetryClass::Permanent));
+        // Each choice covers its own operations only.
+        let pushes = RetryPolicy::default().pushes(PushRetries::AtLeastOnce);
+        assert!(!waits(
+            &pushes,
+            Operation::PurgeQueue,
+            RetryClass::Transient
+        ));
+        let purges = RetryPolicy::default().purge_all(PushRetries::AtLeastOnce);
+        assert!(!waits(&purges, Operation::Push, RetryClass::Transient));
     }
 
     #[test]

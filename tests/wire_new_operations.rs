@@ -268,17 +268,27 @@ async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
     assert_eq!(mock.calls_async().await, 1);
     assert_eq!(error.operation(), Some(Operation::PurgeQueue));
 
+    // At-least-once pushes say nothing about purges.
+    let quick = cf_queues::RetryPolicy::default()
+        .backoff(Duration::from_millis(1), Duration::from_millis(1));
+    let pushes_eager = queue
+        .clone()
+        .with_retry(quick.clone().pushes(cf_queues::PushRetries::AtLeastOnce));
+    let error = pushes_eager
+        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
+        .await
+        .expect_err("503");
+    assert_eq!(error.attempts(), 1);
+    assert_eq!(mock.calls_async().await, 2);
+
     // Asked for, the same failure is retried.
-    let eager = queue.with_retry(
-        cf_queues::RetryPolicy::default()
-            .backoff(Duration::from_millis(1), Duration::from_millis(1))
-            .pushes(cf_queues::PushRetries::AtLeastOnce),
-    );
+    let eager = queue.with_retry(quick.purge_all(cf_queues::PushRetries::AtLeastOnce));
     let error = eager
         .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
         .await
         .expect_err("503");
     assert_eq!(error.attempts(), 3);
+    assert_eq!(mock.calls_async().await, 5);
 }
 
 #[tokio::test]

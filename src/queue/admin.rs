@@ -45,7 +45,9 @@ impl Queue {
     /// timeout, a broken connection): a repeat made later would also delete
     /// what was pushed in between. Retries happen only when the request
     /// surely did not take effect, unless the caller asks for more with
-    /// [`Queue::with_retry`] and [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce).
+    /// [`Queue::with_retry`] and
+    /// [`RetryPolicy::purge_all`](crate::RetryPolicy::purge_all)`(`[`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce)`)`;
+    /// at-least-once pushes ([`RetryPolicy::pushes`](crate::RetryPolicy::pushes)) do not change it.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
