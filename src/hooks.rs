@@ -26,20 +26,28 @@ use reqwest::header::{CONTENT_LENGTH, HeaderMap};
 use tracing::Instrument as _;
 
 use crate::auth::Credentials;
+use crate::limits::{Limits, MAX_PULL_BATCH_SIZE};
 use crate::raw;
 
-/// Cap on a response body for a raw-client call made outside the
-/// ergonomic layer, which derives a cap from each request instead.
-const RAW_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+/// The cap on a response body for a call made directly on the raw client,
+/// which sees no request to derive a cap from (the ergonomic layer does):
+/// the largest legal answer of any operation, a pull of 100 messages of the
+/// largest size, so that no legal answer is refused after its messages
+/// were leased (about 77 MB).
+fn raw_max_response_bytes() -> usize {
+    Limits::default().max_messages_response_bytes(MAX_PULL_BATCH_SIZE)
+}
 
 /// What the generated client ([`raw::Client`]) needs from cf-queues on
-/// every request: the credentials, and the response cap for calls made
-/// directly on the raw client.
+/// every request: the credentials.
 ///
-/// Users of the ergonomic [`Client`](crate::Client) never touch it; it is
-/// public so that `raw::Client::new_with_client` can be called directly.
-/// The raw client does not retry: retries, deadlines and rate limits belong
-/// to [`Queue`](crate::Queue)'s call path.
+/// It has no public constructor: a raw client comes from
+/// [`Client::raw`](crate::Client::raw), whose HTTP client never follows
+/// redirects. A raw client built around any other `reqwest::Client` could
+/// follow one and hand the credentials (the global API key's
+/// `X-Auth-Email`/`X-Auth-Key`, which reqwest does not strip) to another
+/// origin. The raw client does not retry: retries, deadlines and rate
+/// limits belong to [`Queue`](crate::Queue)'s call path.
 #[derive(Clone)]
 pub struct HookState {
     credentials: Arc<Credentials>,
@@ -47,7 +55,7 @@ pub struct HookState {
 
 impl HookState {
     /// Hooks that authenticate with `credentials`.
-    pub fn new(credentials: Credentials) -> HookState {
+    pub(crate) fn new(credentials: Credentials) -> HookState {
         HookState {
             credentials: Arc::new(credentials),
         }
@@ -118,7 +126,7 @@ impl ClientHooks<HookState> for raw::Client {
             .try_with(|e| e.borrow().cap)
             .ok()
             .filter(|&cap| cap > 0)
-            .unwrap_or(RAW_MAX_RESPONSE_BYTES);
+            .unwrap_or_else(raw_max_response_bytes);
         let span = tracing::debug_span!(
             "attempt",
             status = tracing::field::Empty,

@@ -87,6 +87,29 @@ async fn bodies_that_grow_sixfold_when_escaped_are_still_received() {
         acks = acks.ack(message);
     }
     assert_eq!(queue.ack(acks).await.map(|o| o.acked).ok(), Some(50));
+
+    // The raw client sees no request to size a cap from: it accepts the
+    // largest legal answer of any call, so it receives these too.
+    for _ in 0..50 {
+        queue
+            .push(Message::text(body.as_str()))
+            .await
+            .expect("push");
+    }
+    let client = emulator.client().expect("client");
+    let request = cf_queues::raw::types::PullRequest::builder().batch_size(Some(50));
+    let pulled = client
+        .raw()
+        .pull_messages()
+        .account_id(cf_queues::emulator::EMULATOR_ACCOUNT_ID)
+        .queue_id("escapes")
+        .body(request)
+        .send()
+        .await
+        .expect("a legal answer is never too large for the raw client either")
+        .into_inner();
+    let messages = pulled.result.and_then(|r| r.messages).unwrap_or_default();
+    assert_eq!(messages.len(), 50);
 }
 
 #[tokio::test]
