@@ -389,6 +389,12 @@ async fn auth_failures_are_classified_whatever_their_status() {
         (400, cf_queues::codes::INVALID_AUTH_FORMAT),
         (403, cf_queues::codes::AUTHENTICATION_ERROR),
         (403, cf_queues::codes::UNAUTHORIZED),
+        // The codes decide even where the status would not.
+        (400, cf_queues::codes::AUTHENTICATION_ERROR),
+        (400, cf_queues::codes::UNAUTHORIZED),
+        (400, cf_queues::codes::INVALID_AUTH_EMAIL_FORMAT),
+        (400, cf_queues::codes::INVALID_AUTH_KEY_FORMAT),
+        (200, cf_queues::codes::AUTHENTICATION_ERROR),
     ] {
         let error = push_error(
             status,
@@ -411,12 +417,16 @@ async fn auth_failures_are_classified_whatever_their_status() {
     )
     .await;
     assert!(!error.is_auth());
-    let error = push_error(
-        404,
-        "application/json",
-        &cloudflare_failure(10104, "QueueNotFound"),
-        &[],
-    )
-    .await;
-    assert!(error.is_not_found() && !error.is_auth());
+    for status in [404, 400] {
+        let error = push_error(
+            status,
+            "application/json",
+            &cloudflare_failure(10104, "QueueNotFound"),
+            &[],
+        )
+        .await;
+        assert!(error.is_not_found() && !error.is_auth(), "{status}");
+    }
+    let error = push_error(404, "text/html", "<html>Not Found</html>", &[]).await;
+    assert!(error.is_not_found(), "a code-less 404 is not found too");
 }
