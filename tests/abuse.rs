@@ -307,6 +307,77 @@ async fn unread_responses_hold_no_more_than_the_response_buffer() {
     drop(readers_who_never_read);
 }
 
+#[tokio::test]
+async fn whole_answers_are_counted_and_bounded_by_their_request() {
+    const MAX_BODY: usize = 256 * 1024;
+    let emulator = start(|e| e.max_body_bytes(MAX_BODY)).await;
+    // An ack naming as many distinct unknown leases as the body allows:
+    // each gets a warning, the largest answer not streamed.
+    let mut leases = Vec::new();
+    let mut size = 16;
+    let mut i = 0u32;
+    while size < MAX_BODY - 64 {
+        let lease = json!({ "lease_id": format!("{i:x}") });
+        size += lease.to_string().len() + 1;
+        leases.push(lease);
+        i += 1;
+    }
+    let body = json!({ "acks": leases }).to_string();
+    assert!(body.len() <= MAX_BODY, "{}", body.len());
+    let head = post_head(
+        &path(EMULATOR_ACCOUNT_ID, "q", "/ack"),
+        Some("Bearer abuse-token"),
+        body.len(),
+    );
+    let mut stream = TcpStream::connect(emulator.local_addr())
+        .await
+        .expect("connect");
+    let mut pending = Vec::new();
+    let (status, answer) = exchange(&mut stream, &mut pending, &head, body.as_bytes())
+        .await
+        .expect("answer");
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_slice(&answer).expect("json");
+    let warnings = answer["result"]["warnings"].as_object().map(|w| w.len());
+    assert_eq!(warnings, Some(leases.len()));
+    let peak = emulator.server_stats().peak_buffered_response_bytes;
+    assert!(
+        peak as usize > MAX_BODY,
+        "the whole answer was held: {peak}"
+    );
+    assert!(
+        peak as usize <= MAX_BODY * 7 / 2,
+        "at most 3.5 times the largest request: {peak}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_head_over_the_buffer_gets_431_and_is_closed() {
+    let emulator = start(|e| e.response_buffer_bytes(16 * 1024)).await;
+    let mut stream = TcpStream::connect(emulator.local_addr())
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /client/v4{} HTTP/1.1\r\nhost: emulator\r\nx-padding: {}\r\n\r\n",
+        path(EMULATOR_ACCOUNT_ID, "q", "/pull"),
+        "a".repeat(40 * 1024)
+    );
+    // The server may stop reading before the end: a failed write is fine.
+    let _ = stream.write_all(head.as_bytes()).await;
+    // Closed, with a 431 first; the close of a socket with unread bytes may
+    // reset the connection and take the 431 with it.
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the connection was closed");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "{text}"
+    );
+    assert_eq!(emulator.requests_received(), 0, "never reached a handler");
+    assert_eq!(emulator.server_stats().open_connections, 0);
+}
+
 /// The inverse of splitmix64's output function, which the emulator once
 /// used to make lease ids from a counter.
 fn unmix(mut z: u64) -> u64 {
@@ -443,8 +514,10 @@ async fn visibility_timeouts_below_1_ms_are_refused() {
     for (timeout, status) in [
         (json!(0), 400),
         (json!(0.49), 400),
-        (json!(0.5), 200),
+        (json!(0.5), 400),
+        (json!(0.999), 400),
         (json!(1), 200),
+        (json!(1.4), 200),
     ] {
         let body = json!({ "visibility_timeout_ms": timeout }).to_string();
         let head = post_head(&pull, Some("Bearer abuse-token"), body.len());

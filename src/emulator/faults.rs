@@ -50,7 +50,7 @@ impl Fault {
         Fault {
             status: Some(status),
             body: FaultBody::Envelope {
-                code: 15000,
+                code: crate::codes::UNKNOWN_INTERNAL_ERROR,
                 message: "UnknownInternalError".into(),
             },
             retry_after: None,

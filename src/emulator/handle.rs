@@ -60,6 +60,13 @@ impl EmulatorHandle {
     }
 
     /// Credentials the emulator accepts, for [`ClientBuilder::credentials`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the token or
+    /// key set with [`Emulator::token`](super::Emulator::token) or
+    /// [`Emulator::global_api_key`](super::Emulator::global_api_key) cannot be
+    /// sent as a header value.
     pub fn credentials(&self) -> crate::Result<Credentials> {
         match (&self.token, &self.global_key) {
             (Some(token), _) => Credentials::api_token(token),
@@ -70,6 +77,10 @@ impl EmulatorHandle {
 
     /// A client builder aimed at this emulator, with its credentials and
     /// [`EMULATOR_ACCOUNT_ID`].
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::credentials`].
     pub fn client_builder(&self) -> crate::Result<ClientBuilder> {
         Ok(Client::builder()
             .base_url(&self.base_url)
@@ -78,6 +89,11 @@ impl EmulatorHandle {
     }
 
     /// A client aimed at this emulator.
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::credentials`], and as
+    /// [`ClientBuilder::build`].
     pub fn client(&self) -> crate::Result<Client> {
         self.client_builder()?.build()
     }
@@ -158,6 +174,17 @@ impl EmulatorHandle {
     /// Stops accepting connections, lets the requests in flight finish
     /// within the shutdown grace period, closes what is left, and waits for
     /// the server. Returns even while a client holds a half-sent request.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error the server stopped with, if it stopped with one (its
+    /// listener failed), or a panic of its task as an
+    /// [`io::ErrorKind::Other`] error.
+    ///
+    /// # Cancellation
+    ///
+    /// The future owns the handle: dropped, it drops the handle, which stops
+    /// the server as well; only the wait for it ends early.
     pub async fn shutdown(mut self) -> io::Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -166,6 +193,11 @@ impl EmulatorHandle {
     }
 
     /// Serves until the task ends (after [`EmulatorHandle::shutdown`] from elsewhere, or an error).
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::shutdown`]. Dropping the future drops the
+    /// handle, which stops the server.
     pub async fn wait(mut self) -> io::Result<()> {
         self.wait_for_task().await
     }

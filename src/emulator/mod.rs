@@ -124,10 +124,15 @@
 //! | [`max_body_bytes`](Emulator::max_body_bytes) | 2 MiB | a request body |
 //! | [`shutdown_grace`](Emulator::shutdown_grace) | 5 s | how long [`EmulatorHandle::shutdown`] lets requests finish |
 //!
-//! Pull and peek answers are serialized as the client reads them, so a
-//! connection holds at most `response_buffer_bytes` plus one 16 KiB piece
-//! of an answer, however large the answer and however slowly it is read.
-//! Other answers are small, or a few times their request at most. A request
+//! Pull, peek and preview answers are serialized as the client reads them,
+//! so a connection holds at most `response_buffer_bytes` plus one 16 KiB
+//! piece of an answer, however large the answer and however slowly it is
+//! read. Other answers are built whole: small, except the warnings of an
+//! ack, extension or purge naming many unknown leases or refs, which are at
+//! most about 3.5 times their request, so at most about 7 MB per connection
+//! with the default `max_body_bytes` (and counted in
+//! [`EmulatorHandle::server_stats`]). The write timeout closes a connection
+//! that does not read them. A request
 //! refused before its body mattered still has its body read (up to
 //! `max_body_bytes`), so the keep-alive connection carries on.
 //!
@@ -144,8 +149,8 @@
 //!   `error_chain` (6111 for `Authorization`, 6102 for `X-Auth-Email`, 6103
 //!   for `X-Auth-Key`), and 400 with 9106 when none is sent: as public
 //!   reports of the v4 API show, for other products than Queues.
-//! - **Visibility timeouts under 1 ms.** `visibility_timeout_ms` of 0, or
-//!   one that rounds to 0, gets 400 with 10207 JSONRequestBodyInvalid and
+//! - **Visibility timeouts under 1 ms.** A `visibility_timeout_ms` under 1
+//!   (0, or a fraction such as 0.5) gets 400 with 10207 JSONRequestBodyInvalid and
 //!   the pointer `/visibility_timeout_ms`. Cloudflare documents no minimum;
 //!   such a lease would end as it is granted.
 //! - **Slow bodies.** A body that does not arrive within the body timeout
@@ -163,6 +168,9 @@
 //! - **Purge status before any purge.** `{"completed": "false"}` with no
 //!   `started_at`: no purge completed, and none started. A 404 would say
 //!   the queue does not exist, and a client could not tell the two apart.
+//!   A purge's status is kept for an hour (`PURGE_STATUS_TTL_MS`), then
+//!   reads the same: a purge of a queue id never used again must not hold
+//!   state for ever.
 //! - **The queue object** a purge answers with: the queue id as its name
 //!   (queues exist by id, on first use), `created_on` when the emulator
 //!   first held state for the queue, `modified_on` the purge's time, no

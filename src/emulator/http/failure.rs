@@ -137,7 +137,9 @@ fn fault_response(fault: &Fault) -> Response {
             .into_response(),
     };
     if let Some(after) = fault.retry_after {
-        let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+        let seconds = after
+            .as_secs()
+            .saturating_add(u64::from(after.subsec_nanos() > 0));
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(seconds));

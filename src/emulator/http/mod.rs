@@ -164,7 +164,18 @@ fn operation(
         method,
         move |State(app): State<Arc<App>>, request: Request| async move {
             let answer = match Call::read(&app, op, request).await {
-                Ok(call) => handler(&app, call).map_err(Refused::from),
+                Ok(call) => {
+                    let conn = call.conn.clone();
+                    let answer = handler(&app, call).map_err(Refused::from);
+                    if let (Some(conn), Ok(Reply::Json(body) | Reply::EventStream(body))) =
+                        (&conn, &answer)
+                    {
+                        // Built whole, so held whole until the client reads
+                        // it: counted like the pieces of a listing.
+                        conn.produced(body.len());
+                    }
+                    answer
+                }
                 Err(refused) => Err(refused),
             };
             respond(answer)

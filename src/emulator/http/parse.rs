@@ -47,7 +47,7 @@ pub(super) fn parse_message(
     let counted = body.len().saturating_add(limits.message_metadata_bytes);
     if counted > limits.max_message_bytes {
         return Err(Failure::bad_request(
-            10204,
+            codes::MESSAGE_SIZE_OUT_OF_BOUNDS,
             format!(
                 "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
                 limits.max_message_bytes
@@ -58,7 +58,7 @@ pub(super) fn parse_message(
         item,
         "delay_seconds",
         &format!("{pointer}/delay_seconds"),
-        10203,
+        codes::MESSAGE_METADATA_INVALID,
         limits,
     )?;
     Ok((
@@ -95,7 +95,7 @@ pub(super) fn delay_ms(
     };
     let max = limits.max_delay.as_secs_f64();
     if !(0.0..=max).contains(&seconds) {
-        let name = if code == 10202 {
+        let name = if code == codes::BATCH_DELAY_INVALID {
             "BatchDelayInvalid"
         } else {
             "MessageMetadataInvalid"
@@ -133,7 +133,7 @@ pub(super) fn visibility_ms(request: &Map<String, Value>, limits: &Limits) -> Re
     // and the message would be redelivered at once until its retries ran
     // out. The client refuses 0 already; over raw HTTP the code is an
     // assumption (see "Assumptions").
-    if !(0.0..=max).contains(&ms) || ms.round() < 1.0 {
+    if !(1.0..=max).contains(&ms) {
         return Err(Failure::invalid(
             "/visibility_timeout_ms",
             format!("visibility_timeout_ms must be from 1 to {max}"),

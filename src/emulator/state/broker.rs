@@ -11,7 +11,8 @@ use super::refs::Named;
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
-    LEASE_UNKNOWN, MAX_PREALLOC, Metrics, NewMessage, Peeked, PurgeReport, REF_GONE, REF_UNKNOWN,
+    LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, Metrics, NewMessage, Peeked, PurgeReport,
+    REF_GONE, REF_UNKNOWN,
 };
 
 /// The queues of one account, by queue id.
@@ -211,14 +212,27 @@ impl Broker {
             }
         }
         let mut retried = 0u32;
+        // Messages retried by this call: a second lease id of the same
+        // message (a stale one next to the live one) must not retry it again
+        // and count twice.
+        let mut retried_seqs: HashSet<u64, KeyBuild> = HashSet::default();
         for (lease_id, delay_ms) in retries {
-            let outcome = resolve(q, &used, lease_id).and_then(|(key, seq)| {
-                q.retry(key, seq, *delay_ms, now_ms, policy, &mut moved)
-                    .map(|()| key)
-            });
+            let outcome = resolve(q, &used, lease_id)
+                .and_then(|(key, seq)| {
+                    if retried_seqs.contains(&seq) {
+                        Err(MESSAGE_ALREADY_RETRIED)
+                    } else {
+                        Ok((key, seq))
+                    }
+                })
+                .and_then(|(key, seq)| {
+                    q.retry(key, seq, *delay_ms, now_ms, policy, &mut moved)
+                        .map(|()| (key, seq))
+                });
             match outcome {
-                Ok(key) => {
+                Ok((key, seq)) => {
                     used.insert(key);
+                    retried_seqs.insert(seq);
                     retried = retried.saturating_add(1);
                 }
                 Err(reason) => warn(lease_id, reason),

@@ -51,6 +51,12 @@ pub const PEEK_REF_CAP: usize = 100_000;
 /// deleting or delaying its message, in milliseconds (one hour).
 pub const PEEK_REF_TTL_MS: u64 = 3_600_000;
 
+/// How long the status of a purge of the whole queue is kept, in
+/// milliseconds (one hour, as refs): long enough for any caller polling it,
+/// and bounded, so that purges of queue ids never used again leave nothing
+/// behind for ever.
+pub const PURGE_STATUS_TTL_MS: u64 = 3_600_000;
+
 /// Maps above this capacity are shrunk when their queue drains; small ones
 /// keep their allocation so steady push/pull/ack cycles do not churn memory.
 pub(super) const SHRINK_ABOVE: usize = 1024;
@@ -65,6 +71,8 @@ pub(super) const REF_UNKNOWN: &str = "peek reference unknown or expired";
 pub(super) const REF_GONE: &str = "message already deleted";
 pub(super) const LEASED_ELSEWHERE: &str =
     "message is leased to another consumer now; the retry of an expired lease was not applied";
+pub(super) const MESSAGE_ALREADY_RETRIED: &str =
+    "message already retried in this request by another of its lease ids";
 pub(super) const EXTEND_DUPLICATE: &str = "lease already extended in this request";
 pub(super) const DELIVERED_AGAIN: &str =
     "message was delivered again since this lease was granted; the lease was not extended";

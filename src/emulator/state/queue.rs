@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::refs::RefBook;
 use super::tokens::KeyMap;
 use super::{
-    BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, Metrics, RELEASED_BY_RETRY,
-    SHRINK_ABOVE, len_u64,
+    BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, Metrics, PURGE_STATUS_TTL_MS,
+    RELEASED_BY_RETRY, SHRINK_ABOVE, len_u64,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,19 +313,30 @@ impl Queue {
     }
 
     /// Forgets refs and preview ids beyond the cap or TTL, and all of them
-    /// once the queue is empty (they could only name deleted messages).
+    /// once the queue is empty (they could only name deleted messages); and
+    /// the status of a purge older than [`PURGE_STATUS_TTL_MS`].
     pub(super) fn trim_refs(&mut self, now_ms: u64) {
         let drained = self.messages.is_empty();
         self.refs.trim(now_ms, drained);
         self.previews.trim(now_ms, drained);
+        if self
+            .purged_at_ms
+            .is_some_and(|at| now_ms.saturating_sub(at) >= PURGE_STATUS_TTL_MS)
+        {
+            self.purged_at_ms = None;
+        }
     }
 
-    /// When the oldest ref or preview id left expires, if any is left.
+    /// When the oldest ref or preview id left expires, or the purge status
+    /// is forgotten, if there is any of them.
     pub(super) fn next_ref_expiry(&self) -> Option<u64> {
-        match (self.refs.next_expiry(), self.previews.next_expiry()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let purge = self
+            .purged_at_ms
+            .map(|at| at.saturating_add(PURGE_STATUS_TTL_MS));
+        [self.refs.next_expiry(), self.previews.next_expiry(), purge]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 

@@ -4,7 +4,7 @@
 //! Queue", with a separate status call); here it is done by the time the
 //! call returns, so its status says completed at once.
 
-use super::broker::queue_or_create;
+use super::broker::{queue_or_create, schedule_sweep};
 use super::{At, Broker, PurgedQueue};
 
 impl Broker {
@@ -12,7 +12,8 @@ impl Broker {
     /// (visible, delayed or leased): every lease id, peek ref and preview id
     /// of the queue goes stale. The dead-letter count stays. Records the
     /// purge's start for [`Broker::purge_status`], which keeps the queue's
-    /// state alive even when it holds nothing else.
+    /// state alive even when it holds nothing else, for
+    /// [`PURGE_STATUS_TTL_MS`](super::PURGE_STATUS_TTL_MS).
     pub fn purge_all<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> PurgedQueue {
         let at = at.into();
         // Settled first: messages a feeding queue dead-lettered before now
@@ -22,6 +23,7 @@ impl Broker {
             Some(q) => {
                 let purged = q.clear();
                 q.purged_at_ms = Some(now_ms);
+                schedule_sweep(&mut self.sweeps, q, at);
                 PurgedQueue {
                     purged,
                     created_ms: q.created_ms,

@@ -139,6 +139,37 @@ fn late_retry_applies_only_while_no_one_else_holds_the_message() {
 }
 
 #[test]
+fn a_message_retried_by_two_of_its_leases_counts_once() {
+    let mut b = broker();
+    b.push("q", vec![text("a")], 0);
+    let (first, _) = b.pull("q", 1, 100, 0);
+    let (second, _) = b.pull("q", 1, 100, 100);
+    // The live lease retries it; its stale first lease, in the same call,
+    // finds it free again but must not retry (and count) it a second time.
+    let r = b.ack(
+        "q",
+        &[],
+        &[
+            (second[0].lease_id.clone(), 0),
+            (first[0].lease_id.clone(), 500),
+        ],
+        150,
+    );
+    assert_eq!(r.retry_count, 1);
+    assert_eq!(
+        r.warnings.get(&first[0].lease_id).map(String::as_str),
+        Some(MESSAGE_ALREADY_RETRIED)
+    );
+    let (third, _) = b.pull("q", 1, 100, 150);
+    assert_eq!(
+        third.len(),
+        1,
+        "visible at once: the stale lease's delay was not applied"
+    );
+    b.check_invariants();
+}
+
+#[test]
 fn expired_refs_are_swept_from_queues_no_one_touches() {
     let mut b = broker();
     b.push("idle", vec![text("a"), text("b")], 0);

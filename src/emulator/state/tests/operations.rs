@@ -274,6 +274,33 @@ fn purging_the_whole_queue_deletes_everything_and_keeps_its_status() {
 }
 
 #[test]
+fn purge_statuses_are_forgotten_after_their_ttl() {
+    let mut b = broker();
+    // Purges of ids nobody uses again must not pile up for ever.
+    for i in 0..50 {
+        b.purge_all(format!("gone{i}").as_str(), 1_000);
+    }
+    b.push("kept", vec![text("m")], 1_000);
+    b.purge_all("kept", 1_000);
+    b.push("kept", vec![text("after")], 1_001);
+    assert_eq!(
+        b.purge_status("gone7", 1_000 + PURGE_STATUS_TTL_MS - 1),
+        Some(1_000)
+    );
+    // Any operation after the TTL sweeps them, without touching them.
+    b.metrics("other", 1_000 + PURGE_STATUS_TTL_MS);
+    assert!((0..50).all(|i| !b.has_queue(format!("gone{i}").as_str())));
+    assert_eq!(b.purge_status("gone7", 1_000 + PURGE_STATUS_TTL_MS), None);
+    assert!(b.has_queue("kept"), "it still holds a message");
+    assert_eq!(b.purge_status("kept", 1_000 + PURGE_STATUS_TTL_MS), None);
+    assert_eq!(
+        b.metrics("kept", 1_000 + PURGE_STATUS_TTL_MS).backlog_count,
+        1
+    );
+    b.check_invariants();
+}
+
+#[test]
 fn purging_a_dead_letter_queue_includes_what_expired_into_it() {
     let mut b = broker_with_dlq(1);
     b.push("q", vec![text("a")], 0);
