@@ -61,8 +61,9 @@ The message file format (what `drain` writes, `push --file` and `replay` read):
   a JSON object that has a top-level \"cfq\" key of its own, write it as a record:
   {\"cfq\":1,\"content_type\":\"json\",\"body\":{…}}.
   A line that starts like a record but does not parse (as a line torn by a crash) is refused,
-  never pushed as text. Records whose body HTTP cannot push (bytes, v8, JSON that is not an
-  object) stay in the file and are reported by line number; nothing is dropped.";
+  never pushed as text; so is a last line without a line ending that is the start of a
+  record's opening ({, {\"c, {\"cf…). Records whose body HTTP cannot push (bytes, v8, JSON
+  that is not an object) stay in the file and are reported by line number; nothing is dropped.";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -140,17 +140,23 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
         let next = lines
             .next_line()
             .map_err(|e| Failure::local(format_args!("cannot read {}: {e}", path.display())))?;
-        let Some((number, text, taken)) = next else {
+        let Some(crate::ndjson::NumberedLine {
+            number,
+            text,
+            bytes,
+            terminated,
+        }) = next
+        else {
             break;
         };
-        progress.inc(taken as u64);
+        progress.inc(bytes as u64);
         summary.lines = number;
         if number <= options.skip {
             summary.skipped += 1;
             continue;
         }
         let parsed = match text {
-            Ok(text) => crate::ndjson::parse(&text, options.text_only),
+            Ok(text) => crate::ndjson::parse_line(&text, options.text_only, terminated),
             Err(reason) => Line::Bad(reason),
         };
         let message = match parsed {
