@@ -211,9 +211,11 @@ can push, and acknowledge each message only after the push holding it landed.
 
 At least once: a message whose push landed but whose acknowledgement did not is on both \
 queues. A message whose body HTTP cannot push (bytes, v8, JSON that is not an object) is \
-left on its queue, unacknowledged, and reported; it comes back after --visibility, with the \
-attempt its pull used (as after any pull: a message left behind by many runs reaches the \
-queue's max_retries like any other).";
+left on its queue, unacknowledged, and reported. While the run goes, its lease is extended \
+(which uses no attempt), so that the run never pulls it twice, however long it lasts; it comes \
+back on its queue --visibility after the run ends, having used the one attempt of its pull (a \
+message left behind by many runs reaches the queue's max_retries like any other). Should its \
+lease not be kept (the extensions fail), the run stops early rather than pull it again.";
 
 const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
