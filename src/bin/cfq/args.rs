@@ -41,7 +41,8 @@ Exit codes:
   5  API error: any other failure answered by the API
   6  network: the API could not be reached, or did not answer in time
   7  partial: the command ran to its end but left something behind: lines of a file
-     not pushed, messages not moved, leases or refs answered with warnings
+     not pushed, messages not moved, leases or refs answered with warnings, a purge --all
+     that started but did not complete within --timeout
 
 The message file format (what `drain` writes, `push --file` and `replay` read):
   UTF-8, one message per line. Blank lines are skipped. A line that is a JSON object with a
