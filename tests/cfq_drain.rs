@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cf_queues::emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 use cf_queues::{Batch, Message, PullOptions};
-use cfq_support::{TOKEN, cfq, emulator, pull_all_texts, run, temp_dir};
+use cfq_support::{TOKEN, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
@@ -295,6 +295,62 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
     let mut on_queue = pull_all_texts(&emulator, "restored").await;
     on_queue.sort_by_key(|b| b.trim_start_matches("saved ").parse::<u32>().unwrap_or(0));
     assert_eq!(on_queue, all, "every line of the file, once");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A replay whose batch fails prints the command that resumes it, with
+/// its --delay and its file quoted; run as printed, it pushes the rest,
+/// delayed, and every record lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
+    let emulator = emulator().await;
+    let dir = temp_dir("replay resume");
+    let file = dir.join("dead letters.ndjson");
+    let all = numbered("kept", 250);
+    let lines: Vec<String> = all
+        .iter()
+        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b}).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
+    emulator.inject(Fault::status(500).only(Operation::Batch));
+
+    let mut replay = cfq(&emulator);
+    replay
+        .arg("replay")
+        .arg(&file)
+        .args(["--to", "restored", "--delay", "1m 30s"]);
+    let failed = run(replay).await;
+    failed.expect_code(5);
+    let command = resume_command(&failed.stderr);
+    assert_eq!(
+        command,
+        format!(
+            "cfq replay '{}' --to restored --delay '1m 30s' --skip 100",
+            file.display()
+        )
+    );
+    // Shorter, to wait for it here; the rest of the command as printed.
+    let command = command.replace("'1m 30s'", "3s");
+    let resumed = run(pasted(&cfq(&emulator), &command)).await;
+    resumed.expect_code(0);
+    assert_eq!(resumed.one()["pushed"], 150);
+    assert_eq!(emulator.metrics("restored").backlog_count, 250);
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("restored")
+        .expect("id");
+    assert!(queue.peek(10).await.expect("peek").is_empty(), "delayed");
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    let mut on_queue = pull_all_texts(&emulator, "restored").await;
+    assert_eq!(
+        on_queue.len(),
+        150,
+        "the first 100 are still delayed by 90 s"
+    );
+    on_queue.sort_by_key(|b| b.trim_start_matches("kept ").parse::<u32>().unwrap_or(0));
+    assert_eq!(on_queue, all[100..], "every resumed record, once");
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -117,6 +117,10 @@ pub struct Session {
     pub client: Client,
     pub queue: Queue,
     pub out: Output,
+    /// The account, base URL and output options given as flags, as words
+    /// of a command line: a command printed to resume a run repeats them,
+    /// since it may be pasted where the environment differs.
+    pub flags: Vec<String>,
 }
 
 impl Session {
@@ -147,7 +151,26 @@ impl Session {
             .or_else(|| std::env::var("CFQ_QUEUE").ok().filter(|q| !q.is_empty()))
             .ok_or_else(|| Failure::usage("no queue: pass --queue QUEUE_ID or set CFQ_QUEUE"))?;
         let queue = client.queue(&queue_id).map_err(fail)?;
-        Ok(Session { client, queue, out })
+        let mut flags = Vec::new();
+        if let Some(account) = &global.account {
+            flags.extend(["--account".to_owned(), account.clone()]);
+        }
+        if let Some(base_url) = &global.base_url {
+            flags.extend(["--base-url".to_owned(), base_url.clone()]);
+        }
+        if let Some(format) = global.output {
+            let name = match format {
+                args::OutputFormat::Json => "json",
+                args::OutputFormat::Table => "table",
+            };
+            flags.extend(["--output".to_owned(), name.to_owned()]);
+        }
+        Ok(Session {
+            client,
+            queue,
+            out,
+            flags,
+        })
     }
 
     /// What hints name for this session's queue.

@@ -166,16 +166,18 @@ const PUSH_LONG: &str = "\
 Push one message, or every line of a file.
 
 With BODY (or - to read the body from stdin), pushes one text message, or a JSON message with \
---json (the body must then be a JSON object).
+--json (the body must then be a JSON object). A body read from stdin loses one trailing line \
+ending (a newline, or CR LF), as the shell's $(...) does: `echo x | cfq push -q Q -` pushes \
+\"x\". Other line endings are kept.
 
 With --file, pushes every line of a message file (see `cfq --help` for the format): plain \
 lines and cfq records, any number of them, in batches that fit Cloudflare's limits. A line \
 that cannot be pushed is reported by its number and the others still go. Batches are sent in \
 order and the run stops at the first batch that fails, reporting the lines it held and the \
---skip N that resumes right there. Without a terminal, a line on stderr follows every batch \
-that landed, so that a killed run can be resumed from its log. A batch that failed in a way \
-that leaves it unknown whether it landed (a 5xx, a timeout) is said to be so: resuming may \
-push it twice.";
+whole command that resumes right there: the same queue and flags, with --skip N, quoted for \
+the shell. Without a terminal, a line on stderr follows every batch that landed, so that a \
+killed run can be resumed from its log. A batch that failed in a way that leaves it unknown \
+whether it landed (a 5xx, a timeout) is said to be so: resuming may push it twice.";
 
 const PULL_LONG: &str = "\
 Lease up to --batch messages for --visibility and print them, with the body decoded.
@@ -248,7 +250,7 @@ pub struct PushArgs {
     pub json: bool,
 
     /// Delay delivery, such as 30s or 5m (at most 24h)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 
     /// Push every line of a message file (- for stdin)
@@ -287,8 +289,9 @@ pub struct PullArgs {
     #[arg(long, conflicts_with = "retry_after")]
     pub ack: bool,
 
-    /// Give the messages back once printed, to be delivered again after DURATION (0s: at once)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Give the messages back once printed, to be delivered again after DURATION (0s: at once;
+    /// at most 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub retry_after: Option<Duration>,
 }
 
@@ -307,8 +310,8 @@ pub struct RetryArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Deliver the messages again after this delay [default: at once]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Deliver the messages again after this delay, at most 24h [default: at once]
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 
     /// Lease ids from pull; - reads them from stdin
@@ -416,8 +419,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip: u64,
 
-    /// Delay delivery of every message, such as 30s
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Delay delivery of every message, such as 30s (at most 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 }
 
@@ -526,6 +529,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 30s, 5m or 1h)"))
 }
 
+/// A delay of delivery: a duration of at most 24 hours, Cloudflare's
+/// limit. Refused while parsing, so that nothing is read or sent with it.
+pub fn parse_delay(text: &str) -> Result<Duration, String> {
+    let delay = parse_duration(text)?;
+    if delay > cf_queues::limits::MAX_DELAY {
+        return Err("over the limit of 24h on delays; nothing was sent".into());
+    }
+    Ok(delay)
+}
+
 fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|e| format!("{e} (expected an address like 127.0.0.1:8787)"))
@@ -561,5 +574,10 @@ mod tests {
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
         assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_delay("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(
+            parse_delay("48h"),
+            Err("over the limit of 24h on delays; nothing was sent".into())
+        );
     }
 }
