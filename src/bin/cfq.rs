@@ -43,8 +43,12 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
-    if cli.global.verbose > 0 {
-        init_tracing(cli.global.verbose);
+    let global = match global_options(&cli) {
+        Ok(global) => global,
+        Err(failure) => return failure.report(),
+    };
+    if global.verbose > 0 {
+        init_tracing(global.verbose);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -53,7 +57,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return Failure::local(format_args!("cannot start: {e}")).report(),
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, &global)) {
         Ok(code) => code.into(),
         Err(failure) => failure.report(),
     }
@@ -81,10 +85,26 @@ fn init_tracing(verbosity: u8) {
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
-async fn run(cli: Cli) -> Result<Code, Failure> {
-    let out = Output::new(cli.global.output);
+/// The global options, given before the command's name or after it.
+/// Given before `emulator` or `completions`, which take none, they are
+/// refused rather than ignored: `cfq --queue jobs emulator --strict` would
+/// otherwise start an emulator without the queue.
+fn global_options(cli: &Cli) -> Result<Global, Failure> {
+    match cli.command.global() {
+        Some(after) => Ok(cli.global.merged(after)),
+        None if cli.global.is_empty() && cli.queue.is_none() => Ok(Global::default()),
+        None => Err(Failure::usage(
+            "--queue, --account, --base-url, --output and --verbose before the command do not \
+             apply to `cfq emulator` or `cfq completions`",
+        )
+        .with_hint("the emulator's own options (its --queue, --token) go after `emulator`")),
+    }
+}
+
+async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
+    let out = Output::new(global.output);
     let top_queue = cli.queue;
-    let session = |target: &Target| Session::open(&cli.global, target, top_queue.as_deref(), out);
+    let session = |target: &Target| Session::open(global, target, top_queue.as_deref(), out);
     match cli.command {
         Command::Push(args) => push::push(&session(&args.target)?, &args).await,
         Command::Pull(args) => pull::pull(&session(&args.target)?, &args).await,
@@ -95,7 +115,12 @@ async fn run(cli: Cli) -> Result<Code, Failure> {
         Command::Metrics(args) => admin::metrics(&session(&args.target)?, &args).await,
         Command::Purge(args) => admin::purge(&session(&args.target)?, &args).await,
         Command::Drain(args) => drain::drain(&session(&args.target)?, &args).await,
-        Command::Move(args) => drain::move_messages(&session(&args.target)?, &args).await,
+        Command::Move(args) => {
+            let target = Target {
+                queue: args.from.clone(),
+            };
+            drain::move_messages(&session(&target)?, &args).await
+        }
         Command::Replay(args) => {
             let target = Target {
                 queue: Some(args.to.clone()),

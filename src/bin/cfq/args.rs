@@ -18,7 +18,8 @@ CLOUDFLARE_API_KEY with CLOUDFLARE_EMAIL. The account comes from --account or \
 CLOUDFLARE_ACCOUNT_ID, the queue from --queue or CFQ_QUEUE (its 32-character id, not its name: \
 `wrangler queues list` shows both), and the API root from --base-url or CLOUDFLARE_BASE_URL, \
 which lets cfq talk to `cfq emulator`. Tokens are never taken on the command line, where \
-other users of the machine could read them.
+other users of the machine could read them; the one exception is `cfq emulator --token`, the \
+token the local emulator accepts, not one cfq sends.
 
 Pulling needs HTTP pull enabled on the queue: `wrangler queues consumer http add QUEUE_NAME`, \
 or the queue's settings in the dashboard.";
@@ -88,25 +89,48 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command takes, before or after its name.
-#[derive(Debug, Args)]
+/// Options of every command that talks to the API, before or after its
+/// name. Not clap's `global`: that would offer them to `emulator` and
+/// `completions` too, which have no use for them.
+#[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The account id [default: CLOUDFLARE_ACCOUNT_ID]
-    #[arg(long, global = true, value_name = "ACCOUNT_ID")]
+    #[arg(long, value_name = "ACCOUNT_ID")]
     pub account: Option<String>,
 
     /// The API root, such as an emulator's URL [default: CLOUDFLARE_BASE_URL, or Cloudflare's]
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
     /// How to print results [default: table on a terminal, JSON lines otherwise]
-    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    #[arg(long, value_enum, value_name = "FORMAT")]
     pub output: Option<OutputFormat>,
 
     /// Trace requests on stderr (operation, queue, status, timing; never credentials); -vv for more
-    #[arg(long, short, global = true, action = ArgAction::Count)]
+    #[arg(long, short, action = ArgAction::Count)]
     pub verbose: u8,
+}
+
+impl Global {
+    /// These options given before the command's name, completed by
+    /// `after`, given after it; after wins, as the later flag does in
+    /// most tools.
+    pub fn merged(&self, after: &Global) -> Global {
+        Global {
+            account: after.account.clone().or_else(|| self.account.clone()),
+            base_url: after.base_url.clone().or_else(|| self.base_url.clone()),
+            output: after.output.or(self.output),
+            verbose: self.verbose.saturating_add(after.verbose),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.account.is_none()
+            && self.base_url.is_none()
+            && self.output.is_none()
+            && self.verbose == 0
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -160,6 +184,27 @@ pub enum Command {
     /// Print a shell completion script
     #[command(long_about = COMPLETIONS_LONG)]
     Completions(CompletionsArgs),
+}
+
+impl Command {
+    /// The global options given after the command's name; `None` for the
+    /// commands that do not talk to the API and take none.
+    pub fn global(&self) -> Option<&Global> {
+        match self {
+            Command::Push(a) => Some(&a.global),
+            Command::Pull(a) => Some(&a.global),
+            Command::Ack(a) => Some(&a.global),
+            Command::Retry(a) => Some(&a.global),
+            Command::Extend(a) => Some(&a.global),
+            Command::Peek(a) => Some(&a.global),
+            Command::Metrics(a) => Some(&a.global),
+            Command::Purge(a) => Some(&a.global),
+            Command::Drain(a) => Some(&a.global),
+            Command::Replay(a) => Some(&a.global),
+            Command::Move(a) => Some(&a.global),
+            Command::Emulator(_) | Command::Completions(_) => None,
+        }
+    }
 }
 
 const PUSH_LONG: &str = "\
@@ -270,6 +315,9 @@ pub struct PushArgs {
         default_value_t = 0
     )]
     pub skip: u64,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -278,7 +326,7 @@ pub struct PullArgs {
     pub target: Target,
 
     /// How many messages to lease (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long the messages stay leased, such as 30s (at most 12h) [default: the queue's]
@@ -293,6 +341,9 @@ pub struct PullArgs {
     /// at most 24h)
     #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub retry_after: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -303,6 +354,9 @@ pub struct AckArgs {
     /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -314,9 +368,12 @@ pub struct RetryArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 
-    /// Lease ids from pull; - reads them from stdin
+    /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -328,9 +385,12 @@ pub struct ExtendArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, required = true)]
     pub visibility: Duration,
 
-    /// Lease ids from pull; - reads them from stdin
+    /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -339,8 +399,11 @@ pub struct PeekArgs {
     pub target: Target,
 
     /// How many messages to show (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +414,9 @@ pub struct MetricsArgs {
     /// Print the metrics again every DURATION until interrupted, such as 2s
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub watch: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -358,7 +424,7 @@ pub struct PurgeArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Refs from peek; - reads them from stdin
+    /// Refs from peek; - reads them from stdin, separated by white space
     #[arg(
         value_name = "REF",
         required_unless_present = "all",
@@ -381,6 +447,9 @@ pub struct PurgeArgs {
     /// With --all: how long to wait for the purge to complete
     #[arg(long, requires = "all", conflicts_with = "refs", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
     pub timeout: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -397,12 +466,15 @@ pub struct DrainArgs {
     pub max: Option<u64>,
 
     /// Messages per pull (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long each pulled batch stays leased while it is written
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub visibility: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -422,13 +494,18 @@ pub struct ReplayArgs {
     /// Delay delivery of every message, such as 30s (at most 24h)
     #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    /// The queue to move messages from
-    #[command(flatten)]
-    pub target: Target,
+    /// The id of the queue to move messages from [env: CFQ_QUEUE]
+    // Its own field, not a flattened Target: a doc comment on a flattened
+    // struct does not reach clap, and this queue is the source.
+    #[arg(long = "queue", short = 'q', value_name = "QUEUE_ID")]
+    pub from: Option<String>,
 
     /// The id of the queue to move them to
     #[arg(long, value_name = "QUEUE_ID", required = true)]
@@ -439,12 +516,15 @@ pub struct MoveArgs {
     pub max: Option<u64>,
 
     /// Messages per pull (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long each pulled batch stays leased while it is pushed
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub visibility: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
