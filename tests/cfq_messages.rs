@@ -331,6 +331,74 @@ async fn a_body_from_stdin_loses_one_line_ending() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_prints_a_table_whose_leases_settle() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("tabled")
+        .expect("id");
+    queue
+        .push(cf_queues::Message::text("hello"))
+        .await
+        .expect("push");
+    let mut pull = cfq(&emulator);
+    pull.args([
+        "pull",
+        "-q",
+        "tabled",
+        "--visibility",
+        "10m",
+        "--output",
+        "table",
+    ]);
+    let table = run(pull).await;
+    table.expect_code(0);
+    let rows: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{table:?}");
+    assert_eq!(rows[0], ["ID", "ATTEMPTS", "AGE", "TYPE", "BODY", "LEASE"]);
+    assert_eq!(rows[1].len(), 6, "{table:?}");
+    assert_eq!(rows[1][1..5], ["1", "0s", "text", "hello"]);
+    assert!(table.stderr.contains("used an attempt"), "{table:?}");
+    // The lease column is whole: it settles the message.
+    let mut ack = cfq(&emulator);
+    ack.args(["ack", "-q", "tabled", rows[1][5]]);
+    let acked = run(ack).await;
+    acked.expect_code(0);
+    assert_eq!(acked.one()["acked"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_with_a_delay_keeps_the_message_away_until_then() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("later")
+        .expect("id");
+    queue
+        .push(cf_queues::Message::text("again"))
+        .await
+        .expect("push");
+    let mut pull = cfq(&emulator);
+    pull.args(["pull", "-q", "later", "--visibility", "10m"]);
+    let pulled = run(pull).await.one();
+    let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
+    let mut retry = cfq(&emulator);
+    retry.args(["retry", "-q", "later", "--delay", "2s", &lease]);
+    let retried = run(retry).await;
+    retried.expect_code(0);
+    assert_eq!(retried.one()["retried"], 1);
+    assert!(text_bodies(&emulator, "later").await.is_empty(), "delayed");
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    assert_eq!(text_bodies(&emulator, "later").await, ["again"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_warns_and_ack_retry_settle_by_lease() {
     let emulator = emulator().await;
     let queue = emulator
