@@ -200,6 +200,154 @@ fn every_help_reads_well() {
     );
 }
 
+/// A help text with its line wrapping undone, to find phrases in it.
+fn help(args: &[&str]) -> String {
+    let output = cfq().args(args).output().expect("cfq runs");
+    assert!(output.status.success(), "{args:?}");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn help_says_what_each_option_is_for_where_it_applies() {
+    assert!(
+        help(&["move", "--help"])
+            .contains("-q, --queue <QUEUE_ID> The id of the queue to move messages from"),
+        "{}",
+        help(&["move", "--help"])
+    );
+    // The options of commands that talk to the API are not the emulator's.
+    let emulator = help(&["emulator", "--help"]);
+    for flag in [
+        "--account",
+        "--base-url",
+        "--output",
+        "--verbose",
+        "Global options",
+    ] {
+        assert!(!emulator.contains(flag), "emulator --help offers {flag}");
+    }
+    assert!(!help(&["completions", "--help"]).contains("--account"));
+    for command in ["pull", "peek", "drain", "move"] {
+        assert!(help(&[command, "-h"]).contains("--batch <N>"), "{command}");
+        assert!(
+            help(&[command, "-h"]).contains("--account <ACCOUNT_ID>"),
+            "{command}"
+        );
+    }
+    for command in ["ack", "retry", "extend"] {
+        assert!(
+            help(&[command, "-h"]).contains(
+                "<LEASE>... Lease ids from pull; - reads them from stdin, separated by white space"
+            ),
+            "{command}"
+        );
+    }
+    assert!(help(&["--help"]).contains(
+        "Tokens are never taken on the command line, where other users of the machine could \
+         read them; the one exception is `cfq emulator --token`, the token the local emulator \
+         accepts, not one cfq sends."
+    ));
+    assert!(help(&["push", "--help"]).contains(
+        "A body read from stdin loses one trailing line ending (a newline, or CR LF), as the \
+         shell's $(...) does"
+    ));
+    assert!(
+        help(&["--help"])
+            .contains("a purge --all that started but did not complete within --timeout")
+    );
+}
+
+/// Given before `emulator`, the options of the API commands are refused,
+/// not ignored: the emulator's own --queue goes after its name.
+#[test]
+fn api_options_before_the_emulator_are_refused() {
+    for args in [
+        vec!["--queue", "jobs", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["--account", "abc", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["-v", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["--output", "json", "completions", "bash"],
+    ] {
+        let mut child = cfq()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cfq starts");
+        // An emulator that took the options would serve until stopped.
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                child.kill().expect("kill");
+                panic!("{args:?} started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().expect("cfq exits");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("do not apply to `cfq emulator`"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `cfq emulator | head -1`: the reader takes the first line and goes
+/// away. The emulator keeps serving, and stops cleanly, without a panic.
+#[tokio::test]
+async fn emulator_keeps_serving_once_its_stdout_is_closed() {
+    let mut child = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "pipe-token",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("the first line");
+    drop(reader);
+    let base_url = first
+        .split_whitespace()
+        .last()
+        .expect("the base URL")
+        .to_owned();
+    assert!(base_url.starts_with("http://127.0.0.1:"), "{first}");
+
+    let client = Client::builder()
+        .base_url(base_url)
+        .api_token("pipe-token")
+        .account_id(cf_queues::emulator::EMULATOR_ACCOUNT_ID)
+        .build()
+        .expect("client");
+    let queue = client.queue("piped").expect("id");
+    queue.push(Message::text("still here")).await.expect("push");
+    let pulled = queue.pull(PullOptions::new()).await.expect("pull");
+    assert_eq!(
+        pulled.messages[0].body().text().expect("text"),
+        "still here"
+    );
+
+    // Its "stopping" line meets the closed pipe.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq exits"))
+        .await
+        .expect("no panic");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn completions_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {

@@ -9,6 +9,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use cf_queues::emulator::Fault;
 use cfq_support::{TOKEN, cfq, cfq_at, emulator, run, run_with_stdin};
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
@@ -110,6 +111,90 @@ async fn metrics_watch_prints_until_interrupted() {
             "none when unknown"
         );
     }
+}
+
+/// A metrics call that fails in a way worth trying again (a 503 through
+/// every retry of the library) is reported on stderr, and the watch goes
+/// on; a refusal that would only repeat (bad credentials) ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_watch_keeps_watching_through_transient_errors() {
+    let emulator = emulator().await;
+    // The first call and its two retries.
+    emulator.inject(
+        Fault::status(503)
+            .times(3)
+            .only(cf_queues::emulator::Operation::Metrics),
+    );
+    let mut watch = cfq(&emulator);
+    watch
+        .args(["metrics", "--queue", "watched", "--watch", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (first, stderr) = tokio::task::spawn_blocking(move || {
+        let mut child = watch.spawn().expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let first = BufReader::new(stdout).lines().next();
+        child.kill().expect("kill");
+        let output = child.wait_with_output().expect("reaped");
+        (first, String::from_utf8_lossy(&output.stderr).into_owned())
+    })
+    .await
+    .expect("no panic");
+    let first = first.expect("a sample after the error").expect("utf-8");
+    let sample: Value = serde_json::from_str(&first).expect("json");
+    assert_eq!(sample["backlog_count"], 0);
+    assert_eq!(
+        stderr.matches("cfq: error: ").count(),
+        1,
+        "one line for the failed call: {stderr}"
+    );
+    assert!(stderr.contains("HTTP 503"), "{stderr}");
+
+    let mut refused = cfq(&emulator);
+    refused
+        .env("CLOUDFLARE_API_TOKEN", "not-the-token")
+        .args(["metrics", "--queue", "watched", "--watch", "100ms"]);
+    run(refused).await.expect_code(3);
+}
+
+/// A purge that started but did not complete in time is partial (7): it
+/// goes on, on Cloudflare's side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_all_that_does_not_complete_in_time_is_partial() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/purge"));
+            then.status(200)
+                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
+        })
+        .await;
+    server
+        .mock_async(|when, then| {
+            when.method(GET).path(path("/purge"));
+            then.status(200).json_body(success(
+                json!({"completed": false, "started_at": "2026-11-29T10:00:00Z"}),
+            ));
+        })
+        .await;
+    let mut purge = cfq_at(&server.base_url());
+    purge.args([
+        "purge",
+        "--all",
+        "--yes",
+        "--timeout",
+        "300ms",
+        "--queue",
+        QUEUE,
+    ]);
+    let late = run(purge).await;
+    late.expect_code(7);
+    assert!(
+        late.stderr.contains(&format!(
+            "the purge of {QUEUE} started but did not complete within 300ms"
+        )),
+        "{late:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use cf_queues::emulator::{EmulatorHandle, Fault, Operation, WorkerBody};
+use cf_queues::emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 use cf_queues::{Batch, Message, PullOptions};
-use cfq_support::{cfq, emulator, pull_all_texts, run, temp_dir};
+use cfq_support::{TOKEN, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
@@ -296,6 +296,168 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
     on_queue.sort_by_key(|b| b.trim_start_matches("saved ").parse::<u32>().unwrap_or(0));
     assert_eq!(on_queue, all, "every line of the file, once");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A replay whose batch fails prints the command that resumes it, with
+/// its --delay and its file quoted; run as printed, it pushes the rest,
+/// delayed, and every record lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
+    let emulator = emulator().await;
+    let dir = temp_dir("replay resume");
+    let file = dir.join("dead letters.ndjson");
+    let all = numbered("kept", 250);
+    let lines: Vec<String> = all
+        .iter()
+        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b}).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
+    emulator.inject(Fault::status(500).only(Operation::Batch));
+
+    let mut replay = cfq(&emulator);
+    replay
+        .arg("replay")
+        .arg(&file)
+        .args(["--to", "restored", "--delay", "1m 30s"]);
+    let failed = run(replay).await;
+    failed.expect_code(5);
+    let command = resume_command(&failed.stderr);
+    assert_eq!(
+        command,
+        format!(
+            "cfq replay '{}' --to restored --delay '1m 30s' --skip 100",
+            file.display()
+        )
+    );
+    // Shorter, to wait for it here; the rest of the command as printed.
+    let command = command.replace("'1m 30s'", "3s");
+    let resumed = run(pasted(&cfq(&emulator), &command)).await;
+    resumed.expect_code(0);
+    assert_eq!(resumed.one()["pushed"], 150);
+    assert_eq!(emulator.metrics("restored").backlog_count, 250);
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("restored")
+        .expect("id");
+    assert!(queue.peek(10).await.expect("peek").is_empty(), "delayed");
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    let mut on_queue = pull_all_texts(&emulator, "restored").await;
+    assert_eq!(
+        on_queue.len(),
+        150,
+        "the first 100 are still delayed by 90 s"
+    );
+    on_queue.sort_by_key(|b| b.trim_start_matches("kept ").parse::<u32>().unwrap_or(0));
+    assert_eq!(on_queue, all[100..], "every resumed record, once");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// What `move` leaves behind is pulled once per run, however long the run:
+/// its lease is kept while the run goes (an extension uses no attempt), so
+/// a run that lasts several visibility timeouts neither burns its attempts
+/// nor lets the queue drop it. Identical messages are reported one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
+    // A hand-moved clock, so that identical bodies share a timestamp too;
+    // it then follows the wall clock, for the leases to run out in time.
+    let clock = ManualClock::starting_now();
+    let emulator = Emulator::new()
+        .token(TOKEN)
+        .max_retries(2)
+        .clock(clock.clone())
+        .start()
+        .await
+        .expect("emulator");
+    for _ in 0..3 {
+        emulator.push_from_worker("parked", WorkerBody::Bytes(vec![9, 9]));
+    }
+    for _ in 0..2 {
+        emulator.push_from_worker("parked", WorkerBody::V8(vec![255, 15, 73]));
+    }
+    push_texts(&emulator, "parked", &numbered("parked", 300)).await;
+    let ticking = tokio::spawn(async move {
+        let started = Instant::now();
+        let from = clock.now_ms();
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let now = from + started.elapsed().as_millis() as u64;
+            clock.advance(Duration::from_millis(now.saturating_sub(clock.now_ms())));
+        }
+    });
+    // Six pushes of 50 held 400 ms each: the run lasts over twice the
+    // visibility of 1 s, and the left messages are in its first pull.
+    emulator.inject(
+        Fault::stall_only(Duration::from_millis(400))
+            .times(6)
+            .only(Operation::Batch),
+    );
+    let mut redrive = cfq(&emulator);
+    redrive.args([
+        "move",
+        "-q",
+        "parked",
+        "--to",
+        "live",
+        "--batch",
+        "50",
+        "--visibility",
+        "1s",
+    ]);
+    let started = Instant::now();
+    let moved = run(redrive).await;
+    assert!(started.elapsed() > Duration::from_secs(2), "a long run");
+    moved.expect_code(7);
+    let report = moved.one();
+    assert_eq!(report["moved"], 300);
+    let left: Vec<(&str, u64)> = report["left"]
+        .as_array()
+        .expect("left")
+        .iter()
+        .map(|l| {
+            (
+                l["content_type"].as_str().expect("type"),
+                l["attempts"].as_u64().expect("attempts"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        left,
+        [
+            ("bytes", 1),
+            ("bytes", 1),
+            ("bytes", 1),
+            ("v8", 1),
+            ("v8", 1)
+        ]
+    );
+
+    // Once the run's last extension runs out, they are back, having used
+    // the one attempt of the run's one pull.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let parked = emulator
+        .client()
+        .expect("client")
+        .queue("parked")
+        .expect("id");
+    let back = parked.peek(100).await.expect("peek");
+    let back: Vec<(String, u32)> = back
+        .iter()
+        .map(|m| (m.content_type().to_string(), m.attempts))
+        .collect();
+    assert_eq!(
+        back,
+        [
+            ("bytes".to_owned(), 1),
+            ("bytes".to_owned(), 1),
+            ("bytes".to_owned(), 1),
+            ("v8".to_owned(), 1),
+            ("v8".to_owned(), 1)
+        ],
+        "none dropped, none pulled twice"
+    );
+    ticking.abort();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,8 +6,11 @@ mod cfq_support;
 
 use std::time::Duration;
 
-use cf_queues::emulator::{Emulator, Fault, Operation};
-use cfq_support::{TOKEN, cfq, cfq_at, emulator, pull_all_texts, run, run_with_stdin, temp_dir};
+use cf_queues::emulator::{EMULATOR_ACCOUNT_ID, Emulator, Fault, Operation};
+use cfq_support::{
+    TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, run_with_stdin,
+    temp_dir, text_bodies,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,6 +206,196 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     texts.sort_by_key(|t| t.trim_start_matches("message ").parse::<u32>().unwrap_or(0));
     assert_eq!(texts, lines, "every line once, in order");
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// The hint of a failed run is a whole command: pasted into a shell where
+/// the account and base URL are not in the environment (they were flags),
+/// it pushes the rest of the file to the same queue, as text, with the same
+/// delay, and every line lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
+    let emulator = emulator().await;
+    let dir = temp_dir("it's a $resume");
+    let file = dir.join("lines of mine.ndjson");
+    let lines: Vec<String> = (1..=250).map(|i| json!({"n": i}).to_string()).collect();
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
+    emulator.inject(Fault::status(500).only(Operation::Batch));
+    let flags_only = || {
+        let mut command = cfq(&emulator);
+        command
+            .env_remove("CLOUDFLARE_BASE_URL")
+            .env_remove("CLOUDFLARE_ACCOUNT_ID");
+        command
+    };
+
+    let mut push = flags_only();
+    push.args(["--account", EMULATOR_ACCOUNT_ID, "push", "-q", "resume"])
+        .args(["--base-url", emulator.base_url(), "--text", "--delay", "3s"])
+        .arg("--file")
+        .arg(&file);
+    let failed = run(push).await;
+    failed.expect_code(5);
+    let command = resume_command(&failed.stderr);
+    let quoted = format!("'{}'", file.display().to_string().replace('\'', r"'\''"));
+    assert_eq!(
+        command,
+        format!(
+            "cfq push --queue resume --account {EMULATOR_ACCOUNT_ID} --base-url {} --file {quoted} \
+             --text --delay 3s --skip 100",
+            emulator.base_url()
+        )
+    );
+    assert_eq!(failed.one()["failed"]["resume_command"], command.as_str());
+
+    let resumed = run(pasted(&flags_only(), &command)).await;
+    resumed.expect_code(0);
+    let summary = resumed.one();
+    assert_eq!(
+        (&summary["skipped"], &summary["pushed"]),
+        (&json!(100), &json!(150))
+    );
+    // The delay was repeated: none of the resumed lines is visible yet.
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("resume")
+        .expect("id");
+    let visible = queue.peek(100).await.expect("peek");
+    for message in &visible {
+        let body = message.body().text().expect("pushed as text");
+        assert!(lines[..100].iter().any(|l| l == body), "{body} not delayed");
+    }
+    tokio::time::sleep(Duration::from_millis(3_200)).await;
+    let mut texts = pull_all_texts(&emulator, "resume").await;
+    texts
+        .sort_by_key(|t| serde_json::from_str::<serde_json::Value>(t).expect("json")["n"].as_u64());
+    assert_eq!(texts, lines, "every line once, as text");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// Over Cloudflare's 24 h, a delay is refused while the flags are read:
+/// no line is read, no request is sent, and the exit says usage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delays_over_24h_are_refused_before_anything_is_sent() {
+    let emulator = emulator().await;
+    let dir = temp_dir("long-delays");
+    let file = dir.join("two.ndjson");
+    std::fs::write(&file, "first\nsecond\n").expect("write");
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("waiting")
+        .expect("id");
+    queue
+        .push(cf_queues::Message::text("waiting"))
+        .await
+        .expect("push");
+    let path = file.to_str().expect("utf-8 path");
+    let before = emulator.requests_received();
+    for args in [
+        vec!["push", "-q", "waiting", "--delay", "48h", "--file", path],
+        vec!["push", "-q", "waiting", "--delay", "24h 1s", "body"],
+        vec!["replay", path, "--to", "waiting", "--delay", "25h"],
+        vec!["pull", "-q", "waiting", "--retry-after", "48h"],
+        vec!["retry", "-q", "waiting", "--delay", "2days", "some-lease"],
+    ] {
+        let mut command = cfq(&emulator);
+        command.args(&args);
+        let refused = run(command).await;
+        refused.expect_code(2);
+        assert!(
+            refused.stderr.contains("over the limit of 24h on delays"),
+            "{args:?}: {refused:?}"
+        );
+    }
+    assert_eq!(emulator.requests_received(), before, "nothing was sent");
+    let peeked = queue.peek(10).await.expect("peek");
+    assert_eq!(peeked.len(), 1);
+    assert_eq!(peeked[0].attempts, 0, "not pulled");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_from_stdin_loses_one_line_ending() {
+    let emulator = emulator().await;
+    for input in ["x\n", "crlf\r\n", "two\n\n", "none"] {
+        let mut push = cfq(&emulator);
+        push.args(["push", "-q", "stdin", "-"]);
+        run_with_stdin(push, input).await.expect_code(0);
+    }
+    assert_eq!(
+        text_bodies(&emulator, "stdin").await,
+        ["x", "crlf", "two\n", "none"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pull_prints_a_table_whose_leases_settle() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("tabled")
+        .expect("id");
+    queue
+        .push(cf_queues::Message::text("hello"))
+        .await
+        .expect("push");
+    let mut pull = cfq(&emulator);
+    pull.args([
+        "pull",
+        "-q",
+        "tabled",
+        "--visibility",
+        "10m",
+        "--output",
+        "table",
+    ]);
+    let table = run(pull).await;
+    table.expect_code(0);
+    let rows: Vec<Vec<&str>> = table
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{table:?}");
+    assert_eq!(rows[0], ["ID", "ATTEMPTS", "AGE", "TYPE", "BODY", "LEASE"]);
+    assert_eq!(rows[1].len(), 6, "{table:?}");
+    assert_eq!(rows[1][1..5], ["1", "0s", "text", "hello"]);
+    assert!(table.stderr.contains("used an attempt"), "{table:?}");
+    // The lease column is whole: it settles the message.
+    let mut ack = cfq(&emulator);
+    ack.args(["ack", "-q", "tabled", rows[1][5]]);
+    let acked = run(ack).await;
+    acked.expect_code(0);
+    assert_eq!(acked.one()["acked"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_with_a_delay_keeps_the_message_away_until_then() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("later")
+        .expect("id");
+    queue
+        .push(cf_queues::Message::text("again"))
+        .await
+        .expect("push");
+    let mut pull = cfq(&emulator);
+    pull.args(["pull", "-q", "later", "--visibility", "10m"]);
+    let pulled = run(pull).await.one();
+    let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
+    let mut retry = cfq(&emulator);
+    retry.args(["retry", "-q", "later", "--delay", "2s", &lease]);
+    let retried = run(retry).await;
+    retried.expect_code(0);
+    assert_eq!(retried.one()["retried"], 1);
+    assert!(text_bodies(&emulator, "later").await.is_empty(), "delayed");
+    tokio::time::sleep(Duration::from_millis(2_300)).await;
+    assert_eq!(text_bodies(&emulator, "later").await, ["again"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

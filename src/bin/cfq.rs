@@ -43,8 +43,12 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
-    if cli.global.verbose > 0 {
-        init_tracing(cli.global.verbose);
+    let global = match global_options(&cli) {
+        Ok(global) => global,
+        Err(failure) => return failure.report(),
+    };
+    if global.verbose > 0 {
+        init_tracing(global.verbose);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -53,7 +57,7 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return Failure::local(format_args!("cannot start: {e}")).report(),
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, &global)) {
         Ok(code) => code.into(),
         Err(failure) => failure.report(),
     }
@@ -81,10 +85,26 @@ fn init_tracing(verbosity: u8) {
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
-async fn run(cli: Cli) -> Result<Code, Failure> {
-    let out = Output::new(cli.global.output);
+/// The global options, given before the command's name or after it.
+/// Given before `emulator` or `completions`, which take none, they are
+/// refused rather than ignored: `cfq --queue jobs emulator --strict` would
+/// otherwise start an emulator without the queue.
+fn global_options(cli: &Cli) -> Result<Global, Failure> {
+    match cli.command.global() {
+        Some(after) => Ok(cli.global.merged(after)),
+        None if cli.global.is_empty() && cli.queue.is_none() => Ok(Global::default()),
+        None => Err(Failure::usage(
+            "--queue, --account, --base-url, --output and --verbose before the command do not \
+             apply to `cfq emulator` or `cfq completions`",
+        )
+        .with_hint("the emulator's own options (its --queue, --token) go after `emulator`")),
+    }
+}
+
+async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
+    let out = Output::new(global.output);
     let top_queue = cli.queue;
-    let session = |target: &Target| Session::open(&cli.global, target, top_queue.as_deref(), out);
+    let session = |target: &Target| Session::open(global, target, top_queue.as_deref(), out);
     match cli.command {
         Command::Push(args) => push::push(&session(&args.target)?, &args).await,
         Command::Pull(args) => pull::pull(&session(&args.target)?, &args).await,
@@ -95,7 +115,12 @@ async fn run(cli: Cli) -> Result<Code, Failure> {
         Command::Metrics(args) => admin::metrics(&session(&args.target)?, &args).await,
         Command::Purge(args) => admin::purge(&session(&args.target)?, &args).await,
         Command::Drain(args) => drain::drain(&session(&args.target)?, &args).await,
-        Command::Move(args) => drain::move_messages(&session(&args.target)?, &args).await,
+        Command::Move(args) => {
+            let target = Target {
+                queue: args.from.clone(),
+            };
+            drain::move_messages(&session(&target)?, &args).await
+        }
         Command::Replay(args) => {
             let target = Target {
                 queue: Some(args.to.clone()),
@@ -117,6 +142,10 @@ pub struct Session {
     pub client: Client,
     pub queue: Queue,
     pub out: Output,
+    /// The account, base URL and output options given as flags, as words
+    /// of a command line: a command printed to resume a run repeats them,
+    /// since it may be pasted where the environment differs.
+    pub flags: Vec<String>,
 }
 
 impl Session {
@@ -147,7 +176,26 @@ impl Session {
             .or_else(|| std::env::var("CFQ_QUEUE").ok().filter(|q| !q.is_empty()))
             .ok_or_else(|| Failure::usage("no queue: pass --queue QUEUE_ID or set CFQ_QUEUE"))?;
         let queue = client.queue(&queue_id).map_err(fail)?;
-        Ok(Session { client, queue, out })
+        let mut flags = Vec::new();
+        if let Some(account) = &global.account {
+            flags.extend(["--account".to_owned(), account.clone()]);
+        }
+        if let Some(base_url) = &global.base_url {
+            flags.extend(["--base-url".to_owned(), base_url.clone()]);
+        }
+        if let Some(format) = global.output {
+            let name = match format {
+                args::OutputFormat::Json => "json",
+                args::OutputFormat::Table => "table",
+            };
+            flags.extend(["--output".to_owned(), name.to_owned()]);
+        }
+        Ok(Session {
+            client,
+            queue,
+            out,
+            flags,
+        })
     }
 
     /// What hints name for this session's queue.

@@ -144,3 +144,40 @@ pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<Strin
         }
     }
 }
+
+/// The command a hint says to resume with: what stands between the
+/// backticks of "resume with `…`".
+pub fn resume_command(stderr: &str) -> String {
+    const START: &str = "resume with `";
+    let start = stderr
+        .find(START)
+        .unwrap_or_else(|| panic!("no resume hint in {stderr}"))
+        + START.len();
+    let length = stderr[start..].find('`').expect("the closing backtick");
+    stderr[start..start + length].to_owned()
+}
+
+/// A printed command line run as a user pasting it into bash would: with
+/// `cfq` found on the PATH, and the environment of `like`.
+pub fn pasted(like: &Command, line: &str) -> Command {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_cfq"));
+    let dir = binary.parent().expect("the binary's directory");
+    let path = match std::env::var_os("PATH") {
+        Some(path) => {
+            let mut dirs = vec![dir.to_path_buf()];
+            dirs.extend(std::env::split_paths(&path));
+            std::env::join_paths(dirs).expect("a PATH")
+        }
+        None => dir.as_os_str().to_owned(),
+    };
+    let mut shell = Command::new("bash");
+    shell.arg("-c").arg(line).stdin(Stdio::null());
+    for (key, value) in like.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    shell.env("PATH", path);
+    shell
+}

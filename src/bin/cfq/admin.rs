@@ -3,7 +3,7 @@
 use std::io::{self, BufRead as _, IsTerminal as _, Write as _};
 use std::time::Duration;
 
-use cf_queues::{Metrics, PurgeConfirmation};
+use cf_queues::{Metrics, PurgeConfirmation, RetryClass};
 use serde::Serialize;
 
 use crate::Session;
@@ -28,12 +28,17 @@ struct MetricsLine<'a> {
 
 pub async fn metrics(session: &Session, args: &MetricsArgs) -> Result<Code, Failure> {
     loop {
-        let metrics = session
-            .queue
-            .metrics()
-            .await
-            .map_err(|e| session.fail(&e))?;
-        print_metrics(session, &metrics)?;
+        match session.queue.metrics().await {
+            Ok(metrics) => print_metrics(session, &metrics)?,
+            // A watch is left running on a screen: a blip of the network or
+            // of the API (after the library's own retries) is told and
+            // watched through; what would only fail again ends it.
+            Err(e) if args.watch.is_some() && e.retry_class() != RetryClass::Permanent => {
+                let failure = session.fail(&e);
+                note(format_args!("error: {} (watching on)", failure.message));
+            }
+            Err(e) => return Err(session.fail(&e)),
+        }
         let Some(every) = args.watch else {
             return Ok(Code::Ok);
         };
@@ -138,11 +143,16 @@ async fn purge_all(session: &Session, args: &PurgeArgs) -> Result<Code, Failure>
         if status.completed == Some(true) {
             return report_purge(session, true, status.started_at.as_deref());
         }
+        // Partial, not a local failure: the purge was accepted and goes on;
+        // only its end was not seen.
         if started.elapsed() >= args.timeout {
-            return Err(Failure::local(format_args!(
-                "the purge of {queue_id} started but did not complete within {}",
-                humantime::format_duration(args.timeout)
-            ))
+            return Err(Failure::new(
+                Code::Partial,
+                format_args!(
+                    "the purge of {queue_id} started but did not complete within {}",
+                    humantime::format_duration(args.timeout)
+                ),
+            )
             .with_hint(format_args!(
                 "it goes on; see `cfq metrics --queue {queue_id}`"
             )));

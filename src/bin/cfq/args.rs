@@ -18,7 +18,8 @@ CLOUDFLARE_API_KEY with CLOUDFLARE_EMAIL. The account comes from --account or \
 CLOUDFLARE_ACCOUNT_ID, the queue from --queue or CFQ_QUEUE (its 32-character id, not its name: \
 `wrangler queues list` shows both), and the API root from --base-url or CLOUDFLARE_BASE_URL, \
 which lets cfq talk to `cfq emulator`. Tokens are never taken on the command line, where \
-other users of the machine could read them.
+other users of the machine could read them; the one exception is `cfq emulator --token`, the \
+token the local emulator accepts, not one cfq sends.
 
 Pulling needs HTTP pull enabled on the queue: `wrangler queues consumer http add QUEUE_NAME`, \
 or the queue's settings in the dashboard.";
@@ -41,7 +42,8 @@ Exit codes:
   5  API error: any other failure answered by the API
   6  network: the API could not be reached, or did not answer in time
   7  partial: the command ran to its end but left something behind: lines of a file
-     not pushed, messages not moved, leases or refs answered with warnings
+     not pushed, messages not moved, leases or refs answered with warnings, a purge --all
+     that started but did not complete within --timeout
 
 The message file format (what `drain` writes, `push --file` and `replay` read):
   UTF-8, one message per line. Blank lines are skipped. A line that is a JSON object with a
@@ -61,8 +63,9 @@ The message file format (what `drain` writes, `push --file` and `replay` read):
   a JSON object that has a top-level \"cfq\" key of its own, write it as a record:
   {\"cfq\":1,\"content_type\":\"json\",\"body\":{…}}.
   A line that starts like a record but does not parse (as a line torn by a crash) is refused,
-  never pushed as text. Records whose body HTTP cannot push (bytes, v8, JSON that is not an
-  object) stay in the file and are reported by line number; nothing is dropped.";
+  never pushed as text; so is a last line without a line ending that is the start of a
+  record's opening ({, {\"c, {\"cf…). Records whose body HTTP cannot push (bytes, v8, JSON
+  that is not an object) stay in the file and are reported by line number; nothing is dropped.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -86,25 +89,48 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every command takes, before or after its name.
-#[derive(Debug, Args)]
+/// Options of every command that talks to the API, before or after its
+/// name. Not clap's `global`: that would offer them to `emulator` and
+/// `completions` too, which have no use for them.
+#[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The account id [default: CLOUDFLARE_ACCOUNT_ID]
-    #[arg(long, global = true, value_name = "ACCOUNT_ID")]
+    #[arg(long, value_name = "ACCOUNT_ID")]
     pub account: Option<String>,
 
     /// The API root, such as an emulator's URL [default: CLOUDFLARE_BASE_URL, or Cloudflare's]
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
     /// How to print results [default: table on a terminal, JSON lines otherwise]
-    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    #[arg(long, value_enum, value_name = "FORMAT")]
     pub output: Option<OutputFormat>,
 
     /// Trace requests on stderr (operation, queue, status, timing; never credentials); -vv for more
-    #[arg(long, short, global = true, action = ArgAction::Count)]
+    #[arg(long, short, action = ArgAction::Count)]
     pub verbose: u8,
+}
+
+impl Global {
+    /// These options given before the command's name, completed by
+    /// `after`, given after it; after wins, as the later flag does in
+    /// most tools.
+    pub fn merged(&self, after: &Global) -> Global {
+        Global {
+            account: after.account.clone().or_else(|| self.account.clone()),
+            base_url: after.base_url.clone().or_else(|| self.base_url.clone()),
+            output: after.output.or(self.output),
+            verbose: self.verbose.saturating_add(after.verbose),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.account.is_none()
+            && self.base_url.is_none()
+            && self.output.is_none()
+            && self.verbose == 0
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -160,20 +186,43 @@ pub enum Command {
     Completions(CompletionsArgs),
 }
 
+impl Command {
+    /// The global options given after the command's name; `None` for the
+    /// commands that do not talk to the API and take none.
+    pub fn global(&self) -> Option<&Global> {
+        match self {
+            Command::Push(a) => Some(&a.global),
+            Command::Pull(a) => Some(&a.global),
+            Command::Ack(a) => Some(&a.global),
+            Command::Retry(a) => Some(&a.global),
+            Command::Extend(a) => Some(&a.global),
+            Command::Peek(a) => Some(&a.global),
+            Command::Metrics(a) => Some(&a.global),
+            Command::Purge(a) => Some(&a.global),
+            Command::Drain(a) => Some(&a.global),
+            Command::Replay(a) => Some(&a.global),
+            Command::Move(a) => Some(&a.global),
+            Command::Emulator(_) | Command::Completions(_) => None,
+        }
+    }
+}
+
 const PUSH_LONG: &str = "\
 Push one message, or every line of a file.
 
 With BODY (or - to read the body from stdin), pushes one text message, or a JSON message with \
---json (the body must then be a JSON object).
+--json (the body must then be a JSON object). A body read from stdin loses one trailing line \
+ending (a newline, or CR LF), as the shell's $(...) does: `echo x | cfq push -q Q -` pushes \
+\"x\". Other line endings are kept.
 
 With --file, pushes every line of a message file (see `cfq --help` for the format): plain \
 lines and cfq records, any number of them, in batches that fit Cloudflare's limits. A line \
 that cannot be pushed is reported by its number and the others still go. Batches are sent in \
 order and the run stops at the first batch that fails, reporting the lines it held and the \
---skip N that resumes right there. Without a terminal, a line on stderr follows every batch \
-that landed, so that a killed run can be resumed from its log. A batch that failed in a way \
-that leaves it unknown whether it landed (a 5xx, a timeout) is said to be so: resuming may \
-push it twice.";
+whole command that resumes right there: the same queue and flags, with --skip N, quoted for \
+the shell. Without a terminal, a line on stderr follows every batch that landed, so that a \
+killed run can be resumed from its log. A batch that failed in a way that leaves it unknown \
+whether it landed (a 5xx, a timeout) is said to be so: resuming may push it twice.";
 
 const PULL_LONG: &str = "\
 Lease up to --batch messages for --visibility and print them, with the body decoded.
@@ -210,9 +259,11 @@ can push, and acknowledge each message only after the push holding it landed.
 
 At least once: a message whose push landed but whose acknowledgement did not is on both \
 queues. A message whose body HTTP cannot push (bytes, v8, JSON that is not an object) is \
-left on its queue, unacknowledged, and reported; it comes back after --visibility, with the \
-attempt its pull used (as after any pull: a message left behind by many runs reaches the \
-queue's max_retries like any other).";
+left on its queue, unacknowledged, and reported. While the run goes, its lease is extended \
+(which uses no attempt), so that the run never pulls it twice, however long it lasts; it comes \
+back on its queue --visibility after the run ends, having used the one attempt of its pull (a \
+message left behind by many runs reaches the queue's max_retries like any other). Should its \
+lease not be kept (the extensions fail), the run stops early rather than pull it again.";
 
 const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
@@ -244,7 +295,7 @@ pub struct PushArgs {
     pub json: bool,
 
     /// Delay delivery, such as 30s or 5m (at most 24h)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 
     /// Push every line of a message file (- for stdin)
@@ -264,6 +315,9 @@ pub struct PushArgs {
         default_value_t = 0
     )]
     pub skip: u64,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -272,7 +326,7 @@ pub struct PullArgs {
     pub target: Target,
 
     /// How many messages to lease (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long the messages stay leased, such as 30s (at most 12h) [default: the queue's]
@@ -283,9 +337,13 @@ pub struct PullArgs {
     #[arg(long, conflicts_with = "retry_after")]
     pub ack: bool,
 
-    /// Give the messages back once printed, to be delivered again after DURATION (0s: at once)
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Give the messages back once printed, to be delivered again after DURATION (0s: at once;
+    /// at most 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub retry_after: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -296,6 +354,9 @@ pub struct AckArgs {
     /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -303,13 +364,16 @@ pub struct RetryArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Deliver the messages again after this delay [default: at once]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Deliver the messages again after this delay, at most 24h [default: at once]
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
 
-    /// Lease ids from pull; - reads them from stdin
+    /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -321,9 +385,12 @@ pub struct ExtendArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, required = true)]
     pub visibility: Duration,
 
-    /// Lease ids from pull; - reads them from stdin
+    /// Lease ids from pull; - reads them from stdin, separated by white space
     #[arg(value_name = "LEASE", required = true)]
     pub leases: Vec<String>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -332,8 +399,11 @@ pub struct PeekArgs {
     pub target: Target,
 
     /// How many messages to show (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -344,6 +414,9 @@ pub struct MetricsArgs {
     /// Print the metrics again every DURATION until interrupted, such as 2s
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub watch: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -351,7 +424,7 @@ pub struct PurgeArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Refs from peek; - reads them from stdin
+    /// Refs from peek; - reads them from stdin, separated by white space
     #[arg(
         value_name = "REF",
         required_unless_present = "all",
@@ -374,6 +447,9 @@ pub struct PurgeArgs {
     /// With --all: how long to wait for the purge to complete
     #[arg(long, requires = "all", conflicts_with = "refs", value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
     pub timeout: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -390,12 +466,15 @@ pub struct DrainArgs {
     pub max: Option<u64>,
 
     /// Messages per pull (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long each pulled batch stays leased while it is written
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub visibility: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -412,16 +491,21 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub skip: u64,
 
-    /// Delay delivery of every message, such as 30s
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Delay delivery of every message, such as 30s (at most 24h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub delay: Option<Duration>,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    /// The queue to move messages from
-    #[command(flatten)]
-    pub target: Target,
+    /// The id of the queue to move messages from [env: CFQ_QUEUE]
+    // Its own field, not a flattened Target: a doc comment on a flattened
+    // struct does not reach clap, and this queue is the source.
+    #[arg(long = "queue", short = 'q', value_name = "QUEUE_ID")]
+    pub from: Option<String>,
 
     /// The id of the queue to move them to
     #[arg(long, value_name = "QUEUE_ID", required = true)]
@@ -432,12 +516,15 @@ pub struct MoveArgs {
     pub max: Option<u64>,
 
     /// Messages per pull (1 to 100)
-    #[arg(long, short = 'n', default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch: u32,
 
     /// How long each pulled batch stays leased while it is pushed
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub visibility: Duration,
+
+    #[command(flatten)]
+    pub global: Global,
 }
 
 #[derive(Debug, Args)]
@@ -522,6 +609,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (expected a duration such as 30s, 5m or 1h)"))
 }
 
+/// A delay of delivery: a duration of at most 24 hours, Cloudflare's
+/// limit. Refused while parsing, so that nothing is read or sent with it.
+pub fn parse_delay(text: &str) -> Result<Duration, String> {
+    let delay = parse_duration(text)?;
+    if delay > cf_queues::limits::MAX_DELAY {
+        return Err("over the limit of 24h on delays; nothing was sent".into());
+    }
+    Ok(delay)
+}
+
 fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|e| format!("{e} (expected an address like 127.0.0.1:8787)"))
@@ -557,5 +654,10 @@ mod tests {
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
         assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_delay("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(
+            parse_delay("48h"),
+            Err("over the limit of 24h on delays; nothing was sent".into())
+        );
     }
 }

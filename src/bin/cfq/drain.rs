@@ -5,13 +5,18 @@
 //! one after the push holding it landed. A crash in between leaves the
 //! message in both places (at least once), never in neither.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::convert::Infallible;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead as _, BufReader, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
+use std::time::Duration;
 
-use cf_queues::{Acks, BatchPlanner, Message, PullOptions, PulledMessage, Queue};
+use cf_queues::limits::MAX_PULL_BATCH_SIZE;
+use cf_queues::{Acks, BatchPlanner, LeaseId, Message, PullOptions, PulledMessage, Queue};
 use serde::Serialize;
+use tokio::time::Instant;
 
 use crate::Session;
 use crate::args::{DrainArgs, MoveArgs};
@@ -182,17 +187,33 @@ struct Moved<'a> {
     from: &'a str,
     to: &'a str,
     moved: u64,
-    /// Messages left on their queue, with why.
+    /// Messages left on their queue, with why: one entry per message, since
+    /// a run pulls each message at most once (see [`keep_leased`]).
     left: Vec<Left>,
+    /// Why the run stopped before the queue was empty, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
 struct Left {
+    /// The id of the delivery that left it. Cloudflare does not promise
+    /// ids stable across deliveries: it names the message in this report,
+    /// not for a later run.
     id: String,
     attempts: u32,
     timestamp_ms: u64,
     content_type: String,
     reason: String,
+}
+
+/// The lease of a message `move` left behind, kept until the run ends.
+struct Held {
+    lease: LeaseId,
+    /// The earliest its lease may run out: when the request that set it
+    /// was sent, plus the visibility timeout. The server started counting
+    /// when the request arrived, later, so its lease lasts at least this.
+    until: Instant,
 }
 
 pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, Failure> {
@@ -211,11 +232,40 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
         to: destination.id(),
         moved: 0,
         left: Vec::new(),
+        stopped: None,
     };
-    // Messages left behind stay leased until the visibility timeout, so a
-    // later pull does not see them again; if one does (a long run), the
-    // run has gone round the queue and stops.
-    let mut left_seen: HashSet<(u64, String)> = HashSet::new();
+    let held = RefCell::new(Vec::new());
+    // The leases are kept in the same task as the run, beside it: when the
+    // run ends, so does the keeping, and the leases run out on their own.
+    tokio::select! {
+        result = redrive(session, &destination, args, &held, &mut report) => result?,
+        never = keep_leased(source, &held, args.visibility) => match never {},
+    }
+    print_moved(session, &report)?;
+    Ok(if report.left.is_empty() && report.stopped.is_none() {
+        Code::Ok
+    } else {
+        Code::Partial
+    })
+}
+
+/// Pulls, pushes and acknowledges until a pull comes back empty.
+///
+/// A message it cannot push stays leased, and [`keep_leased`] extends its
+/// lease while the run goes: a second pull of it would use a second
+/// attempt, and enough of them make the queue drop it. Should its lease
+/// be about to run out anyway (the extensions failed), the run stops
+/// before its next pull rather than pull that message again.
+async fn redrive(
+    session: &Session,
+    destination: &Queue,
+    args: &MoveArgs,
+    held: &RefCell<Vec<Held>>,
+    report: &mut Moved<'_>,
+) -> Result<(), Failure> {
+    let source = &session.queue;
+    // Room for the pull to reach the server before a lease runs out.
+    let margin = args.visibility / 4;
     let mut pulled: u64 = 0;
     loop {
         let want = match args.max {
@@ -223,9 +273,18 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
             Some(max) => u32::try_from(max - pulled).map_or(args.batch, |n| n.min(args.batch)),
             None => args.batch,
         };
+        let earliest = held.borrow().iter().map(|h| h.until).min();
+        if earliest.is_some_and(|until| until <= Instant::now() + margin) {
+            let reason = "the leases of the messages left behind could not be extended; \
+                          a further pull could take them again, using another of their attempts";
+            note(format_args!("stopping early: {reason}"));
+            report.stopped = Some(reason.to_owned());
+            break;
+        }
         let options = PullOptions::new()
             .batch_size(want)
             .visibility_timeout(args.visibility);
+        let sent = Instant::now();
         let batch = source.pull(options).await.map_err(|e| session.fail(&e))?;
         if batch.messages.is_empty() {
             break;
@@ -233,7 +292,6 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
         pulled += batch.messages.len() as u64;
         let mut planner = BatchPlanner::new(*session.client.limits());
         let mut planned = Vec::new();
-        let mut seen_again = 0;
         for (index, message) in batch.messages.iter().enumerate() {
             let refused = match Message::try_from(message) {
                 Ok(pushable) => match planner.add(index, pushable) {
@@ -245,10 +303,10 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
                 },
                 Err(e) => e.to_string(),
             };
-            if !left_seen.insert(fingerprint(message)) {
-                seen_again += 1;
-                continue;
-            }
+            held.borrow_mut().push(Held {
+                lease: message.lease_id.clone(),
+                until: sent + args.visibility,
+            });
             note(format_args!(
                 "message {} left on {}: {refused}",
                 message.id,
@@ -263,9 +321,6 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
             });
         }
         planned.extend(planner.finish());
-        if planned.is_empty() && seen_again == batch.messages.len() {
-            break;
-        }
         for full in planned {
             let (indices, result) = destination.push_planned(full).await;
             let moving: Vec<&PulledMessage> = indices
@@ -273,7 +328,7 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
                 .filter_map(|&i| batch.messages.get(i))
                 .collect();
             if let Err(e) = result {
-                return Err(Failure::call(&e, &session.context_for(&destination)).with_hint(
+                return Err(Failure::call(&e, &session.context_for(destination)).with_hint(
                     format_args!(
                         "{} not moved: {}; they stay on {} and come back after the visibility timeout",
                         plural(moving.len() as u64, "message"),
@@ -291,12 +346,48 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
             report.moved += moving.len() as u64;
         }
     }
-    print_moved(session, &report)?;
-    Ok(if report.left.is_empty() {
-        Code::Ok
-    } else {
-        Code::Partial
-    })
+    Ok(())
+}
+
+/// Extends the leases of the messages left behind, every third of the
+/// visibility timeout, for as long as it is polled. An extension uses no
+/// attempt. A lease the API did not extend keeps its old `until`, which
+/// [`redrive`] watches.
+async fn keep_leased(queue: &Queue, held: &RefCell<Vec<Held>>, visibility: Duration) -> Infallible {
+    loop {
+        tokio::time::sleep(visibility / 3).await;
+        let leases: Vec<LeaseId> = held.borrow().iter().map(|h| h.lease.clone()).collect();
+        // As many as a pull returns: a size every server takes.
+        for chunk in leases.chunks(MAX_PULL_BATCH_SIZE as usize) {
+            let sent = Instant::now();
+            match queue.extend(chunk, visibility).await {
+                Ok(outcome) => {
+                    warn_about(&outcome.warnings, "lease");
+                    // A warning without a subject could be about any of them.
+                    if outcome.warnings.iter().any(|w| w.subject.is_none()) {
+                        continue;
+                    }
+                    let kept: HashSet<&LeaseId> = chunk
+                        .iter()
+                        .filter(|lease| {
+                            !outcome
+                                .warnings
+                                .iter()
+                                .any(|w| w.subject.as_deref() == Some(lease.as_str()))
+                        })
+                        .collect();
+                    for h in held.borrow_mut().iter_mut() {
+                        if kept.contains(&h.lease) {
+                            h.until = sent + visibility;
+                        }
+                    }
+                }
+                Err(e) => note(format_args!(
+                    "warning: could not extend the leases of the messages left behind: {e}"
+                )),
+            }
+        }
+    }
 }
 
 async fn settle(
@@ -316,11 +407,6 @@ async fn settle(
     Ok(())
 }
 
-/// What tells a message apart across deliveries: ids are not stable.
-fn fingerprint(message: &PulledMessage) -> (u64, String) {
-    (message.timestamp_ms, message.body().raw().to_owned())
-}
-
 fn print_moved(session: &Session, report: &Moved<'_>) -> Result<(), Failure> {
     if session.out.json() {
         return session.out.json_line(report);
@@ -331,6 +417,9 @@ fn print_moved(session: &Session, report: &Moved<'_>) -> Result<(), Failure> {
         report.from,
         report.to
     ))?;
+    if let Some(reason) = &report.stopped {
+        session.out.line(&format!("stopped early: {reason}"))?;
+    }
     if !report.left.is_empty() {
         session.out.line(&format!(
             "{} left on {} (HTTP cannot push their bodies):",

@@ -172,8 +172,10 @@ pub enum Line {
     NotPushable(String),
 }
 
-/// Reads one line (without its line ending).
-pub fn parse(line: &str, text_only: bool) -> Line {
+/// Reads one line (without its line ending). `terminated` says whether a
+/// line ending closed it: only the last line of a file can lack one, and
+/// that is where a write cut short by a crash ends.
+pub fn parse_line(line: &str, text_only: bool, terminated: bool) -> Line {
     if line.trim().is_empty() {
         return Line::Blank;
     }
@@ -194,6 +196,9 @@ pub fn parse(line: &str, text_only: bool) -> Line {
         _ if looks_like_record(trimmed) => {
             Line::Bad("starts like a cfq record but is not valid JSON (a torn line?)".into())
         }
+        _ if !terminated && torn_opening(trimmed) => Line::Bad(
+            "the file ends with the start of a cfq record, not a whole line (a torn line?)".into(),
+        ),
         _ => Line::Message(Message::text(line)),
     }
 }
@@ -202,7 +207,21 @@ fn looks_like_record(trimmed: &str) -> bool {
     trimmed
         .trim_start_matches('{')
         .trim_start()
-        .starts_with("\"cfq\"")
+        .starts_with(RECORD_KEY)
+}
+
+/// How every record opens, after its `{`.
+const RECORD_KEY: &str = "\"cfq\"";
+
+/// A record cut within its first bytes (`{`, `{"c`) no longer says it is
+/// one. Such a fragment at the very end of a file, with no line ending, is
+/// what a crash mid-write leaves; as a hand-written message it would be
+/// odd, and refusing it keeps it in the file, where it can be looked at.
+fn torn_opening(trimmed: &str) -> bool {
+    match trimmed.strip_prefix('{') {
+        Some(rest) => RECORD_KEY.starts_with(rest.trim_start()),
+        None => false,
+    }
 }
 
 fn record(object: Map<String, Value>) -> Line {
@@ -256,9 +275,18 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// One line of a file: its number, its text (or why it is not text), and
-/// how many bytes it took in the file.
-pub type NumberedLine = (u64, Result<String, String>, usize);
+/// One line of a file.
+#[derive(Debug)]
+pub struct NumberedLine {
+    /// From 1.
+    pub number: u64,
+    /// Its text without the line ending, or why it is not text.
+    pub text: Result<String, String>,
+    /// How many bytes it took in the file, line ending included.
+    pub bytes: usize,
+    /// Whether a line ending closed it (all but maybe the last line do).
+    pub terminated: bool,
+}
 
 /// Reads the lines of a message file one by one, numbered from 1, without
 /// their line endings (`\n`, or `\r\n`).
@@ -285,7 +313,8 @@ impl<R: BufRead> Lines<R> {
             return Ok(None);
         }
         self.number += 1;
-        if self.buffer.last() == Some(&b'\n') {
+        let terminated = self.buffer.last() == Some(&b'\n');
+        if terminated {
             self.buffer.pop();
             if self.buffer.last() == Some(&b'\r') {
                 self.buffer.pop();
@@ -293,13 +322,23 @@ impl<R: BufRead> Lines<R> {
         }
         let text = String::from_utf8(std::mem::take(&mut self.buffer))
             .map_err(|_| "not UTF-8 text".to_owned());
-        Ok(Some((self.number, text, read)))
+        Ok(Some(NumberedLine {
+            number: self.number,
+            text,
+            bytes: read,
+            terminated,
+        }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line that a line ending closed.
+    fn parse(line: &str, text_only: bool) -> Line {
+        parse_line(line, text_only, true)
+    }
 
     fn message(line: &str) -> Message {
         match parse(line, false) {
@@ -352,17 +391,57 @@ mod tests {
     fn line_endings() {
         let mut lines = Lines::new(&b"a\r\nb\n\xff\nc"[..]);
         let mut seen = Vec::new();
-        while let Some((n, text, _)) = lines.next_line().unwrap() {
-            seen.push((n, text.ok()));
+        while let Some(line) = lines.next_line().unwrap() {
+            seen.push((line.number, line.text.ok(), line.terminated));
         }
         assert_eq!(
             seen,
             [
-                (1, Some("a".into())),
-                (2, Some("b".into())),
-                (3, None),
-                (4, Some("c".into()))
+                (1, Some("a".into()), true),
+                (2, Some("b".into()), true),
+                (3, None, true),
+                (4, Some("c".into()), false)
             ]
         );
+    }
+
+    #[test]
+    fn a_record_torn_in_its_first_bytes_ends_no_file_as_text() {
+        for tail in [
+            "{",
+            "{\"",
+            "{\"c",
+            "{\"cf",
+            "{\"cfq",
+            "{\"cfq\"",
+            "  { \"cf",
+            "{\"cfq\":1,\"co",
+        ] {
+            assert!(
+                matches!(parse_line(tail, false, false), Line::Bad(_)),
+                "{tail:?}"
+            );
+        }
+        // Not a prefix of a record's opening, or closed by a line ending:
+        // text, as any other line.
+        for (line, terminated) in [
+            ("{\"cx", false),
+            ("{c", false),
+            ("{ not json", false),
+            ("x{\"cf", false),
+            ("{\"cf", true),
+            ("{", true),
+        ] {
+            assert_eq!(
+                match parse_line(line, false, terminated) {
+                    Line::Message(m) => m,
+                    other => panic!("{line:?}: {other:?}"),
+                },
+                Message::text(line),
+                "{line:?}"
+            );
+        }
+        // --text pushes every line as text, fragments included.
+        assert!(matches!(parse_line("{\"cf", true, false), Line::Message(_)));
     }
 }

@@ -4,7 +4,10 @@
 //! `BatchPlanner`, tagged with line numbers. Batches go one at a time, in
 //! file order, and the run stops at the first one that fails: every line
 //! before it is then settled (pushed, or reported as refused), so
-//! `--skip FIRST_LINE_OF_THE_BATCH - 1` resumes exactly there.
+//! `--skip FIRST_LINE_OF_THE_BATCH - 1` resumes exactly there. The hint
+//! that says so is a whole command, shell-quoted, with every flag that
+//! shapes the run: pasted elsewhere, a `--skip` alone would push the rest
+//! of the file to the wrong queue, or without its delay.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read as _};
@@ -19,15 +22,23 @@ use crate::Session;
 use crate::args::{PushArgs, ReplayArgs};
 use crate::exit::{Code, Failure, may_have_landed};
 use crate::ndjson::{Line, Lines};
-use crate::output::{line_ranges, note, plural};
+use crate::output::{command_line, line_ranges, note, plural};
 
 pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     if let Some(file) = &args.file {
+        let mut command = words(["cfq", "push", "--queue", session.queue.id()]);
+        command.extend(session.flags.iter().cloned());
+        command.extend(words(["--file"]));
+        command.push(file.to_string_lossy().into_owned());
+        if args.text {
+            command.extend(words(["--text"]));
+        }
+        command.extend(delay_flag(args.delay));
         let options = FileOptions {
             text_only: args.text,
             skip: args.skip,
             delay: args.delay,
-            command: format!("cfq push --file {}", file.display()),
+            command,
         };
         return push_file(session, file, &options).await;
     }
@@ -37,7 +48,7 @@ pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
             io::stdin().read_to_string(&mut body).map_err(|e| {
                 Failure::local(format_args!("cannot read the body from stdin: {e}"))
             })?;
-            body
+            without_one_line_ending(body)
         }
         Some(body) => body.to_owned(),
         None => return Err(Failure::usage("give a BODY, - for stdin, or --file")),
@@ -70,26 +81,55 @@ pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     Ok(Code::Ok)
 }
 
+/// `echo x | cfq push -q Q -` means the body "x": the newline is echo's,
+/// not the user's. One line ending goes, as `$(...)` would take it; only
+/// one, so that a body meant to end with a blank line keeps it.
+fn without_one_line_ending(mut body: String) -> String {
+    if body.ends_with('\n') {
+        body.pop();
+        if body.ends_with('\r') {
+            body.pop();
+        }
+    }
+    body
+}
+
 pub async fn replay(session: &Session, args: &ReplayArgs) -> Result<Code, Failure> {
+    let mut command = words(["cfq", "replay"]);
+    command.push(args.file.to_string_lossy().into_owned());
+    command.extend(words(["--to", session.queue.id()]));
+    command.extend(session.flags.iter().cloned());
+    command.extend(delay_flag(args.delay));
     let options = FileOptions {
         text_only: false,
         skip: args.skip,
         delay: args.delay,
-        command: format!(
-            "cfq replay {} --to {}",
-            args.file.display(),
-            session.queue.id()
-        ),
+        command,
     };
     push_file(session, &args.file, &options).await
+}
+
+fn words<const N: usize>(words: [&str; N]) -> Vec<String> {
+    words.iter().map(|w| (*w).to_owned()).collect()
+}
+
+/// `--delay D` as a resume command repeats it: `humantime`'s form, which
+/// `parse_duration` reads back to the same duration.
+fn delay_flag(delay: Option<Duration>) -> Vec<String> {
+    delay.map_or_else(Vec::new, |delay| {
+        vec![
+            "--delay".to_owned(),
+            humantime::format_duration(delay).to_string(),
+        ]
+    })
 }
 
 struct FileOptions {
     text_only: bool,
     skip: u64,
     delay: Option<Duration>,
-    /// The command to resume with, for hints.
-    command: String,
+    /// The command that resumes the run, as words, without its `--skip`.
+    command: Vec<String>,
 }
 
 /// The summary of a file pushed, printed at the end.
@@ -123,6 +163,8 @@ struct FailedBatch {
     may_have_landed: bool,
     /// `--skip` this to resume at the batch.
     resume_skip: u64,
+    /// The whole command that resumes at the batch, shell-quoted.
+    resume_command: String,
 }
 
 async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Result<Code, Failure> {
@@ -140,17 +182,23 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
         let next = lines
             .next_line()
             .map_err(|e| Failure::local(format_args!("cannot read {}: {e}", path.display())))?;
-        let Some((number, text, taken)) = next else {
+        let Some(crate::ndjson::NumberedLine {
+            number,
+            text,
+            bytes,
+            terminated,
+        }) = next
+        else {
             break;
         };
-        progress.inc(taken as u64);
+        progress.inc(bytes as u64);
         summary.lines = number;
         if number <= options.skip {
             summary.skipped += 1;
             continue;
         }
         let parsed = match text {
-            Ok(text) => crate::ndjson::parse(&text, options.text_only),
+            Ok(text) => crate::ndjson::parse_line(&text, options.text_only, terminated),
             Err(reason) => Line::Bad(reason),
         };
         let message = match parsed {
@@ -190,11 +238,19 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
         stopped = send(&session.queue, last, &mut summary, &progress).await;
     }
     progress.finish_and_clear();
+    if let Some(failed) = &mut summary.failed {
+        let mut command = options.command.clone();
+        command.extend(["--skip".to_owned(), failed.resume_skip.to_string()]);
+        failed.resume_command = command_line(&command);
+    }
     print_summary(session, &summary)?;
     if let Some(error) = stopped {
         let mut failure = session.fail(&error);
-        let resume = summary.failed.as_ref().map_or(0, |f| f.resume_skip);
-        let resume_hint = format!("resume with `{} --skip {resume}`", options.command);
+        let resume = summary
+            .failed
+            .as_ref()
+            .map_or("", |f| f.resume_command.as_str());
+        let resume_hint = format!("resume with `{resume}`");
         failure.hint = Some(match failure.hint {
             Some(hint) => format!("{hint}; then {resume_hint}"),
             None => resume_hint,
@@ -252,6 +308,8 @@ async fn send(
                 error: error.to_string(),
                 may_have_landed: landed,
                 resume_skip: first.saturating_sub(1),
+                // Filled in by the caller, which knows the command.
+                resume_command: String::new(),
             });
             Some(error)
         }
@@ -289,14 +347,14 @@ fn print_summary(session: &Session, summary: &Summary) -> Result<(), Failure> {
     }
     if let Some(failed) = &summary.failed {
         out.line(&format!(
-            "stopped at the batch of lines {}{}; resume with --skip {}",
+            "stopped at the batch of lines {}{}; resume with `{}`",
             line_ranges(&failed.lines),
             if failed.may_have_landed {
                 " (it may have landed)"
             } else {
                 ""
             },
-            failed.resume_skip
+            failed.resume_command
         ))?;
     }
     Ok(())
@@ -325,4 +383,37 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdin_loses_one_line_ending() {
+        for (read, body) in [
+            ("x\n", "x"),
+            ("x\r\n", "x"),
+            ("x\n\n", "x\n"),
+            ("x", "x"),
+            ("\n", ""),
+            ("x\r", "x\r"),
+        ] {
+            assert_eq!(without_one_line_ending(read.to_owned()), body, "{read:?}");
+        }
+    }
+
+    #[test]
+    fn delays_are_repeated_as_parse_duration_reads_them() {
+        for delay in [
+            Duration::from_secs(30),
+            Duration::from_millis(1_500),
+            Duration::from_secs(86_400),
+        ] {
+            let flag = delay_flag(Some(delay));
+            assert_eq!(flag[0], "--delay");
+            assert_eq!(crate::args::parse_delay(&flag[1]), Ok(delay));
+        }
+        assert!(delay_flag(None).is_empty());
+    }
 }
