@@ -299,6 +299,30 @@ async fn push_all_splits_batches_and_reports_each() {
 }
 
 #[tokio::test]
+async fn push_all_sends_batches_while_it_reads_the_messages() {
+    let emulator = emulator().await;
+    let queue = client(&emulator, quick()).queue("bulk").expect("id");
+    // With one batch at a time, the first batch has landed before the
+    // messages of the third are even made: only what is in flight is held.
+    let sent_when_made = std::sync::Mutex::new(Vec::new());
+    let messages = (0..300).map(|i| {
+        if i % 100 == 50 {
+            if let Ok(mut seen) = sent_when_made.lock() {
+                seen.push(emulator.requests_received());
+            }
+        }
+        Message::text(format!("m{i}"))
+    });
+    let report = queue.push_all(messages, 1).await;
+    assert!(report.all_landed());
+    assert_eq!(
+        sent_when_made.lock().map(|s| s.clone()).ok(),
+        Some(vec![0, 1, 2]),
+        "message 150 was made after batch 1 was sent, message 250 after batch 2"
+    );
+}
+
+#[tokio::test]
 async fn push_all_with_concurrency_lands_everything() {
     let emulator = emulator().await;
     let queue = client(&emulator, quick()).queue("bulk").expect("id");

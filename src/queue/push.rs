@@ -3,7 +3,7 @@
 use futures_util::StreamExt as _;
 
 use super::{Queue, send};
-use crate::batch::{Batch, BatchPlanner, PlannedBatch};
+use crate::batch::{Batch, BatchPlanner, PlannedBatch, Rejected};
 use crate::error::{Result, built};
 use crate::message::Message;
 use crate::operation::Operation;
@@ -161,30 +161,54 @@ impl Queue {
         messages: impl IntoIterator<Item = Message>,
         concurrency: usize,
     ) -> PushAllReport {
-        let mut planner = BatchPlanner::new(*self.client.limits());
-        let mut reports = Vec::new();
-        let mut batches = Vec::new();
-        for (index, message) in messages.into_iter().enumerate() {
-            match planner.add(index, message) {
-                Ok(Some(full)) => batches.push(full),
-                Ok(None) => {}
-                Err(rejected) => reports.push(BatchReport {
-                    indices: vec![rejected.tag],
-                    result: Err(rejected.error),
-                }),
-            }
-        }
-        batches.extend(planner.finish());
-        let sent: Vec<BatchReport> = futures_util::stream::iter(batches)
-            .map(|batch| async move {
-                let (indices, result) = self.push_planned(batch).await;
-                BatchReport { indices, result }
+        // Planned as the batches are sent, so that only the batches in
+        // flight are held, however many messages the iterator yields.
+        let planned = Planned {
+            messages: messages.into_iter().enumerate(),
+            planner: Some(BatchPlanner::new(*self.client.limits())),
+        };
+        let mut reports: Vec<BatchReport> = futures_util::stream::iter(planned)
+            .map(|step| async move {
+                match step {
+                    Ok(batch) => {
+                        let (indices, result) = self.push_planned(batch).await;
+                        BatchReport { indices, result }
+                    }
+                    Err(rejected) => BatchReport {
+                        indices: vec![rejected.tag],
+                        result: Err(rejected.error),
+                    },
+                }
             })
             .buffer_unordered(concurrency.max(1))
             .collect()
             .await;
-        reports.extend(sent);
         reports.sort_by_key(|r| r.indices.first().copied());
         PushAllReport { batches: reports }
+    }
+}
+
+/// Messages cut into batches one at a time: a full batch, or a message
+/// that fits no batch, as soon as it is known; the last partial batch at
+/// the end.
+struct Planned<I> {
+    messages: I,
+    /// `None` once the last batch was handed out.
+    planner: Option<BatchPlanner<usize>>,
+}
+
+impl<I: Iterator<Item = (usize, Message)>> Iterator for Planned<I> {
+    type Item = std::result::Result<PlannedBatch<usize>, Rejected<usize>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let planner = self.planner.as_mut()?;
+        for (index, message) in self.messages.by_ref() {
+            match planner.add(index, message) {
+                Ok(Some(full)) => return Some(Ok(full)),
+                Ok(None) => {}
+                Err(rejected) => return Some(Err(rejected)),
+            }
+        }
+        self.planner.take()?.finish().map(Ok)
     }
 }
