@@ -420,7 +420,9 @@ impl Worker {
                         self.send_open().await;
                     } else if self.planner.pending() == 1 {
                         // This message opened a batch: its linger starts now.
-                        deadline = Some(Instant::now() + self.linger);
+                        // A linger too long for the clock means: only when
+                        // full, flushed or closed.
+                        deadline = Instant::now().checked_add(self.linger);
                     }
                 }
                 Some(Item::Flush(done)) => {

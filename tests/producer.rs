@@ -212,3 +212,38 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .expect("pull");
     assert_eq!(rest.messages.len(), 12);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "nolinger");
+    let producer = Producer::builder(queue.clone())
+        .linger(Duration::MAX)
+        .build()
+        .expect("settings");
+    let pending: Vec<_> = texts(3)
+        .into_iter()
+        .map(|m| tokio::spawn(producer.send(m)))
+        .collect();
+    until("taken", || producer.stats().accepted == 3).await;
+    tokio::time::sleep(Duration::from_secs(86_400)).await;
+    assert_eq!(
+        emulator.requests_received(),
+        0,
+        "a day later, still waiting"
+    );
+    producer.flush().await;
+    for send in pending {
+        send.await.expect("task").expect("landed at the flush");
+    }
+    let started = Instant::now();
+    let outcomes = join_all(texts(100).into_iter().map(|m| producer.send(m))).await;
+    assert!(outcomes.iter().all(Result::is_ok));
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "a full batch goes at once"
+    );
+    assert_eq!(emulator.requests_received(), 2);
+    assert_eq!(emulator.metrics("nolinger").backlog_count, 103);
+}

@@ -10,6 +10,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use super::settings::{after, sleep_until};
 use super::shared::{Action, Shared};
 use super::summary::add;
 use crate::error::Error;
@@ -75,10 +76,26 @@ impl Inbox {
         true
     }
 
-    /// Asks the acker to flush everything and stop; `done` is answered then.
+    /// Asks the acker to flush everything and stop; `done` is answered then,
+    /// or dropped when the acker is gone.
     pub(crate) fn finish(&self, done: oneshot::Sender<()>) {
-        self.lock().finish = Some(done);
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            state.finish = Some(done);
+        }
         self.wake.notify_one();
+    }
+
+    /// Closes the inbox of an acker that died: later pushes fail, a waiting
+    /// `finish` is dropped; returns what was still waiting to be flushed.
+    pub(crate) fn abandon(&self) -> Vec<Settlement> {
+        let mut state = self.lock();
+        state.closed = true;
+        state.finish = None;
+        std::mem::take(&mut state.pending)
     }
 
     fn next(&self, batch: usize, interval: Duration) -> Next {
@@ -97,7 +114,13 @@ impl Inbox {
             };
             return Next::Flush(std::mem::replace(&mut state.pending, rest));
         }
-        Next::Wait(state.pending.first().map(|s| s.queued_at + interval))
+        // An interval too long for the clock means flushes by size only.
+        Next::Wait(
+            state
+                .pending
+                .first()
+                .and_then(|s| after(s.queued_at, interval)),
+        )
     }
 }
 
@@ -130,13 +153,6 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                 }
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

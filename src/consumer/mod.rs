@@ -268,7 +268,12 @@ impl Consumer {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime.
+    /// Outside a tokio runtime. And when one of the consumer's own tasks
+    /// (the acker, the lease keeper) panicked, which is a bug: the consumer
+    /// then stops, shuts down as far as it can without that task (without
+    /// its acker, nothing more is flushed, and unsettled messages come back
+    /// when their leases expire), and the panic is resumed here rather than
+    /// passed off as a summary.
     pub async fn run<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(PulledMessage) -> Fut + Send + Sync + 'static,
@@ -325,7 +330,7 @@ impl Consumer {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime.
+    /// As [`Consumer::run`].
     pub async fn run_batch<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(Vec<PulledMessage>) -> Fut + Send + Sync + 'static,

@@ -2,6 +2,7 @@
 //! counters, the lease table, the flow-control slots, and the way to the
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
+use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -43,6 +44,16 @@ pub(crate) struct Shared {
     pub inbox: Inbox,
     /// Cancelled when the consumer starts shutting down.
     pub stopping: CancellationToken,
+    /// The panic of the consumer's own task (the acker, the keeper), to be
+    /// resumed once the consumer has shut down.
+    crash: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+/// The consumer's own tasks besides the puller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    Acker,
+    Keeper,
 }
 
 impl Shared {
@@ -59,7 +70,37 @@ impl Shared {
             idle: Notify::new(),
             inbox: Inbox::default(),
             stopping,
+            crash: Mutex::default(),
         }
+    }
+
+    /// A task of the consumer's own panicked: the consumer stops, and the
+    /// panic is kept for [`Shared::take_crash`]. Without its acker nothing
+    /// can be flushed: what waits for it is given up, and so is what comes later.
+    pub(crate) fn crashed(&self, part: Part, panic: Box<dyn Any + Send>) {
+        tracing::error!(
+            queue = self.queue.id(),
+            ?part,
+            "a task of the consumer panicked: the consumer stops, and the panic is resumed in its caller"
+        );
+        self.crash
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(panic);
+        self.stopping.cancel();
+        if part == Part::Acker {
+            let lost = self.inbox.abandon();
+            add(&self.counters.unflushed, lost.len() as u64);
+            self.finish_many(lost.into_iter().map(|s| s.key));
+        }
+    }
+
+    /// The panic of a task of the consumer's own, if one panicked.
+    pub(crate) fn take_crash(&self) -> Option<Box<dyn Any + Send>> {
+        self.crash
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     pub(crate) fn table(&self) -> MutexGuard<'_, LeaseTable> {

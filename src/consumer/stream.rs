@@ -184,6 +184,12 @@ impl LeaseStream {
     /// # Errors
     ///
     /// As [`Consumer::run`](super::Consumer::run).
+    ///
+    /// # Panics
+    ///
+    /// When one of the consumer's own tasks panicked, as
+    /// [`Consumer::run`](super::Consumer::run) does; the stream has ended
+    /// then. A stream dropped without `finish` logs that panic only.
     pub async fn finish(mut self) -> Result<Summary, ConsumerError> {
         self.token.cancel();
         self.receiver.close();
