@@ -174,12 +174,17 @@ async fn flush(shared: &Shared, chunk: Vec<Settlement>) {
     let settings = &shared.settings;
     let mut backoff = settings.error_backoff;
     backoff.reset();
+    // Whether an earlier attempt may have been applied: a repeat of an
+    // applied ack gets a warning, which then means "settled already" more
+    // likely than "lease lost".
+    let mut resend = false;
     for attempt in 1..=settings.max_flush_attempts {
-        let error = match send(shared, &chunk).await {
+        let error = match send(shared, &chunk, resend).await {
             Ok(()) => return,
             Err(error) => error,
         };
         add(&shared.counters.settle_errors, 1);
+        resend |= may_have_applied(&error);
         let last = attempt == settings.max_flush_attempts || !error.is_retryable();
         if last {
             give_up(shared, &chunk, &error);
@@ -201,6 +206,14 @@ async fn flush(shared: &Shared, chunk: Vec<Settlement>) {
     }
 }
 
+/// Whether a failed call may have taken effect all the same: a timeout, a
+/// broken connection, a 5xx, a 429 from something other than the API's
+/// rate limiter. Not a refused connection or the API's own rate limit.
+fn may_have_applied(error: &Error) -> bool {
+    let class = error.retry_class();
+    class.is_retryable() && !class.may_repeat(false, false)
+}
+
 fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
     tracing::error!(
         queue = shared.queue.id(),
@@ -212,7 +225,8 @@ fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
     shared.finish_many(chunk.iter().map(|s| s.key));
 }
 
-async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
+/// Sends one chunk; `resend` when an earlier send of it may have been applied.
+async fn send(shared: &Shared, chunk: &[Settlement], resend: bool) -> Result<(), Error> {
     let now = Instant::now();
     // The lease ids stay in the table until the API answered: one lock for
     // the chunk, and no copy per settlement on its way.
@@ -267,7 +281,14 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
         let Some(lease) = table.lease_id(settlement.key) else {
             continue;
         };
-        if warned.contains(lease.as_str()) {
+        if warned.contains(lease.as_str()) && resend {
+            add(&counters.resend_warnings, 1);
+            tracing::info!(
+                queue = shared.queue.id(),
+                lease = ?lease,
+                "a settlement sent again after an uncertain failure got a warning: most likely the first send applied it"
+            );
+        } else if warned.contains(lease.as_str()) {
             add(&counters.settle_warnings, 1);
             tracing::warn!(
                 queue = shared.queue.id(),
@@ -289,7 +310,12 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
     drop(table);
     shared.finish_many(chunk.iter().map(|s| s.key));
     if unattributed > 0 {
-        add(&counters.settle_warnings, unattributed as u64);
+        let counter = if resend {
+            &counters.resend_warnings
+        } else {
+            &counters.settle_warnings
+        };
+        add(counter, unattributed as u64);
         tracing::warn!(
             queue = shared.queue.id(),
             warnings = unattributed,

@@ -236,7 +236,7 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         drop(span);
         let wait = match result {
             Err(error) => {
-                shared.slots.add_permits(count as usize);
+                shared.return_slots(count as usize);
                 add(&shared.counters.pull_errors, 1);
                 if !error.is_retryable() {
                     tracing::error!(queue = shared.queue.id(), %error, "pull failed for good; the consumer stops");
@@ -263,11 +263,17 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
                 counters
                     .backlog
                     .store(batch.backlog_count, std::sync::atomic::Ordering::Relaxed);
-                let unused = (count as usize).saturating_sub(got);
-                if unused > 0 {
-                    shared.slots.add_permits(unused);
+                let messages = settleable(shared, batch.messages);
+                // The slots were reserved for `count` messages: give back
+                // what is unused, take (or owe) what a longer answer needs.
+                let used = messages.len();
+                let reserved = count as usize;
+                if used < reserved {
+                    shared.return_slots(reserved - used);
+                } else if used > reserved {
+                    shared.take_slots(used - reserved);
                 }
-                dispatch(shared, mode, poison, batch.messages, sent);
+                dispatch(shared, mode, poison, messages, sent);
                 if got == 0 {
                     add(&counters.empty_pulls, 1);
                     empty.next_wait()
@@ -285,6 +291,31 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
             return None;
         }
     }
+}
+
+/// The messages that can be settled: those with a lease id. One without
+/// can be neither acked, retried nor extended (and would make the API
+/// refuse every ack sent with it), so it is counted, logged and left to
+/// come back when the lease it was pulled with expires.
+fn settleable(shared: &Shared, mut messages: Vec<PulledMessage>) -> Vec<PulledMessage> {
+    let before = messages.len();
+    messages.retain(|message| {
+        let has_lease = !message.lease_id.as_str().is_empty();
+        if !has_lease {
+            tracing::error!(
+                queue = shared.queue.id(),
+                message_id = %message.id,
+                attempts = message.attempts,
+                "a pulled message has no lease id: it cannot be settled, so it is not handled and comes back after the visibility timeout"
+            );
+        }
+        has_lease
+    });
+    add(
+        &shared.counters.unsettleable,
+        (before - messages.len()) as u64,
+    );
+    messages
 }
 
 /// Why a body cannot be decoded, if it cannot.

@@ -73,10 +73,23 @@
 //! (honouring `Retry-After` up to 60 s) and carry on. Acks and retries that
 //! fail are flushed again with backoff, up to
 //! [`ConsumerBuilder::max_flush_attempts`], then reported in
-//! [`Summary::unflushed`]; a settlement is never sent again after the API
-//! accepted it. A pull that fails in a way retrying cannot fix (bad
-//! credentials, a missing queue) stops the consumer with
+//! [`Summary::unflushed`]. A pull that fails in a way retrying cannot fix
+//! (bad credentials, a missing queue) stops the consumer with
 //! [`ConsumerError::Stopped`], after the same orderly shutdown.
+//!
+//! Settlements are at least once on the wire. A flush that failed in a way
+//! that may have reached the API anyway (a timeout, a 5xx) is sent again,
+//! as the client's own retries do, and the API answers a repeat of an ack
+//! it applied with a warning, not an error. A warning on such a resend is
+//! counted in [`Summary::resend_warnings`]: most likely settled already,
+//! else the lease was lost. A warning on a first send (the client's own
+//! retries included, which the consumer cannot tell apart) is counted in
+//! [`Summary::settle_warnings`] and [`Summary::leases_lost`].
+//!
+//! A pulled message without a lease id can be neither settled nor
+//! extended: it is not handled, but logged, counted in
+//! [`Summary::unsettleable`] and delivered again after the visibility
+//! timeout; it never goes into an ack, where the API would refuse the rest.
 //!
 //! # Shutdown
 //!

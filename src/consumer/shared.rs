@@ -36,6 +36,10 @@ pub(crate) struct Shared {
     pub keeper_wake: Notify,
     /// One permit per message that may still be leased.
     pub slots: Semaphore,
+    /// Slots owed by pulls that returned more messages than they asked for
+    /// while no more were free: paid back before any slot is freed. A lock,
+    /// so that taking and paying back cannot interleave and move the limit.
+    slot_debt: Mutex<usize>,
     /// Woken when bytes in flight go down.
     pub bytes_freed: Notify,
     /// Woken when the last handler settles.
@@ -66,6 +70,7 @@ impl Shared {
             table: Mutex::default(),
             keeper_wake: Notify::new(),
             slots,
+            slot_debt: Mutex::new(0),
             bytes_freed: Notify::new(),
             idle: Notify::new(),
             inbox: Inbox::default(),
@@ -210,10 +215,42 @@ impl Shared {
         if count == 0 {
             return;
         }
-        self.slots.add_permits(count);
+        self.return_slots(count);
         sub(&self.counters.in_flight, count as u64);
         sub(&self.counters.in_flight_bytes, bytes);
         self.bytes_freed.notify_waiters();
+    }
+
+    /// Frees `n` flow-control slots, less what over-full pulls still owe.
+    pub(crate) fn return_slots(&self, n: usize) {
+        let mut debt = self
+            .slot_debt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let paid = (*debt).min(n);
+        *debt -= paid;
+        if n > paid {
+            self.slots.add_permits(n - paid);
+        }
+    }
+
+    /// Takes `n` slots beyond those reserved, for messages a pull returned
+    /// beyond what it asked for: the free ones now, the rest owed, so that
+    /// `max_in_flight` holds once they are settled.
+    pub(crate) fn take_slots(&self, n: usize) {
+        let mut debt = self
+            .slot_debt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let free = self.slots.available_permits().min(n);
+        let taken = u32::try_from(free)
+            .ok()
+            .and_then(|free| self.slots.try_acquire_many(free).ok())
+            .map_or(0, |permits| {
+                permits.forget();
+                free
+            });
+        *debt += n - taken;
     }
 
     /// The retry delay of a message delivered `attempts` times.
