@@ -227,7 +227,8 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         // started a lease before the request was sent.
         let sent = Instant::now();
         // A pull in flight is not cancelled at shutdown: what it leased is
-        // released at once instead of coming back only after its lease.
+        // released with the shutdown's flush instead of coming back only
+        // after its lease.
         let result = shared.queue.pull(options).instrument(span.clone()).await;
         if let Ok(batch) = &result {
             span.record("messaging.batch.message_count", batch.messages.len());

@@ -367,6 +367,9 @@ async fn extend_chunk(shared: &Shared, chunk: &[(u64, LeaseId)], by: Duration, m
         otel.kind = "client",
         messaging.system = super::MESSAGING_SYSTEM,
         messaging.destination.name = shared.queue.id(),
+        // Not one of OpenTelemetry's well-known types, which allow custom
+        // ones of low cardinality: an extension neither receives nor settles.
+        messaging.operation.type = "extend",
         messaging.operation.name = "extend",
         messaging.batch.message_count = chunk.len(),
     );

@@ -100,6 +100,11 @@
 //! handler tasks cancelled), flushes every pending ack and retry, and
 //! returns a [`Summary`].
 //!
+//! A pull already on its way is awaited, not cancelled, so that what it
+//! leased is released rather than hidden until its lease expires: the
+//! shutdown can take as long as that pull, which the client's timeouts and
+//! retries bound. The messages it brings are released, never handled.
+//!
 //! # Poison messages
 //!
 //! A body that cannot be decoded (`v8`, an unknown content type, bad base64
