@@ -109,6 +109,7 @@ async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
     let emulator = emulator().await;
     let queue = queue(&emulator, "ackerpanic");
     push_texts(&queue, 3).await;
+    helpers_support::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
         .max_lease(LONG_LEASE)
@@ -132,6 +133,7 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "keeperpanic");
     push_texts(&queue, 1).await;
+    helpers_support::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .grace_period(Duration::from_secs(5))
@@ -350,6 +352,7 @@ async fn the_extend_span_carries_the_messaging_attributes() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "spanned");
     push_texts(&queue, 1).await;
+    helpers_support::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()

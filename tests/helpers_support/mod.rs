@@ -351,3 +351,13 @@ pub async fn shut_gate(emulator: &EmulatorHandle) -> Gate {
         task,
     }
 }
+
+/// Makes a subscriber set with `tracing::subscriber::set_default` see every
+/// callsite. Tests on other threads may have been registering the crate's
+/// callsites as the subscriber was set, and tracing can cache the interest
+/// they computed without it (a race of thread-local subscribers), which
+/// drops spans at random. Call it once the subscriber is set, just before
+/// the code under test starts.
+pub fn refresh_tracing_interest() {
+    tracing::callsite::rebuild_interest_cache();
+}
