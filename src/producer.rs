@@ -313,6 +313,8 @@ impl ProducerBuilder {
     /// batch is sent anyway; a full batch goes at once. Default
     /// [`DEFAULT_LINGER`] (5 ms): a push takes tens of milliseconds, so it
     /// adds little latency while concurrent senders fill a batch.
+    /// [`Duration::MAX`] sends a batch only when it is full, at
+    /// [`Producer::flush`] and at close.
     pub fn linger(mut self, linger: Duration) -> ProducerBuilder {
         self.linger = linger;
         self

@@ -515,7 +515,8 @@ impl ConsumerBuilder {
 
     /// The longest an ack or retry waits for others before it is flushed.
     /// Default [`DEFAULT_ACK_INTERVAL`] (100 ms): short next to any lease,
-    /// long enough to gather acks under load.
+    /// long enough to gather acks under load. [`Duration::MAX`] flushes by
+    /// size only (and at shutdown).
     pub fn ack_interval(mut self, interval: Duration) -> ConsumerBuilder {
         self.settings.ack_interval = interval;
         self
@@ -556,6 +557,7 @@ impl ConsumerBuilder {
     /// [`Summary::max_lease_reached`] and, once expired, in
     /// [`Summary::leases_lost`]. Default [`DEFAULT_MAX_LEASE`] (1 hour,
     /// Pub/Sub's default): a handler slower than that is more likely stuck.
+    /// [`Duration::MAX`] extends leases for as long as handlers run.
     pub fn max_lease(mut self, max: Duration) -> ConsumerBuilder {
         self.settings.max_lease = max;
         self
@@ -572,7 +574,8 @@ impl ConsumerBuilder {
     /// How long handlers in flight may run after shutdown starts before
     /// their messages are released. Default [`DEFAULT_GRACE_PERIOD`]
     /// (10 s): leaves time to release and flush within Kubernetes' default
-    /// 30 s termination grace.
+    /// 30 s termination grace. [`Duration::MAX`] waits for every handler,
+    /// however long it runs.
     pub fn grace_period(mut self, grace: Duration) -> ConsumerBuilder {
         self.settings.grace_period = grace;
         self
