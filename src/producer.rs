@@ -52,9 +52,10 @@
 //! [`Producer::close`] stops taking messages, sends everything it holds and
 //! waits for every outcome. Dropping the last handle does the same in the
 //! background: the messages already sent to it are still pushed, and their
-//! callers still get their outcomes. If the runtime shuts down first, what
-//! was not pushed yet is logged (`tracing` error, with the count) and its
-//! callers get [`ProducerError::Dropped`]: never a silent loss.
+//! callers still get their outcomes. If the runtime shuts down first, every
+//! message without an outcome yet, buffered or in a batch on its way, is
+//! counted in a `tracing` error (batches on their way may have landed), and
+//! its caller gets [`ProducerError::Dropped`]: never a silent loss.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -312,6 +313,8 @@ impl ProducerBuilder {
     /// batch is sent anyway; a full batch goes at once. Default
     /// [`DEFAULT_LINGER`] (5 ms): a push takes tens of milliseconds, so it
     /// adds little latency while concurrent senders fill a batch.
+    /// [`Duration::MAX`] sends a batch only when it is full, at
+    /// [`Producer::flush`] and at close.
     pub fn linger(mut self, linger: Duration) -> ProducerBuilder {
         self.linger = linger;
         self
@@ -420,7 +423,9 @@ impl Worker {
                         self.send_open().await;
                     } else if self.planner.pending() == 1 {
                         // This message opened a batch: its linger starts now.
-                        deadline = Some(Instant::now() + self.linger);
+                        // A linger too long for the clock means: only when
+                        // full, flushed or closed.
+                        deadline = Instant::now().checked_add(self.linger);
                     }
                 }
                 Some(Item::Flush(done)) => {
@@ -511,13 +516,24 @@ impl Drop for Worker {
         if self.finished {
             return;
         }
-        // Only a runtime shutting down ends the task early.
-        let unsent = self.planner.pending() + self.receiver.len();
-        if unsent > 0 {
+        // Only a runtime shutting down ends the task early. The buffer's
+        // items hold replies too; flushes and closes there are not messages.
+        let mut buffered = self.planner.pending() as u64;
+        while let Ok(item) = self.receiver.try_recv() {
+            if matches!(item, Item::Message(..)) {
+                buffered += 1;
+            }
+        }
+        // Batches already spawned die with the runtime as well: they count
+        // until their outcome is sent, which now never happens.
+        let in_flight = self.counters.in_flight.load(Ordering::Relaxed);
+        let messages = buffered + in_flight;
+        if messages > 0 {
             tracing::error!(
                 queue = self.queue.id(),
-                messages = unsent,
-                "the producer stopped with messages not pushed; their senders get ProducerError::Dropped"
+                messages,
+                in_flight,
+                "the producer stopped with messages whose outcome is unknown (those in flight may have landed); their senders get ProducerError::Dropped"
             );
         }
     }

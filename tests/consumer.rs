@@ -673,6 +673,7 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // Flushed by size only: paused time may jump while loopback I/O is
     // pending, and an interval flush between the two acks would make two
     // settle spans.
+    helpers_support::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .ack_batch_size(2)
         .ack_interval(Duration::from_secs(3600))

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cf_queues::emulator::{Fault, Operation};
 use cf_queues::producer::{Producer, ProducerError};
-use cf_queues::{Message, PullOptions};
+use cf_queues::{Message, PullOptions, PushRetries, RetryPolicy};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
@@ -97,8 +97,8 @@ async fn every_sender_gets_its_own_outcome_under_failures() {
             Err(other) => panic!("message {i}: {other}"),
         }
     }
-    // The first batch met the 500 and was not sent again (a push is not
-    // retried when it may have landed); the second landed.
+    // The first batch met the 500 (this client does not retry; how retries
+    // treat a 500 is tested below); the second landed.
     assert_eq!(failed, (0..100).collect::<Vec<_>>());
     assert_eq!(landed, (100..151).filter(|&i| i != 120).collect::<Vec<_>>());
     assert_eq!(emulator.requests_received(), 2);
@@ -211,4 +211,177 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .await
         .expect("pull");
     assert_eq!(rest.messages.len(), 12);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "nolinger");
+    let producer = Producer::builder(queue.clone())
+        .linger(Duration::MAX)
+        .build()
+        .expect("settings");
+    let pending: Vec<_> = texts(3)
+        .into_iter()
+        .map(|m| tokio::spawn(producer.send(m)))
+        .collect();
+    until("taken", || producer.stats().accepted == 3).await;
+    tokio::time::sleep(Duration::from_secs(86_400)).await;
+    assert_eq!(
+        emulator.requests_received(),
+        0,
+        "a day later, still waiting"
+    );
+    producer.flush().await;
+    for send in pending {
+        send.await.expect("task").expect("landed at the flush");
+    }
+    let started = Instant::now();
+    let outcomes = join_all(texts(100).into_iter().map(|m| producer.send(m))).await;
+    assert!(outcomes.iter().all(Result::is_ok));
+    assert_eq!(
+        started.elapsed(),
+        Duration::ZERO,
+        "a full batch goes at once"
+    );
+    assert_eq!(emulator.requests_received(), 2);
+    assert_eq!(emulator.metrics("nolinger").backlog_count, 103);
+}
+
+/// A retrying policy with a short backoff, pushes retried as `pushes` says.
+fn retrying(pushes: PushRetries) -> RetryPolicy {
+    RetryPolicy::default()
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .pushes(pushes)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limited_batch_is_retried_and_lands_once() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "throttled").with_retry(retrying(PushRetries::OnlyIfNotLanded));
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .only(Operation::Batch),
+    );
+    let producer = Producer::builder(queue).build().expect("settings");
+    let outcomes = join_all(texts(100).into_iter().map(|m| producer.send(m))).await;
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    // Refused for its rate, so surely not landed: sent again, once.
+    assert_eq!(emulator.requests_received(), 2);
+    assert_eq!(emulator.metrics("throttled").backlog_count, 100);
+    let stats = producer.close().await;
+    assert_eq!((stats.batches, stats.landed, stats.failed), (1, 100, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_that_met_a_500_is_sent_again_only_at_least_once() {
+    for (pushes, requests, backlog) in [
+        (PushRetries::OnlyIfNotLanded, 1, 0),
+        (PushRetries::AtLeastOnce, 2, 100),
+    ] {
+        let emulator = emulator().await;
+        let queue = queue(&emulator, "uncertain").with_retry(retrying(pushes));
+        emulator.inject(Fault::status(500).only(Operation::Batch));
+        let producer = Producer::builder(queue).build().expect("settings");
+        let outcomes = join_all(texts(100).into_iter().map(|m| producer.send(m))).await;
+        for outcome in &outcomes {
+            match (pushes, outcome) {
+                (PushRetries::OnlyIfNotLanded, Err(ProducerError::Failed(error))) => {
+                    assert_eq!(error.status(), Some(500));
+                }
+                (PushRetries::AtLeastOnce, Ok(_)) => {}
+                (_, other) => panic!("{pushes:?}: {other:?}"),
+            }
+        }
+        assert_eq!(emulator.requests_received(), requests, "{pushes:?}");
+        assert_eq!(
+            emulator.metrics("uncertain").backlog_count,
+            backlog,
+            "{pushes:?}"
+        );
+    }
+}
+
+#[test]
+fn a_runtime_shut_down_under_the_producer_drops_every_sender_and_logs_them_all() {
+    use tokio::runtime::Builder;
+    let outer = Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    outer.block_on(async {
+        let emulator = emulator().await;
+        // The batch on its way never gets an answer.
+        emulator.inject(Fault::stall_only(Duration::from_secs(3600)).only(Operation::Batch));
+        let queue = queue(&emulator, "abandoned");
+
+        // The producer runs on a runtime of its own, on a thread whose
+        // logs the test reads; the senders and the emulator run here.
+        let log = helpers_support::SharedLog::default();
+        let writer = log.clone();
+        let (handle_sender, handle) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(writer)
+                .with_ansi(false)
+                .finish();
+            let _guard = tracing::subscriber::set_default(subscriber);
+            let runtime = Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            handle_sender
+                .send(runtime.handle().clone())
+                .expect("handle sent");
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+            // Its tasks, the producer's among them, are dropped here.
+            drop(runtime);
+        });
+        let handle = handle.recv().expect("the producer's runtime");
+        let producer = {
+            let _entered = handle.enter();
+            Producer::builder(queue)
+                .linger(Duration::from_secs(3600))
+                .build()
+                .expect("settings")
+        };
+        let sends: Vec<_> = texts(150)
+            .into_iter()
+            .map(|m| tokio::spawn(producer.send(m)))
+            .collect();
+        // Another thread does the work: wait on the wall clock, unpaused.
+        for _ in 0..10_000 {
+            let stats = producer.stats();
+            if stats.accepted == 150 && emulator.requests_received() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // 100 in a batch on its way, 50 in the open batch.
+        let stats = producer.stats();
+        assert_eq!(
+            (stats.accepted, stats.batches, stats.in_flight),
+            (150, 1, 100)
+        );
+        stop.send(()).expect("the runtime waits");
+        tokio::task::spawn_blocking(move || thread.join())
+            .await
+            .expect("joined")
+            .expect("the producer's thread ended");
+        for send in sends {
+            match send.await.expect("task") {
+                Err(ProducerError::Dropped) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        let text = log.text();
+        assert!(
+            text.contains("messages=150 in_flight=100"),
+            "every message without an outcome is counted: {text}"
+        );
+    });
 }

@@ -10,6 +10,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use super::settings::{after, sleep_until};
 use super::shared::{Action, Shared};
 use super::summary::add;
 use crate::error::Error;
@@ -75,10 +76,26 @@ impl Inbox {
         true
     }
 
-    /// Asks the acker to flush everything and stop; `done` is answered then.
+    /// Asks the acker to flush everything and stop; `done` is answered then,
+    /// or dropped when the acker is gone.
     pub(crate) fn finish(&self, done: oneshot::Sender<()>) {
-        self.lock().finish = Some(done);
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            state.finish = Some(done);
+        }
         self.wake.notify_one();
+    }
+
+    /// Closes the inbox of an acker that died: later pushes fail, a waiting
+    /// `finish` is dropped; returns what was still waiting to be flushed.
+    pub(crate) fn abandon(&self) -> Vec<Settlement> {
+        let mut state = self.lock();
+        state.closed = true;
+        state.finish = None;
+        std::mem::take(&mut state.pending)
     }
 
     fn next(&self, batch: usize, interval: Duration) -> Next {
@@ -97,7 +114,13 @@ impl Inbox {
             };
             return Next::Flush(std::mem::replace(&mut state.pending, rest));
         }
-        Next::Wait(state.pending.first().map(|s| s.queued_at + interval))
+        // An interval too long for the clock means flushes by size only.
+        Next::Wait(
+            state
+                .pending
+                .first()
+                .and_then(|s| after(s.queued_at, interval)),
+        )
     }
 }
 
@@ -133,13 +156,6 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 fn chunks(mut all: Vec<Settlement>, size: usize) -> Vec<Vec<Settlement>> {
     let mut out = Vec::with_capacity(all.len().div_ceil(size));
     while all.len() > size {
@@ -158,12 +174,17 @@ async fn flush(shared: &Shared, chunk: Vec<Settlement>) {
     let settings = &shared.settings;
     let mut backoff = settings.error_backoff;
     backoff.reset();
+    // Whether an earlier attempt may have been applied: a repeat of an
+    // applied ack gets a warning, which then means "settled already" more
+    // likely than "lease lost".
+    let mut resend = false;
     for attempt in 1..=settings.max_flush_attempts {
-        let error = match send(shared, &chunk).await {
+        let error = match send(shared, &chunk, resend).await {
             Ok(()) => return,
             Err(error) => error,
         };
         add(&shared.counters.settle_errors, 1);
+        resend |= may_have_applied(&error);
         let last = attempt == settings.max_flush_attempts || !error.is_retryable();
         if last {
             give_up(shared, &chunk, &error);
@@ -185,6 +206,14 @@ async fn flush(shared: &Shared, chunk: Vec<Settlement>) {
     }
 }
 
+/// Whether a failed call may have taken effect all the same: a timeout, a
+/// broken connection, a 5xx, a 429 from something other than the API's
+/// rate limiter. Not a refused connection or the API's own rate limit.
+fn may_have_applied(error: &Error) -> bool {
+    let class = error.retry_class();
+    class.is_retryable() && !class.may_repeat(false, false)
+}
+
 fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
     tracing::error!(
         queue = shared.queue.id(),
@@ -196,7 +225,8 @@ fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
     shared.finish_many(chunk.iter().map(|s| s.key));
 }
 
-async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
+/// Sends one chunk; `resend` when an earlier send of it may have been applied.
+async fn send(shared: &Shared, chunk: &[Settlement], resend: bool) -> Result<(), Error> {
     let now = Instant::now();
     // The lease ids stay in the table until the API answered: one lock for
     // the chunk, and no copy per settlement on its way.
@@ -251,7 +281,14 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
         let Some(lease) = table.lease_id(settlement.key) else {
             continue;
         };
-        if warned.contains(lease.as_str()) {
+        if warned.contains(lease.as_str()) && resend {
+            add(&counters.resend_warnings, 1);
+            tracing::info!(
+                queue = shared.queue.id(),
+                lease = ?lease,
+                "a settlement sent again after an uncertain failure got a warning: most likely the first send applied it"
+            );
+        } else if warned.contains(lease.as_str()) {
             add(&counters.settle_warnings, 1);
             tracing::warn!(
                 queue = shared.queue.id(),
@@ -273,7 +310,12 @@ async fn send(shared: &Shared, chunk: &[Settlement]) -> Result<(), Error> {
     drop(table);
     shared.finish_many(chunk.iter().map(|s| s.key));
     if unattributed > 0 {
-        add(&counters.settle_warnings, unattributed as u64);
+        let counter = if resend {
+            &counters.resend_warnings
+        } else {
+            &counters.settle_warnings
+        };
+        add(counter, unattributed as u64);
         tracing::warn!(
             queue = shared.queue.id(),
             warnings = unattributed,

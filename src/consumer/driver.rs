@@ -2,8 +2,11 @@
 //! to handlers (or a stream), backs off on empty pulls and failures, and
 //! shuts down in order.
 
-use std::pin::pin;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -14,7 +17,8 @@ use tracing::Instrument as _;
 
 use super::acker;
 use super::lease;
-use super::shared::{Action, Shared};
+use super::settings::{after, sleep_until};
+use super::shared::{Action, Part, Shared};
 use super::stream::Leased;
 use super::summary::{Summary, add};
 use super::{ConsumerError, MESSAGING_SYSTEM};
@@ -45,8 +49,12 @@ pub(crate) async fn drive(
     poison: PoisonFn,
 ) -> Result<Summary, ConsumerError> {
     let stop_keeper = CancellationToken::new();
-    let keeper = tokio::spawn(lease::keep(Arc::clone(&shared), stop_keeper.clone()));
-    let acker = tokio::spawn(acker::run(Arc::clone(&shared)));
+    let keeper = spawn_part(
+        &shared,
+        Part::Keeper,
+        lease::keep(Arc::clone(&shared), stop_keeper.clone()),
+    );
+    let acker = spawn_part(&shared, Part::Acker, acker::run(Arc::clone(&shared)));
 
     let fatal = pull_loop(&shared, &mode, &poison).await;
     shared.stopping.cancel();
@@ -71,10 +79,17 @@ pub(crate) async fn drive(
     }
     let (done, flushed) = oneshot::channel();
     shared.inbox.finish(done);
+    // Dropped unanswered when the acker panicked; that panic is resumed below.
     let _ = flushed.await;
+    // These tasks catch their own panics: an error here is the runtime
+    // shutting down, which cancels this task too.
     let _ = acker.await;
     stop_keeper.cancel();
     let _ = keeper.await;
+    if let Some(panic) = shared.take_crash() {
+        // A bug of the consumer's own must not pass for a clean summary.
+        std::panic::resume_unwind(panic);
+    }
 
     let summary = shared.counters.summary();
     tracing::info!(queue = shared.queue.id(), ?summary, "consumer stopped");
@@ -87,9 +102,44 @@ pub(crate) async fn drive(
     }
 }
 
+/// Spawns a task of the consumer's own. A panic in it stops the consumer,
+/// whose driver resumes it after the shutdown, instead of the task dying
+/// unnoticed while the consumer runs on without it.
+fn spawn_part(
+    shared: &Arc<Shared>,
+    part: Part,
+    task: impl Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<()> {
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        if let Err(panic) = CatchUnwind(Box::pin(task)).await {
+            shared.crashed(part, panic);
+        }
+    })
+}
+
+/// A future whose panic while polled becomes `Err` with its payload.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.get_mut().0.as_mut();
+        // The state these tasks share is behind locks that stay consistent
+        // when poisoned; the task itself is never polled again.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
 /// Waits until every handler settled, or the grace period is over.
 async fn grace(shared: &Shared) {
-    let end = Instant::now() + shared.settings.grace_period;
+    // A grace period too long for the clock waits for every handler.
+    let end = after(Instant::now(), shared.settings.grace_period);
     loop {
         let mut idle = pin!(shared.idle.notified());
         idle.as_mut().enable();
@@ -98,7 +148,7 @@ async fn grace(shared: &Shared) {
         }
         tokio::select! {
             () = idle => {}
-            () = tokio::time::sleep_until(end) => return,
+            () = sleep_until(end) => return,
         }
     }
 }
@@ -177,7 +227,8 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         // started a lease before the request was sent.
         let sent = Instant::now();
         // A pull in flight is not cancelled at shutdown: what it leased is
-        // released at once instead of coming back only after its lease.
+        // released with the shutdown's flush instead of coming back only
+        // after its lease.
         let result = shared.queue.pull(options).instrument(span.clone()).await;
         if let Ok(batch) = &result {
             span.record("messaging.batch.message_count", batch.messages.len());
@@ -186,7 +237,7 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
         drop(span);
         let wait = match result {
             Err(error) => {
-                shared.slots.add_permits(count as usize);
+                shared.return_slots(count as usize);
                 add(&shared.counters.pull_errors, 1);
                 if !error.is_retryable() {
                     tracing::error!(queue = shared.queue.id(), %error, "pull failed for good; the consumer stops");
@@ -213,11 +264,17 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
                 counters
                     .backlog
                     .store(batch.backlog_count, std::sync::atomic::Ordering::Relaxed);
-                let unused = (count as usize).saturating_sub(got);
-                if unused > 0 {
-                    shared.slots.add_permits(unused);
+                let messages = settleable(shared, batch.messages);
+                // The slots were reserved for `count` messages: give back
+                // what is unused, take (or owe) what a longer answer needs.
+                let used = messages.len();
+                let reserved = count as usize;
+                if used < reserved {
+                    shared.return_slots(reserved - used);
+                } else if used > reserved {
+                    shared.take_slots(used - reserved);
                 }
-                dispatch(shared, mode, poison, batch.messages, sent);
+                dispatch(shared, mode, poison, messages, sent);
                 if got == 0 {
                     add(&counters.empty_pulls, 1);
                     empty.next_wait()
@@ -235,6 +292,31 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
             return None;
         }
     }
+}
+
+/// The messages that can be settled: those with a lease id. One without
+/// can be neither acked, retried nor extended (and would make the API
+/// refuse every ack sent with it), so it is counted, logged and left to
+/// come back when the lease it was pulled with expires.
+fn settleable(shared: &Shared, mut messages: Vec<PulledMessage>) -> Vec<PulledMessage> {
+    let before = messages.len();
+    messages.retain(|message| {
+        let has_lease = !message.lease_id.as_str().is_empty();
+        if !has_lease {
+            tracing::error!(
+                queue = shared.queue.id(),
+                message_id = %message.id,
+                attempts = message.attempts,
+                "a pulled message has no lease id: it cannot be settled, so it is not handled and comes back after the visibility timeout"
+            );
+        }
+        has_lease
+    });
+    add(
+        &shared.counters.unsettleable,
+        (before - messages.len()) as u64,
+    );
+    messages
 }
 
 /// Why a body cannot be decoded, if it cannot.

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::settings::{after, after_or_far, sleep_until};
 use super::shared::Shared;
 use super::summary::add;
 use crate::message::LeaseId;
@@ -97,7 +98,7 @@ impl LeaseTable {
     ) -> u64 {
         let key = self.next_key;
         self.next_key += 1;
-        let expires_at = pulled_at + lease;
+        let expires_at = after_or_far(pulled_at, lease);
         let due = expires_at.checked_sub(margin).unwrap_or(pulled_at);
         self.due.insert((due, key));
         self.entries.insert(
@@ -228,7 +229,7 @@ impl LeaseTable {
         let Some(entry) = self.entries.get_mut(&key) else {
             return;
         };
-        entry.expires_at = entry.expires_at.max(sent + by);
+        entry.expires_at = entry.expires_at.max(after_or_far(sent, by));
         let next = entry.expires_at.checked_sub(margin).unwrap_or(sent);
         self.reschedule(key, Some(next));
     }
@@ -265,14 +266,17 @@ impl LeaseTable {
                 }
                 continue;
             }
-            let last = entry.pulled_at + max_lease;
-            if last <= now + margin {
+            // A maximum too long for the clock is no maximum.
+            let last = after(entry.pulled_at, max_lease);
+            if last.is_some_and(|last| last <= now + margin) {
                 entry.capped = true;
                 later.push((entry.expires_at, key));
                 taken.push((key, lease_id, Due::Capped));
                 continue;
             }
-            let by = extension.min(last.saturating_duration_since(now));
+            let by = last.map_or(extension, |last| {
+                extension.min(last.saturating_duration_since(now))
+            });
             taken.push((key, lease_id, Due::Extend(by)));
         }
         for (at, key) in later {
@@ -311,13 +315,6 @@ pub(crate) async fn keep(shared: std::sync::Arc<Shared>, stop: CancellationToken
             () = wake => {}
             () = sleep_until(next) => extend_due(&shared).await,
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -370,6 +367,9 @@ async fn extend_chunk(shared: &Shared, chunk: &[(u64, LeaseId)], by: Duration, m
         otel.kind = "client",
         messaging.system = super::MESSAGING_SYSTEM,
         messaging.destination.name = shared.queue.id(),
+        // Not one of OpenTelemetry's well-known types, which allow custom
+        // ones of low cardinality: an extension neither receives nor settles.
+        messaging.operation.type = "extend",
         messaging.operation.name = "extend",
         messaging.batch.message_count = chunk.len(),
     );

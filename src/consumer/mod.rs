@@ -73,10 +73,23 @@
 //! (honouring `Retry-After` up to 60 s) and carry on. Acks and retries that
 //! fail are flushed again with backoff, up to
 //! [`ConsumerBuilder::max_flush_attempts`], then reported in
-//! [`Summary::unflushed`]; a settlement is never sent again after the API
-//! accepted it. A pull that fails in a way retrying cannot fix (bad
-//! credentials, a missing queue) stops the consumer with
+//! [`Summary::unflushed`]. A pull that fails in a way retrying cannot fix
+//! (bad credentials, a missing queue) stops the consumer with
 //! [`ConsumerError::Stopped`], after the same orderly shutdown.
+//!
+//! Settlements are at least once on the wire. A flush that failed in a way
+//! that may have reached the API anyway (a timeout, a 5xx) is sent again,
+//! as the client's own retries do, and the API answers a repeat of an ack
+//! it applied with a warning, not an error. A warning on such a resend is
+//! counted in [`Summary::resend_warnings`]: most likely settled already,
+//! else the lease was lost. A warning on a first send (the client's own
+//! retries included, which the consumer cannot tell apart) is counted in
+//! [`Summary::settle_warnings`] and [`Summary::leases_lost`].
+//!
+//! A pulled message without a lease id can be neither settled nor
+//! extended: it is not handled, but logged, counted in
+//! [`Summary::unsettleable`] and delivered again after the visibility
+//! timeout; it never goes into an ack, where the API would refuse the rest.
 //!
 //! # Shutdown
 //!
@@ -86,6 +99,11 @@
 //! still extended), then releases the rest (retried with no delay, their
 //! handler tasks cancelled), flushes every pending ack and retry, and
 //! returns a [`Summary`].
+//!
+//! A pull already on its way is awaited, not cancelled, so that what it
+//! leased is released rather than hidden until its lease expires: the
+//! shutdown can take as long as that pull, which the client's timeouts and
+//! retries bound. The messages it brings are released, never handled.
 //!
 //! # Poison messages
 //!
@@ -268,7 +286,12 @@ impl Consumer {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime.
+    /// Outside a tokio runtime. And when one of the consumer's own tasks
+    /// (the acker, the lease keeper) panicked, which is a bug: the consumer
+    /// then stops, shuts down as far as it can without that task (without
+    /// its acker, nothing more is flushed, and unsettled messages come back
+    /// when their leases expire), and the panic is resumed here rather than
+    /// passed off as a summary.
     pub async fn run<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(PulledMessage) -> Fut + Send + Sync + 'static,
@@ -325,7 +348,7 @@ impl Consumer {
     ///
     /// # Panics
     ///
-    /// Outside a tokio runtime.
+    /// As [`Consumer::run`].
     pub async fn run_batch<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(Vec<PulledMessage>) -> Fut + Send + Sync + 'static,
@@ -492,7 +515,8 @@ impl ConsumerBuilder {
 
     /// The longest an ack or retry waits for others before it is flushed.
     /// Default [`DEFAULT_ACK_INTERVAL`] (100 ms): short next to any lease,
-    /// long enough to gather acks under load.
+    /// long enough to gather acks under load. [`Duration::MAX`] flushes by
+    /// size only (and at shutdown).
     pub fn ack_interval(mut self, interval: Duration) -> ConsumerBuilder {
         self.settings.ack_interval = interval;
         self
@@ -533,6 +557,7 @@ impl ConsumerBuilder {
     /// [`Summary::max_lease_reached`] and, once expired, in
     /// [`Summary::leases_lost`]. Default [`DEFAULT_MAX_LEASE`] (1 hour,
     /// Pub/Sub's default): a handler slower than that is more likely stuck.
+    /// [`Duration::MAX`] extends leases for as long as handlers run.
     pub fn max_lease(mut self, max: Duration) -> ConsumerBuilder {
         self.settings.max_lease = max;
         self
@@ -549,7 +574,8 @@ impl ConsumerBuilder {
     /// How long handlers in flight may run after shutdown starts before
     /// their messages are released. Default [`DEFAULT_GRACE_PERIOD`]
     /// (10 s): leaves time to release and flush within Kubernetes' default
-    /// 30 s termination grace.
+    /// 30 s termination grace. [`Duration::MAX`] waits for every handler,
+    /// however long it runs.
     pub fn grace_period(mut self, grace: Duration) -> ConsumerBuilder {
         self.settings.grace_period = grace;
         self

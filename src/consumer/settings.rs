@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -134,6 +136,29 @@ impl Backoff {
 
     pub(crate) fn reset(&mut self) {
         self.current = None;
+    }
+}
+
+/// `wait` after `at`, or `None` when that is past what the clock can
+/// represent: settings of `Duration::MAX` and the like mean "never", and
+/// `Instant + Duration` would panic on them.
+pub(crate) fn after(at: Instant, wait: Duration) -> Option<Instant> {
+    at.checked_add(wait)
+}
+
+/// `wait` after `at`, or a time decades away when that is past what the
+/// clock can represent: for expiries, which must stay comparable.
+pub(crate) fn after_or_far(at: Instant, wait: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+    // The monotonic clock counts from boot in 64-bit seconds: 30 years fit.
+    after(at, wait).or_else(|| after(at, FAR)).unwrap_or(at)
+}
+
+/// Sleeps until `at`, or forever.
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

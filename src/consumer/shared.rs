@@ -2,6 +2,7 @@
 //! counters, the lease table, the flow-control slots, and the way to the
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
+use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +36,10 @@ pub(crate) struct Shared {
     pub keeper_wake: Notify,
     /// One permit per message that may still be leased.
     pub slots: Semaphore,
+    /// Slots owed by pulls that returned more messages than they asked for
+    /// while no more were free: paid back before any slot is freed. A lock,
+    /// so that taking and paying back cannot interleave and move the limit.
+    slot_debt: Mutex<usize>,
     /// Woken when bytes in flight go down.
     pub bytes_freed: Notify,
     /// Woken when the last handler settles.
@@ -43,6 +48,16 @@ pub(crate) struct Shared {
     pub inbox: Inbox,
     /// Cancelled when the consumer starts shutting down.
     pub stopping: CancellationToken,
+    /// The panic of the consumer's own task (the acker, the keeper), to be
+    /// resumed once the consumer has shut down.
+    crash: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+/// The consumer's own tasks besides the puller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    Acker,
+    Keeper,
 }
 
 impl Shared {
@@ -55,11 +70,42 @@ impl Shared {
             table: Mutex::default(),
             keeper_wake: Notify::new(),
             slots,
+            slot_debt: Mutex::new(0),
             bytes_freed: Notify::new(),
             idle: Notify::new(),
             inbox: Inbox::default(),
             stopping,
+            crash: Mutex::default(),
         }
+    }
+
+    /// A task of the consumer's own panicked: the consumer stops, and the
+    /// panic is kept for [`Shared::take_crash`]. Without its acker nothing
+    /// can be flushed: what waits for it is given up, and so is what comes later.
+    pub(crate) fn crashed(&self, part: Part, panic: Box<dyn Any + Send>) {
+        tracing::error!(
+            queue = self.queue.id(),
+            ?part,
+            "a task of the consumer panicked: the consumer stops, and the panic is resumed in its caller"
+        );
+        self.crash
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(panic);
+        self.stopping.cancel();
+        if part == Part::Acker {
+            let lost = self.inbox.abandon();
+            add(&self.counters.unflushed, lost.len() as u64);
+            self.finish_many(lost.into_iter().map(|s| s.key));
+        }
+    }
+
+    /// The panic of a task of the consumer's own, if one panicked.
+    pub(crate) fn take_crash(&self) -> Option<Box<dyn Any + Send>> {
+        self.crash
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     pub(crate) fn table(&self) -> MutexGuard<'_, LeaseTable> {
@@ -169,10 +215,42 @@ impl Shared {
         if count == 0 {
             return;
         }
-        self.slots.add_permits(count);
+        self.return_slots(count);
         sub(&self.counters.in_flight, count as u64);
         sub(&self.counters.in_flight_bytes, bytes);
         self.bytes_freed.notify_waiters();
+    }
+
+    /// Frees `n` flow-control slots, less what over-full pulls still owe.
+    pub(crate) fn return_slots(&self, n: usize) {
+        let mut debt = self
+            .slot_debt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let paid = (*debt).min(n);
+        *debt -= paid;
+        if n > paid {
+            self.slots.add_permits(n - paid);
+        }
+    }
+
+    /// Takes `n` slots beyond those reserved, for messages a pull returned
+    /// beyond what it asked for: the free ones now, the rest owed, so that
+    /// `max_in_flight` holds once they are settled.
+    pub(crate) fn take_slots(&self, n: usize) {
+        let mut debt = self
+            .slot_debt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let free = self.slots.available_permits().min(n);
+        let taken = u32::try_from(free)
+            .ok()
+            .and_then(|free| self.slots.try_acquire_many(free).ok())
+            .map_or(0, |permits| {
+                permits.forget();
+                free
+            });
+        *debt += n - taken;
     }
 
     /// The retry delay of a message delivered `attempts` times.

@@ -159,10 +159,16 @@ pub(crate) fn settle_ticket(ticket: Ticket, outcome: Outcome) -> bool {
 /// the leases of the messages yielded (and of those waiting to be) alive,
 /// and flushes their settlements.
 ///
-/// The stream ends once the consumer's shutdown token is cancelled; messages
-/// pulled but not yet yielded are then released at once. Call
-/// [`LeaseStream::finish`] to wait for the shutdown to complete and get the
-/// summary.
+/// Poison messages (bodies that cannot be decoded) never reach the stream:
+/// they go to [`ConsumerBuilder::on_poison`](super::ConsumerBuilder::on_poison),
+/// or are retried towards the dead-letter queue without one.
+///
+/// The stream ends once the consumer's shutdown token is cancelled. Messages
+/// pulled but not yet yielded are then released (retried with no delay)
+/// when the stream next polls, is finished or is dropped: sent with the
+/// shutdown's last flush, so they are visible again as soon as it is done.
+/// Call [`LeaseStream::finish`] to wait for the shutdown to complete and get
+/// the summary.
 ///
 /// # Drop
 ///
@@ -184,6 +190,12 @@ impl LeaseStream {
     /// # Errors
     ///
     /// As [`Consumer::run`](super::Consumer::run).
+    ///
+    /// # Panics
+    ///
+    /// When one of the consumer's own tasks panicked, as
+    /// [`Consumer::run`](super::Consumer::run) does; the stream has ended
+    /// then. A stream dropped without `finish` logs that panic only.
     pub async fn finish(mut self) -> Result<Summary, ConsumerError> {
         self.token.cancel();
         self.receiver.close();

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// with [`ConsumerMonitor::snapshot`].
 ///
 /// Each message pulled ends in exactly one of `acked`, `retried`,
-/// `released`, `left`, `unflushed` or `settle_warnings` (a settlement the
-/// API answered with a warning); `in_flight` counts those not yet there.
+/// `released`, `left`, `unflushed`, `unsettleable`, `settle_warnings` or
+/// `resend_warnings` (a settlement the API answered with a warning);
+/// `in_flight` counts those not yet there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Summary {
@@ -51,9 +52,21 @@ pub struct Summary {
     /// settled, as Cloudflare accepts late acks.
     #[doc(alias = "expired")]
     pub leases_lost: u64,
-    /// Acks and retries the API answered with a warning (the message was
-    /// gone or delivered again): not applied by this consumer.
+    /// Acks and retries the API answered with a warning on their first
+    /// send (the message was gone or delivered again): not applied by this
+    /// consumer, and counted in `leases_lost` too. The client's own retries
+    /// of a call happen within one send: a warning after them lands here.
     pub settle_warnings: u64,
+    /// Acks and retries sent again by the consumer after a flush failed in
+    /// a way that may have applied them (a timeout, a 5xx), which the API
+    /// then answered with a warning: most likely the first send applied
+    /// them and the message is gone; else its lease was lost meanwhile.
+    /// Counted neither in `acked` nor in `leases_lost`.
+    pub resend_warnings: u64,
+    /// Pulled messages without a lease id, which cannot be settled or
+    /// extended: not handled, logged, and delivered again after the
+    /// visibility timeout.
+    pub unsettleable: u64,
     /// Ack and retry calls sent (each carrying up to the ack batch size).
     pub settle_requests: u64,
     /// Ack and retry calls that failed (after the client's own retries); their
@@ -105,6 +118,8 @@ counters!(
     max_lease_reached,
     leases_lost,
     settle_warnings,
+    resend_warnings,
+    unsettleable,
     settle_requests,
     settle_errors,
     unflushed,
