@@ -306,10 +306,10 @@ async fn push_all_sends_batches_while_it_reads_the_messages() {
     // messages of the third are even made: only what is in flight is held.
     let sent_when_made = std::sync::Mutex::new(Vec::new());
     let messages = (0..300).map(|i| {
-        if i % 100 == 50 {
-            if let Ok(mut seen) = sent_when_made.lock() {
-                seen.push(emulator.requests_received());
-            }
+        if i % 100 == 50
+            && let Ok(mut seen) = sent_when_made.lock()
+        {
+            seen.push(emulator.requests_received());
         }
         Message::text(format!("m{i}"))
     });
