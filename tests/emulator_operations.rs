@@ -305,7 +305,8 @@ async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
         ),
         (0, 0, 0)
     );
-    clock.advance(Duration::from_secs(3_600));
+    // Past the delayed message's delay, within the hour a status is kept.
+    clock.advance(Duration::from_secs(3_000));
     assert!(q.pull(lease(30)).await.expect("pull").messages.is_empty());
     let outcome = q
         .ack(Acks::new().ack(&leased.messages[0]))
@@ -325,6 +326,10 @@ async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
     );
     q.push(Message::text("after")).await.expect("push");
     assert_eq!(q.metrics().await.expect("metrics").backlog_count, 1);
+    // An hour after the purge its status is forgotten.
+    clock.advance(Duration::from_secs(600));
+    let status = q.purge_status().await.expect("status");
+    assert_eq!((status.completed, status.started_at), (Some(false), None));
     emulator.shutdown().await.expect("shutdown");
 }
 
