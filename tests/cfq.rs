@@ -444,6 +444,8 @@ fn emulator_limits_are_flags() {
             "emulator",
             "--listen",
             "127.0.0.1:0",
+            "--token",
+            "limits-token",
             "--max-connections",
             "8",
             "--header-timeout",
@@ -456,6 +458,8 @@ fn emulator_limits_are_flags() {
             "5s",
             "--response-buffer",
             "32768",
+            "--max-body",
+            "2048",
             "--shutdown-grace",
             "200ms",
         ])
@@ -474,6 +478,21 @@ fn emulator_limits_are_flags() {
         .and_then(|rest| rest.split('/').next())
         .expect("the base URL")
         .to_owned();
+    // A body over --max-body is refused with 413.
+    let mut big = std::net::TcpStream::connect(&address).expect("connect");
+    let body = format!("{{\"body\":\"{}\",\"content_type\":\"text\"}}", "x".repeat(4096));
+    write!(
+        big,
+        "POST /client/v4/accounts/{}/queues/q/messages HTTP/1.1\r\nhost: e\r\n\
+         authorization: Bearer limits-token\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        cf_queues::emulator::EMULATOR_ACCOUNT_ID,
+        body.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut big, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     let mut half = std::net::TcpStream::connect(&address).expect("connect");
     half.write_all(b"POST /client/v4/accounts/").expect("write");
     std::thread::sleep(std::time::Duration::from_millis(100));

@@ -132,7 +132,16 @@
 //! most about 3.5 times their request, so at most about 7 MB per connection
 //! with the default `max_body_bytes` (and counted in
 //! [`EmulatorHandle::server_stats`]). The write timeout closes a connection
-//! that does not read them. A request
+//! that does not read them.
+//!
+//! What the limits do not stop: at the connection cap only idle connections
+//! are evicted, and the write and body timeouts restart on any progress. So
+//! clients that each read a few bytes of their answer, or send a byte of
+//! their body, just inside those timeouts can hold every slot for as long
+//! as they keep that pace. Each such connection holds no more than the
+//! bounds above, so the cap bounds what they cost (512 connections by
+//! default); a local test emulator does not try to tell a slow client from
+//! a hostile one. A request
 //! refused before its body mattered still has its body read (up to
 //! `max_body_bytes`), so the keep-alive connection carries on.
 //!

@@ -587,6 +587,10 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "BYTES", help_heading = "Server limits")]
     pub response_buffer: Option<usize>,
 
+    /// The largest request body; a larger one gets 413 unread [default: 2097152]
+    #[arg(long, value_name = "BYTES", help_heading = "Server limits")]
+    pub max_body: Option<usize>,
+
     /// How long Ctrl-C or SIGTERM lets open requests finish before closing them [default: 5s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
     pub shutdown_grace: Option<Duration>,

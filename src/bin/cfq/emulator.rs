@@ -41,6 +41,9 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     if let Some(bytes) = args.response_buffer {
         emulator = emulator.response_buffer_bytes(bytes);
     }
+    if let Some(bytes) = args.max_body {
+        emulator = emulator.max_body_bytes(bytes);
+    }
     if let Some(grace) = args.shutdown_grace {
         emulator = emulator.shutdown_grace(grace);
     }
