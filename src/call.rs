@@ -138,12 +138,18 @@ impl Call<'_> {
         if wait.is_zero() {
             return Ok(());
         }
+        let reserved = Reserved {
+            limiter,
+            queue_id: self.queue_id,
+            messages: self.messages,
+        };
         if !fits(ends, wait) {
-            limiter.refund(self.queue_id, self.messages);
             return Err(self.timeout(0));
         }
         tracing::debug!(wait_ms = wait.as_millis() as u64, "client-side rate limit");
         tokio::time::sleep(wait).await;
+        // Waited for: the request that follows uses the reservation.
+        std::mem::forget(reserved);
         Ok(())
     }
 
@@ -157,6 +163,21 @@ impl Call<'_> {
     }
 }
 
+/// A rate-limit reservation not used yet: given back when dropped, so a
+/// call cancelled (or out of time) during its wait does not spend the
+/// budget of the calls after it.
+struct Reserved<'a> {
+    limiter: &'a Limiter,
+    queue_id: &'a str,
+    messages: usize,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.limiter.refund(self.queue_id, self.messages);
+    }
+}
+
 /// Whether a wait of `wait` starting now ends before the deadline `ends`.
 /// A wait too long to represent never fits a deadline.
 fn fits(ends: Option<Instant>, wait: Duration) -> bool {
@@ -165,5 +186,52 @@ fn fits(ends: Option<Instant>, wait: Duration) -> bool {
         Some(end) => Instant::now()
             .checked_add(wait)
             .is_some_and(|done| done < end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ratelimit::RateLimits;
+
+    fn push_call<'a>(limiter: &'a Limiter, retry: &'a RetryPolicy) -> Call<'a> {
+        Call {
+            operation: Operation::Push,
+            queue_id: "q",
+            retry,
+            deadline: None,
+            limiter: Some(limiter),
+            messages: 1,
+            response_cap: 1024,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_cancelled_gives_its_reservation_back() {
+        let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
+            .expect("a limit");
+        let retry = RetryPolicy::none();
+        let call = push_call(&limiter, &retry);
+        call.throttle(None).await.expect("the first token is there");
+        // The second push waits 10 s for its token, and is dropped after 1 s.
+        let cancelled = tokio::time::timeout(Duration::from_secs(1), call.throttle(None)).await;
+        assert!(cancelled.is_err(), "still waiting when dropped");
+        // Its token went back: the next push waits 9 s more, not 19 s.
+        let wait = limiter.reserve("q", 1, Instant::now());
+        assert_eq!(wait, Duration::from_secs(9));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_that_ran_uses_its_reservation() {
+        let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
+            .expect("a limit");
+        let retry = RetryPolicy::none();
+        let call = push_call(&limiter, &retry);
+        call.throttle(None).await.expect("first");
+        call.throttle(None).await.expect("after 10 s");
+        assert_eq!(
+            limiter.reserve("q", 1, Instant::now()),
+            Duration::from_secs(10)
+        );
     }
 }

@@ -480,7 +480,10 @@ fn emulator_limits_are_flags() {
         .to_owned();
     // A body over --max-body is refused with 413.
     let mut big = std::net::TcpStream::connect(&address).expect("connect");
-    let body = format!("{{\"body\":\"{}\",\"content_type\":\"text\"}}", "x".repeat(4096));
+    let body = format!(
+        "{{\"body\":\"{}\",\"content_type\":\"text\"}}",
+        "x".repeat(4096)
+    );
     write!(
         big,
         "POST /client/v4/accounts/{}/queues/q/messages HTTP/1.1\r\nhost: e\r\n\
