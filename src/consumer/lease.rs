@@ -298,7 +298,13 @@ impl LeaseTable {
             }
             now
         } else {
-            now + (left / 2).min(Duration::from_secs(1))
+            // Half the time left, at most a second; never sooner than
+            // 100 ms (a failing server is not hammered as the lease runs
+            // out), unless the lease ends sooner.
+            let pause = (left / 2)
+                .min(Duration::from_secs(1))
+                .max(Duration::from_millis(100).min(left));
+            now + pause
         };
         self.reschedule(key, Some(at));
     }
@@ -497,6 +503,11 @@ mod tests {
         let key = t.insert("l".into(), 1, t0, 30 * S, 10 * S);
         t.retry_later(key, t0 + 20 * S);
         assert_eq!(t.next_due(), Some(t0 + 21 * S));
+        // Close to the end, never sooner than 100 ms, nor after the expiry.
+        t.retry_later(key, t0 + 29 * S + Duration::from_millis(850));
+        assert_eq!(t.next_due(), Some(t0 + 29 * S + Duration::from_millis(950)));
+        t.retry_later(key, t0 + 29 * S + Duration::from_millis(950));
+        assert_eq!(t.next_due(), Some(t0 + 30 * S));
         t.retry_later(key, t0 + 30 * S);
         let due = t.take_due(t0 + 30 * S, t0 + 30 * S, 3600 * S, 30 * S, 10 * S);
         assert!(matches!(due[..], [(_, _, Due::Expired)]));
