@@ -44,9 +44,13 @@ fn queue(server: &MockServer, auth: Auth) -> cf_queues::Queue {
     .expect("valid test configuration")
 }
 
-/// The headers every request carries, for the scheme in use.
+/// The headers every request carries, for the scheme in use. Every one
+/// asks for JSON: `GET /metrics` also answers `text/event-stream`, so the
+/// `Accept` header decides what comes back.
 fn authenticated(when: When, auth: Auth) -> When {
-    let when = when.header_missing("api-version");
+    let when = when
+        .header_missing("api-version")
+        .header("accept", "application/json");
     match auth {
         Auth::Token => when
             .header("authorization", format!("Bearer {TOKEN}"))
@@ -96,11 +100,31 @@ async fn extend_sends_leases_and_whole_milliseconds() {
     }
 }
 
+/// Answers anything with a 500, so that a request that should never have
+/// been sent shows up in its count (and fails the call).
+async fn catch_all(server: &MockServer) -> httpmock::Mock<'_> {
+    server
+        .mock_async(|_, then| {
+            then.status(500);
+        })
+        .await
+}
+
+/// The field an [`Error::InvalidInput`] names, or the whole error when it is another.
+fn invalid_field(error: &Error) -> Result<&str, String> {
+    match error {
+        Error::InvalidInput { field, .. } => Ok(field),
+        other => Err(format!("{other:?}")),
+    }
+}
+
 #[tokio::test]
 async fn extend_checks_before_sending() {
     let server = MockServer::start_async().await;
+    let sent = catch_all(&server).await;
     let queue = queue(&server, Auth::Token);
     let no_leases: [&str; 0] = [];
+    // No leases, nothing to extend: answered without a request.
     assert_eq!(
         queue
             .extend(no_leases, Duration::from_secs(1))
@@ -109,16 +133,71 @@ async fn extend_checks_before_sending() {
         ExtendOutcome::default()
     );
     for (leases, timeout, field) in [
+        // The timeout is checked even when there is nothing to extend.
+        (vec![], Duration::ZERO, "visibility_timeout"),
         (vec!["l"], Duration::ZERO, "visibility_timeout"),
         (vec!["l"], Duration::from_secs(43_201), "visibility_timeout"),
         (vec!["l", ""], Duration::from_secs(1), "extend[1].lease_id"),
     ] {
         let error = queue.extend(leases, timeout).await.expect_err("refused");
-        assert!(
-            matches!(&error, Error::InvalidInput { field: f, .. } if f == field),
-            "{error:?}"
-        );
+        assert_eq!(invalid_field(&error), Ok(field));
+        assert_eq!(error.attempts(), 0);
     }
+    assert_eq!(sent.calls_async().await, 0);
+}
+
+#[tokio::test]
+async fn preview_checks_the_batch_size_before_sending() {
+    let server = MockServer::start_async().await;
+    let sent = catch_all(&server).await;
+    let queue = queue(&server, Auth::Token);
+    for batch_size in [0, 101] {
+        let error = queue.preview(batch_size).await.expect_err("refused");
+        assert_eq!(invalid_field(&error), Ok("batch_size"), "{batch_size}");
+        assert_eq!(error.attempts(), 0);
+    }
+    assert_eq!(sent.calls_async().await, 0);
+}
+
+#[tokio::test]
+async fn delete_previewed_checks_before_sending() {
+    let server = MockServer::start_async().await;
+    let sent = catch_all(&server).await;
+    let queue = queue(&server, Auth::Token);
+    let over_a_day = Duration::from_secs(86_400) + Duration::from_millis(1);
+    for (changes, field) in [
+        (PreviewedChanges::new().delete(""), "acks[0].lease_id"),
+        (
+            PreviewedChanges::new().delete("preview-1").delete(""),
+            "acks[1].lease_id",
+        ),
+        (PreviewedChanges::new().retry(""), "retries[0].lease_id"),
+        (
+            PreviewedChanges::new().retry_after("", Duration::from_secs(1)),
+            "retries[0].lease_id",
+        ),
+        (
+            PreviewedChanges::new()
+                .retry("preview-1")
+                .retry_after("preview-2", over_a_day),
+            "retries[1].delay",
+        ),
+        // A valid deletion does not carry an invalid retry with it.
+        (
+            PreviewedChanges::new()
+                .delete("preview-1")
+                .retry_after("preview-2", over_a_day),
+            "retries[0].delay",
+        ),
+    ] {
+        let error = queue
+            .delete_previewed(changes)
+            .await
+            .expect_err("refused");
+        assert_eq!(invalid_field(&error), Ok(field));
+        assert_eq!(error.attempts(), 0);
+    }
+    assert_eq!(sent.calls_async().await, 0);
 }
 
 #[tokio::test]
@@ -128,6 +207,7 @@ async fn preview_returns_its_own_ids_and_decodes_bodies() {
         let mock = server
             .mock_async(|when, then| {
                 authenticated(when.method(POST).path(path("/messages/preview")), auth)
+                    .header("content-type", "application/json")
                     .json_body(json!({"batch_size": 3}));
                 then.status(200).json_body(success(json!({"messages": [
                     {"id": "m1", "attempts": 2, "body": "hello", "lease_id": "preview-1",
@@ -160,6 +240,7 @@ async fn delete_previewed_sends_acks_and_retries() {
         let mock = server
             .mock_async(|when, then| {
                 authenticated(when.method(POST).path(path("/messages/preview/ack")), auth)
+                    .header("content-type", "application/json")
                     .json_body(json!({
                         "acks": [{"lease_id": "preview-1"}],
                         "retries": [{"lease_id": "preview-2", "delay_seconds": 3}, {"lease_id": "preview-3"}]
@@ -193,7 +274,8 @@ async fn metrics_is_a_get_without_a_body() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(path("/metrics")), auth).header_missing("content-type");
+                authenticated(when.method(GET).path(path("/metrics")), auth)
+                    .header_missing("content-type");
                 then.status(200).json_body(success(json!({
                     "backlog_count": 5, "backlog_bytes": 1024, "oldest_message_timestamp_ms": 1_710_950_954_154u64
                 })));
@@ -219,6 +301,7 @@ async fn purge_all_sends_the_confirmation_and_reads_the_queue() {
         let mock = server
             .mock_async(|when, then| {
                 authenticated(when.method(POST).path(path("/purge")), auth)
+                    .header("content-type", "application/json")
                     .json_body(json!({"delete_messages_permanently": true}));
                 then.status(200).json_body(success(json!({
                     "queue_id": QUEUE, "queue_name": "orders", "created_on": "2026-01-01T00:00:00Z",
