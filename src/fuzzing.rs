@@ -13,42 +13,70 @@ use crate::hooks::Exchange;
 use crate::message::Body;
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::response::{AckOutcome, PulledBatch, PurgeOutcome, PushReceipt, peeked};
+use crate::response::{
+    AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
+    PushReceipt, QueueInfo, peeked, previewed,
+};
 
 /// Runs `body`, answered with `status`, through everything the client does
 /// with a response (the generated client's decoding, envelope unwrapping,
 /// error mapping and classification, result conversion and message-body
-/// decoding) for every operation; returns how many operations decoded it
-/// as a success.
+/// decoding) for every operation of [`Operation::ALL`]; returns how many
+/// operations decoded it as a success.
 pub fn decode_response(status: u16, body: &[u8]) -> usize {
-    let mut succeeded = 0;
-    succeeded += usize::from(
-        decode::<types::PushEnvelope>(Operation::Push, status, body)
-            .map(PushReceipt::from)
+    Operation::ALL
+        .into_iter()
+        .filter(|&operation| decode_as(operation, status, body))
+        .count()
+}
+
+/// Runs `body`, answered with `status`, through everything the client does
+/// with a response to `operation`, as [`decode_response`] does for all of
+/// them; returns whether it decoded as a success.
+pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
+    // No wildcard arm: an operation added to `Operation` does not compile
+    // here until it is fuzzed too.
+    match operation {
+        // Both pushes answer the same envelope.
+        Operation::Push | Operation::Batch => {
+            decode::<types::PushEnvelope>(operation, status, body)
+                .map(PushReceipt::from)
+                .is_ok()
+        }
+        Operation::Pull => decode::<types::PullEnvelope>(operation, status, body)
+            .map(|result| {
+                let batch = PulledBatch::from(result);
+                batch.messages.iter().for_each(|m| decode_body(m.body()));
+            })
             .is_ok(),
-    );
-    if let Ok(result) = decode::<types::PullEnvelope>(Operation::Pull, status, body) {
-        PulledBatch::from(result)
-            .messages
-            .iter()
-            .for_each(|m| decode_body(m.body()));
-        succeeded += 1;
-    }
-    succeeded += usize::from(
-        decode::<types::AckEnvelope>(Operation::Ack, status, body)
+        Operation::Ack => decode::<types::AckEnvelope>(operation, status, body)
             .map(AckOutcome::from)
             .is_ok(),
-    );
-    if let Ok(result) = decode::<types::PeekEnvelope>(Operation::Peek, status, body) {
-        peeked(result).iter().for_each(|m| decode_body(m.body()));
-        succeeded += 1;
-    }
-    succeeded += usize::from(
-        decode::<types::PurgeEnvelope>(Operation::Purge, status, body)
+        Operation::Peek => decode::<types::PeekEnvelope>(operation, status, body)
+            .map(|result| peeked(result).iter().for_each(|m| decode_body(m.body())))
+            .is_ok(),
+        Operation::Purge => decode::<types::PurgeEnvelope>(operation, status, body)
             .map(PurgeOutcome::from)
             .is_ok(),
-    );
-    succeeded
+        Operation::Extend => decode::<types::ExtendEnvelope>(operation, status, body)
+            .map(ExtendOutcome::from)
+            .is_ok(),
+        Operation::Preview => decode::<types::PreviewEnvelope>(operation, status, body)
+            .map(|result| previewed(result).iter().for_each(|m| decode_body(m.body())))
+            .is_ok(),
+        Operation::DeletePreviewed => decode::<types::PreviewAckEnvelope>(operation, status, body)
+            .map(PreviewedOutcome::from)
+            .is_ok(),
+        Operation::Metrics => decode::<types::MetricsEnvelope>(operation, status, body)
+            .map(Metrics::from)
+            .is_ok(),
+        Operation::PurgeQueue => decode::<types::PurgeQueueEnvelope>(operation, status, body)
+            .map(QueueInfo::from)
+            .is_ok(),
+        Operation::PurgeStatus => decode::<types::PurgeStatusEnvelope>(operation, status, body)
+            .map(PurgeStatus::from)
+            .is_ok(),
+    }
 }
 
 /// [`decode_response`] as a 200 and as a 500.
@@ -113,4 +141,125 @@ pub fn decode_retry_after(text: &str) -> Option<std::time::Duration> {
 
 fn decode_body(body: &Body) {
     let _ = (body.text(), body.bytes(), body.json::<serde_json::Value>());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn envelope(result: Value) -> Vec<u8> {
+        json!({"success": true, "errors": [], "messages": [], "result": result})
+            .to_string()
+            .into_bytes()
+    }
+
+    /// Each operation beyond the original six, with an answer of its
+    /// shape and one whose field has a type its result cannot take.
+    fn new_operations() -> [(Operation, Value, Value); 6] {
+        let message = json!({"id": "m1", "attempts": 1, "body": "hi", "lease_id": "preview-1",
+                             "metadata": {"CF-Content-Type": "text"}, "timestamp_ms": 7});
+        [
+            (
+                Operation::Extend,
+                json!({"extendCount": 1, "warnings": {"lease-2": "delivered again"}}),
+                json!({"extendCount": "one"}),
+            ),
+            (
+                Operation::Preview,
+                json!({"messages": [message]}),
+                json!({"messages": "none"}),
+            ),
+            (
+                Operation::DeletePreviewed,
+                json!({"warnings": ["preview-9 unknown"]}),
+                json!({"warnings": 9}),
+            ),
+            (
+                Operation::Metrics,
+                json!({"backlog_count": 5, "backlog_bytes": 1024, "oldest_message_timestamp_ms": 7}),
+                json!({"backlog_count": [5]}),
+            ),
+            (
+                Operation::PurgeQueue,
+                json!({"queue_id": "q", "queue_name": "orders", "consumers_total_count": 1}),
+                json!({"queue_name": 5}),
+            ),
+            (
+                Operation::PurgeStatus,
+                json!({"completed": "true", "started_at": "2026-11-29T10:00:00Z"}),
+                json!({"completed": 5}),
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_operation_decodes_an_empty_success_and_no_failure() {
+        let empty = envelope(json!({}));
+        assert_eq!(decode_response(200, &empty), Operation::ALL.len());
+        assert_eq!(decode_response(500, &empty), 0);
+        let failure = json!({"success": false, "errors": [{"code": 15000, "message": "x"}]});
+        assert_eq!(decode_response(503, failure.to_string().as_bytes()), 0);
+    }
+
+    #[test]
+    fn each_new_operation_reads_its_own_result_type() {
+        for (operation, answer, mistyped) in new_operations() {
+            assert!(
+                decode_as(operation, 200, &envelope(answer.clone())),
+                "{operation}"
+            );
+            assert!(!decode_as(operation, 500, &envelope(answer)), "{operation}");
+            assert!(
+                !decode_as(operation, 200, &envelope(mistyped)),
+                "{operation}"
+            );
+        }
+    }
+
+    /// Values of any JSON type, nested a little.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(".{0,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The new operations' keys with arbitrary values: deeper into their
+        /// result types than random bytes reach.
+        #[test]
+        fn new_operation_shapes_never_panic(
+            count in json_value(),
+            text in json_value(),
+            warnings in json_value(),
+            messages in json_value(),
+            status in prop_oneof![Just(200u16), Just(429), Just(503), 0u16..600],
+        ) {
+            let result = json!({
+                "extendCount": count, "warnings": warnings, "messages": messages,
+                "backlog_count": count, "backlog_bytes": count, "oldest_message_timestamp_ms": count,
+                "queue_id": text, "queue_name": text, "created_on": text, "modified_on": text,
+                "consumers_total_count": count, "producers_total_count": count,
+                "consumers": messages, "producers": messages, "settings": warnings,
+                "completed": text, "started_at": text,
+            });
+            decode_response(status, &envelope(result));
+        }
+    }
 }

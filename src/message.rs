@@ -318,11 +318,101 @@ pub struct PeekRef(String);
 /// [`Queue::delete_previewed`](crate::Queue::delete_previewed), and cannot
 /// be acknowledged, retried or extended as a lease.
 ///
-/// ```compile_fail
-/// # fn demo(previewed: &cf_queues::PreviewedMessage) {
-/// // A previewed message is not leased: this does not compile.
-/// let acks = cf_queues::Acks::new().ack(previewed);
+/// # Not a lease
+///
+/// Each example that must not compile follows a sibling that compiles and
+/// differs from it only in the one argument: a `compile_fail` example
+/// passes on any error, a typo in a path included, so the sibling proves
+/// that the argument is the only thing wrong.
+///
+/// [`Acks::ack`](crate::Acks::ack) takes a pulled message, not a previewed one:
+///
+/// ```
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().ack(pulled);
 /// # }
+/// ```
+/// ```compile_fail,E0277
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().ack(previewed);
+/// # }
+/// ```
+///
+/// Nor a preview id by reference:
+///
+/// ```
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().ack(&pulled.lease_id);
+/// # }
+/// ```
+/// ```compile_fail,E0277
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().ack(&previewed.preview_id);
+/// # }
+/// ```
+///
+/// [`Acks::retry`](crate::Acks::retry) takes a lease id, not a preview id:
+///
+/// ```
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().retry(pulled.lease_id.clone());
+/// # }
+/// ```
+/// ```compile_fail,E0277
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().retry(previewed.preview_id.clone());
+/// # }
+/// ```
+///
+/// Nor does [`Acks::retry_after`](crate::Acks::retry_after):
+///
+/// ```
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().retry_after(&pulled.lease_id, std::time::Duration::from_secs(60));
+/// # }
+/// ```
+/// ```compile_fail,E0277
+/// # fn demo(pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) {
+/// # let _ = (pulled, previewed);
+/// let _acks = cf_queues::Acks::new().retry_after(&previewed.preview_id, std::time::Duration::from_secs(60));
+/// # }
+/// ```
+///
+/// [`Queue::extend`](crate::Queue::extend) extends leases, not preview ids:
+///
+/// ```
+/// # async fn demo(queue: &cf_queues::Queue, pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) -> cf_queues::Result<()> {
+/// # let _ = (pulled, previewed);
+/// queue.extend([&pulled.lease_id], std::time::Duration::from_secs(60)).await?;
+/// # Ok(()) }
+/// ```
+/// ```compile_fail,E0277
+/// # async fn demo(queue: &cf_queues::Queue, pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) -> cf_queues::Result<()> {
+/// # let _ = (pulled, previewed);
+/// queue.extend([&previewed.preview_id], std::time::Duration::from_secs(60)).await?;
+/// # Ok(()) }
+/// ```
+///
+/// Nor previewed messages:
+///
+/// ```
+/// # async fn demo(queue: &cf_queues::Queue, pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) -> cf_queues::Result<()> {
+/// # let _ = (pulled, previewed);
+/// queue.extend([pulled], std::time::Duration::from_secs(60)).await?;
+/// # Ok(()) }
+/// ```
+/// ```compile_fail,E0277
+/// # async fn demo(queue: &cf_queues::Queue, pulled: &cf_queues::PulledMessage, previewed: &cf_queues::PreviewedMessage) -> cf_queues::Result<()> {
+/// # let _ = (pulled, previewed);
+/// queue.extend([previewed], std::time::Duration::from_secs(60)).await?;
+/// # Ok(()) }
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PreviewId(String);

@@ -1,4 +1,5 @@
-//! Every response path, on an arbitrary status and body: must never panic.
+//! Every response path (all twelve operations of `Operation::ALL`), on an
+//! arbitrary status and body: must never panic.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|input: &[u8]| {

@@ -130,11 +130,26 @@ impl Queue {
     /// the answer carries none: the lease id the caller holds stays the one
     /// to acknowledge, retry or extend again with, and it now expires
     /// `visibility_timeout` after the extension (measured from now, as SQS's
-    /// ChangeMessageVisibility does, not added to the old expiry). A lease
-    /// whose message was delivered to someone else or deleted since comes
-    /// back as a warning, not extended; a lease that ran out but whose
-    /// message was not delivered again is extended, as late acks are
-    /// accepted. The emulator behaves the same way.
+    /// ChangeMessageVisibility does, not added to the old expiry).
+    ///
+    /// A lease comes back as a warning, not extended, when since it was
+    /// granted its message was:
+    ///
+    /// - delivered again, to any consumer, this one included: every
+    ///   delivery issues a new lease id, and only the newest can extend;
+    /// - given back by a retry: the holder's own ([`Acks::retry`]) while the
+    ///   lease was live, or, once it ran out, a retry with any of the
+    ///   message's lease ids or a delay set through
+    ///   [`Queue::delete_previewed`];
+    /// - deleted: acknowledged (with any of its lease ids), purged, deleted
+    ///   after a preview, or dropped or dead-lettered when its lease ran out
+    ///   with no attempts left.
+    ///
+    /// A lease that ran out while none of that happened is extended, and
+    /// takes its message back from the visible set, as late acks are
+    /// accepted. A lease listed twice in one call is extended once; the
+    /// repeat is a warning. The emulator behaves the same way, and its
+    /// warning says which case it met.
     ///
     /// No limit on leases per call is documented, and none is imposed here;
     /// the consumer sends at most 100 at a time, like a pull. An empty list
