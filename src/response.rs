@@ -147,7 +147,8 @@ pub struct ExtendOutcome {
     /// Leases extended (`extendCount`).
     pub extended: u32,
     /// Warnings about single leases: a lease whose message was delivered
-    /// again or deleted is not extended.
+    /// again, given back by a retry, or deleted is not extended (the cases
+    /// are listed on [`Queue::extend`](crate::Queue::extend)).
     pub warnings: Vec<Warning>,
 }
 

@@ -46,8 +46,14 @@ fn envelope_like() -> impl Strategy<Value = Vec<u8>> {
         json_value()
     ];
     (any::<Option<bool>>(), json_value(), messages, json_value(), json_value()).prop_map(|(success, errors, messages, counts, warnings)| {
+        // The fields of every operation's result, the six newer ones included.
         let result = json!({"messages": messages, "message_backlog_count": counts, "ackCount": counts,
-                            "retryCount": counts, "warnings": warnings, "errors": errors,
+                            "retryCount": counts, "extendCount": counts, "warnings": warnings,
+                            "errors": errors, "backlog_count": counts, "backlog_bytes": counts,
+                            "oldest_message_timestamp_ms": counts, "completed": warnings,
+                            "started_at": counts, "queue_id": warnings, "queue_name": counts,
+                            "created_on": counts, "modified_on": warnings, "consumers": errors,
+                            "producers": counts,
                             "metadata": {"metrics": {"backlog_count": counts}}});
         serde_json::to_vec(&json!({"success": success, "errors": errors, "messages": [], "result": result})).unwrap_or_default()
     })
