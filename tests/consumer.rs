@@ -656,16 +656,8 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
 
 #[tokio::test(start_paused = true)]
 async fn spans_follow_the_opentelemetry_messaging_conventions() {
-    use tracing_subscriber::fmt::format::FmtSpan;
-    let log = helpers_support::SharedLog::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_span_events(FmtSpan::CLOSE)
-        .with_writer(log.clone())
-        .with_ansi(false)
-        .finish();
     // The test's runtime is current-thread: every task logs on this thread.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (log, _guard) = helpers_support::capture_spans();
 
     let emulator = emulator().await;
     let queue = queue(&emulator, "traced");

@@ -340,15 +340,7 @@ async fn a_shutdown_waits_for_the_pull_on_its_way_and_releases_what_it_brings() 
 
 #[tokio::test(start_paused = true)]
 async fn the_extend_span_carries_the_messaging_attributes() {
-    use tracing_subscriber::fmt::format::FmtSpan;
-    let log = helpers_support::SharedLog::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_span_events(FmtSpan::CLOSE)
-        .with_writer(log.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (log, _guard) = helpers_support::capture_spans();
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "spanned");
     push_texts(&queue, 1).await;

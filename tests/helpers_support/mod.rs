@@ -361,3 +361,17 @@ pub async fn shut_gate(emulator: &EmulatorHandle) -> Gate {
 pub fn refresh_tracing_interest() {
     tracing::callsite::rebuild_interest_cache();
 }
+
+/// Captures this thread's INFO events and closed spans, with their fields,
+/// until the guard is dropped. Tests on a current-thread runtime see every
+/// task's spans this way.
+pub fn capture_spans() -> (SharedLog, tracing::subscriber::DefaultGuard) {
+    let log = SharedLog::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(log.clone())
+        .with_ansi(false)
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
+}
