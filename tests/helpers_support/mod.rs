@@ -34,10 +34,14 @@ pub async fn emulator_on_tokio_time() -> (EmulatorHandle, TokioClock) {
 
 /// A queue whose client makes exactly one request per call.
 pub fn queue(emulator: &EmulatorHandle, id: &str) -> Queue {
-    emulator
-        .client_builder()
-        .expect("builder")
-        // No timers of its own (pool reaping) to move paused time.
+    one_request_per_call(emulator.client_builder().expect("builder"), id)
+}
+
+/// Queue `id` of the client `builder` makes, set to send one request per
+/// call and to keep no timers of its own (pool reaping) that would move
+/// paused time.
+fn one_request_per_call(builder: cf_queues::ClientBuilder, id: &str) -> Queue {
+    builder
         .http_client(reqwest::Client::builder().pool_idle_timeout(None))
         .retry(RetryPolicy::none())
         .build()
@@ -159,16 +163,11 @@ impl Scripted {
 
     /// A queue on this server whose client makes one request per call.
     pub fn queue(&self) -> Queue {
-        cf_queues::Client::builder()
+        let builder = cf_queues::Client::builder()
             .api_token("scripted-token")
             .account_id("023e105f4ecef8ad9ca31a8372d0c353")
-            .base_url(&self.base_url)
-            .http_client(reqwest::Client::builder().pool_idle_timeout(None))
-            .retry(RetryPolicy::none())
-            .build()
-            .expect("client")
-            .queue("scripted")
-            .expect("queue id")
+            .base_url(&self.base_url);
+        one_request_per_call(builder, "scripted")
     }
 }
 
@@ -298,16 +297,8 @@ impl Gate {
 
     /// A queue through this gate, whose client makes one request per call.
     pub fn queue(&self, emulator: &EmulatorHandle, id: &str) -> Queue {
-        emulator
-            .client_builder()
-            .expect("builder")
-            .base_url(&self.base_url)
-            .http_client(reqwest::Client::builder().pool_idle_timeout(None))
-            .retry(RetryPolicy::none())
-            .build()
-            .expect("client")
-            .queue(id)
-            .expect("queue id")
+        let builder = emulator.client_builder().expect("builder");
+        one_request_per_call(builder.base_url(&self.base_url), id)
     }
 }
 
