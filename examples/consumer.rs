@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cf_queues::Message;
 use cf_queues::consumer::{Consumer, Outcome, RetryDelay};
-use cf_queues::emulator::Emulator;
+use cf_queues_emulator::Emulator;
 
 #[derive(serde::Deserialize)]
 struct Order {

@@ -4,8 +4,8 @@
 //! `cargo run --example producer --features emulator,producer`
 
 use cf_queues::Message;
-use cf_queues::emulator::Emulator;
 use cf_queues::producer::Producer;
+use cf_queues_emulator::Emulator;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -12,6 +12,7 @@ use crate::queue::Queue;
 use crate::ratelimit::{Limiter, RateLimits};
 use crate::raw;
 use crate::retry::RetryPolicy;
+use crate::tls;
 
 /// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
 /// [`ClientBuilder::base_url`] says otherwise.
@@ -323,8 +324,10 @@ impl ClientBuilder {
     /// # Errors
     ///
     /// [`Error::Config`] when the credentials or the account id are missing
-    /// or malformed, the base URL is not an http(s) URL, or the HTTP client
-    /// cannot be built; [`Error::InvalidInput`] for an account id that is
+    /// or malformed, the base URL is not an http(s) URL, an `https` URL has
+    /// no TLS feature to serve it, no rustls provider is installed under
+    /// `rustls-no-provider` (see the [TLS table](crate#tls)), or the HTTP
+    /// client cannot be built; [`Error::InvalidInput`] for an account id that is
     /// not 1 to 32 letters and digits.
     pub fn build(self) -> Result<Client> {
         let credentials = self.credentials.ok_or_else(|| {
@@ -347,6 +350,7 @@ impl ClientBuilder {
                 parsed.scheme()
             )));
         }
+        tls::check(parsed.scheme())?;
 
         let http = match self.http {
             Some(http) => http,

@@ -100,13 +100,41 @@
 //!
 //! # Features
 //!
-//! - `schema`: the wire types in [`raw::types`] derive `schemars::JsonSchema`.
-//! - `emulator`: [`emulator`], a local emulator of the API for tests and offline work.
-//! - `cli`: the `cfq` command-line tool (enables `emulator`).
+//! - `rustls` (default), `rustls-no-provider`, `native-tls`: the TLS backend; see [TLS](#tls).
 //! - `consumer`: [`consumer`], a pull-consumer runtime that keeps leases alive, batches acks and shuts down gracefully.
 //! - `producer`: [`producer`], a producer that batches messages by count, bytes and linger.
-#![forbid(unsafe_code)]
-#![deny(missing_docs)]
+//! - `schema`: the wire types in [`raw::types`] derive `schemars::JsonSchema`.
+//!
+//! The local emulator of the API is the crate
+//! [`cf-queues-emulator`](https://docs.rs/cf-queues-emulator), and the
+//! command-line tool the crate [`cfq`](https://docs.rs/cfq): both are
+//! released with this crate, at its version.
+//!
+//! # TLS
+//!
+//! | feature | backend | what to set up |
+//! |---|---|---|
+//! | `rustls` (default) | rustls with aws-lc-rs | nothing (a C compiler builds aws-lc) |
+//! | `rustls-no-provider` | rustls with the process's default provider | install one, such as ring, before [`ClientBuilder::build`] |
+//! | `native-tls` | the platform's library (OpenSSL on Linux) | its headers, to build |
+//! | none (`default-features = false`) | no TLS: `http://` base URLs only, such as an emulator's | |
+//!
+//! The features are additive. With several on, reqwest's rule decides:
+//! `native-tls` wins over rustls, and rustls uses an installed default
+//! provider before aws-lc-rs. [`ClientBuilder::build`] refuses an `https`
+//! base URL when no backend is compiled in, and, under `rustls-no-provider`
+//! alone, a missing provider (reqwest would panic), with [`Error::Config`].
+//!
+//! ```toml
+//! # rustls on ring: no C compile of aws-lc
+//! cf-queues = { version = "0.3", default-features = false, features = ["rustls-no-provider"] }
+//! rustls = { version = "0.23", default-features = false, features = ["ring", "std"] }
+//! ```
+//!
+//! ```ignore
+//! rustls::crypto::ring::default_provider().install_default().ok();
+//! let client = cf_queues::Client::from_env()?;
+//! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod auth;
@@ -118,9 +146,6 @@ pub mod codes;
 #[cfg(feature = "consumer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "consumer")))]
 pub mod consumer;
-#[cfg(feature = "emulator")]
-#[cfg_attr(docsrs, doc(cfg(feature = "emulator")))]
-pub mod emulator;
 mod envelope;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -138,6 +163,7 @@ mod ratelimit;
 mod request;
 mod response;
 mod retry;
+mod tls;
 
 /// The progenitor-generated client and wire types, from
 /// `openapi/queues-messages.yaml`.
@@ -157,12 +183,7 @@ pub use classify::RetryClass;
 pub use client::{Client, ClientBuilder, DEFAULT_BASE_URL};
 
 // The README's examples are compiled as doc tests.
-#[cfg(all(
-    doctest,
-    feature = "emulator",
-    feature = "consumer",
-    feature = "producer"
-))]
+#[cfg(all(doctest, feature = "consumer", feature = "producer"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 pub use error::{ApiError, ApiErrorDetail, BodyError, Error, Result};

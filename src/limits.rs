@@ -207,8 +207,22 @@ impl Limits {
             .fold(SMALL_RESPONSE_BYTES, usize::saturating_add)
     }
 
-    /// Checks an account or queue id: 1 to `max_id_len` ASCII letters and digits.
-    pub(crate) fn check_id(&self, field: &str, id: &str) -> Result<()> {
+    /// Checks an account or queue id: 1 to `max_id_len` ASCII letters and
+    /// digits. The client checks every id with it before sending; a server
+    /// (such as the emulator) can check what it receives the same way.
+    ///
+    /// ```
+    /// let limits = cf_queues::Limits::default();
+    /// assert!(limits.check_id("queue_id", "0123456789abcdef0123456789abcdef").is_ok());
+    /// assert!(limits.check_id("queue_id", "my-queue").is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] naming `field`, when the id is empty, longer
+    /// than `max_id_len` characters, or holds anything but ASCII letters and
+    /// digits.
+    pub fn check_id(&self, field: &str, id: &str) -> Result<()> {
         if id.is_empty() {
             return Err(Error::invalid(field, "must not be empty"));
         }

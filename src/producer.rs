@@ -15,7 +15,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cf_queues::Message;
 //! use cf_queues::producer::Producer;
-//! # let emulator = cf_queues::emulator::Emulator::new().start().await?;
+//! # let emulator = cf_queues_emulator::Emulator::new().start().await?;
 //! # let queue = emulator.client()?.queue("events")?;
 //!
 //! let producer = Producer::builder(queue).build()?;
@@ -217,7 +217,7 @@ impl Producer {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use cf_queues::Message;
     /// use cf_queues::producer::{Producer, ProducerError};
-    /// # let emulator = cf_queues::emulator::Emulator::new().start().await?;
+    /// # let emulator = cf_queues_emulator::Emulator::new().start().await?;
     /// # let queue = emulator.client()?.queue("events")?;
     /// let producer = Producer::builder(queue).build()?;
     /// // Spawned: the outcome is awaited elsewhere, the message batched meanwhile.

@@ -33,9 +33,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cf_queues::consumer::{Consumer, Outcome};
-use cf_queues::emulator::{Emulator, EmulatorHandle};
 use cf_queues::producer::Producer;
 use cf_queues::{Client, Message, Queue};
+use cf_queues_emulator::{Emulator, EmulatorHandle};
 
 use crate::common::{Result, drain, env_count, thousands};
 

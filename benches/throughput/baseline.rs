@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use cf_queues::emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ use crate::common::{BATCH, Result, VISIBILITY};
 /// The baseline: the same cycle with a bare `reqwest::Client`, pre-built JSON,
 /// and a parse of the pull response just deep enough to find the lease ids.
 #[derive(Clone)]
-pub struct RawQueue {
+pub(crate) struct RawQueue {
     pub name: String,
     http: reqwest::Client,
     auth: HeaderValue,
@@ -71,7 +71,11 @@ struct TextMessage<'a> {
 }
 
 impl RawQueue {
-    pub fn new(emulator: &EmulatorHandle, name: &str, bodies: &[String]) -> Result<RawQueue> {
+    pub(crate) fn new(
+        emulator: &EmulatorHandle,
+        name: &str,
+        bodies: &[String],
+    ) -> Result<RawQueue> {
         let token = emulator
             .token()
             .ok_or("the emulator accepts any token; expected a generated one")?;
@@ -136,7 +140,7 @@ impl RawQueue {
 
     /// Pushes 100, pulls up to 100 and acks what it pulled: the time of each
     /// step, and how many messages it acked.
-    pub async fn round(&self) -> Result<(Duration, Duration, Duration, usize)> {
+    pub(crate) async fn round(&self) -> Result<(Duration, Duration, Duration, usize)> {
         let t0 = Instant::now();
         self.post::<IgnoredAny>(&self.batch_url, self.batch_body.clone())
             .await?;

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use cf_queues::{Acks, PullOptions, PulledMessage, Queue};
 
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub type Result<T, E = BoxError> = std::result::Result<T, E>;
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Result<T, E = BoxError> = std::result::Result<T, E>;
 
 /// Messages per push, pull and ack.
-pub const BATCH: usize = 100;
-pub const VISIBILITY: Duration = Duration::from_secs(60);
-pub const MB: f64 = 1024.0 * 1024.0;
+pub(crate) const BATCH: usize = 100;
+pub(crate) const VISIBILITY: Duration = Duration::from_secs(60);
+pub(crate) const MB: f64 = 1024.0 * 1024.0;
 
 /// A positive count from the environment variable `name`, or `default` when
 /// it is unset; `_` separators are allowed (`30_000`).
-pub fn env_count(name: &str, default: usize) -> Result<usize> {
+pub(crate) fn env_count(name: &str, default: usize) -> Result<usize> {
     match std::env::var(name) {
         Err(_) => Ok(default),
         Ok(value) => match value.trim().replace('_', "").parse::<usize>() {
@@ -31,7 +31,7 @@ pub fn env_count(name: &str, default: usize) -> Result<usize> {
     }
 }
 
-pub fn pull_options() -> PullOptions {
+pub(crate) fn pull_options() -> PullOptions {
     PullOptions::new()
         .batch_size(BATCH as u32)
         .visibility_timeout(VISIBILITY)
@@ -39,7 +39,7 @@ pub fn pull_options() -> PullOptions {
 
 /// Acks every message of a pull; anything short of all of them, or a
 /// warning, is an error, since a bench that loses messages measures nothing.
-pub async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize> {
+pub(crate) async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize> {
     let acks = messages.iter().fold(Acks::new(), Acks::ack);
     let outcome = queue
         .ack(acks)
@@ -59,7 +59,7 @@ pub async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize>
 }
 
 /// Pulls and acks until the queue is empty; returns how many it acked.
-pub async fn drain(queue: &Queue) -> Result<usize> {
+pub(crate) async fn drain(queue: &Queue) -> Result<usize> {
     let mut drained = 0;
     loop {
         let batch = queue
@@ -73,7 +73,7 @@ pub async fn drain(queue: &Queue) -> Result<usize> {
     }
 }
 
-pub fn percent(part: u64, whole: u64) -> f64 {
+pub(crate) fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -82,7 +82,7 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// `1234567.8` as `1,234,568`.
-pub fn thousands(n: f64) -> String {
+pub(crate) fn thousands(n: f64) -> String {
     let digits = format!("{:.0}", n.max(0.0));
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

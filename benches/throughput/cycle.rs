@@ -4,19 +4,19 @@
 
 use std::time::{Duration, Instant};
 
-use cf_queues::emulator::EmulatorHandle;
 use cf_queues::{Batch, Client, Message, Queue};
+use cf_queues_emulator::EmulatorHandle;
 
 use crate::baseline::RawQueue;
 use crate::common::{BATCH, BoxError, Result, ack_all, drain, pull_options, thousands};
 
 /// Measured repetitions of each throughput figure; the median is reported.
-pub const REPEATS: usize = 3;
+pub(crate) const REPEATS: usize = 3;
 /// Unmeasured rounds per driver before measuring.
 const WARMUP_ROUNDS: usize = 100;
 
 /// The medians of the measured runs.
-pub struct Throughput {
+pub(crate) struct Throughput {
     /// One worker through the client.
     pub client: Run,
     /// One worker through the baseline.
@@ -27,7 +27,7 @@ pub struct Throughput {
 
 /// Warms up, then measures `rounds` rounds per run, [`REPEATS`] times, of
 /// each way of driving the emulator; prints each run as it ends.
-pub async fn measure(
+pub(crate) async fn measure(
     emulator: &EmulatorHandle,
     client: &Client,
     rounds: usize,
@@ -105,7 +105,7 @@ pub async fn measure(
 
 /// Time spent in each phase, summed over rounds (and over workers).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Phases {
+pub(crate) struct Phases {
     push: Duration,
     pull: Duration,
     ack: Duration,
@@ -125,26 +125,26 @@ impl Phases {
     }
 
     /// Mean microseconds per request of each phase.
-    pub fn micros_per_request(&self) -> [f64; 3] {
+    pub(crate) fn micros_per_request(&self) -> [f64; 3] {
         let n = f64::from(self.rounds.max(1));
         [self.push, self.pull, self.ack].map(|d| d.as_secs_f64() * 1e6 / n)
     }
 
-    pub fn percentages(&self) -> [f64; 3] {
+    pub(crate) fn percentages(&self) -> [f64; 3] {
         let total = self.total().as_secs_f64().max(f64::MIN_POSITIVE);
         [self.push, self.pull, self.ack].map(|d| 100.0 * d.as_secs_f64() / total)
     }
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Run {
+pub(crate) struct Run {
     messages: usize,
     wall: Duration,
     pub phases: Phases,
 }
 
 impl Run {
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.messages as f64 / self.wall.as_secs_f64().max(f64::MIN_POSITIVE)
     }
 }

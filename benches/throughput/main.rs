@@ -35,7 +35,7 @@ mod report;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cf_queues::emulator::Emulator;
+use cf_queues_emulator::Emulator;
 
 use crate::common::{BATCH, Result, env_count};
 

@@ -12,19 +12,19 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cf_queues::emulator::{Emulator, EmulatorHandle};
 use cf_queues::{Batch, Client, Message, Queue};
+use cf_queues_emulator::{Emulator, EmulatorHandle};
 
 use crate::common::{BATCH, Result, drain, env_count};
 
 /// Set to `1` in the child that only measures memory.
-pub const MEMORY_ONLY_ENV: &str = "CFQ_BENCH_MEMORY_ONLY";
+pub(crate) const MEMORY_ONLY_ENV: &str = "CFQ_BENCH_MEMORY_ONLY";
 /// One malloc arena, blocks of 128 KiB and more in their own mappings, and
 /// the heap's top trimmed once 128 KiB of it are free: free heap goes back to
 /// the kernel instead of staying in the process.
-pub const GLIBC_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072";
+pub(crate) const GLIBC_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072";
 /// Body size of the memory backlog's messages.
-pub const BACKLOG_BODY_BYTES: usize = 100;
+pub(crate) const BACKLOG_BODY_BYTES: usize = 100;
 const DEFAULT_BACKLOG: usize = 100_000;
 /// How the child reports, on stdout.
 const MEMORY_LINE_TAG: &str = "MEMORY";
@@ -32,7 +32,7 @@ const STATUS_FILE: &str = "/proc/self/status";
 
 /// Messages in the memory backlog (`CFQ_BENCH_BACKLOG`), read by the parent
 /// and the child alike.
-pub fn backlog_from_env() -> Result<usize> {
+pub(crate) fn backlog_from_env() -> Result<usize> {
     env_count("CFQ_BENCH_BACKLOG", DEFAULT_BACKLOG)
 }
 
@@ -72,7 +72,7 @@ fn rss_bytes() -> Result<u64, String> {
     clippy::large_enum_variant,
     reason = "one value per run, so its size does not matter"
 )]
-pub enum Figures {
+pub(crate) enum Figures {
     /// RSS cannot be read on this system; why.
     Skipped(String),
     Measured {
@@ -85,7 +85,7 @@ pub enum Figures {
 
 /// Fills and drains a backlog of `backlog` messages twice in this process,
 /// then again in the child; prints what it is doing.
-pub async fn measure(
+pub(crate) async fn measure(
     emulator: &EmulatorHandle,
     client: &Client,
     backlog: usize,
@@ -111,7 +111,7 @@ pub async fn measure(
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct FillDrain {
+pub(crate) struct FillDrain {
     pub before: u64,
     pub filled: u64,
     pub drained: u64,
@@ -121,16 +121,16 @@ pub struct FillDrain {
 }
 
 impl FillDrain {
-    pub fn growth(&self) -> u64 {
+    pub(crate) fn growth(&self) -> u64 {
         self.filled.saturating_sub(self.before)
     }
 
-    pub fn returned(&self) -> u64 {
+    pub(crate) fn returned(&self) -> u64 {
         self.filled.saturating_sub(self.drained)
     }
 }
 
-pub struct Memory {
+pub(crate) struct Memory {
     /// Messages in the backlog.
     pub messages: usize,
     pub cycles: [FillDrain; 2],
@@ -258,7 +258,7 @@ async fn fill_drain_twice(
 
 /// The child's whole run ([`MEMORY_ONLY_ENV`]): the fill / drain memory
 /// measurement alone, printed as one `MEMORY ...` line on stdout.
-pub async fn child_run() -> Result<()> {
+pub(crate) async fn child_run() -> Result<()> {
     let backlog = backlog_from_env()?;
     let emulator = Emulator::new().start().await?;
     let client = emulator.client()?;

@@ -15,7 +15,7 @@ const DEFAULT_MEMORY_LABEL: &str = if cfg!(target_env = "gnu") {
 };
 const TUNED_MEMORY_LABEL: &str = "memory, glibc tunables (arena_max=1…)";
 
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     pub cores: usize,
     pub messages: usize,
     pub rounds: usize,
@@ -23,7 +23,7 @@ pub struct Report<'a> {
     pub memory: &'a Figures,
 }
 
-pub fn print(r: &Report<'_>) {
+pub(crate) fn print(r: &Report<'_>) {
     throughput(r);
     memory(r.memory);
 }

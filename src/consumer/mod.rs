@@ -14,7 +14,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cf_queues::Message;
 //! use cf_queues::consumer::{Consumer, Outcome};
-//! # let emulator = cf_queues::emulator::Emulator::new().start().await?;
+//! # let emulator = cf_queues_emulator::Emulator::new().start().await?;
 //! # let queue = emulator.client()?.queue("orders")?;
 //! queue.push(Message::text("hello")).await?;
 //!

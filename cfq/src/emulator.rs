@@ -1,0 +1,114 @@
+//! `cfq emulator`: the local emulator, until Ctrl-C or SIGTERM.
+//!
+//! The `export CLOUDFLARE_...=` lines it prints are parsed by
+//! `.ci/sdk-conformance` and by people's shells: their format is fixed.
+
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator};
+
+use crate::args::EmulatorArgs;
+use crate::exit::{Code, Failure};
+use crate::output::note;
+
+pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
+    let mut emulator = Emulator::new()
+        .listen(args.listen)
+        .max_retries(args.max_retries);
+    if let Some(token) = args.token {
+        emulator = emulator.token(token);
+    }
+    if args.strict {
+        emulator = emulator.strict_queues(args.queues);
+    }
+    for (queue, dead_letter_queue) in args.dead_letter {
+        emulator = emulator.dead_letter_queue(queue, dead_letter_queue);
+    }
+    // Unset limits keep the library's defaults, documented there once.
+    if let Some(max) = args.max_connections {
+        emulator = emulator.max_connections(max);
+    }
+    if let Some(timeout) = args.header_timeout {
+        emulator = emulator.header_timeout(timeout);
+    }
+    if let Some(timeout) = args.body_timeout {
+        emulator = emulator.body_timeout(timeout);
+    }
+    if let Some(timeout) = args.idle_timeout {
+        emulator = emulator.idle_timeout(timeout);
+    }
+    if let Some(timeout) = args.write_timeout {
+        emulator = emulator.write_timeout(timeout);
+    }
+    if let Some(bytes) = args.response_buffer {
+        emulator = emulator.response_buffer_bytes(bytes);
+    }
+    if let Some(bytes) = args.max_body {
+        emulator = emulator.max_body_bytes(bytes);
+    }
+    if let Some(grace) = args.shutdown_grace {
+        emulator = emulator.shutdown_grace(grace);
+    }
+    // The emulator checks its own configuration (dead-letter queues among
+    // it) when it starts: a refusal there is the user's to fix, like a bad flag.
+    let handle = emulator.start().await.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::InvalidInput {
+            Code::Usage
+        } else {
+            Code::Local
+        };
+        Failure::new(code, format_args!("cannot start the emulator: {e}"))
+    })?;
+    let address = handle.local_addr();
+    if !address.ip().is_loopback() {
+        note(format_args!(
+            "warning: listening on {address}, which is reachable from other machines; \
+             the emulator is for local development"
+        ));
+    }
+    let mut lines = vec![
+        format!("cf-queues emulator listening on {}", handle.base_url()),
+        format!("  export CLOUDFLARE_BASE_URL={}", handle.base_url()),
+    ];
+    if let Some(token) = handle.token() {
+        lines.push(format!("  export CLOUDFLARE_API_TOKEN={token}"));
+    }
+    lines.push(format!(
+        "  export CLOUDFLARE_ACCOUNT_ID={EMULATOR_ACCOUNT_ID}"
+    ));
+    lines.push("press Ctrl-C to stop".into());
+    // Whoever started the emulator may have closed stdout: keep serving.
+    let out = crate::output::Output::new(None);
+    for line in &lines {
+        if out.line(line).is_err() {
+            break;
+        }
+    }
+
+    shutdown_signal().await;
+    let _ = out.line("stopping");
+    handle
+        .shutdown()
+        .await
+        .map_err(|e| Failure::local(format_args!("the emulator failed: {e}")))?;
+    Ok(Code::Ok)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

@@ -1,0 +1,208 @@
+//! `cfq`: the cf-queues command-line tool.
+//!
+//! Pushes, pulls, peeks, drains and redrives the messages of Cloudflare
+//! Queues, and runs the local emulator. `cfq --help` documents the
+//! commands, the exit codes and the message file format.
+#![forbid(unsafe_code)]
+
+mod admin;
+mod args;
+mod drain;
+mod emulator;
+mod exit;
+mod ndjson;
+mod output;
+mod pull;
+mod push;
+
+use std::process::ExitCode;
+
+use cf_queues::{Client, ClientBuilder, Queue};
+use clap::{CommandFactory as _, Parser as _};
+
+use args::{Cli, Command, Global, Target};
+use exit::{Code, Context, Failure};
+use output::Output;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout and may meet a closed pipe: never panic.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
+    let global = match global_options(&cli) {
+        Ok(global) => global,
+        Err(failure) => return failure.report(),
+    };
+    if global.verbose > 0 {
+        init_tracing(global.verbose);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return Failure::local(format_args!("cannot start: {e}")).report(),
+    };
+    match runtime.block_on(run(cli, &global)) {
+        Ok(code) => code.into(),
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Request tracing on stderr: this crate's spans and events only. They
+/// name operations, queues, statuses and timings, never header values, so
+/// credentials cannot show (see `tests/logging.rs`).
+fn init_tracing(verbosity: u8) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let level = if verbosity > 1 {
+        tracing::Level::TRACE
+    } else {
+        tracing::Level::DEBUG
+    };
+    let filter = tracing_subscriber::filter::Targets::new().with_target("cf_queues", level);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(output::stderr_is_terminal())
+        .with_max_level(level)
+        // Each call and attempt is a span: report it when it ends, with its status and timing.
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish()
+        .with(filter);
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
+/// The global options, given before the command's name or after it.
+/// Given before `emulator` or `completions`, which take none, they are
+/// refused rather than ignored: `cfq --queue jobs emulator --strict` would
+/// otherwise start an emulator without the queue.
+fn global_options(cli: &Cli) -> Result<Global, Failure> {
+    match cli.command.global() {
+        Some(after) => Ok(cli.global.merged(after)),
+        None if cli.global.is_empty() && cli.queue.is_none() => Ok(Global::default()),
+        None => Err(Failure::usage(
+            "--queue, --account, --base-url, --output and --verbose before the command do not \
+             apply to `cfq emulator` or `cfq completions`",
+        )
+        .with_hint("the emulator's own options (its --queue, --token) go after `emulator`")),
+    }
+}
+
+async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
+    let out = Output::new(global.output);
+    let top_queue = cli.queue;
+    let session = |target: &Target| Session::open(global, target, top_queue.as_deref(), out);
+    match cli.command {
+        Command::Push(args) => push::push(&session(&args.target)?, &args).await,
+        Command::Pull(args) => pull::pull(&session(&args.target)?, &args).await,
+        Command::Ack(args) => pull::ack(&session(&args.target)?, &args).await,
+        Command::Retry(args) => pull::retry(&session(&args.target)?, &args).await,
+        Command::Extend(args) => pull::extend(&session(&args.target)?, &args).await,
+        Command::Peek(args) => pull::peek(&session(&args.target)?, &args).await,
+        Command::Metrics(args) => admin::metrics(&session(&args.target)?, &args).await,
+        Command::Purge(args) => admin::purge(&session(&args.target)?, &args).await,
+        Command::Drain(args) => drain::drain(&session(&args.target)?, &args).await,
+        Command::Move(args) => {
+            let target = Target {
+                queue: args.from.clone(),
+            };
+            drain::move_messages(&session(&target)?, &args).await
+        }
+        Command::Replay(args) => {
+            let target = Target {
+                queue: Some(args.to.clone()),
+            };
+            push::replay(&session(&target)?, &args).await
+        }
+        Command::Emulator(args) => emulator::serve(args).await,
+        Command::Completions(args) => {
+            let mut buffer = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "cfq", &mut buffer);
+            out.line(String::from_utf8_lossy(&buffer).trim_end())?;
+            Ok(Code::Ok)
+        }
+    }
+}
+
+/// A client and the queue a command works on.
+pub struct Session {
+    pub client: Client,
+    pub queue: Queue,
+    pub out: Output,
+    /// The account, base URL and output options given as flags, as words
+    /// of a command line: a command printed to resume a run repeats them,
+    /// since it may be pasted where the environment differs.
+    pub flags: Vec<String>,
+}
+
+impl Session {
+    fn open(
+        global: &Global,
+        target: &Target,
+        top_queue: Option<&str>,
+        out: Output,
+    ) -> Result<Session, Failure> {
+        let context = Context {
+            queue: None,
+            account: global.account.clone(),
+            base_url: global.base_url.clone(),
+        };
+        let fail = |e: cf_queues::Error| Failure::call(&e, &context);
+        let mut builder = ClientBuilder::from_env().map_err(fail)?;
+        if let Some(account) = &global.account {
+            builder = builder.account_id(account);
+        }
+        if let Some(base_url) = &global.base_url {
+            builder = builder.base_url(base_url);
+        }
+        let client = builder.build().map_err(fail)?;
+        let queue_id = target
+            .queue
+            .clone()
+            .or_else(|| top_queue.map(str::to_owned))
+            .or_else(|| std::env::var("CFQ_QUEUE").ok().filter(|q| !q.is_empty()))
+            .ok_or_else(|| Failure::usage("no queue: pass --queue QUEUE_ID or set CFQ_QUEUE"))?;
+        let queue = client.queue(&queue_id).map_err(fail)?;
+        let mut flags = Vec::new();
+        if let Some(account) = &global.account {
+            flags.extend(["--account".to_owned(), account.clone()]);
+        }
+        if let Some(base_url) = &global.base_url {
+            flags.extend(["--base-url".to_owned(), base_url.clone()]);
+        }
+        if let Some(format) = global.output {
+            let name = match format {
+                args::OutputFormat::Json => "json",
+                args::OutputFormat::Table => "table",
+            };
+            flags.extend(["--output".to_owned(), name.to_owned()]);
+        }
+        Ok(Session {
+            client,
+            queue,
+            out,
+            flags,
+        })
+    }
+
+    /// What hints name for this session's queue.
+    pub fn context(&self) -> Context {
+        self.context_for(&self.queue)
+    }
+
+    pub fn context_for(&self, queue: &Queue) -> Context {
+        Context {
+            queue: Some(queue.id().to_owned()),
+            account: Some(self.client.account_id().to_owned()),
+            base_url: Some(self.client.base_url().to_owned()),
+        }
+    }
+
+    /// A library error on this session's queue, with its hint.
+    pub fn fail(&self, error: &cf_queues::Error) -> Failure {
+        Failure::call(error, &self.context())
+    }
+}

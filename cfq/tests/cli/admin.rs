@@ -1,0 +1,394 @@
+//! `cfq metrics`, `extend` and `purge --all`: against an httpmock server
+//! pinned to Cloudflare's wire shapes (and answers the emulator does not
+//! give, such as warnings and server errors), then against the emulator.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::support::{TOKEN, cfq, cfq_at, emulator, run, run_with_stdin};
+use cf_queues_emulator::Fault;
+use httpmock::Method::{GET, POST};
+use httpmock::MockServer;
+use serde_json::{Value, json};
+
+const ACCOUNT: &str = "0123456789abcdef0123456789abcdef";
+const QUEUE: &str = "9a7806061c88ada191ed06f989cc3dac";
+
+fn path(suffix: &str) -> String {
+    format!("/accounts/{ACCOUNT}/queues/{QUEUE}{suffix}")
+}
+
+fn success(result: Value) -> Value {
+    json!({"success": true, "errors": [], "messages": [], "result": result})
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_for_scripts_and_for_people() {
+    let server = MockServer::start_async().await;
+    let oldest = now_ms() - 192_000;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(GET)
+                .path(path("/metrics"))
+                .header("authorization", format!("Bearer {TOKEN}"));
+            then.status(200).json_body(success(json!({
+                "backlog_count": 1234, "backlog_bytes": 5_600_000, "oldest_message_timestamp_ms": oldest
+            })));
+        })
+        .await;
+    let mut metrics = cfq_at(&server.base_url());
+    metrics.args(["metrics", "--queue", QUEUE]);
+    let read = run(metrics).await;
+    read.expect_code(0);
+    let line = read.one();
+    assert_eq!(line["backlog_count"], 1234);
+    assert_eq!(line["backlog_bytes"], 5_600_000);
+    assert_eq!(line["oldest_message_timestamp_ms"], oldest);
+    assert!(
+        line["oldest_message_age_ms"]
+            .as_u64()
+            .is_some_and(|age| age >= 192_000)
+    );
+
+    let mut people = cfq_at(&server.base_url());
+    people.args(["metrics", "--queue", QUEUE, "--output", "table"]);
+    let read = run(people).await;
+    read.expect_code(0);
+    assert!(
+        read.stdout
+            .contains("1234 messages, 5.6 MB, oldest pushed 3m"),
+        "{read:?}"
+    );
+    assert_eq!(mock.calls_async().await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_watch_prints_until_interrupted() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(GET).path(path("/metrics"));
+            then.status(200).json_body(success(json!({
+                "backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0
+            })));
+        })
+        .await;
+    let mut watch = cfq_at(&server.base_url());
+    watch
+        .args(["metrics", "--queue", QUEUE, "--watch", "100ms"])
+        .stdout(Stdio::piped());
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut child = watch.spawn().expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let lines: Vec<String> = BufReader::new(stdout)
+            .lines()
+            .take(3)
+            .map(|l| l.expect("utf-8"))
+            .collect();
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        lines
+    })
+    .await
+    .expect("no panic");
+    assert_eq!(lines.len(), 3);
+    for line in lines {
+        let sample: Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(sample["backlog_count"], 0);
+        assert!(
+            sample.get("oldest_message_age_ms").is_none(),
+            "none when unknown"
+        );
+    }
+}
+
+/// A metrics call that fails in a way worth trying again (a 503 through
+/// every retry of the library) is reported on stderr, and the watch goes
+/// on; a refusal that would only repeat (bad credentials) ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_watch_keeps_watching_through_transient_errors() {
+    let emulator = emulator().await;
+    // The first call and its two retries.
+    emulator.inject(
+        Fault::status(503)
+            .times(3)
+            .only(cf_queues_emulator::Operation::Metrics),
+    );
+    let mut watch = cfq(&emulator);
+    watch
+        .args(["metrics", "--queue", "watched", "--watch", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (first, stderr) = tokio::task::spawn_blocking(move || {
+        let mut child = watch.spawn().expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let first = BufReader::new(stdout).lines().next();
+        child.kill().expect("kill");
+        let output = child.wait_with_output().expect("reaped");
+        (first, String::from_utf8_lossy(&output.stderr).into_owned())
+    })
+    .await
+    .expect("no panic");
+    let first = first.expect("a sample after the error").expect("utf-8");
+    let sample: Value = serde_json::from_str(&first).expect("json");
+    assert_eq!(sample["backlog_count"], 0);
+    assert_eq!(
+        stderr.matches("cfq: error: ").count(),
+        1,
+        "one line for the failed call: {stderr}"
+    );
+    assert!(stderr.contains("HTTP 503"), "{stderr}");
+
+    let mut refused = cfq(&emulator);
+    refused
+        .env("CLOUDFLARE_API_TOKEN", "not-the-token")
+        .args(["metrics", "--queue", "watched", "--watch", "100ms"]);
+    run(refused).await.expect_code(3);
+}
+
+/// A purge that started but did not complete in time is partial (7): it
+/// goes on, on Cloudflare's side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_all_that_does_not_complete_in_time_is_partial() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/purge"));
+            then.status(200)
+                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
+        })
+        .await;
+    server
+        .mock_async(|when, then| {
+            when.method(GET).path(path("/purge"));
+            then.status(200).json_body(success(
+                json!({"completed": false, "started_at": "2026-11-29T10:00:00Z"}),
+            ));
+        })
+        .await;
+    let mut purge = cfq_at(&server.base_url());
+    purge.args([
+        "purge",
+        "--all",
+        "--yes",
+        "--timeout",
+        "300ms",
+        "--queue",
+        QUEUE,
+    ]);
+    let late = run(purge).await;
+    late.expect_code(7);
+    assert!(
+        late.stderr.contains(&format!(
+            "the purge of {QUEUE} started but did not complete within 300ms"
+        )),
+        "{late:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extend_sends_the_leases_and_reports_warnings() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path("/messages/extend"))
+                .json_body(json!({
+                    "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+                    "visibility_timeout_ms": 120_000
+                }));
+            then.status(200).json_body(success(json!({
+                "extendCount": 1, "warnings": {"lease-2": "message was delivered again"}
+            })));
+        })
+        .await;
+    let mut extend = cfq_at(&server.base_url());
+    extend.args([
+        "extend",
+        "--queue",
+        QUEUE,
+        "--visibility",
+        "2m",
+        "lease-1",
+        "lease-2",
+    ]);
+    let extended = run(extend).await;
+    mock.assert_async().await;
+    extended.expect_code(7);
+    let report = extended.one();
+    assert_eq!(report["extended"], 1);
+    assert_eq!(report["warnings"][0]["subject"], "lease-2");
+    assert!(
+        extended
+            .stderr
+            .contains("lease-2: message was delivered again")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
+    let server = MockServer::start_async().await;
+    let purge = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path("/purge"))
+                .json_body(json!({"delete_messages_permanently": true}));
+            then.status(200)
+                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
+        })
+        .await;
+    let status = server
+        .mock_async(|when, then| {
+            when.method(GET).path(path("/purge"));
+            then.status(200).json_body(success(
+                json!({"completed": true, "started_at": "2026-11-29T10:00:00Z"}),
+            ));
+        })
+        .await;
+
+    let mut refused = cfq_at(&server.base_url());
+    refused.args(["purge", "--all", "--queue", QUEUE]);
+    let refused = run_with_stdin(refused, "orders\n").await;
+    refused.expect_code(1);
+    assert!(refused.stderr.contains("Type the queue id"), "{refused:?}");
+    assert!(refused.stderr.contains("nothing was purged"), "{refused:?}");
+    assert_eq!(
+        purge.calls_async().await,
+        0,
+        "no request without confirmation"
+    );
+
+    let mut confirmed = cfq_at(&server.base_url());
+    confirmed.args(["purge", "--all", "--queue", QUEUE]);
+    let confirmed = run_with_stdin(confirmed, &format!("{QUEUE}\n")).await;
+    confirmed.expect_code(0);
+    assert_eq!(
+        confirmed.one(),
+        json!({"queue": QUEUE, "purge": "completed", "started_at": "2026-11-29T10:00:00Z"})
+    );
+    assert_eq!(
+        (purge.calls_async().await, status.calls_async().await),
+        (1, 1)
+    );
+
+    let mut unattended = cfq_at(&server.base_url());
+    unattended.args(["purge", "--all", "--yes", "--no-wait", "--queue", QUEUE]);
+    let unattended = run(unattended).await;
+    unattended.expect_code(0);
+    assert_eq!(unattended.one()["purge"], "started");
+    assert_eq!(
+        (purge.calls_async().await, status.calls_async().await),
+        (2, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_all_is_not_sent_twice_after_a_server_error() {
+    let server = MockServer::start_async().await;
+    let purge = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/purge"));
+            then.status(503).json_body(json!({
+                "success": false, "errors": [{"code": 15000, "message": "UnknownInternalError"}]
+            }));
+        })
+        .await;
+    let mut purge_all = cfq_at(&server.base_url());
+    purge_all.args(["purge", "--all", "--yes", "--queue", QUEUE]);
+    let failed = run(purge_all).await;
+    failed.expect_code(5);
+    assert!(
+        failed.stderr.contains("HTTP 503") && failed.stderr.contains("15000"),
+        "{failed:?}"
+    );
+    assert_eq!(purge.calls_async().await, 1);
+}
+
+/// The same three against the emulator, which serves them since the
+/// merge of its newer operations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_extend_and_purge_all_against_the_emulator() {
+    let emulator = emulator().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("newer")
+        .expect("id");
+    for body in ["first", "second", "third"] {
+        queue
+            .push(cf_queues::Message::text(body))
+            .await
+            .expect("push");
+    }
+
+    let mut metrics = cfq(&emulator);
+    metrics.args(["metrics", "--queue", "newer"]);
+    let read = run(metrics).await;
+    read.expect_code(0);
+    let line = read.one();
+    assert_eq!(line["backlog_count"], 3);
+    assert!(
+        line["backlog_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{line}"
+    );
+    assert!(line["oldest_message_age_ms"].is_u64(), "{line}");
+
+    // A lease extended past the visibility timeout keeps its message away.
+    let mut pull = cfq(&emulator);
+    pull.args([
+        "pull",
+        "--queue",
+        "newer",
+        "--batch",
+        "1",
+        "--visibility",
+        "1s",
+    ]);
+    let pulled = run(pull).await.one();
+    let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
+    let mut extend = cfq(&emulator);
+    extend.args(["extend", "--queue", "newer", "--visibility", "5m", &lease]);
+    let extended = run(extend).await;
+    extended.expect_code(0);
+    assert_eq!(extended.one()["extended"], 1);
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let mut rest = cfq(&emulator);
+    rest.args([
+        "pull",
+        "--queue",
+        "newer",
+        "--batch",
+        "10",
+        "--retry-after",
+        "0s",
+    ]);
+    let rest = run(rest).await;
+    let bodies: Vec<Value> = rest.json().iter().map(|r| r["body"].clone()).collect();
+    assert_eq!(bodies, [json!("second"), json!("third")], "{rest:?}");
+
+    let mut unknown = cfq(&emulator);
+    unknown.args([
+        "extend",
+        "--queue",
+        "newer",
+        "--visibility",
+        "1m",
+        "no-such-lease",
+    ]);
+    run(unknown).await.expect_code(7);
+
+    let mut purge = cfq(&emulator);
+    purge.args(["purge", "--all", "--queue", "newer"]);
+    let purged = run_with_stdin(purge, "newer\n").await;
+    purged.expect_code(0);
+    assert_eq!(purged.one()["purge"], "completed");
+    assert_eq!(emulator.metrics("newer").backlog_count, 0);
+}

@@ -1,0 +1,10 @@
+//! The `cfq` binary against the emulator and against httpmock servers
+//! pinned to Cloudflare's wire shapes: every command, its output formats,
+//! exit codes and hints, and runs killed midway that lose nothing.
+#![allow(missing_docs, unreachable_pub)]
+
+mod admin;
+mod drain;
+mod messages;
+mod standalone;
+mod support;

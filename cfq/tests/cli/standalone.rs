@@ -1,0 +1,561 @@
+//! The `cfq` binary itself: the standalone emulator starts, prints how to
+//! reach it, serves the real API, and stops cleanly on SIGTERM; bad
+//! arguments exit 2; every help text reads well; completions print.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use cf_queues::{Client, Message, PullOptions};
+
+fn cfq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cfq"))
+}
+
+#[tokio::test]
+async fn emulator_serves_until_sigterm() {
+    let mut child = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "cli-token",
+            "--strict",
+            "--queue",
+            "jobs",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut printed = Vec::new();
+    while printed.len() < 4 {
+        printed.push(lines.next().expect("a line").expect("utf-8"));
+    }
+    let export = |name: &str| {
+        printed
+            .iter()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(&format!("export {name}="))
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| panic!("{name} not printed in {printed:?}"))
+    };
+    assert_eq!(export("CLOUDFLARE_API_TOKEN"), "cli-token");
+    let client = Client::builder()
+        .base_url(export("CLOUDFLARE_BASE_URL"))
+        .api_token("cli-token")
+        .account_id(export("CLOUDFLARE_ACCOUNT_ID"))
+        .build()
+        .expect("client");
+    let jobs = client.queue("jobs").expect("id");
+    jobs.push(Message::text("from the cli test"))
+        .await
+        .expect("push");
+    let pulled = jobs.pull(PullOptions::new()).await.expect("pull");
+    assert_eq!(
+        pulled.messages[0].body().text().expect("text"),
+        "from the cli test"
+    );
+    let unknown = client
+        .queue("other")
+        .expect("id")
+        .push(Message::text("x"))
+        .await
+        .expect_err("strict");
+    assert_eq!(unknown.codes(), vec![10104]);
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let exit = child.wait().expect("cfq exits");
+    assert!(exit.success(), "cfq exited with {exit}");
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    for (args, says) in [
+        (
+            vec!["emulator", "--listen", "nowhere"],
+            "expected an address",
+        ),
+        (vec!["emulator", "--strict"], "Usage: cfq emulator"),
+        (vec!["emulator", "--queue", "jobs"], "--strict"),
+        (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
+        (vec!["emulator", "--token", ""], "non-empty"),
+        (
+            vec!["emulator", "--max-connections", "many"],
+            "invalid digit",
+        ),
+        (
+            vec!["emulator", "--header-timeout", "soon"],
+            "expected a duration",
+        ),
+        // Checked by the emulator itself when it starts.
+        (
+            vec![
+                "emulator",
+                "--listen",
+                "127.0.0.1:0",
+                "--dead-letter",
+                "jobs=jobs",
+            ],
+            "its own dead-letter queue",
+        ),
+        (vec!["frobnicate"], "Usage: cfq"),
+        (vec![], "Usage: cfq"),
+        (vec!["pull", "--batch", "500"], "1..=100"),
+        (
+            vec!["pull", "--ack", "--retry-after", "1s"],
+            "cannot be used with",
+        ),
+        (vec!["push"], "BODY"),
+        (vec!["push", "--file", "x", "body"], "cannot be used with"),
+        (vec!["push", "--text", "body"], "cannot be used with"),
+        (vec!["push", "--skip", "3", "body"], "cannot be used with"),
+        (vec!["extend", "lease"], "--visibility"),
+        (vec!["purge", "--yes", "ref"], "cannot be used with"),
+        (vec!["drain"], "--to"),
+        (vec!["pull", "--visibility", "soon"], "expected a duration"),
+    ] {
+        let output = cfq().args(&args).output().expect("cfq runs");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+/// Every command's help: it exits 0, shows its usage, and says something
+/// about each of its options.
+#[test]
+fn every_help_reads_well() {
+    let commands = [
+        "push",
+        "pull",
+        "ack",
+        "retry",
+        "extend",
+        "peek",
+        "metrics",
+        "purge",
+        "drain",
+        "replay",
+        "move",
+        "emulator",
+        "completions",
+    ];
+    let top = cfq().arg("--help").output().expect("cfq runs");
+    assert!(top.status.success());
+    let top = String::from_utf8_lossy(&top.stdout);
+    for needed in [
+        "CLOUDFLARE_API_TOKEN",
+        "Exit codes:",
+        "7  partial",
+        "\"cfq\":1",
+        "body_raw",
+        "wrangler queues consumer http add",
+    ] {
+        assert!(top.contains(needed), "cfq --help lacks {needed:?}");
+    }
+    for command in commands {
+        assert!(
+            top.contains(&format!("  {command} ")),
+            "{command} not listed"
+        );
+        for flag in ["--help", "-h"] {
+            let output = cfq().args([command, flag]).output().expect("cfq runs");
+            assert!(output.status.success(), "{command} {flag}");
+            let text = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                text.contains(&format!("Usage: cfq {command}")),
+                "{command}: {text}"
+            );
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 100,
+                    "{command} {flag}: too wide: {line}"
+                );
+            }
+            // Every option comes with words, not just its name.
+            for line in text.lines().filter(|l| l.trim_start().starts_with("--")) {
+                if flag == "-h" {
+                    assert!(
+                        line.trim().contains("  "),
+                        "{command}: {line:?} has no help"
+                    );
+                }
+            }
+        }
+    }
+    let drain = cfq().args(["drain", "--help"]).output().expect("cfq runs");
+    let drain = String::from_utf8_lossy(&drain.stdout);
+    assert!(
+        drain.contains("fsync") && drain.contains("At least once"),
+        "{drain}"
+    );
+}
+
+/// A help text with its line wrapping undone, to find phrases in it.
+fn help(args: &[&str]) -> String {
+    let output = cfq().args(args).output().expect("cfq runs");
+    assert!(output.status.success(), "{args:?}");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn help_says_what_each_option_is_for_where_it_applies() {
+    assert!(
+        help(&["move", "--help"])
+            .contains("-q, --queue <QUEUE_ID> The id of the queue to move messages from"),
+        "{}",
+        help(&["move", "--help"])
+    );
+    // The options of commands that talk to the API are not the emulator's.
+    let emulator = help(&["emulator", "--help"]);
+    for flag in [
+        "--account",
+        "--base-url",
+        "--output",
+        "--verbose",
+        "Global options",
+    ] {
+        assert!(!emulator.contains(flag), "emulator --help offers {flag}");
+    }
+    assert!(!help(&["completions", "--help"]).contains("--account"));
+    for command in ["pull", "peek", "drain", "move"] {
+        assert!(help(&[command, "-h"]).contains("--batch <N>"), "{command}");
+        assert!(
+            help(&[command, "-h"]).contains("--account <ACCOUNT_ID>"),
+            "{command}"
+        );
+    }
+    for command in ["ack", "retry", "extend"] {
+        assert!(
+            help(&[command, "-h"]).contains(
+                "<LEASE>... Lease ids from pull; - reads them from stdin, separated by white space"
+            ),
+            "{command}"
+        );
+    }
+    assert!(help(&["--help"]).contains(
+        "Tokens are never taken on the command line, where other users of the machine could \
+         read them; the one exception is `cfq emulator --token`, the token the local emulator \
+         accepts, not one cfq sends."
+    ));
+    assert!(help(&["push", "--help"]).contains(
+        "A body read from stdin loses one trailing line ending (a newline, or CR LF), as the \
+         shell's $(...) does"
+    ));
+    assert!(
+        help(&["--help"])
+            .contains("a purge --all that started but did not complete within --timeout")
+    );
+}
+
+/// Given before `emulator`, the options of the API commands are refused,
+/// not ignored: the emulator's own --queue goes after its name.
+#[test]
+fn api_options_before_the_emulator_are_refused() {
+    for args in [
+        vec!["--queue", "jobs", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["--account", "abc", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["-v", "emulator", "--listen", "127.0.0.1:0"],
+        vec!["--output", "json", "completions", "bash"],
+    ] {
+        let mut child = cfq()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cfq starts");
+        // An emulator that took the options would serve until stopped.
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(10) {
+                child.kill().expect("kill");
+                panic!("{args:?} started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().expect("cfq exits");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("do not apply to `cfq emulator`"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `cfq emulator | head -1`: the reader takes the first line and goes
+/// away. The emulator keeps serving, and stops cleanly, without a panic.
+#[tokio::test]
+async fn emulator_keeps_serving_once_its_stdout_is_closed() {
+    let mut child = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "pipe-token",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let mut reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("the first line");
+    drop(reader);
+    let base_url = first
+        .split_whitespace()
+        .last()
+        .expect("the base URL")
+        .to_owned();
+    assert!(base_url.starts_with("http://127.0.0.1:"), "{first}");
+
+    let client = Client::builder()
+        .base_url(base_url)
+        .api_token("pipe-token")
+        .account_id(cf_queues_emulator::EMULATOR_ACCOUNT_ID)
+        .build()
+        .expect("client");
+    let queue = client.queue("piped").expect("id");
+    queue.push(Message::text("still here")).await.expect("push");
+    let pulled = queue.pull(PullOptions::new()).await.expect("pull");
+    assert_eq!(
+        pulled.messages[0].body().text().expect("text"),
+        "still here"
+    );
+
+    // Its "stopping" line meets the closed pipe.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq exits"))
+        .await
+        .expect("no panic");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = cfq()
+            .args(["completions", shell])
+            .output()
+            .expect("cfq runs");
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        for word in ["cfq", "drain", "replay", "visibility"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let output = cfq()
+        .args(["completions", "tcsh"])
+        .output()
+        .expect("cfq runs");
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// The whole dead-letter story from a shell: `cfq emulator` with a
+/// dead-letter queue, a message that runs out of attempts, and `cfq move`
+/// redriving it.
+#[test]
+fn dead_letter_redrive_end_to_end() {
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "dlq-token",
+            "--max-retries",
+            "1",
+            "--dead-letter",
+            "jobs=parked",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut exports = Vec::new();
+    while exports.len() < 3 {
+        let line = lines.next().expect("a line").expect("utf-8");
+        if let Some(export) = line.trim().strip_prefix("export ") {
+            let (name, value) = export.split_once('=').expect("NAME=value");
+            exports.push((name.to_owned(), value.to_owned()));
+        }
+    }
+    let against = |args: &[&str]| {
+        let output = cfq()
+            .envs(exports.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .env_remove("CFQ_QUEUE")
+            .args(args)
+            .output()
+            .expect("cfq runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    assert_eq!(against(&["push", "--queue", "jobs", "poison"]).0, Some(0));
+    let (code, pulled) = against(&["pull", "--queue", "jobs", "--visibility", "200ms"]);
+    assert_eq!(code, Some(0));
+    assert!(pulled.contains("poison"));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // The lease ran out on the last allowed attempt: the message is parked.
+    let (_, peeked) = against(&["peek", "--queue", "jobs"]);
+    assert!(peeked.is_empty(), "{peeked}");
+    let (code, moved) = against(&["move", "--queue", "parked", "--to", "jobs"]);
+    assert_eq!(code, Some(0), "{moved}");
+    assert!(moved.contains("\"moved\":1"), "{moved}");
+    let (_, back) = against(&["pull", "--queue", "jobs", "--ack"]);
+    assert!(
+        back.contains("poison") && back.contains("\"attempts\":1"),
+        "{back}"
+    );
+
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(emulator.wait().expect("cfq exits").success());
+}
+
+/// The server limits reach the emulator: with a short shutdown grace, a
+/// half-sent request does not hold SIGTERM for the default 5 s.
+#[test]
+fn emulator_limits_are_flags() {
+    use std::io::Write as _;
+    let mut emulator = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "limits-token",
+            "--max-connections",
+            "8",
+            "--header-timeout",
+            "30s",
+            "--body-timeout",
+            "30s",
+            "--idle-timeout",
+            "30s",
+            "--write-timeout",
+            "5s",
+            "--response-buffer",
+            "32768",
+            "--max-body",
+            "2048",
+            "--shutdown-grace",
+            "200ms",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = emulator.stdout.take().expect("stdout");
+    let first = BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("utf-8");
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .expect("the base URL")
+        .to_owned();
+    // A body over --max-body is refused with 413.
+    let mut big = std::net::TcpStream::connect(&address).expect("connect");
+    let body = format!(
+        "{{\"body\":\"{}\",\"content_type\":\"text\"}}",
+        "x".repeat(4096)
+    );
+    write!(
+        big,
+        "POST /client/v4/accounts/{}/queues/q/messages HTTP/1.1\r\nhost: e\r\n\
+         authorization: Bearer limits-token\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        cf_queues_emulator::EMULATOR_ACCOUNT_ID,
+        body.len()
+    )
+    .expect("write");
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut big, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let mut half = std::net::TcpStream::connect(&address).expect("connect");
+    half.write_all(b"POST /client/v4/accounts/").expect("write");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    Command::new("kill")
+        .args(["-TERM", &emulator.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let started = std::time::Instant::now();
+    let exit = loop {
+        if let Some(exit) = emulator.try_wait().expect("wait") {
+            break exit;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "the grace of 200ms was not applied"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(exit.success(), "cfq exited with {exit}");
+}
+
+/// The standalone emulator stops on SIGTERM even while a client holds a
+/// half-sent request (the in-process shutdown is tested with the emulator).
+#[cfg(unix)]
+#[test]
+fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
+    use std::io::Write as _;
+    use std::time::{Duration, Instant};
+
+    let mut child = cfq()
+        .args(["emulator", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = lines
+        .next()
+        .and_then(Result::ok)
+        .and_then(|line| line.split("http://").nth(1).map(str::to_owned))
+        .expect("cfq prints its base URL");
+    let address = url.split('/').next().expect("host and port").to_owned();
+    let mut half = std::net::TcpStream::connect(&address).expect("connect");
+    half.write_all(b"POST /client/v4/accounts/").expect("write");
+    std::thread::sleep(Duration::from_millis(100));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let started = Instant::now();
+    loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            assert!(exit.success(), "cfq exited with {exit}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "cfq did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(lines);
+}

@@ -1,0 +1,183 @@
+//! Shared by the `cfq_*` tests: an in-process emulator, and the built
+//! `cfq` binary run against it with std's `Command`.
+#![allow(dead_code)]
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
+use serde_json::Value;
+
+pub const TOKEN: &str = "cfq-test-secret-token";
+
+pub async fn emulator() -> EmulatorHandle {
+    Emulator::new()
+        .token(TOKEN)
+        .start()
+        .await
+        .expect("emulator starts")
+}
+
+/// `cfq` aimed at `base_url` with the test token, and nothing from the
+/// developer's own environment.
+pub fn cfq_at(base_url: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cfq"));
+    command
+        .env_remove("CLOUDFLARE_API_KEY")
+        .env_remove("CLOUDFLARE_EMAIL")
+        .env_remove("CFQ_QUEUE")
+        .env("CLOUDFLARE_BASE_URL", base_url)
+        .env("CLOUDFLARE_API_TOKEN", TOKEN)
+        .env("CLOUDFLARE_ACCOUNT_ID", EMULATOR_ACCOUNT_ID)
+        .stdin(Stdio::null());
+    command
+}
+
+pub fn cfq(emulator: &EmulatorHandle) -> Command {
+    cfq_at(emulator.base_url())
+}
+
+/// What a finished `cfq` did.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{self:?}")))
+            .collect()
+    }
+
+    pub fn one(&self) -> Value {
+        let mut lines = self.json();
+        assert_eq!(lines.len(), 1, "{self:?}");
+        lines.remove(0)
+    }
+
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, Some(code), "{self:#?}");
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs to the end off the runtime's threads: the emulator serving the
+/// child lives on them.
+pub async fn run(mut command: Command) -> Run {
+    tokio::task::spawn_blocking(move || command.output().expect("cfq runs").into())
+        .await
+        .expect("no panic")
+}
+
+/// Runs with `input` on stdin.
+pub async fn run_with_stdin(mut command: Command, input: &str) -> Run {
+    let input = input.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cfq starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("write stdin");
+        drop(stdin);
+        child.wait_with_output().expect("cfq ends").into()
+    })
+    .await
+    .expect("no panic")
+}
+
+/// A fresh directory for one test's files.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cfq-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Every text body of a queue, read by peeking (nothing is leased).
+pub async fn text_bodies(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
+    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let mut bodies = Vec::new();
+    let peeked = queue.peek(100).await.expect("peek");
+    for message in &peeked {
+        bodies.push(message.body().text().expect("text").to_owned());
+    }
+    assert!(peeked.len() < 100, "text_bodies reads at most 99 messages");
+    bodies
+}
+
+/// Every text body on a queue, by pulling with a long lease until the
+/// queue answers empty (leased messages are not delivered twice).
+/// Messages still leased by someone else are not seen: wait for their
+/// lease to run out first.
+pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
+    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let mut bodies = Vec::new();
+    loop {
+        let options = cf_queues::PullOptions::new()
+            .batch_size(100)
+            .visibility_timeout(std::time::Duration::from_secs(3600));
+        let batch = queue.pull(options).await.expect("pull");
+        if batch.messages.is_empty() {
+            return bodies;
+        }
+        for message in &batch.messages {
+            bodies.push(message.body().text().expect("text").to_owned());
+        }
+    }
+}
+
+/// The command a hint says to resume with: what stands between the
+/// backticks of "resume with `…`".
+pub fn resume_command(stderr: &str) -> String {
+    const START: &str = "resume with `";
+    let start = stderr
+        .find(START)
+        .unwrap_or_else(|| panic!("no resume hint in {stderr}"))
+        + START.len();
+    let length = stderr[start..].find('`').expect("the closing backtick");
+    stderr[start..start + length].to_owned()
+}
+
+/// A printed command line run as a user pasting it into bash would: with
+/// `cfq` found on the PATH, and the environment of `like`.
+pub fn pasted(like: &Command, line: &str) -> Command {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_cfq"));
+    let dir = binary.parent().expect("the binary's directory");
+    let path = match std::env::var_os("PATH") {
+        Some(path) => {
+            let mut dirs = vec![dir.to_path_buf()];
+            dirs.extend(std::env::split_paths(&path));
+            std::env::join_paths(dirs).expect("a PATH")
+        }
+        None => dir.as_os_str().to_owned(),
+    };
+    let mut shell = Command::new("bash");
+    shell.arg("-c").arg(line).stdin(Stdio::null());
+    for (key, value) in like.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    shell.env("PATH", path);
+    shell
+}

@@ -1,0 +1,229 @@
+//! [`EmulatorHandle`]: a running emulator, its clients and its state.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::http::App;
+use super::server::{ServerStats, Shared};
+use super::state::{At, BodyKind, NewMessage};
+use super::{EMULATOR_ACCOUNT_ID, Fault};
+use cf_queues::{Client, ClientBuilder, Credentials, Metrics};
+
+/// A body only a Worker can write, for [`EmulatorHandle::push_from_worker`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WorkerBody {
+    /// Raw bytes (`CF-Content-Type: bytes`), delivered base64-encoded.
+    Bytes(Vec<u8>),
+    /// A V8 structured clone (`CF-Content-Type: v8`), which only Workers can decode.
+    V8(Vec<u8>),
+}
+
+/// A running emulator. Dropping it stops the server (within the shutdown
+/// grace period, in the background).
+///
+/// The methods that name a queue mean that queue of [`EMULATOR_ACCOUNT_ID`],
+/// the account of [`EmulatorHandle::client`]; their `_in` forms name
+/// another account, since queues of different accounts are different
+/// queues.
+pub struct EmulatorHandle {
+    pub(super) base_url: String,
+    pub(super) address: SocketAddr,
+    pub(super) token: Option<String>,
+    pub(super) global_key: Option<(String, String)>,
+    pub(super) app: Arc<App>,
+    pub(super) server: Arc<Shared>,
+    pub(super) stop: Option<oneshot::Sender<()>>,
+    pub(super) task: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl EmulatorHandle {
+    /// The API root to give a client, such as `http://127.0.0.1:8787/client/v4`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The API token the emulator accepts, `None` when it accepts anything.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// Credentials the emulator accepts, for [`ClientBuilder::credentials`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](cf_queues::Error::InvalidInput) when the token or
+    /// key set with [`Emulator::token`](super::Emulator::token) or
+    /// [`Emulator::global_api_key`](super::Emulator::global_api_key) cannot be
+    /// sent as a header value.
+    pub fn credentials(&self) -> cf_queues::Result<Credentials> {
+        match (&self.token, &self.global_key) {
+            (Some(token), _) => Credentials::api_token(token),
+            (None, Some((email, key))) => Credentials::global_api_key(email, key),
+            (None, None) => Credentials::api_token("emulator-accepts-any-token"),
+        }
+    }
+
+    /// A client builder aimed at this emulator, with its credentials and
+    /// [`EMULATOR_ACCOUNT_ID`].
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::credentials`].
+    pub fn client_builder(&self) -> cf_queues::Result<ClientBuilder> {
+        Ok(Client::builder()
+            .base_url(&self.base_url)
+            .credentials(self.credentials()?)
+            .account_id(EMULATOR_ACCOUNT_ID))
+    }
+
+    /// A client aimed at this emulator.
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::credentials`], and as
+    /// [`ClientBuilder::build`].
+    pub fn client(&self) -> cf_queues::Result<Client> {
+        self.client_builder()?.build()
+    }
+
+    /// Makes upcoming requests fail or stall; faults apply in the order injected.
+    pub fn inject(&self, fault: Fault) {
+        self.app.faults.push(fault);
+    }
+
+    /// Drops every pending fault.
+    pub fn clear_faults(&self) {
+        self.app.faults.clear();
+    }
+
+    /// How many requests the served operations have received, faulty ones included.
+    pub fn requests_received(&self) -> u64 {
+        self.app.requests.load(Ordering::Relaxed)
+    }
+
+    /// What the connection limits have done so far: connections open,
+    /// timed out and evicted, and response bytes held unsent.
+    pub fn server_stats(&self) -> ServerStats {
+        self.server.stats()
+    }
+
+    /// A queue's exact metrics, as the server sees them now.
+    pub fn metrics(&self, queue: &str) -> Metrics {
+        self.metrics_in(EMULATOR_ACCOUNT_ID, queue)
+    }
+
+    /// [`EmulatorHandle::metrics`] of a queue of another account.
+    pub fn metrics_in(&self, account: &str, queue: &str) -> Metrics {
+        let now = self.app.clock.now_ms();
+        let m = self.app.broker().metrics(At { account, queue }, now);
+        // `Metrics` is non-exhaustive: filled in, not built by a literal.
+        let mut metrics = Metrics::default();
+        metrics.backlog_count = m.backlog_count;
+        metrics.backlog_bytes = m.backlog_bytes;
+        metrics.oldest_message_timestamp_ms = m.oldest_message_timestamp_ms;
+        metrics
+    }
+
+    /// How many messages a queue has dropped or moved to its dead-letter queue.
+    pub fn dead_lettered(&self, queue: &str) -> u64 {
+        self.dead_lettered_in(EMULATOR_ACCOUNT_ID, queue)
+    }
+
+    /// [`EmulatorHandle::dead_lettered`] for a queue of another account.
+    pub fn dead_lettered_in(&self, account: &str, queue: &str) -> u64 {
+        let now = self.app.clock.now_ms();
+        let at = At { account, queue };
+        let mut broker = self.app.broker();
+        // Expired leases are processed lazily: bring the queue up to date first.
+        broker.metrics(at, now);
+        broker.dead_lettered(at)
+    }
+
+    /// Enqueues a message as a Worker would, with a body the HTTP API cannot
+    /// write (`bytes` or `v8`), to test how consumers decode it.
+    pub fn push_from_worker(&self, queue: &str, body: WorkerBody) {
+        self.push_from_worker_in(EMULATOR_ACCOUNT_ID, queue, body);
+    }
+
+    /// [`EmulatorHandle::push_from_worker`] into a queue of another account.
+    pub fn push_from_worker_in(&self, account: &str, queue: &str, body: WorkerBody) {
+        let (kind, body) = match body {
+            WorkerBody::Bytes(bytes) => (BodyKind::Bytes, bytes),
+            WorkerBody::V8(bytes) => (BodyKind::V8, bytes),
+        };
+        let message = NewMessage {
+            kind,
+            body,
+            delay_ms: 0,
+        };
+        self.app
+            .with_broker(|broker, now| broker.push(At { account, queue }, vec![message], now));
+    }
+
+    /// Stops accepting connections, lets the requests in flight finish
+    /// within the shutdown grace period, closes what is left, and waits for
+    /// the server. Returns even while a client holds a half-sent request.
+    ///
+    /// # Errors
+    ///
+    /// The I/O error the server stopped with, if it stopped with one (its
+    /// listener failed), or a panic of its task as an
+    /// [`io::ErrorKind::Other`] error.
+    ///
+    /// # Cancellation
+    ///
+    /// The future owns the handle: dropped, it drops the handle, which stops
+    /// the server as well; only the wait for it ends early.
+    pub async fn shutdown(mut self) -> io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.wait_for_task().await
+    }
+
+    /// Serves until the task ends (after [`EmulatorHandle::shutdown`] from elsewhere, or an error).
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::shutdown`]. Dropping the future drops the
+    /// handle, which stops the server.
+    pub async fn wait(mut self) -> io::Result<()> {
+        self.wait_for_task().await
+    }
+
+    async fn wait_for_task(&mut self) -> io::Result<()> {
+        match self.task.take() {
+            Some(task) => task.await.map_err(io::Error::other)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for EmulatorHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+impl fmt::Debug for EmulatorHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmulatorHandle")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,148 @@
+//! Failed requests, answered with Cloudflare's failure envelope, and
+//! injected faults.
+
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::super::faults::{Fault, FaultBody};
+use super::wire::json_response;
+use cf_queues::codes;
+
+/// A failed request, answered with Cloudflare's failure envelope.
+pub(crate) enum Failure {
+    Api {
+        status: StatusCode,
+        code: u32,
+        message: String,
+        pointer: Option<String>,
+        /// The causes Cloudflare lists under `error_chain`, such as 6111
+        /// under 6003.
+        chain: Vec<(u32, &'static str)>,
+    },
+    Injected(Fault),
+}
+
+impl Failure {
+    pub(crate) fn new(status: StatusCode, code: u32, message: impl Into<String>) -> Failure {
+        Failure::Api {
+            status,
+            code,
+            message: message.into(),
+            pointer: None,
+            chain: Vec::new(),
+        }
+    }
+
+    pub(crate) fn bad_request(code: u32, message: impl Into<String>) -> Failure {
+        Failure::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// A body that parses but does not match the operation's schema (10207).
+    pub(crate) fn invalid(pointer: &str, message: impl Into<String>) -> Failure {
+        Failure::bad_request(
+            codes::JSON_REQUEST_BODY_INVALID,
+            format!("JSONRequestBodyInvalid: {}", message.into()),
+        )
+        .at(pointer)
+    }
+
+    pub(crate) fn no_route() -> Failure {
+        Failure::new(
+            StatusCode::NOT_FOUND,
+            codes::NO_ROUTE,
+            "No route for the URI",
+        )
+    }
+
+    pub(crate) fn method_not_allowed() -> Failure {
+        Failure::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            codes::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+        )
+    }
+
+    /// An answer that could not be serialized; no input leads here.
+    pub(crate) fn internal(error: serde_json::Error) -> Failure {
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            codes::UNKNOWN_INTERNAL_ERROR,
+            error.to_string(),
+        )
+    }
+
+    pub(crate) fn at(mut self, at: &str) -> Failure {
+        if let Failure::Api { pointer, .. } = &mut self {
+            *pointer = Some(at.to_owned());
+        }
+        self
+    }
+
+    /// Adds a cause under `error_chain`.
+    pub(crate) fn caused_by(mut self, code: u32, message: &'static str) -> Failure {
+        if let Failure::Api { chain, .. } = &mut self {
+            chain.push((code, message));
+        }
+        self
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        match self {
+            Failure::Api {
+                status,
+                code,
+                message,
+                pointer,
+                chain,
+            } => {
+                let mut error = json!({ "code": code, "message": message });
+                if let Some(object) = error.as_object_mut() {
+                    if let Some(pointer) = pointer {
+                        object.insert("source".into(), json!({ "pointer": pointer }));
+                    }
+                    if !chain.is_empty() {
+                        let chain: Vec<_> = chain
+                            .iter()
+                            .map(|(code, message)| json!({ "code": code, "message": message }))
+                            .collect();
+                        object.insert("error_chain".into(), chain.into());
+                    }
+                }
+                let body = json!({ "success": false, "errors": [error], "messages": [] });
+                json_response(status, body.to_string().into_bytes())
+            }
+            Failure::Injected(fault) => fault_response(&fault),
+        }
+    }
+}
+
+fn fault_response(fault: &Fault) -> Response {
+    let status = fault
+        .status
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = match &fault.body {
+        FaultBody::Envelope { code, message } => {
+            Failure::new(status, *code, message.clone()).into_response()
+        }
+        FaultBody::Raw { content_type, body } => (
+            status,
+            [(CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            body.clone(),
+        )
+            .into_response(),
+    };
+    if let Some(after) = fault.retry_after {
+        let seconds = after
+            .as_secs()
+            .saturating_add(u64::from(after.subsec_nanos() > 0));
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}

@@ -1,0 +1,254 @@
+//! One handler per operation. Each gets a request that already passed the
+//! shared steps of [`Call::read`](super::Call::read), and answers with the
+//! `result` envelope: serialized at once, or streamed for pull, peek and
+//! preview.
+
+use serde_json::Value;
+
+use super::super::state::Delivery;
+use super::failure::Failure;
+use super::parse::{Object, batch_size, delay_ms, leases, parse_message, visibility_ms};
+use super::stream::{Item, Listing};
+use super::wire::{
+    AckResult, ExtendResult, MessageMetadata, MessagesOnly, MetricsOut, PeekedFields,
+    PreviewAckResult, PullRest, PulledFields, PurgeResult, PurgeStatusResult, PushResult,
+    QueueResult, ResultMetadata, success,
+};
+use super::{App, Call, Reply};
+use cf_queues::codes;
+
+/// `POST /messages`.
+pub(super) fn push(app: &App, call: Call) -> Result<Reply, Failure> {
+    let (message, _) = parse_message(&call.request, "", None, &app.limits)?;
+    let metrics = app.with_broker(|broker, now| broker.push(call.at(), vec![message], now));
+    success(&PushResult::new(metrics)).map(Reply::Json)
+}
+
+/// `POST /messages/batch`.
+pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
+    let limits = &app.limits;
+    let request = &call.request;
+    let batch_delay = delay_ms(
+        request,
+        "delay_seconds",
+        "/delay_seconds",
+        codes::BATCH_DELAY_INVALID,
+        limits,
+    )?;
+    let Some(Value::Array(items)) = request.get("messages") else {
+        return Err(Failure::invalid("/messages", "messages must be an array"));
+    };
+    if items.is_empty() || items.len() > limits.max_batch_messages {
+        return Err(Failure::bad_request(
+            codes::BATCH_COUNT_OUT_OF_BOUNDS,
+            format!(
+                "BatchCountOutOfBounds: a batch holds 1 to {} messages, not {}",
+                limits.max_batch_messages,
+                items.len()
+            ),
+        ));
+    }
+    let mut messages = Vec::with_capacity(items.len());
+    let mut total = 0usize;
+    for (i, item) in items.iter().enumerate() {
+        let pointer = format!("/messages/{i}");
+        let Value::Object(item) = item else {
+            return Err(Failure::invalid(&pointer, "a message must be an object"));
+        };
+        let (message, counted) = parse_message(item, &pointer, batch_delay, limits)?;
+        total = total.saturating_add(counted);
+        messages.push(message);
+    }
+    if total > limits.max_batch_bytes {
+        return Err(Failure::bad_request(
+            codes::BATCH_SIZE_OUT_OF_BOUNDS,
+            format!(
+                "BatchSizeOutOfBounds: {total} bytes exceed the limit of {}",
+                limits.max_batch_bytes
+            ),
+        ));
+    }
+    let metrics = app.with_broker(|broker, now| broker.push(call.at(), messages, now));
+    success(&PushResult::new(metrics)).map(Reply::Json)
+}
+
+/// `POST /messages/pull`.
+pub(super) fn pull(app: &App, call: Call) -> Result<Reply, Failure> {
+    let batch_size = batch_size(&call.request, &app.limits)?;
+    let visibility = visibility_ms(&call.request, &app.limits)?;
+    let (deliveries, metrics) =
+        app.with_broker(|broker, now| broker.pull(call.at(), batch_size, visibility, now));
+    let rest = PullRest {
+        message_backlog_count: metrics.backlog_count,
+        metadata: ResultMetadata::new(metrics),
+    };
+    pull_shaped(app, call, deliveries, &rest)
+}
+
+/// Pulled or previewed messages, in the pull shape, followed by `rest`.
+fn pull_shaped(
+    app: &App,
+    call: Call,
+    deliveries: Vec<Delivery>,
+    rest: &impl serde::Serialize,
+) -> Result<Reply, Failure> {
+    let mut items = Vec::with_capacity(deliveries.len());
+    for d in deliveries {
+        let fields = PulledFields {
+            metadata: MessageMetadata::new(d.kind),
+            id: d.id,
+            attempts: d.attempts,
+            lease_id: d.lease_id,
+            timestamp_ms: d.timestamp_ms,
+        };
+        items.push(Item::new(&fields, d.kind, d.body).map_err(Failure::internal)?);
+    }
+    Listing::new(items, rest, app.chunk_bytes, call.conn)
+        .map(Reply::Listing)
+        .map_err(Failure::internal)
+}
+
+/// `POST /messages/ack`.
+pub(super) fn ack(app: &App, call: Call) -> Result<Reply, Failure> {
+    let (acks, retries) = acks_and_retries(app, &call.request)?;
+    let report = app.with_broker(|broker, now| broker.ack(call.at(), &acks, &retries, now));
+    success(&AckResult {
+        ack_count: report.ack_count,
+        retry_count: report.retry_count,
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `POST /messages/peek`.
+pub(super) fn peek(app: &App, call: Call) -> Result<Reply, Failure> {
+    let batch_size = batch_size(&call.request, &app.limits)?;
+    let peeked = app.with_broker(|broker, now| broker.peek(call.at(), batch_size, now));
+    let mut items = Vec::with_capacity(peeked.len());
+    for p in peeked {
+        let fields = PeekedFields {
+            metadata: MessageMetadata::new(p.kind),
+            id: p.id,
+            attempts: p.attempts,
+            peek_ref: p.peek_ref,
+            timestamp_ms: p.timestamp_ms,
+        };
+        items.push(Item::new(&fields, p.kind, p.body).map_err(Failure::internal)?);
+    }
+    Listing::new(items, &MessagesOnly {}, app.chunk_bytes, call.conn)
+        .map(Reply::Listing)
+        .map_err(Failure::internal)
+}
+
+/// `POST /messages/purge`.
+pub(super) fn purge(app: &App, call: Call) -> Result<Reply, Failure> {
+    let Some(Value::Array(items)) = call.request.get("refs") else {
+        return Err(Failure::invalid("/refs", "refs must be an array"));
+    };
+    let mut refs = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item.get("ref") {
+            Some(Value::String(r)) => refs.push(r.clone()),
+            _ => {
+                return Err(Failure::invalid(
+                    &format!("/refs/{i}/ref"),
+                    "ref must be a string",
+                ));
+            }
+        }
+    }
+    let report = app.with_broker(|broker, now| broker.purge(call.at(), &refs, now));
+    success(&PurgeResult {
+        errors: [],
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `POST /messages/extend`.
+pub(super) fn extend(app: &App, call: Call) -> Result<Reply, Failure> {
+    let ids = lease_ids(&call.request, "extend")?;
+    let visibility = visibility_ms(&call.request, &app.limits)?;
+    let report = app.with_broker(|broker, now| broker.extend(call.at(), &ids, visibility, now));
+    success(&ExtendResult {
+        extend_count: report.extended,
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `POST /messages/preview`.
+pub(super) fn preview(app: &App, call: Call) -> Result<Reply, Failure> {
+    let batch_size = batch_size(&call.request, &app.limits)?;
+    let previewed = app.with_broker(|broker, now| broker.preview(call.at(), batch_size, now));
+    pull_shaped(app, call, previewed, &MessagesOnly {})
+}
+
+/// `POST /messages/preview/ack`.
+pub(super) fn delete_previewed(app: &App, call: Call) -> Result<Reply, Failure> {
+    let (acks, retries) = acks_and_retries(app, &call.request)?;
+    let report =
+        app.with_broker(|broker, now| broker.delete_previewed(call.at(), &acks, &retries, now));
+    success(&PreviewAckResult {
+        warnings: report.warnings,
+    })
+    .map(Reply::Json)
+}
+
+/// `GET /metrics`, as JSON or as one server-sent event.
+pub(super) fn metrics(app: &App, call: Call) -> Result<Reply, Failure> {
+    let metrics = MetricsOut::from(app.with_broker(|broker, now| broker.metrics(call.at(), now)));
+    if call.event_stream {
+        // The published description streams the bare metrics object, not
+        // an envelope.
+        let data = serde_json::to_string(&metrics).map_err(Failure::internal)?;
+        return Ok(Reply::EventStream(format!("data: {data}\n\n").into_bytes()));
+    }
+    success(&metrics).map(Reply::Json)
+}
+
+/// `POST /purge`.
+pub(super) fn purge_queue(app: &App, call: Call) -> Result<Reply, Failure> {
+    // Cloudflare's description marks the purge `x-forge-require-confirmation`
+    // ("This operation drops every message in the queue"); the code for a
+    // missing confirmation is an assumption (see "Assumptions").
+    if call.request.get("delete_messages_permanently") != Some(&Value::Bool(true)) {
+        return Err(Failure::invalid(
+            "/delete_messages_permanently",
+            "delete_messages_permanently must be true to confirm that every message \
+             of the queue is deleted",
+        ));
+    }
+    let purged = app.with_broker(|broker, now| broker.purge_all(call.at(), now));
+    success(&QueueResult::new(&call.queue, purged)).map(Reply::Json)
+}
+
+/// `GET /purge`.
+pub(super) fn purge_status(app: &App, call: Call) -> Result<Reply, Failure> {
+    let started = app.with_broker(|broker, now| broker.purge_status(call.at(), now));
+    success(&PurgeStatusResult::new(started)).map(Reply::Json)
+}
+
+/// The `lease_id`s of `acks` or `extend`.
+fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, Failure> {
+    Ok(leases(request, key)?
+        .into_iter()
+        .map(|(lease, _)| lease)
+        .collect())
+}
+
+/// Ids to delete, and ids with the delay (ms) to retry them after.
+type Changes = (Vec<String>, Vec<(String, u64)>);
+
+/// The `acks` and `retries` of an ack or a deletion of previewed messages.
+fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, Failure> {
+    let acks = lease_ids(request, "acks")?;
+    let mut retries = Vec::new();
+    for (i, (lease, item)) in leases(request, "retries")?.into_iter().enumerate() {
+        let pointer = format!("/retries/{i}/delay_seconds");
+        let code = codes::MESSAGE_METADATA_INVALID;
+        let delay = delay_ms(item, "delay_seconds", &pointer, code, &app.limits)?.unwrap_or(0);
+        retries.push((lease, delay));
+    }
+    Ok((acks, retries))
+}

@@ -1,0 +1,420 @@
+//! The HTTP shell around the [`Broker`](super::state::Broker): routing, the
+//! steps every operation shares ([`Call::read`]), one handler per operation
+//! ([`handlers`]), and Cloudflare's response envelopes ([`wire`]).
+
+mod auth;
+mod body;
+mod failure;
+mod handlers;
+mod parse;
+mod stream;
+mod wire;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter};
+use serde_json::{Map, Value};
+
+use super::Operation;
+use super::clock::EmulatorClock;
+use super::faults::Faults;
+use super::server::Conn;
+use super::state::{At, Broker};
+pub(crate) use auth::AcceptedAuth;
+use body::Read;
+use cf_queues::codes;
+use cf_queues::limits::Limits;
+use failure::Failure;
+use parse::Object;
+use stream::{Listing, Streamed};
+use wire::json_response;
+
+/// Everything the handlers share.
+pub(crate) struct App {
+    pub broker: Mutex<Broker>,
+    pub clock: EmulatorClock,
+    pub faults: Faults,
+    pub auth: Option<AcceptedAuth>,
+    pub strict_queues: Option<HashSet<String>>,
+    pub limits: Limits,
+    pub max_body_bytes: usize,
+    pub body_timeout: Duration,
+    /// The size of the pieces a pull or peek answer is written in.
+    pub chunk_bytes: usize,
+    /// Requests received on the served operations, faulty ones included.
+    pub requests: AtomicU64,
+}
+
+impl App {
+    /// Runs `operation` on the locked broker with the current time, read
+    /// under the lock so that concurrent requests apply in time order.
+    pub(crate) fn with_broker<T>(&self, operation: impl FnOnce(&mut Broker, u64) -> T) -> T {
+        let mut broker = self.broker();
+        let now = self.clock.now_ms();
+        operation(&mut broker, now)
+    }
+
+    pub(crate) fn broker(&self) -> MutexGuard<'_, Broker> {
+        // The broker never panics mid-update; a poisoned lock still holds a consistent state.
+        self.broker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads a body that will not be used to its end, so that the
+    /// connection can carry the next request; `false` if it could not be.
+    async fn drain(&self, body: Body) -> bool {
+        matches!(
+            body::read(body, self.max_body_bytes, self.body_timeout, false).await,
+            Read::Complete(_)
+        )
+    }
+}
+
+/// What a handler answers with.
+enum Reply {
+    /// A whole envelope.
+    Json(Vec<u8>),
+    /// An envelope listing messages, written as the client reads it.
+    Listing(Listing),
+    /// A whole `text/event-stream` body.
+    EventStream(Vec<u8>),
+}
+
+/// A refused request.
+struct Refused {
+    failure: Failure,
+    /// The body was not read to its end, so the connection cannot carry
+    /// another request: the answer says `Connection: close`.
+    unread: bool,
+}
+
+impl From<Failure> for Refused {
+    fn from(failure: Failure) -> Refused {
+        Refused {
+            failure,
+            unread: false,
+        }
+    }
+}
+
+/// What an operation's handler runs on: a request that passed every shared step.
+type Handler = fn(&App, Call) -> Result<Reply, Failure>;
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    const QUEUE: &str = "/accounts/{account_id}/queues/{queue_id}";
+    let routes: [(Operation, Handler); 12] = [
+        (Operation::Push, handlers::push),
+        (Operation::Batch, handlers::batch),
+        (Operation::Pull, handlers::pull),
+        (Operation::Ack, handlers::ack),
+        (Operation::Peek, handlers::peek),
+        (Operation::Purge, handlers::purge),
+        (Operation::Extend, handlers::extend),
+        (Operation::Preview, handlers::preview),
+        (Operation::DeletePreviewed, handlers::delete_previewed),
+        (Operation::Metrics, handlers::metrics),
+        (Operation::PurgeQueue, handlers::purge_queue),
+        (Operation::PurgeStatus, handlers::purge_status),
+    ];
+    // One method router per path: `/purge` serves two operations.
+    let mut paths: BTreeMap<&str, MethodRouter<Arc<App>>> = BTreeMap::new();
+    for (op, handler) in routes {
+        let methods = paths.remove(op.path()).unwrap_or_default();
+        paths.insert(op.path(), operation(methods, op, handler));
+    }
+    let operations = paths
+        .into_iter()
+        .fold(Router::new(), |router, (path, methods)| {
+            let methods =
+                methods.fallback(|State(app): State<Arc<App>>, request: Request| async move {
+                    refuse(&app, Failure::method_not_allowed(), request.into_body()).await
+                });
+            router.route(&format!("{QUEUE}{path}"), methods)
+        });
+    Router::new()
+        .merge(operations.clone())
+        .nest("/client/v4", operations)
+        .fallback(|State(app): State<Arc<App>>, request: Request| async move {
+            refuse(&app, Failure::no_route(), request.into_body()).await
+        })
+        .with_state(app)
+}
+
+/// Adds `op` to the method router of its path.
+fn operation(
+    methods: MethodRouter<Arc<App>>,
+    op: Operation,
+    handler: Handler,
+) -> MethodRouter<Arc<App>> {
+    let method = if op.method() == "GET" {
+        MethodFilter::GET
+    } else {
+        MethodFilter::POST
+    };
+    methods.on(
+        method,
+        move |State(app): State<Arc<App>>, request: Request| async move {
+            let answer = match Call::read(&app, op, request).await {
+                Ok(call) => {
+                    let conn = call.conn.clone();
+                    let answer = handler(&app, call).map_err(Refused::from);
+                    if let (Some(conn), Ok(Reply::Json(body) | Reply::EventStream(body))) =
+                        (&conn, &answer)
+                    {
+                        // Built whole, so held whole until the client reads
+                        // it: counted like the pieces of a listing.
+                        conn.produced(body.len());
+                    }
+                    answer
+                }
+                Err(refused) => Err(refused),
+            };
+            respond(answer)
+        },
+    )
+}
+
+async fn refuse(app: &App, failure: Failure, body: Body) -> Response {
+    let unread = !app.drain(body).await;
+    respond(Err(Refused { failure, unread }))
+}
+
+fn respond(answer: Result<Reply, Refused>) -> Response {
+    match answer {
+        Ok(Reply::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Reply::EventStream(body)) => (
+            [
+                (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+                (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ],
+            body,
+        )
+            .into_response(),
+        Ok(Reply::Listing(mut listing)) => {
+            let first = listing.next_chunk();
+            if listing.is_done() {
+                // Small enough for one piece: sent with its length.
+                return json_response(StatusCode::OK, first.unwrap_or_default());
+            }
+            (
+                [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                Body::new(Streamed::new(first, listing)),
+            )
+                .into_response()
+        }
+        Err(Refused { failure, unread }) => {
+            let mut response = failure.into_response();
+            if unread {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            response
+        }
+    }
+}
+
+/// A request that passed the steps every operation shares.
+struct Call {
+    /// The account named in the path.
+    account: String,
+    /// The queue named in the path.
+    queue: String,
+    /// The JSON body; `{}` when the body was empty.
+    request: Object,
+    /// The connection it came on, whose response buffer a streamed answer
+    /// counts against.
+    conn: Option<Arc<Conn>>,
+    /// Whether the client accepts `text/event-stream` (only metrics offers it).
+    event_stream: bool,
+}
+
+impl Call {
+    /// The shared steps, in order: count the request, serve an injected
+    /// fault, check credentials, ids and the strict queue list, then read
+    /// and parse the body. A request refused before its body is read still
+    /// has it drained.
+    async fn read(app: &App, op: Operation, request: Request) -> Result<Call, Refused> {
+        app.requests.fetch_add(1, Ordering::Relaxed);
+        let (mut parts, body) = request.into_parts();
+        let (account, queue) = match Call::check(app, op, &mut parts).await {
+            Ok(ids) => ids,
+            Err(failure) => {
+                let unread = !app.drain(body).await;
+                return Err(Refused { failure, unread });
+            }
+        };
+        let bytes = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
+            Read::Complete(bytes) => bytes,
+            Read::TooLarge => {
+                let code = if op == Operation::Batch {
+                    codes::BATCH_SIZE_OUT_OF_BOUNDS
+                } else {
+                    codes::MESSAGE_SIZE_OUT_OF_BOUNDS
+                };
+                let message = format!("request body exceeds {} bytes", app.max_body_bytes);
+                return Err(Refused {
+                    failure: Failure::new(StatusCode::PAYLOAD_TOO_LARGE, code, message),
+                    unread: true,
+                });
+            }
+            Read::TimedOut => {
+                let message = format!(
+                    "ClientDisconnected: the request body did not arrive within {:?}",
+                    app.body_timeout
+                );
+                return Err(Refused {
+                    failure: Failure::new(
+                        StatusCode::REQUEST_TIMEOUT,
+                        codes::CLIENT_DISCONNECTED,
+                        message,
+                    ),
+                    unread: true,
+                });
+            }
+            Read::Broken => {
+                return Err(Refused {
+                    failure: Failure::bad_request(
+                        codes::CLIENT_DISCONNECTED,
+                        "ClientDisconnected: the request body was cut short",
+                    ),
+                    unread: true,
+                });
+            }
+        };
+        // An absent body reads as `{}`: every field of pull, peek and ack is optional.
+        let request: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::bad_request(
+                    codes::JSON_REQUEST_BODY_MALFORMED,
+                    format!("JSONRequestBodyMalformed: {e}"),
+                )
+            })?
+        };
+        let Value::Object(request) = request else {
+            return Err(Failure::invalid("", "the request body must be a JSON object").into());
+        };
+        Ok(Call {
+            account,
+            queue,
+            request,
+            conn: parts.extensions.get::<Arc<Conn>>().cloned(),
+            event_stream: accepts_event_stream(&parts.headers),
+        })
+    }
+
+    /// The steps that need only the head of the request.
+    async fn check(
+        app: &App,
+        op: Operation,
+        parts: &mut Parts,
+    ) -> Result<(String, String), Failure> {
+        if let Some(fault) = app.faults.take(op) {
+            if let Some(stall) = fault.stall {
+                tokio::time::sleep(stall).await;
+            }
+            if fault.status.is_some() {
+                return Err(Failure::Injected(fault));
+            }
+        }
+        let Ok(Path((account, queue))) =
+            Path::<(String, String)>::from_request_parts(parts, &()).await
+        else {
+            return Err(Failure::no_route());
+        };
+        auth::authenticate(app.auth.as_ref(), &parts.headers)?;
+        for (field, id) in [("account_id", &account), ("queue_id", &queue)] {
+            app.limits.check_id(field, id).map_err(|e| {
+                Failure::bad_request(codes::QUEUE_ID_MALFORMED, format!("QueueIDMalformed: {e}"))
+            })?;
+        }
+        if app
+            .strict_queues
+            .as_ref()
+            .is_some_and(|known| !known.contains(&queue))
+        {
+            return Err(Failure::new(
+                StatusCode::NOT_FOUND,
+                codes::QUEUE_NOT_FOUND,
+                "QueueNotFound",
+            ));
+        }
+        Ok((account, queue))
+    }
+
+    /// The queue the call applies to.
+    fn at(&self) -> At<'_> {
+        At {
+            account: &self.account,
+            queue: &self.queue,
+        }
+    }
+}
+
+/// Whether `Accept` lists `text/event-stream` with a quality above 0.
+/// The metrics answer offers it; what else the header lists does not
+/// matter, since the JSON answer is the fallback anyway.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let is_stream = parts
+                .next()
+                .is_some_and(|media| media.eq_ignore_ascii_case("text/event-stream"));
+            let refused = parts.any(|param| {
+                param
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f64>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            is_stream && !refused
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_stream_is_asked_for_by_accept() {
+        let accept = |values: &[&str]| {
+            let mut headers = HeaderMap::new();
+            for v in values {
+                headers.append(ACCEPT, HeaderValue::from_str(v).expect("valid header"));
+            }
+            accepts_event_stream(&headers)
+        };
+        assert!(accept(&["text/event-stream"]));
+        assert!(accept(&["application/json, Text/Event-Stream;q=0.5"]));
+        assert!(accept(&["application/json", "text/event-stream"]));
+        assert!(!accept(&[]));
+        assert!(!accept(&["application/json"]));
+        assert!(!accept(&["*/*"]));
+        assert!(!accept(&["text/event-stream; q=0"]));
+    }
+
+    #[test]
+    fn ids() {
+        let limits = Limits::default();
+        let valid_id = |id: &str, limits: &Limits| limits.check_id("queue_id", id).is_ok();
+        assert!(valid_id("abc123", &limits));
+        assert!(!valid_id("", &limits));
+        assert!(!valid_id(&"a".repeat(33), &limits));
+        assert!(!valid_id("a-b", &limits));
+    }
+}

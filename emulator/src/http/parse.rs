@@ -1,0 +1,183 @@
+//! Reading the fields of a request body, with Cloudflare's error codes.
+
+use serde_json::{Map, Value};
+
+use super::super::state::{BodyKind, NewMessage};
+use super::failure::Failure;
+use cf_queues::codes;
+use cf_queues::limits::Limits;
+
+/// Parses one pushed message; returns it with the bytes it counts for.
+pub(super) fn parse_message(
+    item: &Map<String, Value>,
+    pointer: &str,
+    default_delay_ms: Option<u64>,
+    limits: &Limits,
+) -> Result<(NewMessage, usize), Failure> {
+    let kind = match item.get("content_type") {
+        Some(Value::String(t)) if t == "text" => BodyKind::Text,
+        Some(Value::String(t)) if t == "json" => BodyKind::Json,
+        None | Some(Value::Null) => BodyKind::Json,
+        // Cloudflare's error-code table: 10203 MessageMetadataInvalid,
+        // "invalid content type" (developers.cloudflare.com/queues/reference/error-codes/).
+        Some(_) => {
+            return Err(Failure::bad_request(
+                codes::MESSAGE_METADATA_INVALID,
+                "MessageMetadataInvalid: content_type must be \"text\" or \"json\"",
+            )
+            .at(&format!("{pointer}/content_type")));
+        }
+    };
+    let body = match (kind, item.get("body")) {
+        (_, None) => {
+            return Err(Failure::invalid(
+                &format!("{pointer}/body"),
+                "body is required",
+            ));
+        }
+        (BodyKind::Text, Some(Value::String(text))) => text.clone().into_bytes(),
+        (BodyKind::Text, Some(_)) => {
+            return Err(Failure::invalid(
+                &format!("{pointer}/body"),
+                "a text body must be a string",
+            ));
+        }
+        (_, Some(value)) => value.to_string().into_bytes(),
+    };
+    let counted = body.len().saturating_add(limits.message_metadata_bytes);
+    if counted > limits.max_message_bytes {
+        return Err(Failure::bad_request(
+            codes::MESSAGE_SIZE_OUT_OF_BOUNDS,
+            format!(
+                "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
+                limits.max_message_bytes
+            ),
+        ));
+    }
+    let delay = delay_ms(
+        item,
+        "delay_seconds",
+        &format!("{pointer}/delay_seconds"),
+        codes::MESSAGE_METADATA_INVALID,
+        limits,
+    )?;
+    Ok((
+        NewMessage {
+            kind,
+            body,
+            delay_ms: delay.or(default_delay_ms).unwrap_or(0),
+        },
+        counted,
+    ))
+}
+
+pub(super) fn number(
+    object: &Map<String, Value>,
+    key: &str,
+    pointer: &str,
+) -> Result<Option<f64>, Failure> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(_) => Err(Failure::invalid(pointer, format!("{key} must be a number"))),
+    }
+}
+
+pub(super) fn delay_ms(
+    object: &Map<String, Value>,
+    key: &str,
+    pointer: &str,
+    code: u32,
+    limits: &Limits,
+) -> Result<Option<u64>, Failure> {
+    let Some(seconds) = number(object, key, pointer)? else {
+        return Ok(None);
+    };
+    let max = limits.max_delay.as_secs_f64();
+    if !(0.0..=max).contains(&seconds) {
+        let name = if code == codes::BATCH_DELAY_INVALID {
+            "BatchDelayInvalid"
+        } else {
+            "MessageMetadataInvalid"
+        };
+        return Err(
+            Failure::bad_request(code, format!("{name}: {key} must be from 0 to {max}"))
+                .at(pointer),
+        );
+    }
+    Ok(Some((seconds * 1000.0).round() as u64))
+}
+
+pub(super) fn batch_size(request: &Map<String, Value>, limits: &Limits) -> Result<usize, Failure> {
+    let Some(n) = number(request, "batch_size", "/batch_size")? else {
+        return Ok(5);
+    };
+    let max = f64::from(limits.max_pull_batch_size);
+    if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
+        return Err(Failure::invalid(
+            "/batch_size",
+            format!("batch_size must be a whole number from 1 to {max}"),
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// `visibility_timeout_ms` of a pull or an extension, 30 s when absent
+/// (Cloudflare's default for pulls).
+pub(super) fn visibility_ms(request: &Map<String, Value>, limits: &Limits) -> Result<u64, Failure> {
+    let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
+        return Ok(30_000);
+    };
+    let max = limits.max_visibility_timeout.as_millis() as f64;
+    // Below 1 ms a lease ends as it is granted: every ack would come late,
+    // and the message would be redelivered at once until its retries ran
+    // out. The client refuses 0 already; over raw HTTP the code is an
+    // assumption (see "Assumptions").
+    if !(1.0..=max).contains(&ms) {
+        return Err(Failure::invalid(
+            "/visibility_timeout_ms",
+            format!("visibility_timeout_ms must be from 1 to {max}"),
+        ));
+    }
+    Ok(ms.round() as u64)
+}
+
+pub(super) type Object = Map<String, Value>;
+
+/// The `lease_id`s of `acks` or `retries`, each with its object.
+pub(super) fn leases<'a>(
+    request: &'a Object,
+    key: &str,
+) -> Result<Vec<(String, &'a Object)>, Failure> {
+    let items = match request.get(key) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(Failure::invalid(
+                &format!("/{key}"),
+                format!("{key} must be an array"),
+            ));
+        }
+    };
+    let mut leases = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::Object(object) => match object.get("lease_id") {
+                Some(Value::String(lease)) => leases.push((lease.clone(), object)),
+                _ => {
+                    return Err(Failure::invalid(
+                        &format!("/{key}/{i}/lease_id"),
+                        "lease_id must be a string",
+                    ));
+                }
+            },
+            _ => {
+                return Err(Failure::invalid(
+                    &format!("/{key}/{i}"),
+                    "must be an object",
+                ));
+            }
+        }
+    }
+    Ok(leases)
+}

@@ -1,0 +1,631 @@
+//! A local emulator of the Cloudflare Queues messages API (feature `emulator`).
+//!
+//! It serves the twelve operations of Cloudflare's published Queues
+//! messages API at Cloudflare's paths, with or without the `/client/v4`
+//! prefix, with Cloudflare's envelopes, field names, error codes and
+//! semantics: delays, leases that expire, late acks, retries, lease
+//! extension, `max_retries` with an optional dead-letter queue, peek and
+//! purge by ref, preview, exact metrics, and purging a whole queue. Any
+//! client written for Cloudflare, the official SDKs included, can be
+//! pointed at its base URL.
+//!
+//! The queue logic is a pure state machine; this module wraps it in an
+//! HTTP/1 server on tokio (axum routing, hyper connections). Time can be
+//! driven by a [`ManualClock`], or follow tokio's (paused) clock with a
+//! [`TokioClock`]; failures can be injected with [`Fault`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use cf_queues::{Message, PullOptions};
+//! use cf_queues_emulator::Emulator;
+//!
+//! let emulator = Emulator::new().start().await?;   // 127.0.0.1, a free port, a fresh token
+//! let queue = emulator.client()?.queue("orders")?;
+//! queue.push(Message::text("hello")).await?;
+//! let batch = queue.pull(PullOptions::new()).await?;
+//! assert_eq!(batch.messages[0].body().text()?, "hello");
+//! emulator.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! From the command line: `cfq emulator --listen 127.0.0.1:8787` (feature `cli`).
+//!
+//! # Operations
+//!
+//! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
+//! `/client/v4` prefix; [`Fault::only`] aims at one by its [`Operation`].
+//!
+//! | method and path | [`Operation`] | result |
+//! |---|---|---|
+//! | `POST /messages` | `Push` | `{metadata: {metrics}}` |
+//! | `POST /messages/batch` | `Batch` | `{metadata: {metrics}}` |
+//! | `POST /messages/pull` | `Pull` | `{messages, message_backlog_count, metadata}` |
+//! | `POST /messages/ack` | `Ack` | `{ackCount, retryCount, warnings}` |
+//! | `POST /messages/peek` | `Peek` | `{messages}` with a `ref` each |
+//! | `POST /messages/purge` | `Purge` | `{errors: [], warnings}` |
+//! | `POST /messages/extend` | `Extend` | `{extendCount, warnings}` |
+//! | `POST /messages/preview` | `Preview` | `{messages}` in the pull shape |
+//! | `POST /messages/preview/ack` | `DeletePreviewed` | `{warnings}` |
+//! | `GET /metrics` | `Metrics` | `{backlog_count, backlog_bytes, oldest_message_timestamp_ms}` |
+//! | `POST /purge` | `PurgeQueue` | the queue object |
+//! | `GET /purge` | `PurgeStatus` | `{completed, started_at}`, both strings |
+//!
+//! Warnings are maps from the lease id, ref or preview id to a text. Other
+//! methods on these paths get 405 with code 7001, other paths 404 with 7003.
+//!
+//! # Semantics
+//!
+//! - **Accounts.** Queues belong to the account id of the path: the same
+//!   queue id under two account ids names two queues. Any valid account id
+//!   is accepted; [`EmulatorHandle`]'s methods default to
+//!   [`EMULATOR_ACCOUNT_ID`].
+//! - **`max_retries`.** A message is dropped, or moved to its dead-letter
+//!   queue, when its `attempts` reaches `max_retries` (default 3): it is
+//!   delivered at most `max_retries` times. This follows Cloudflare's
+//!   pull-consumer page; its dead-letter page and Miniflare read it as
+//!   `max_retries + 1` deliveries.
+//! - **Late acks.** A lease id stays usable while its message exists. An ack
+//!   by an expired lease deletes the message even if another consumer holds
+//!   it now (that consumer's ack then gets a warning); a retry by an expired
+//!   lease applies only while no one else holds the message. `ackCount` and
+//!   `retryCount` count what the call changed.
+//! - **Extend.** The lease id the caller holds stays valid (Cloudflare's
+//!   answer carries no new one); its lease now ends `visibility_timeout_ms`
+//!   after the extension, not after the old expiry, and `attempts` does not
+//!   change. A lease whose message was delivered again, or deleted, gets a
+//!   warning instead. A lease that expired while its message was not
+//!   delivered again takes the message back (it leaves the visible set,
+//!   leased to the same lease id), as late acks are accepted, unless a
+//!   retry gave it back since. `visibility_timeout_ms` is checked as for a
+//!   pull (1 ms to 12 h, 30 s when absent); any number of leases per call.
+//!   These are the semantics of [`Queue::extend`](cf_queues::Queue::extend).
+//! - **Preview** shows visible messages in delivery order, in the pull
+//!   shape, without leasing them: `attempts` stays, and they stay visible
+//!   to pull, peek and preview. `batch_size` is 1 to 100, 5 when absent.
+//!   Each `lease_id` is a preview id: no lease, usable only with
+//!   `preview/ack`, and only while the message is as it was previewed; a
+//!   delivery, retry, ack or purge of the message makes it stale.
+//! - **Deleting previewed messages** (`preview/ack`): `acks` delete at
+//!   once, counted as neither delivered nor acked, as a purge by ref;
+//!   `retries` keep `attempts` (there was no delivery) and make the message
+//!   visible after `delay_seconds` (at once when absent). Deletions apply
+//!   first. Stale and unknown ids get warnings.
+//! - **Metrics** are exact: every message not yet deleted, visible, delayed
+//!   or leased, with the sum of their body sizes and the oldest push time
+//!   (0 when empty). With `Accept: text/event-stream`, the same object
+//!   comes as one server-sent event (`data: {...}`), and the stream ends;
+//!   an `EventSource` reconnects, so it polls.
+//! - **Purging a whole queue** needs `delete_messages_permanently: true`,
+//!   and deletes every message at once, visible, delayed and leased alike:
+//!   their lease ids, refs and preview ids go stale. Messages pushed after
+//!   it stay. Cloudflare's purge runs in the background; the emulator's is
+//!   done when the answer is sent, so `GET /purge` reports it completed,
+//!   with `started_at` its time in RFC 3339 (`2024-03-20T16:09:14.154Z`).
+//! - **Tokens.** Lease ids, peek refs and preview ids are 128 random bits
+//!   from the operating system: one's own say nothing about anyone else's.
+//! - **Memory.** A queue exists while it holds messages, a dead-letter
+//!   count or the status of a purge; peek refs and preview ids expire after
+//!   an hour (at most 100,000 of each per queue), swept even from idle
+//!   queues.
+//!
+//! # Limits under load
+//!
+//! Each is set on [`Emulator`]; the defaults suit a local server shared by
+//! a test suite, and stop one misbehaving client from starving the others.
+//!
+//! | limit | default | what it bounds |
+//! |---|---|---|
+//! | [`max_connections`](Emulator::max_connections) | 512 | open connections; at the cap, the longest-idle connection is closed for a new one, and when none is idle new ones wait in the listen backlog |
+//! | [`header_timeout`](Emulator::header_timeout) | 10 s | time to send a request head, from the connect or from its first byte |
+//! | [`body_timeout`](Emulator::body_timeout) | 30 s | time to send a request body |
+//! | [`idle_timeout`](Emulator::idle_timeout) | 120 s | a keep-alive connection between requests |
+//! | [`write_timeout`](Emulator::write_timeout) | 30 s | a response the client does not read |
+//! | [`response_buffer_bytes`](Emulator::response_buffer_bytes) | 64 KiB | response bytes held per connection, and the size of a request head |
+//! | [`max_body_bytes`](Emulator::max_body_bytes) | 2 MiB | a request body |
+//! | [`shutdown_grace`](Emulator::shutdown_grace) | 5 s | how long [`EmulatorHandle::shutdown`] lets requests finish |
+//!
+//! Pull, peek and preview answers are serialized as the client reads them,
+//! so a connection holds at most `response_buffer_bytes` plus one 16 KiB
+//! piece of an answer, however large the answer and however slowly it is
+//! read. Other answers are built whole: small, except the warnings of an
+//! ack, extension or purge naming many unknown leases or refs, which are at
+//! most about 3.5 times their request, so at most about 7 MB per connection
+//! with the default `max_body_bytes` (and counted in
+//! [`EmulatorHandle::server_stats`]). The write timeout closes a connection
+//! that does not read them.
+//!
+//! What the limits do not stop: at the connection cap only idle connections
+//! are evicted, and the write and body timeouts restart on any progress. So
+//! clients that each read a few bytes of their answer, or send a byte of
+//! their body, just inside those timeouts can hold every slot for as long
+//! as they keep that pace. Each such connection holds no more than the
+//! bounds above, so the cap bounds what they cost (512 connections by
+//! default); a local test emulator does not try to tell a slow client from
+//! a hostile one. A request
+//! refused before its body mattered still has its body read (up to
+//! `max_body_bytes`), so the keep-alive connection carries on.
+//!
+//! # Assumptions
+//!
+//! Where no public source settles how Cloudflare behaves, the emulator
+//! assumes:
+//!
+//! - **Unknown credentials.** A well-formed API token or global key that is
+//!   not the accepted one gets 403 with code 10000 "Authentication error".
+//!   Public reports show 403/10000 for a token that lacks a permission; none
+//!   shows the answer for a token that does not exist.
+//! - **Malformed or missing credentials.** 400 with 6003 and the cause under
+//!   `error_chain` (6111 for `Authorization`, 6102 for `X-Auth-Email`, 6103
+//!   for `X-Auth-Key`), and 400 with 9106 when none is sent: as public
+//!   reports of the v4 API show, for other products than Queues.
+//! - **Visibility timeouts under 1 ms.** A `visibility_timeout_ms` under 1
+//!   (0, or a fraction such as 0.5) gets 400 with 10207 JSONRequestBodyInvalid and
+//!   the pointer `/visibility_timeout_ms`. Cloudflare documents no minimum;
+//!   such a lease would end as it is granted.
+//! - **Slow bodies.** A body that does not arrive within the body timeout
+//!   gets 408 with 10201 ClientDisconnected, and the connection is closed.
+//! - **A queue as its own dead-letter queue** is refused at start: exhausted
+//!   messages would come back as new ones forever, so `max_retries` would
+//!   never end anything.
+//! - **Strict queues** are known under every account id.
+//! - **Purge without confirmation.** A purge of the whole queue whose
+//!   `delete_messages_permanently` is missing, `false` or not a boolean
+//!   gets 400 with 10207 JSONRequestBodyInvalid and the pointer
+//!   `/delete_messages_permanently`, as other bodies that do not match
+//!   their operation. Cloudflare marks the call as requiring confirmation
+//!   but documents no answer for its absence.
+//! - **Purge status before any purge.** `{"completed": "false"}` with no
+//!   `started_at`: no purge completed, and none started. A 404 would say
+//!   the queue does not exist, and a client could not tell the two apart.
+//!   A purge's status is kept for an hour (`PURGE_STATUS_TTL_MS`), then
+//!   reads the same: a purge of a queue id never used again must not hold
+//!   state for ever.
+//! - **The queue object** a purge answers with: the queue id as its name
+//!   (queues exist by id, on first use), `created_on` when the emulator
+//!   first held state for the queue, `modified_on` the purge's time, no
+//!   producers or consumers, and the settings of a queue created with
+//!   defaults (no delivery delay, not paused, 4 days of retention; the
+//!   emulator enforces no retention).
+//! - **Extend without `extend`**, and `preview/ack` without `acks` or
+//!   `retries`, are empty lists, as in an ack: the published schema
+//!   requires none of these fields. A missing `visibility_timeout_ms` in an
+//!   extension is 30 s, the default of a pull.
+//! - **Retries of previewed messages.** Cloudflare documents only that
+//!   previewed messages deleted through `preview/ack` are not counted as
+//!   delivered; the emulator reads a retry there as "make it visible again
+//!   after `delay_seconds`", without using an attempt, like a retry of a
+//!   lease that no one is holding.
+//! - **Metrics over `text/event-stream`**: one event, then the end of the
+//!   stream. Cloudflare's description gives the event's schema, not how
+//!   often events come.
+
+mod clock;
+mod faults;
+mod handle;
+mod http;
+mod server;
+mod state;
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+/// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
+pub use cf_queues::Operation;
+pub use clock::{EmulatorClock, ManualClock, TokioClock};
+pub use faults::Fault;
+pub use handle::{EmulatorHandle, WorkerBody};
+pub use server::ServerStats;
+
+use cf_queues::Limits;
+use faults::Faults;
+use http::{AcceptedAuth, App};
+use server::{ServerLimits, Shared};
+use state::{Broker, BrokerConfig, RandomSource};
+
+/// The account id [`EmulatorHandle::client`] uses; the emulator accepts any valid id.
+pub const EMULATOR_ACCOUNT_ID: &str = "0123456789abcdef0123456789abcdef";
+
+/// The largest piece a pull or peek answer is written in.
+const MAX_CHUNK_BYTES: usize = 16 * 1024;
+
+/// Configures and starts an emulator.
+///
+/// By default it listens on `127.0.0.1:0` (a free port), accepts a freshly
+/// generated API token, creates queues on first use, drops a message after
+/// 3 deliveries, and applies the limits in the [module docs](self).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Emulator {
+    listen: SocketAddr,
+    token: Option<String>,
+    global_key: Option<(String, String)>,
+    open: bool,
+    strict_queues: Option<HashSet<String>>,
+    max_retries: u32,
+    dead_letter_queues: HashMap<String, String>,
+    clock: EmulatorClock,
+    limits: Limits,
+    max_body_bytes: usize,
+    max_connections: usize,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    idle_timeout: Duration,
+    write_timeout: Duration,
+    response_buffer_bytes: usize,
+    shutdown_grace: Duration,
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Emulator::new()
+    }
+}
+
+impl Emulator {
+    /// The default configuration.
+    pub fn new() -> Emulator {
+        Emulator {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            global_key: None,
+            open: false,
+            strict_queues: None,
+            max_retries: 3,
+            dead_letter_queues: HashMap::new(),
+            clock: EmulatorClock::System,
+            limits: Limits::default(),
+            max_body_bytes: 2 * 1024 * 1024,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(30),
+            response_buffer_bytes: 64 * 1024,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+
+    /// The address to listen on (default `127.0.0.1:0`).
+    pub fn listen(mut self, address: SocketAddr) -> Emulator {
+        self.listen = address;
+        self
+    }
+
+    /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
+    pub fn token(mut self, token: impl Into<String>) -> Emulator {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Also accepts this e-mail and global API key (`X-Auth-Email`, `X-Auth-Key`).
+    pub fn global_api_key(mut self, email: impl Into<String>, key: impl Into<String>) -> Emulator {
+        self.global_key = Some((email.into(), key.into()));
+        self
+    }
+
+    /// Accepts every request, with or without credentials.
+    pub fn without_auth(mut self) -> Emulator {
+        self.open = true;
+        self
+    }
+
+    /// Only these queues exist; others get 404 with code 10104 (QueueNotFound).
+    pub fn strict_queues<I, S>(mut self, queues: I) -> Emulator
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.strict_queues = Some(queues.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Deliveries after which a message is dropped or dead-lettered (default 3):
+    /// a message is dropped when its `attempts` reaches this number, as
+    /// Cloudflare's pull-consumer page puts it.
+    pub fn max_retries(mut self, max_retries: u32) -> Emulator {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Moves messages that exhaust their retries on `queue` to
+    /// `dead_letter_queue`, in the same account. [`Emulator::start`] refuses
+    /// settings that would make messages unreachable: an invalid queue id on
+    /// either side, a dead-letter queue missing from the
+    /// [strict queues](Emulator::strict_queues), a queue that is its own
+    /// dead-letter queue.
+    pub fn dead_letter_queue(
+        mut self,
+        queue: impl Into<String>,
+        dead_letter_queue: impl Into<String>,
+    ) -> Emulator {
+        self.dead_letter_queues
+            .insert(queue.into(), dead_letter_queue.into());
+        self
+    }
+
+    /// Where time comes from (default: the system clock): a
+    /// [`ManualClock`] moved by hand, or a [`TokioClock`] that follows
+    /// tokio's clock, so that a test on paused time drives the client's
+    /// timers and the emulator's expiries alike.
+    pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
+        self.clock = clock.into();
+        self
+    }
+
+    /// The limits the emulator enforces (default: Cloudflare's).
+    pub fn limits(mut self, limits: Limits) -> Emulator {
+        self.limits = limits;
+        self
+    }
+
+    /// Request bodies larger than this are refused (default 2 MiB, eight
+    /// times the largest legal batch, so no legal request is refused).
+    pub fn max_body_bytes(mut self, max: usize) -> Emulator {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// The most connections open at once (default 512, at least 1).
+    ///
+    /// At the cap, a new connection makes the connection that has waited
+    /// longest without a request in progress close, so slow or silent
+    /// clients cannot lock others out; when every connection is busy, new
+    /// ones wait in the listen backlog. 512 leaves room under the common
+    /// limit of 1,024 open files, so the server never runs out of them.
+    pub fn max_connections(mut self, max: usize) -> Emulator {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request head (default 10 s),
+    /// counted from the connect, or from the head's first byte on a
+    /// keep-alive connection. Local clients send a head at once; 10 s
+    /// leaves room for a loaded CI machine and closes trickling connections.
+    pub fn header_timeout(mut self, timeout: Duration) -> Emulator {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request body (default 30 s):
+    /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
+    pub fn body_timeout(mut self, timeout: Duration) -> Emulator {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may wait for its next request
+    /// (default 120 s). Longer than the 90 s after which reqwest's pool
+    /// retires idle connections, so the client, not the server, closes them
+    /// and never sends a request on a connection being closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Emulator {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a response may wait for the client to read it (default
+    /// 30 s without progress), after which the connection is closed. A
+    /// client that never reads holds a connection for that long, and no
+    /// more than the response buffer.
+    pub fn write_timeout(mut self, timeout: Duration) -> Emulator {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Response bytes a connection may hold before the client reads them
+    /// (default 64 KiB; at least 8 KiB); pull and peek answers are
+    /// serialized only as this buffer drains, in pieces of a quarter of it
+    /// (at most 16 KiB). It also bounds a request head: a client's heads
+    /// are a few hundred bytes, and a larger one gets 431.
+    pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
+        self.response_buffer_bytes = bytes;
+        self
+    }
+
+    /// How long [`EmulatorHandle::shutdown`] lets open requests finish
+    /// before closing their connections (default 5 s): stalled faults and
+    /// half-sent requests do not hold a shutdown longer than that.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Emulator {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Binds the address and starts serving in the background.
+    ///
+    /// # Errors
+    ///
+    /// The address cannot be bound, the operating system's random number
+    /// generator is not available, or the dead-letter settings would make
+    /// messages unreachable (`ErrorKind::InvalidInput`, naming the setting).
+    pub async fn start(self) -> io::Result<EmulatorHandle> {
+        self.check_dead_letters()?;
+        let random = os_random()?;
+        let listener = tokio::net::TcpListener::bind(self.listen).await?;
+        let address = listener.local_addr()?;
+        if !address.ip().is_loopback() {
+            tracing::warn!(%address, "the emulator listens beyond loopback; it is meant for local development");
+        }
+        let token = if self.open {
+            None
+        } else {
+            Some(self.token.unwrap_or_else(generate_token))
+        };
+        let auth = (!self.open).then(|| AcceptedAuth {
+            token: token.clone(),
+            global_key: self.global_key.clone(),
+        });
+        let app = Arc::new(App {
+            broker: Mutex::new(Broker::new(
+                BrokerConfig {
+                    max_retries: self.max_retries,
+                    dead_letter_queues: self.dead_letter_queues,
+                },
+                random,
+            )),
+            clock: self.clock,
+            faults: Faults::default(),
+            auth,
+            strict_queues: self.strict_queues,
+            limits: self.limits,
+            max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
+            chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
+            requests: Default::default(),
+        });
+        let server = Arc::new(Shared::new(ServerLimits {
+            max_connections: self.max_connections,
+            header_timeout: self.header_timeout,
+            idle_timeout: self.idle_timeout,
+            write_timeout: self.write_timeout,
+            response_buffer_bytes: self.response_buffer_bytes,
+            shutdown_grace: self.shutdown_grace,
+        }));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = http::router(Arc::clone(&app));
+        let task = tokio::spawn(server::serve(
+            listener,
+            router,
+            Arc::clone(&server),
+            stopped,
+        ));
+        let host = match address {
+            SocketAddr::V4(v4) if v4.ip().is_unspecified() => format!("127.0.0.1:{}", v4.port()),
+            SocketAddr::V6(v6) if v6.ip().is_unspecified() => format!("[::1]:{}", v6.port()),
+            other => other.to_string(),
+        };
+        Ok(EmulatorHandle {
+            base_url: format!("http://{host}/client/v4"),
+            address,
+            token,
+            global_key: self.global_key,
+            app,
+            server,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// Refuses dead-letter settings under which messages could never be
+    /// read again, before anything is served.
+    fn check_dead_letters(&self) -> io::Result<()> {
+        let mut settings: Vec<_> = self.dead_letter_queues.iter().collect();
+        settings.sort();
+        for (queue, dlq) in settings {
+            let refuse = |why: String| {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("dead-letter setting {queue:?} -> {dlq:?}: {why}"),
+                ))
+            };
+            for (side, id) in [("queue", queue), ("dead-letter queue", dlq)] {
+                if let Err(error) = self.limits.check_id("queue_id", id) {
+                    return refuse(format!("the {side} id is not valid ({error})"));
+                }
+            }
+            if queue == dlq {
+                return refuse(
+                    "a queue cannot be its own dead-letter queue: its exhausted messages \
+                     would come back forever"
+                        .into(),
+                );
+            }
+            if let Some(known) = &self.strict_queues
+                && !known.contains(dlq)
+            {
+                return refuse(format!(
+                    "{dlq:?} is not among the strict queues, so its messages could \
+                     never be pulled"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 128 bits from the operating system for the generated API token.
+fn generate_token() -> String {
+    let mut random = [0u8; 16];
+    if getrandom::fill(&mut random).is_err() {
+        // `os_random` checked the generator just before; keyed SipHash
+        // stands in should it fail now.
+        let keys = std::collections::hash_map::RandomState::new();
+        for (i, chunk) in random.chunks_mut(8).enumerate() {
+            let mut hasher = keys.build_hasher();
+            hasher.write_usize(i);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
+    }
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cfq_{hex}")
+}
+
+/// The operating system's CSPRNG, checked once here so that the broker's
+/// later draws do not fail. Should it fail later anyway, SipHash with the
+/// standard library's random keys over a counter fills in: still keyed by
+/// a secret, so tokens stay unguessable.
+fn os_random() -> io::Result<RandomSource> {
+    let mut probe = [0u8; 16];
+    getrandom::fill(&mut probe).map_err(io::Error::other)?;
+    let fallback = std::collections::hash_map::RandomState::new();
+    let mut counter = 0u64;
+    Ok(RandomSource::new(move |buf: &mut [u8]| {
+        if getrandom::fill(buf).is_ok() {
+            return;
+        }
+        for chunk in buf.chunks_mut(8) {
+            let mut hasher = fallback.build_hasher();
+            hasher.write_u64(counter);
+            counter = counter.wrapping_add(1);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(emulator: &Emulator) -> Option<String> {
+        emulator.check_dead_letters().err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn dead_letter_settings_that_strand_messages_are_refused() {
+        let ok = Emulator::new().dead_letter_queue("work", "dlq");
+        assert_eq!(refused(&ok), None);
+        let strict = ok.clone().strict_queues(["work", "dlq"]);
+        assert_eq!(refused(&strict), None);
+        for (emulator, says) in [
+            (Emulator::new().dead_letter_queue("", ""), "not valid"),
+            (
+                Emulator::new().dead_letter_queue("work", ""),
+                "dead-letter queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("wo-rk", "dlq"),
+                "the queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("work", &*"d".repeat(33)),
+                "not valid",
+            ),
+            (Emulator::new().dead_letter_queue("work", "work"), "its own"),
+            (ok.strict_queues(["work"]), "strict"),
+        ] {
+            let message = refused(&emulator).unwrap_or_default();
+            assert!(message.contains(says), "{message:?} should say {says:?}");
+        }
+    }
+
+    #[test]
+    fn generated_tokens_differ() {
+        let (a, b) = (generate_token(), generate_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 4 + 32);
+    }
+}

@@ -1,0 +1,594 @@
+//! The whole emulated service: accounts and their queues, dead letters moved
+//! between queues, expiries processed lazily, queues and peek refs reclaimed
+//! once no one can read them any more, and the lease operations (pull, ack
+//! and retry, extend) with peek and purge by ref.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::queue::{Lease, Moved, Queue};
+use super::refs::Named;
+use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
+use super::{
+    AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
+    LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, Metrics, NewMessage, Peeked, PurgeReport,
+    REF_GONE, REF_UNKNOWN,
+};
+
+/// The queues of one account, by queue id.
+pub(super) type Queues = HashMap<String, Queue>;
+
+/// The whole emulated service: every account's queues plus token issuing.
+#[derive(Debug)]
+pub(crate) struct Broker {
+    pub(super) config: BrokerConfig,
+    /// Dead-letter queue -> the other queues feeding it, so a DLQ is brought
+    /// up to date before it is observed.
+    pub(super) feeders: HashMap<String, Vec<String>>,
+    pub(super) accounts: HashMap<String, Queues>,
+    pub(super) tokens: Tokens,
+    /// (due ms, account, queue) for each queue whose peek refs will need
+    /// trimming: one entry per queue holding refs, so refs expire even in a
+    /// queue that no one touches again.
+    pub(super) sweeps: BTreeSet<(u64, String, String)>,
+}
+
+impl Broker {
+    /// A broker with no queues; they appear on first push. Lease ids and
+    /// peek refs are drawn from `random`.
+    pub(crate) fn new(config: BrokerConfig, random: RandomSource) -> Broker {
+        let mut feeders: HashMap<String, Vec<String>> = HashMap::new();
+        for (source, dlq) in &config.dead_letter_queues {
+            if source != dlq {
+                feeders.entry(dlq.clone()).or_default().push(source.clone());
+            }
+        }
+        for sources in feeders.values_mut() {
+            // Deterministic processing order makes DLQ content reproducible.
+            sources.sort_unstable();
+        }
+        Broker {
+            config,
+            feeders,
+            accounts: HashMap::new(),
+            tokens: Tokens::new(random),
+            sweeps: BTreeSet::new(),
+        }
+    }
+
+    /// The settings the broker was built with.
+    #[cfg(test)]
+    pub(crate) fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Whether this queue currently holds state.
+    #[cfg(test)]
+    pub(crate) fn has_queue<'a>(&self, at: impl Into<At<'a>>) -> bool {
+        let at = at.into();
+        self.accounts
+            .get(at.account)
+            .is_some_and(|queues| queues.contains_key(at.queue))
+    }
+
+    /// Enqueues messages, creating the queue if needed; returns the metrics
+    /// after the push.
+    pub(crate) fn push<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        messages: Vec<NewMessage>,
+        now_ms: u64,
+    ) -> Metrics {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts, tokens, ..
+        } = self;
+        let Some(q) = queue_or_create(accounts, at, now_ms) else {
+            return Metrics::default();
+        };
+        for message in messages {
+            q.insert(
+                tokens.seq(),
+                Moved {
+                    kind: message.kind,
+                    body: Arc::from(message.body),
+                    timestamp_ms: now_ms,
+                    visible_at_ms: now_ms.saturating_add(message.delay_ms),
+                },
+            );
+        }
+        let metrics = q.metrics();
+        self.finish(at);
+        metrics
+    }
+
+    /// Leases up to `batch_size` visible messages in delivery order (visible
+    /// time, then push order), each until `now_ms + visibility_ms`; returns
+    /// them with the metrics after the pull.
+    pub(crate) fn pull<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        batch_size: usize,
+        visibility_ms: u64,
+        now_ms: u64,
+    ) -> (Vec<Delivery>, Metrics) {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts, tokens, ..
+        } = self;
+        let Some(q) = queue_mut(accounts, at) else {
+            return (Vec::new(), Metrics::default());
+        };
+        let expiry_ms = now_ms.saturating_add(visibility_ms);
+        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
+        while out.len() < batch_size {
+            let Some(&(visible_at_ms, seq)) = q.ready.first() else {
+                break;
+            };
+            if visible_at_ms > now_ms {
+                break;
+            }
+            q.ready.pop_first();
+            let key = tokens.fresh(&q.leases);
+            let Some(stored) = q.messages.get_mut(&seq) else {
+                continue;
+            };
+            stored.attempts = stored.attempts.saturating_add(1);
+            stored.lease = Some(Lease { key, expiry_ms });
+            stored.issued.push(key);
+            stored.generation = stored.generation.wrapping_add(1);
+            stored.released = false;
+            q.inflight.insert((expiry_ms, seq));
+            q.leases.insert(key, seq);
+            out.push(Delivery {
+                id: tokens.message_id(seq),
+                attempts: stored.attempts,
+                kind: stored.kind,
+                body: Arc::clone(&stored.body),
+                lease_id: token_string(key),
+                timestamp_ms: stored.timestamp_ms,
+            });
+        }
+        (out, q.metrics())
+    }
+
+    /// Acks (deletes) and retries (makes visible again after a delay)
+    /// messages by lease id. Acks are applied first, so a lease listed in
+    /// both gets a warning for the retry. Unknown or repeated lease ids, and
+    /// retries that cannot apply, only produce warnings; the counts say what
+    /// this call changed.
+    ///
+    /// Late acks are accepted: an expired lease stays usable while its
+    /// message exists. Cloudflare's pull-consumer page
+    /// (developers.cloudflare.com/queues/configuration/pull-consumers/):
+    /// "if a consumer acknowledges a message by its lease ID after the
+    /// visibility timeout is reached, Queues will still accept that
+    /// acknowledgment. If the message was delivered to another consumer
+    /// during the intervening period, it will also be able to acknowledge
+    /// the message without an error." So a late ack deletes the message
+    /// even while another consumer holds it, and that consumer's ack then
+    /// finds nothing: a warning, not an error. A late retry applies only
+    /// while no one else holds the message ([`Queue::retry`]).
+    pub(crate) fn ack<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        acks: &[String],
+        retries: &[(String, u64)],
+        now_ms: u64,
+    ) -> AckReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            config,
+            accounts,
+            tokens,
+            ..
+        } = self;
+        let dlq = config.dead_letter_queues.get(at.queue);
+        let policy = (config.max_retries, dlq.is_some());
+        let mut moved = Vec::new();
+        let mut warnings = std::collections::BTreeMap::new();
+        let mut warn = |lease_id: &String, reason: &str| {
+            warnings
+                .entry(lease_id.clone())
+                .or_insert_with(|| reason.to_owned());
+        };
+        let mut absent = Queue::default();
+        let q = queue_mut(accounts, at).unwrap_or(&mut absent);
+        // Only keys of leases this call used go in, never client input, so
+        // the cheap hasher stays safe.
+        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+        let mut acked = 0u32;
+        for lease_id in acks {
+            match resolve(q, &used, lease_id) {
+                Ok((key, seq)) => {
+                    used.insert(key);
+                    q.remove(seq);
+                    acked = acked.saturating_add(1);
+                }
+                Err(reason) => warn(lease_id, reason),
+            }
+        }
+        let mut retried = 0u32;
+        // Messages retried by this call: a second lease id of the same
+        // message (a stale one next to the live one) must not retry it again
+        // and count twice.
+        let mut retried_seqs: HashSet<u64, KeyBuild> = HashSet::default();
+        for (lease_id, delay_ms) in retries {
+            let outcome = resolve(q, &used, lease_id)
+                .and_then(|(key, seq)| {
+                    if retried_seqs.contains(&seq) {
+                        Err(MESSAGE_ALREADY_RETRIED)
+                    } else {
+                        Ok((key, seq))
+                    }
+                })
+                .and_then(|(key, seq)| {
+                    q.retry(key, seq, *delay_ms, now_ms, policy, &mut moved)
+                        .map(|()| (key, seq))
+                });
+            match outcome {
+                Ok((key, seq)) => {
+                    used.insert(key);
+                    retried_seqs.insert(seq);
+                    retried = retried.saturating_add(1);
+                }
+                Err(reason) => warn(lease_id, reason),
+            }
+        }
+        q.trim_refs(now_ms);
+        if let (Some(dlq), Some(queues)) = (dlq, accounts.get_mut(at.account)) {
+            deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
+        }
+        self.finish(at);
+        AckReport {
+            ack_count: acked,
+            retry_count: retried,
+            warnings,
+        }
+    }
+
+    /// Extends leases until `now_ms + visibility_ms`, without touching
+    /// `attempts`; returns how many were extended, with a warning for each
+    /// lease that was not.
+    ///
+    /// Cloudflare documents extend as "creates a new lease ID on your message
+    /// without incrementing the message's `attempts` counter", but its
+    /// answer carries no lease id, so the lease id the caller holds stays
+    /// the one to use (the crate's `Queue::extend` docs). The rules:
+    ///
+    /// - the new expiry counts from now, not from the old expiry, as SQS's
+    ///   ChangeMessageVisibility does;
+    /// - a lease whose message was delivered again (to anyone), or deleted,
+    ///   is not extended: a warning;
+    /// - a lease that expired while its message was not delivered again
+    ///   takes the message back (it leaves the visible set, leased to the
+    ///   same lease id), as late acks are accepted ([`Broker::ack`]); unless
+    ///   a retry gave the message back since, or it ran out of attempts at
+    ///   its expiry and was dropped or dead-lettered.
+    ///
+    /// Cloudflare documents no limit on leases per call; none is imposed.
+    pub(crate) fn extend<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        leases: &[String],
+        visibility_ms: u64,
+        now_ms: u64,
+    ) -> ExtendReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let mut report = ExtendReport::default();
+        let mut absent = Queue::default();
+        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
+        let expiry_ms = now_ms.saturating_add(visibility_ms);
+        // Only keys of leases this call extended go in, never client input.
+        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+        for lease_id in leases {
+            let outcome = resolve(q, &used, lease_id)
+                .map_err(|reason| match reason {
+                    LEASE_DUPLICATE => EXTEND_DUPLICATE,
+                    other => other,
+                })
+                .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
+            match outcome {
+                Ok(key) => {
+                    used.insert(key);
+                    report.extended = report.extended.saturating_add(1);
+                }
+                Err(reason) => {
+                    report
+                        .warnings
+                        .entry(lease_id.clone())
+                        .or_insert_with(|| reason.to_owned());
+                }
+            }
+        }
+        self.finish(at);
+        report
+    }
+
+    /// Shows up to `batch_size` visible, unleased messages in delivery order
+    /// without leasing them; each comes with a fresh ref for [`Broker::purge`].
+    pub(crate) fn peek<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        batch_size: usize,
+        now_ms: u64,
+    ) -> Vec<Peeked> {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let Broker {
+            accounts,
+            tokens,
+            sweeps,
+            ..
+        } = self;
+        let Some(q) = queue_mut(accounts, at) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
+        for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
+            let Some(stored) = q.messages.get(&seq) else {
+                continue;
+            };
+            let key = tokens.fresh(q.refs.keys());
+            out.push(Peeked {
+                id: tokens.message_id(seq),
+                attempts: stored.attempts,
+                kind: stored.kind,
+                body: Arc::clone(&stored.body),
+                peek_ref: token_string(key),
+                timestamp_ms: stored.timestamp_ms,
+            });
+            q.refs.insert(
+                key,
+                Named {
+                    seq,
+                    created_ms: now_ms,
+                    generation: stored.generation,
+                },
+            );
+        }
+        q.trim_refs(now_ms);
+        schedule_sweep(sweeps, q, at);
+        out
+    }
+
+    /// Deletes the messages behind peek refs at once, whatever their state;
+    /// the leases of a purged message become unknown. Bad refs only produce
+    /// warnings.
+    pub(crate) fn purge<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        refs: &[String],
+        now_ms: u64,
+    ) -> PurgeReport {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let mut report = PurgeReport::default();
+        let mut absent = Queue::default();
+        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
+        for peek_ref in refs {
+            let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
+            let reason = match entry {
+                None => REF_UNKNOWN,
+                Some(r) if q.remove(r.seq).is_some() => {
+                    report.purged = report.purged.saturating_add(1);
+                    continue;
+                }
+                Some(_) => REF_GONE,
+            };
+            report
+                .warnings
+                .entry(peek_ref.clone())
+                .or_insert_with(|| reason.to_owned());
+        }
+        q.trim_refs(now_ms);
+        self.finish(at);
+        report
+    }
+
+    /// Exact backlog figures of the queue at `now_ms`.
+    pub(crate) fn metrics<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> Metrics {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        let metrics =
+            queue_mut(&mut self.accounts, at).map_or_else(Metrics::default, |q| q.metrics());
+        self.finish(at);
+        metrics
+    }
+
+    /// How many messages this queue has dropped or moved to its dead-letter
+    /// queue so far. Expiries are processed lazily, so touch the queue first.
+    pub(crate) fn dead_lettered<'a>(&self, at: impl Into<At<'a>>) -> u64 {
+        let at = at.into();
+        self.accounts
+            .get(at.account)
+            .and_then(|queues| queues.get(at.queue))
+            .map_or(0, |q| q.dead_lettered)
+    }
+
+    /// What every operation does first: trim refs that expired anywhere,
+    /// then bring the queue up to `now_ms`.
+    pub(super) fn prepare(&mut self, at: At<'_>, now_ms: u64) {
+        self.sweep(now_ms);
+        self.settle(at, now_ms);
+    }
+
+    /// What every operation does last: drop the queue, and the queues that
+    /// feed it, if they hold nothing readable any more.
+    pub(super) fn finish(&mut self, at: At<'_>) {
+        self.reclaim(at);
+        if let Some(sources) = self.feeders.get(at.queue).cloned() {
+            for source in &sources {
+                self.reclaim(At {
+                    account: at.account,
+                    queue: source,
+                });
+            }
+        }
+    }
+
+    /// Brings the queue up to `now_ms`: first the queues that dead-letter into
+    /// it (their expiries add messages here), then the queue itself. Messages
+    /// moved into a DLQ are unleased, so one level of feeders is enough.
+    fn settle(&mut self, at: At<'_>, now_ms: u64) {
+        let Broker {
+            config,
+            feeders,
+            accounts,
+            tokens,
+            ..
+        } = self;
+        let Some(queues) = accounts.get_mut(at.account) else {
+            return;
+        };
+        if let Some(sources) = feeders.get(at.queue) {
+            for source in sources {
+                expire_queue(config, queues, tokens, source, now_ms);
+            }
+        }
+        expire_queue(config, queues, tokens, at.queue, now_ms);
+    }
+
+    /// Trims the refs of every queue whose oldest ref has expired by `now_ms`.
+    fn sweep(&mut self, now_ms: u64) {
+        // Taken out first: a ref due at `u64::MAX` is rescheduled at the same
+        // time, and must wait for the next operation rather than loop here.
+        let mut due = Vec::new();
+        while self.sweeps.first().is_some_and(|(at, ..)| *at <= now_ms) {
+            due.extend(self.sweeps.pop_first());
+        }
+        for (due_ms, account, queue) in due {
+            let at = At {
+                account: &account,
+                queue: &queue,
+            };
+            if let Some(q) = queue_mut(&mut self.accounts, at)
+                && q.sweep_due_ms == Some(due_ms)
+            {
+                q.sweep_due_ms = None;
+                q.trim_refs(now_ms);
+                schedule_sweep(&mut self.sweeps, q, at);
+            }
+            self.reclaim(at);
+        }
+    }
+
+    fn reclaim(&mut self, at: At<'_>) {
+        let Some(queues) = self.accounts.get_mut(at.account) else {
+            return;
+        };
+        if !queues.get(at.queue).is_some_and(Queue::is_reclaimable) {
+            return;
+        }
+        if let Some(due) = queues.remove(at.queue).and_then(|q| q.sweep_due_ms) {
+            self.sweeps
+                .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
+        }
+        if queues.is_empty() {
+            self.accounts.remove(at.account);
+        }
+    }
+}
+
+/// Resolves a lease id, live or stale, to its key and message.
+fn resolve(
+    q: &Queue,
+    used: &HashSet<u128, KeyBuild>,
+    lease_id: &str,
+) -> Result<(u128, u64), &'static str> {
+    let key = parse_token(lease_id).ok_or(LEASE_UNKNOWN)?;
+    if used.contains(&key) {
+        return Err(LEASE_DUPLICATE);
+    }
+    q.leases
+        .get(&key)
+        .map(|&seq| (key, seq))
+        .ok_or(LEASE_UNKNOWN)
+}
+
+pub(super) fn queue_mut<'q>(
+    accounts: &'q mut HashMap<String, Queues>,
+    at: At<'_>,
+) -> Option<&'q mut Queue> {
+    accounts
+        .get_mut(at.account)
+        .and_then(|queues| queues.get_mut(at.queue))
+}
+
+pub(super) fn queue_or_create<'q>(
+    accounts: &'q mut HashMap<String, Queues>,
+    at: At<'_>,
+    now_ms: u64,
+) -> Option<&'q mut Queue> {
+    // Looked up before inserting, so that the common case allocates no keys.
+    if !accounts.contains_key(at.account) {
+        accounts.insert(at.account.to_owned(), Queues::new());
+    }
+    let queues = accounts.get_mut(at.account)?;
+    if !queues.contains_key(at.queue) {
+        queues.insert(at.queue.to_owned(), Queue::new(now_ms));
+    }
+    queues.get_mut(at.queue)
+}
+
+/// Puts the queue on the sweep list for its oldest ref or preview id,
+/// unless it is on it.
+pub(super) fn schedule_sweep(
+    sweeps: &mut BTreeSet<(u64, String, String)>,
+    q: &mut Queue,
+    at: At<'_>,
+) {
+    if q.sweep_due_ms.is_some() {
+        return;
+    }
+    if let Some(due) = q.next_ref_expiry() {
+        q.sweep_due_ms = Some(due);
+        sweeps.insert((due, at.account.to_owned(), at.queue.to_owned()));
+    }
+}
+
+pub(super) fn expire_queue(
+    config: &BrokerConfig,
+    queues: &mut Queues,
+    tokens: &mut Tokens,
+    name: &str,
+    now_ms: u64,
+) {
+    let dlq = config.dead_letter_queues.get(name);
+    let mut moved = Vec::new();
+    let Some(q) = queues.get_mut(name) else {
+        return;
+    };
+    q.expire(now_ms, config.max_retries, dlq.is_some(), &mut moved);
+    q.trim_refs(now_ms);
+    if let Some(dlq) = dlq {
+        deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
+    }
+}
+
+/// Enqueues dead-lettered messages as new messages (fresh id, attempts 0,
+/// original timestamp), creating the dead-letter queue if needed.
+pub(super) fn deliver_dead_letters(
+    queues: &mut Queues,
+    tokens: &mut Tokens,
+    dlq: &str,
+    moved: Vec<Moved>,
+    now_ms: u64,
+) {
+    if moved.is_empty() {
+        return;
+    }
+    if !queues.contains_key(dlq) {
+        queues.insert(dlq.to_owned(), Queue::new(now_ms));
+    }
+    let Some(target) = queues.get_mut(dlq) else {
+        return;
+    };
+    for message in moved {
+        target.insert(tokens.seq(), message);
+    }
+}

@@ -1,0 +1,546 @@
+//! Extend, preview, deleting previewed messages, metrics, purging the whole
+//! queue and its status over raw HTTP: Cloudflare's shapes field by field,
+//! its codes for bad requests, methods and routes, and the shared steps
+//! (auth, faults, the request counter) applied as for the other operations.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use cf_queues_emulator::{
+    EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, Fault, ManualClock, Operation,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{START_MS, emulator_with};
+
+async fn emulator() -> (EmulatorHandle, ManualClock) {
+    emulator_with(|emulator| emulator.token("right-token")).await
+}
+
+fn path(queue: &str, op: &str) -> String {
+    format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{queue}{op}")
+}
+
+/// A request with the accepted token: status, content type and body (JSON
+/// when it parses, the text otherwise).
+async fn send(
+    handle: &EmulatorHandle,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, String, Value) {
+    send_to(handle, handle.base_url(), method, path, body, &[]).await
+}
+
+async fn send_to(
+    handle: &EmulatorHandle,
+    root: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (u16, String, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{root}{path}"))
+        .bearer_auth(handle.token().unwrap_or_default());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.expect("request completes");
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let text = response.text().await.expect("body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, content_type, body)
+}
+
+/// The `result` of a success envelope, with the envelope checked.
+fn result(status: u16, body: &Value) -> Value {
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(keys(body), ["errors", "messages", "result", "success"]);
+    assert_eq!(body["success"], true);
+    assert_eq!(
+        (&body["errors"], &body["messages"]),
+        (&json!([]), &json!([]))
+    );
+    body["result"].clone()
+}
+
+fn keys(object: &Value) -> Vec<&str> {
+    let keys: BTreeSet<&str> = object
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.into_iter().collect()
+}
+
+fn failure(body: &Value) -> (Option<u64>, Option<&str>) {
+    assert_eq!(body["success"], false, "{body}");
+    (
+        body["errors"][0]["code"].as_u64(),
+        body["errors"][0]["source"]["pointer"].as_str(),
+    )
+}
+
+async fn push(handle: &EmulatorHandle, queue: &str, body: &str) {
+    let message = json!({"body": body, "content_type": "text"});
+    let (status, _, _) = send(
+        handle,
+        Method::POST,
+        &path(queue, "/messages"),
+        Some(message),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn the_new_operations_answer_in_cloudflares_shapes() {
+    let (emulator, clock) = emulator().await;
+    push(&emulator, "shapes", "hello").await;
+    push(&emulator, "shapes", "world").await;
+
+    // Preview: the pull shape, `lease_id` included, nothing else in the result.
+    let (status, content_type, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/preview"),
+        Some(json!({"batch_size": 1})),
+    )
+    .await;
+    assert_eq!(content_type, "application/json");
+    let previewed = result(status, &body);
+    assert_eq!(keys(&previewed), ["messages"]);
+    let message = &previewed["messages"][0];
+    assert_eq!(
+        keys(message),
+        [
+            "attempts",
+            "body",
+            "id",
+            "lease_id",
+            "metadata",
+            "timestamp_ms"
+        ]
+    );
+    assert_eq!(
+        (
+            &message["attempts"],
+            &message["body"],
+            &message["timestamp_ms"]
+        ),
+        (&json!(0), &json!("hello"), &json!(START_MS))
+    );
+    assert_eq!(message["metadata"]["CF-Content-Type"], "text");
+    let preview_id = message["lease_id"].as_str().expect("a string").to_owned();
+    // `{}` previews 5 (the default, as peek); an empty body too.
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/preview"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        result(status, &body)["messages"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    // Deleting previewed messages: `{warnings}`, a map by id.
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/preview/ack"),
+        Some(json!({"acks": [{"lease_id": preview_id}, {"lease_id": "unknown"}], "retries": []})),
+    )
+    .await;
+    let deleted = result(status, &body);
+    assert_eq!(keys(&deleted), ["warnings"]);
+    assert_eq!(keys(&deleted["warnings"]), ["unknown"]);
+
+    // Extend: `{extendCount, warnings}`, camelCase like the ack counters.
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/pull"),
+        Some(json!({"visibility_timeout_ms": 1000})),
+    )
+    .await;
+    let lease = result(status, &body)["messages"][0]["lease_id"].clone();
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/extend"),
+        Some(json!({"extend": [{"lease_id": lease}, {"lease_id": "nope"}], "visibility_timeout_ms": 5000})),
+    )
+    .await;
+    let extended = result(status, &body);
+    assert_eq!(keys(&extended), ["extendCount", "warnings"]);
+    assert_eq!(extended["extendCount"], 1);
+    assert_eq!(keys(&extended["warnings"]), ["nope"]);
+    clock.advance(Duration::from_millis(4_999));
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/messages/pull"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        result(status, &body)["messages"],
+        json!([]),
+        "extended to 5 s"
+    );
+
+    // Metrics: the object itself as the result.
+    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/metrics"), None).await;
+    let metrics = result(status, &body);
+    assert_eq!(
+        metrics,
+        json!({"backlog_count": 1, "backlog_bytes": 5, "oldest_message_timestamp_ms": START_MS})
+    );
+
+    // Purge status before any purge, the purge, and the status after it.
+    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/purge"), None).await;
+    assert_eq!(result(status, &body), json!({"completed": "false"}));
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("shapes", "/purge"),
+        Some(json!({"delete_messages_permanently": true})),
+    )
+    .await;
+    let queue = result(status, &body);
+    assert_eq!(
+        queue,
+        json!({
+            "queue_id": "shapes",
+            "queue_name": "shapes",
+            "created_on": "2024-03-20T16:09:14.154Z",
+            "modified_on": "2024-03-20T16:09:19.153Z",
+            "producers": [],
+            "producers_total_count": 0,
+            "consumers": [],
+            "consumers_total_count": 0,
+            "settings": {
+                "delivery_delay": 0,
+                "delivery_paused": false,
+                "message_retention_period": 345_600
+            }
+        })
+    );
+    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/purge"), None).await;
+    assert_eq!(
+        result(status, &body),
+        json!({"completed": "true", "started_at": "2024-03-20T16:09:19.153Z"})
+    );
+    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/metrics"), None).await;
+    assert_eq!(
+        result(status, &body),
+        json!({"backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0})
+    );
+}
+
+#[tokio::test]
+async fn metrics_stream_as_one_server_sent_event_when_asked() {
+    let (emulator, _clock) = emulator().await;
+    push(&emulator, "sse", "abc").await;
+    for accept in [
+        "text/event-stream",
+        "application/json;q=0.9, text/event-stream",
+    ] {
+        let (status, content_type, body) = send_to(
+            &emulator,
+            emulator.base_url(),
+            Method::GET,
+            &path("sse", "/metrics"),
+            None,
+            &[("accept", accept)],
+        )
+        .await;
+        assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+        let text = body.as_str().expect("not JSON as a whole");
+        let data = text
+            .strip_prefix("data: ")
+            .and_then(|rest| rest.strip_suffix("\n\n"))
+            .expect("one event");
+        let metrics: Value = serde_json::from_str(data).expect("JSON data");
+        assert_eq!(
+            metrics,
+            json!({"backlog_count": 1, "backlog_bytes": 3, "oldest_message_timestamp_ms": START_MS})
+        );
+    }
+    let (_, content_type, _) = send_to(
+        &emulator,
+        emulator.base_url(),
+        Method::GET,
+        &path("sse", "/metrics"),
+        None,
+        &[("accept", "application/json")],
+    )
+    .await;
+    assert_eq!(content_type, "application/json");
+}
+
+#[tokio::test]
+async fn bad_requests_get_cloudflares_codes() {
+    let (emulator, _clock) = emulator().await;
+    push(&emulator, "codes", "x").await;
+    let extend = path("codes", "/messages/extend");
+    let preview = path("codes", "/messages/preview");
+    let preview_ack = path("codes", "/messages/preview/ack");
+    let purge = path("codes", "/purge");
+    let lease = json!([{"lease_id": "x"}]);
+    let cases = [
+        (&extend, json!({"extend": "x"}), 10207, Some("/extend")),
+        (&extend, json!({"extend": ["x"]}), 10207, Some("/extend/0")),
+        (
+            &extend,
+            json!({"extend": [{"lease_id": 1}]}),
+            10207,
+            Some("/extend/0/lease_id"),
+        ),
+        (
+            &extend,
+            json!({"extend": [{}]}),
+            10207,
+            Some("/extend/0/lease_id"),
+        ),
+        (
+            &extend,
+            json!({"extend": lease, "visibility_timeout_ms": 0}),
+            10207,
+            Some("/visibility_timeout_ms"),
+        ),
+        (
+            &extend,
+            json!({"extend": lease, "visibility_timeout_ms": 43_200_001}),
+            10207,
+            Some("/visibility_timeout_ms"),
+        ),
+        (
+            &extend,
+            json!({"extend": lease, "visibility_timeout_ms": "1000"}),
+            10207,
+            Some("/visibility_timeout_ms"),
+        ),
+        (
+            &preview,
+            json!({"batch_size": 0}),
+            10207,
+            Some("/batch_size"),
+        ),
+        (
+            &preview,
+            json!({"batch_size": 101}),
+            10207,
+            Some("/batch_size"),
+        ),
+        (
+            &preview,
+            json!({"batch_size": 1.5}),
+            10207,
+            Some("/batch_size"),
+        ),
+        (&preview_ack, json!({"acks": {}}), 10207, Some("/acks")),
+        (
+            &preview_ack,
+            json!({"acks": [{"id": "x"}]}),
+            10207,
+            Some("/acks/0/lease_id"),
+        ),
+        (
+            &preview_ack,
+            json!({"retries": [{"lease_id": "x", "delay_seconds": 86_401}]}),
+            10203,
+            Some("/retries/0/delay_seconds"),
+        ),
+        (
+            &preview_ack,
+            json!({"retries": [{"lease_id": "x", "delay_seconds": -1}]}),
+            10203,
+            Some("/retries/0/delay_seconds"),
+        ),
+        (
+            &purge,
+            json!({}),
+            10207,
+            Some("/delete_messages_permanently"),
+        ),
+        (
+            &purge,
+            json!({"delete_messages_permanently": false}),
+            10207,
+            Some("/delete_messages_permanently"),
+        ),
+        (
+            &purge,
+            json!({"delete_messages_permanently": "true"}),
+            10207,
+            Some("/delete_messages_permanently"),
+        ),
+        (&purge, json!([true]), 10207, Some("")),
+    ];
+    for (path, body, code, pointer) in cases {
+        let (status, _, got) = send(&emulator, Method::POST, path, Some(body.clone())).await;
+        assert_eq!(status, 400, "{path} {body}: {got}");
+        assert_eq!(failure(&got), (Some(code), pointer), "{path} {body}: {got}");
+    }
+    // A purge with no body at all is not confirmed either.
+    let (status, _, got) = send(&emulator, Method::POST, &purge, None).await;
+    assert_eq!((status, failure(&got).0), (400, Some(10207)));
+    let (status, _, got) = send(&emulator, Method::POST, &extend, Some(json!("{"))).await;
+    assert_eq!((status, failure(&got).0), (400, Some(10207)));
+    let (status, _, got) = send_to(
+        &emulator,
+        emulator.base_url(),
+        Method::POST,
+        &extend,
+        None,
+        &[("content-type", "application/json")],
+    )
+    .await;
+    assert_eq!(
+        (status, result(status, &got)),
+        (200, json!({"extendCount": 0, "warnings": {}})),
+        "no leases: nothing to extend"
+    );
+    assert_eq!(emulator.metrics("codes").backlog_count, 1, "nothing purged");
+
+    // Methods each path does not serve: 405 with 7001.
+    for (method, op) in [
+        (Method::POST, "/metrics"),
+        (Method::DELETE, "/purge"),
+        (Method::PUT, "/purge"),
+        (Method::GET, "/messages/extend"),
+        (Method::GET, "/messages/preview"),
+        (Method::GET, "/messages/preview/ack"),
+    ] {
+        let (status, _, got) = send(&emulator, method.clone(), &path("codes", op), None).await;
+        assert_eq!(
+            (status, failure(&got).0),
+            (405, Some(7001)),
+            "{method} {op}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn shared_steps_apply_to_the_new_operations() {
+    let (emulator, _clock) = emulator().await;
+    let strict = Emulator::new()
+        .token("right-token")
+        .strict_queues(["known"])
+        .start()
+        .await
+        .expect("emulator starts");
+    let operations = [
+        (Operation::Extend, json!({"extend": []})),
+        (Operation::Preview, json!({})),
+        (Operation::DeletePreviewed, json!({})),
+        (Operation::Metrics, json!({})),
+        (
+            Operation::PurgeQueue,
+            json!({"delete_messages_permanently": true}),
+        ),
+        (Operation::PurgeStatus, json!({})),
+    ];
+    for (op, body) in &operations {
+        let method = Method::from_bytes(op.method().as_bytes()).expect("method");
+        let target = path("shared", op.path());
+        let body = (method == Method::POST).then(|| body.clone());
+        // Served at the bare path too, as the other operations are.
+        let bare = emulator
+            .base_url()
+            .trim_end_matches("/client/v4")
+            .to_owned();
+        let (status, _, got) =
+            send_to(&emulator, &bare, method.clone(), &target, body.clone(), &[]).await;
+        assert_eq!(status, 200, "{op}: {got}");
+        // A fault aimed at this operation hits it, and only it.
+        emulator.inject(
+            Fault::status(503)
+                .cloudflare_error(10250, "QueueOverloaded")
+                .only(*op),
+        );
+        let (status, _, got) = send(&emulator, method.clone(), &target, body.clone()).await;
+        assert_eq!((status, failure(&got).0), (503, Some(10250)), "{op}");
+        let (status, _, _) = send(&emulator, method.clone(), &target, body.clone()).await;
+        assert_eq!(status, 200, "{op}: the fault was used up");
+        // Credentials, ids and strict queues are checked as for the others.
+        let url = format!("{}{target}", emulator.base_url());
+        let anonymous = reqwest::Client::new().request(method.clone(), &url);
+        let response = anonymous.send().await.expect("request");
+        assert_eq!(response.status().as_u16(), 400, "{op}: no credentials");
+        let wrong = reqwest::Client::new()
+            .request(method.clone(), &url)
+            .bearer_auth("wrong-token");
+        assert_eq!(wrong.send().await.expect("request").status().as_u16(), 403);
+        let bad_id = path("not-alnum", op.path());
+        let (status, _, got) = send(&emulator, method.clone(), &bad_id, body.clone()).await;
+        assert_eq!((status, failure(&got).0), (400, Some(10107)), "{op}");
+        let (status, _, got) = send(&strict, method.clone(), &target, body.clone()).await;
+        assert_eq!((status, failure(&got).0), (404, Some(10104)), "{op}");
+    }
+    // Every request above was counted, refused ones included: six per
+    // operation on this emulator.
+    assert_eq!(emulator.requests_received(), 6 * operations.len() as u64);
+}
+
+#[tokio::test]
+async fn preview_ids_and_lease_ids_are_not_interchangeable() {
+    let (emulator, _clock) = emulator().await;
+    push(&emulator, "apart", "m").await;
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("apart", "/messages/preview"),
+        None,
+    )
+    .await;
+    let preview_id = result(status, &body)["messages"][0]["lease_id"].clone();
+    for (op, body) in [
+        ("/messages/ack", json!({"acks": [{"lease_id": preview_id}]})),
+        (
+            "/messages/extend",
+            json!({"extend": [{"lease_id": preview_id}]}),
+        ),
+    ] {
+        let (status, _, got) = send(&emulator, Method::POST, &path("apart", op), Some(body)).await;
+        let warnings = &result(status, &got)["warnings"];
+        assert!(
+            warnings
+                .get(preview_id.as_str().unwrap_or_default())
+                .is_some(),
+            "{op}: {got}"
+        );
+    }
+    let (status, _, body) = send(
+        &emulator,
+        Method::POST,
+        &path("apart", "/messages/pull"),
+        None,
+    )
+    .await;
+    let lease = result(status, &body)["messages"][0]["lease_id"].clone();
+    let (status, _, got) = send(
+        &emulator,
+        Method::POST,
+        &path("apart", "/messages/preview/ack"),
+        Some(json!({"acks": [{"lease_id": lease}]})),
+    )
+    .await;
+    assert_eq!(keys(&result(status, &got)["warnings"]).len(), 1);
+    assert_eq!(emulator.metrics("apart").backlog_count, 1);
+}

@@ -1,0 +1,8 @@
+//! The emulator's operations end to end, through the client and over raw
+//! HTTP: Cloudflare's shapes, codes and semantics.
+#![allow(missing_docs, unreachable_pub)]
+
+mod leases_and_queue;
+mod leases_and_queue_wire;
+mod semantics;
+mod support;

@@ -1,0 +1,14 @@
+//! The client against exact wire shapes (httpmock), hostile and failing
+//! servers, and the emulator: requests byte for byte, every answer's
+//! decoding, error mapping, retries, deadlines and properties.
+#![allow(missing_docs, unreachable_pub)]
+
+mod deadline;
+mod errors;
+mod hostile_server;
+mod properties;
+mod retries;
+mod schema;
+mod support;
+mod wire_leases_and_queue;
+mod wire_messages;

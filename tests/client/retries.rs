@@ -1,0 +1,537 @@
+//! Retries, timeouts, deadlines, rate limits and faults, against the
+//! emulator's fault injection and small hand-made TCP servers.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cf_queues::{Client, Error, Message, PullOptions, PushRetries, RetryPolicy};
+use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
+
+const TOKEN: &str = "reliability-secret-token";
+
+use crate::support::quick;
+
+async fn emulator() -> EmulatorHandle {
+    Emulator::new()
+        .token(TOKEN)
+        .start()
+        .await
+        .expect("emulator starts")
+}
+
+fn client(emulator: &EmulatorHandle, retry: RetryPolicy) -> Client {
+    emulator
+        .client_builder()
+        .expect("builder")
+        .retry(retry)
+        .build()
+        .expect("client")
+}
+
+#[tokio::test]
+async fn two_500s_then_success_takes_three_attempts() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(500).times(2).only(Operation::Pull));
+    let queue = client(&emulator, quick()).queue("q").expect("id");
+    let batch = queue
+        .pull(PullOptions::new())
+        .await
+        .expect("third attempt succeeds");
+    assert!(batch.messages.is_empty());
+    assert_eq!(emulator.requests_received(), 3);
+}
+
+#[tokio::test]
+async fn retries_give_up_after_the_limit_and_say_how_often_they_tried() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(503).times(10));
+    let queue = client(&emulator, quick()).queue("q").expect("id");
+    let error = queue
+        .pull(PullOptions::new())
+        .await
+        .expect_err("always 503");
+    let api = error.as_api().expect("api error");
+    assert_eq!((api.status, api.attempts), (503, 3));
+    assert!(error.to_string().contains("after 3 attempts"), "{error}");
+    assert!(error.is_retryable());
+    assert_eq!(emulator.requests_received(), 3);
+}
+
+#[tokio::test]
+async fn with_retries_off_exactly_one_request_is_sent() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(500).times(5));
+    let queue = client(&emulator, RetryPolicy::none())
+        .queue("q")
+        .expect("id");
+    let error = queue.pull(PullOptions::new()).await.expect_err("500");
+    assert_eq!(error.status(), Some(500));
+    assert_eq!(emulator.requests_received(), 1);
+}
+
+#[tokio::test]
+async fn a_push_is_not_retried_after_a_500_by_default() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(500).only(Operation::Push));
+    let queue = client(&emulator, quick()).queue("q").expect("id");
+    let error = queue
+        .push(Message::text("once"))
+        .await
+        .expect_err("500 is final for a push");
+    assert_eq!(error.status(), Some(500));
+    assert_eq!(emulator.requests_received(), 1);
+    assert_eq!(emulator.metrics("q").backlog_count, 0);
+}
+
+#[tokio::test]
+async fn a_push_is_retried_after_a_500_when_at_least_once() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::status(500).only(Operation::Batch));
+    let retry = quick().pushes(PushRetries::AtLeastOnce);
+    let queue = client(&emulator, retry).queue("q").expect("id");
+    queue
+        .push_batch(vec![Message::text("a"), Message::text("b")])
+        .await
+        .expect("second attempt lands");
+    assert_eq!(emulator.requests_received(), 2);
+    assert_eq!(emulator.metrics("q").backlog_count, 2);
+}
+
+#[tokio::test]
+async fn a_rate_limited_push_is_retried_because_it_did_not_land() {
+    let emulator = emulator().await;
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .only(Operation::Push),
+    );
+    let queue = client(&emulator, quick().max_retry_after(Duration::ZERO))
+        .queue("q")
+        .expect("id");
+    queue
+        .push(Message::text("x"))
+        .await
+        .expect("retried after the 429");
+    assert_eq!(
+        (
+            emulator.requests_received(),
+            emulator.metrics("q").backlog_count
+        ),
+        (2, 1)
+    );
+
+    emulator.inject(Fault::status(429).cloudflare_error(10252, "QueueDisabled"));
+    let error = queue
+        .push(Message::text("y"))
+        .await
+        .expect_err("a disabled queue is final");
+    assert!(
+        !error.is_rate_limited(),
+        "a disabled queue is not a rate limit"
+    );
+    assert!(!error.is_retryable());
+    assert_eq!(emulator.requests_received(), 3);
+}
+
+#[tokio::test]
+async fn x_should_retry_false_stops_retries() {
+    // The emulator sends no such header; a one-shot TCP server does.
+    let server = ScriptedServer::start(vec![
+        Script::Respond(
+            "HTTP/1.1 503 Service Unavailable\r\nx-should-retry: false\r\ncontent-type: application/json\r\n",
+            "{\"success\":false,\"errors\":[]}",
+        ),
+        Script::Respond(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+            PULL_OK,
+        ),
+    ]);
+    let error = server
+        .queue(quick())
+        .pull(PullOptions::new())
+        .await
+        .expect_err("told not to retry");
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn retry_after_is_honoured_with_paused_time() {
+    // The emulator runs on its own real-time runtime; the client runs on a
+    // paused clock, so the 30 s wait passes instantly but is measured exactly.
+    let server_runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let emulator = server_runtime.block_on(emulator());
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .retry_after(Duration::from_secs(30))
+            .only(Operation::Pull),
+    );
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        // No timers of its own (timeouts, pool reaping) to race the paused clock.
+        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
+        .retry(RetryPolicy::default())
+        .build()
+        .expect("client");
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    let waited = paused.block_on(async {
+        let start = tokio::time::Instant::now();
+        client
+            .queue("q")
+            .expect("id")
+            .pull(PullOptions::new())
+            .await
+            .expect("succeeds after waiting");
+        start.elapsed()
+    });
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "waited {waited:?}"
+    );
+    assert_eq!(emulator.requests_received(), 2);
+    drop(emulator);
+}
+
+#[tokio::test]
+async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
+    let server = ScriptedServer::start(vec![
+        Script::Hang_up,
+        Script::Respond(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+            PULL_OK,
+        ),
+    ]);
+    let batch = server
+        .queue(quick())
+        .pull(PullOptions::new())
+        .await
+        .expect("retried on a new connection");
+    assert!(batch.messages.is_empty());
+    assert_eq!(server.connections(), 2);
+
+    let server = ScriptedServer::start(vec![
+        Script::Hang_up,
+        Script::Respond(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+            PULL_OK,
+        ),
+    ]);
+    let error = server
+        .queue(quick())
+        .push(Message::text("maybe landed"))
+        .await
+        .expect_err("not retried");
+    assert!(
+        matches!(
+            error,
+            Error::Transport {
+                operation: Operation::Push,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
+    assert_eq!(server.connections(), 1);
+}
+
+#[tokio::test]
+async fn the_overall_deadline_bounds_a_stalled_call() {
+    let emulator = emulator().await;
+    emulator.inject(Fault::stall_only(Duration::from_secs(10)));
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        .deadline(Duration::from_millis(300))
+        .build()
+        .expect("client");
+    let started = std::time::Instant::now();
+    let error = client
+        .queue("q")
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect_err("deadline");
+    assert!(
+        matches!(
+            error,
+            Error::Timeout {
+                operation: Operation::Pull,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn push_all_splits_batches_and_reports_each() {
+    let emulator = emulator().await;
+    let queue = client(&emulator, quick()).queue("bulk").expect("id");
+    let mut messages: Vec<Message> = (0..250).map(|i| Message::text(format!("m{i}"))).collect();
+    messages[7] = Message::text("x".repeat(200_000)); // too large on its own
+    emulator.inject(Fault::status(500).only(Operation::Batch)); // the first batch sent fails, and is not retried
+    let report = queue.push_all(messages, 1).await;
+
+    let sizes: Vec<usize> = report.batches.iter().map(|b| b.indices.len()).collect();
+    assert_eq!(sizes, vec![100, 1, 100, 49]);
+    let failed: Vec<usize> = report.failed().into_iter().map(|(i, _)| i).collect();
+    assert_eq!(failed.len(), 101);
+    assert!(failed.contains(&7));
+    assert!(matches!(report.failed()[7].1, Error::InvalidInput { .. }));
+    assert_eq!(report.landed().len(), 149);
+    assert!(!report.all_landed());
+    assert_eq!(emulator.metrics("bulk").backlog_count, 149);
+}
+
+#[tokio::test]
+async fn push_all_sends_batches_while_it_reads_the_messages() {
+    let emulator = emulator().await;
+    let queue = client(&emulator, quick()).queue("bulk").expect("id");
+    // With one batch at a time, the first batch has landed before the
+    // messages of the third are even made: only what is in flight is held.
+    let sent_when_made = std::sync::Mutex::new(Vec::new());
+    let messages = (0..300).map(|i| {
+        if i % 100 == 50
+            && let Ok(mut seen) = sent_when_made.lock()
+        {
+            seen.push(emulator.requests_received());
+        }
+        Message::text(format!("m{i}"))
+    });
+    let report = queue.push_all(messages, 1).await;
+    assert!(report.all_landed());
+    assert_eq!(
+        sent_when_made.lock().map(|s| s.clone()).ok(),
+        Some(vec![0, 1, 2]),
+        "message 150 was made after batch 1 was sent, message 250 after batch 2"
+    );
+}
+
+#[tokio::test]
+async fn push_all_with_concurrency_lands_everything() {
+    let emulator = emulator().await;
+    let queue = client(&emulator, quick()).queue("bulk").expect("id");
+    // 1,000 messages of 3 KB: the byte limit, not the count, cuts these batches.
+    let report = queue
+        .push_all((0..1_000).map(|i| Message::text(format!("{i:03000}"))), 4)
+        .await;
+    assert!(report.all_landed());
+    assert!(report.batches.iter().all(|b| b.indices.len() < 100));
+    assert_eq!(report.landed(), (0..1_000).collect::<Vec<_>>());
+    assert_eq!(emulator.metrics("bulk").backlog_count, 1_000);
+}
+
+#[tokio::test]
+async fn a_429_without_a_rate_limit_code_is_not_retried_for_a_push() {
+    let emulator = emulator().await;
+    emulator.inject(
+        Fault::status(429)
+            .html("<html>slow down</html>")
+            .only(Operation::Push),
+    );
+    let queue = client(&emulator, quick()).queue("q").expect("id");
+    let error = queue
+        .push(Message::text("x"))
+        .await
+        .expect_err("not known to be refused");
+    assert_eq!(
+        (error.status(), emulator.requests_received()),
+        (Some(429), 1)
+    );
+    assert!(error.is_rate_limited());
+}
+
+#[tokio::test]
+async fn x_should_retry_true_does_not_duplicate_a_push() {
+    let server = ScriptedServer::start(vec![
+        Script::Respond(
+            "HTTP/1.1 503 Service Unavailable\r\nx-should-retry: true\r\ncontent-type: application/json\r\n",
+            "{\"success\":false,\"errors\":[]}",
+        ),
+        Script::Respond(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
+            PULL_OK,
+        ),
+    ]);
+    let error = server
+        .queue(quick())
+        .push(Message::text("once"))
+        .await
+        .expect_err("503 is final for a push");
+    assert_eq!((error.status(), server.connections()), (Some(503), 1));
+    let retried = server.queue(quick()).pull(PullOptions::new()).await;
+    assert!(
+        retried.is_ok(),
+        "a pull does follow x-should-retry: true: {retried:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_wait_past_the_deadline_is_not_started() {
+    let emulator = emulator().await;
+    emulator.inject(
+        Fault::status(503)
+            .retry_after(Duration::from_secs(10))
+            .times(5),
+    );
+    let client = emulator
+        .client_builder()
+        .expect("builder")
+        .retry(quick())
+        .deadline(Duration::from_secs(2))
+        .build()
+        .expect("client");
+    let started = std::time::Instant::now();
+    let error = client
+        .queue("q")
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect_err("503");
+    assert_eq!(
+        error.status(),
+        Some(503),
+        "the last answer, not a timeout: {error:?}"
+    );
+    assert_eq!(emulator.requests_received(), 1);
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_refused_push_is_retried_because_it_never_left() {
+    // Nothing listens at first; a server appears before the first retry.
+    let port = {
+        let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
+        probe.local_addr().expect("address").port()
+    };
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else {
+            return;
+        };
+        if let Ok((mut stream, _)) = listener.accept() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            read_request(&mut stream);
+            let body = r#"{"success":true,"errors":[],"messages":[],"result":{}}"#;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    let client = Client::builder()
+        .api_token(TOKEN)
+        .account_id("acc")
+        .base_url(format!("http://127.0.0.1:{port}"))
+        .retry(RetryPolicy::default().backoff(Duration::from_millis(400), Duration::from_secs(1)))
+        .build()
+        .expect("client");
+    client
+        .queue("q")
+        .expect("id")
+        .push(Message::text("x"))
+        .await
+        .expect("lands on the retry");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+const PULL_OK: &str = r#"{"success":true,"errors":[],"messages":[],"result":{"messages":[],"message_backlog_count":0}}"#;
+
+/// What a scripted connection does.
+#[allow(non_camel_case_types)]
+enum Script {
+    /// Read the request, answer with these head lines and body.
+    Respond(&'static str, &'static str),
+    /// Read the request, then close without answering.
+    Hang_up,
+}
+
+/// A TCP server that plays one script per connection, in order.
+struct ScriptedServer {
+    address: std::net::SocketAddr,
+    connections: Arc<AtomicUsize>,
+}
+
+impl ScriptedServer {
+    fn start(scripts: Vec<Script>) -> ScriptedServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&connections);
+        std::thread::spawn(move || {
+            for script in scripts {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    return;
+                };
+                counter.fetch_add(1, Ordering::SeqCst);
+                read_request(&mut stream);
+                if let Script::Respond(head, body) = script {
+                    let response = format!(
+                        "{head}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes());
+                }
+            }
+        });
+        ScriptedServer {
+            address,
+            connections,
+        }
+    }
+
+    fn queue(&self, retry: RetryPolicy) -> cf_queues::Queue {
+        Client::builder()
+            .api_token(TOKEN)
+            .account_id("acc")
+            .base_url(format!("http://{}", self.address))
+            .retry(retry)
+            .build()
+            .and_then(|c| c.queue("q"))
+            .expect("client")
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads one request: the head, then `content-length` bytes of body.
+fn read_request(stream: &mut std::net::TcpStream) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let Ok(n) = stream.read(&mut buf) else { return };
+        if n == 0 {
+            return;
+        }
+        data.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&data).to_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,560 @@
+//! The exact request each operation sends, and the decoded result, pinned with httpmock.
+
+use std::time::Duration;
+
+use cf_queues::{Acks, Batch, Client, ContentType, Error, Message, Metrics, PullOptions, Warning};
+use httpmock::Method::POST;
+use httpmock::MockServer;
+use serde_json::json;
+
+use crate::support::{ACCOUNT, QUEUE, TOKEN};
+
+/// The path of a `/messages` operation: `suffix` is `""`, `"/pull"`, ...
+fn path(suffix: &str) -> String {
+    crate::support::path(&format!("/messages{suffix}"))
+}
+
+fn client(server: &MockServer) -> Client {
+    Client::builder()
+        .api_token(TOKEN)
+        .account_id(ACCOUNT)
+        .base_url(server.base_url())
+        .build()
+        .expect("valid test configuration")
+}
+
+/// The success example from Cloudflare's reference, `errors` included.
+fn push_example() -> serde_json::Value {
+    json!({
+        "errors": [{"code": 7003, "message": "No route for the URI", "documentation_url": "documentation_url", "source": {"pointer": "pointer"}}],
+        "messages": ["string"],
+        "result": {"metadata": {"metrics": {"backlog_bytes": 1024, "backlog_count": 5, "oldest_message_timestamp_ms": 1710950954154u64}}},
+        "success": true
+    })
+}
+
+fn metrics_tuple(m: Option<Metrics>) -> Option<(u64, u64, u64)> {
+    m.map(|m| {
+        (
+            m.backlog_count,
+            m.backlog_bytes,
+            m.oldest_message_timestamp_ms,
+        )
+    })
+}
+
+const EXAMPLE_METRICS: Option<(u64, u64, u64)> = Some((5, 1024, 1_710_950_954_154));
+
+#[tokio::test]
+async fn push_text_sends_bearer_and_exact_body() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path(""))
+                .header("authorization", format!("Bearer {TOKEN}"))
+                .header("content-type", "application/json")
+                .header_missing("api-version")
+                .header_missing("x-auth-key")
+                .json_body(json!({"body": "hello", "content_type": "text"}));
+            then.status(200).json_body(push_example());
+        })
+        .await;
+    let queue = client(&server).queue(QUEUE).expect("valid queue id");
+    let receipt = queue
+        .push(Message::text("hello"))
+        .await
+        .expect("push succeeds");
+    mock.assert_async().await;
+    assert_eq!(metrics_tuple(receipt.metrics), EXAMPLE_METRICS);
+}
+
+#[tokio::test]
+async fn push_json_with_delay_and_global_key() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path(""))
+                .header("x-auth-email", "user@example.com")
+                .header("x-auth-key", "144c9defac04969c7bfad8efaa8ea194")
+                .header_missing("authorization")
+                .json_body(json!({"body": {"order": 42, "items": ["a"]}, "content_type": "json", "delay_seconds": 30}));
+            then.status(200).json_body(json!({"success": true, "errors": [], "messages": [], "result": {}}));
+        })
+        .await;
+    let client = Client::builder()
+        .global_api_key("user@example.com", "144c9defac04969c7bfad8efaa8ea194")
+        .account_id(ACCOUNT)
+        .base_url(format!("{}/", server.base_url()))
+        .build()
+        .expect("valid configuration");
+    let message = Message::json(&json!({"order": 42, "items": ["a"]}))
+        .expect("serializable")
+        .with_delay(Duration::from_millis(29_001));
+    let receipt = client
+        .queue(QUEUE)
+        .expect("id")
+        .push(message)
+        .await
+        .expect("push succeeds");
+    mock.assert_async().await;
+    assert_eq!(receipt.metrics, None);
+}
+
+#[tokio::test]
+async fn push_batch_sends_messages_and_batch_delay() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/batch")).json_body(json!({
+                "messages": [
+                    {"body": "first", "content_type": "text"},
+                    {"body": {"ids": [1, 2, 3]}, "content_type": "json", "delay_seconds": 5}
+                ],
+                "delay_seconds": 10
+            }));
+            then.status(200).json_body(push_example());
+        })
+        .await;
+    let batch = Batch::new([
+        Message::text("first"),
+        Message::json(&json!({"ids": [1, 2, 3]}))
+            .expect("serializable")
+            .with_delay(Duration::from_secs(5)),
+    ])
+    .with_delay(Duration::from_secs(10));
+    let receipt = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .push_batch(batch)
+        .await
+        .expect("batch succeeds");
+    mock.assert_async().await;
+    assert_eq!(metrics_tuple(receipt.metrics), EXAMPLE_METRICS);
+}
+
+#[tokio::test]
+async fn pull_sends_options_and_decodes_every_body_kind() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path("/pull"))
+                .json_body(json!({"batch_size": 10, "visibility_timeout_ms": 60000}));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [],
+                "result": {
+                    "message_backlog_count": 7,
+                    "metadata": {"metrics": {"backlog_bytes": 300, "backlog_count": 7, "oldest_message_timestamp_ms": 1710950954154u64}},
+                    "messages": [
+                        {"id": "m1", "attempts": 1, "body": "hello", "lease_id": "lease-1",
+                         "metadata": {"CF-sourceMessageSource": "api", "CF-Content-Type": "text"}, "timestamp_ms": 1710950954154u64},
+                        {"id": "m2", "attempts": 2, "body": "eyJvcmRlciI6NDJ9", "lease_id": "lease-2",
+                         "metadata": {"CF-Content-Type": "json"}, "timestamp_ms": 1710950954155u64},
+                        {"id": "m3", "attempts": 1, "body": "{\"order\":43}", "lease_id": "lease-3",
+                         "metadata": {"CF-Content-Type": "json"}, "timestamp_ms": 1710950954156u64},
+                        {"id": "m4", "attempts": 1, "body": "AAEC/w==", "lease_id": "lease-4",
+                         "metadata": {"CF-Content-Type": "bytes"}, "timestamp_ms": 1710950954157u64, "unknown_field": true},
+                        {"id": "m5", "attempts": 3, "body": "/w8iBWhlbGxv", "lease_id": "lease-5",
+                         "metadata": {"CF-Content-Type": "v8"}, "timestamp_ms": 1710950954158u64}
+                    ]
+                }
+            }));
+        })
+        .await;
+    let queue = client(&server).queue(QUEUE).expect("id");
+    let batch = queue
+        .pull(
+            PullOptions::new()
+                .batch_size(10)
+                .visibility_timeout(Duration::from_secs(60)),
+        )
+        .await
+        .expect("pull succeeds");
+    mock.assert_async().await;
+
+    assert_eq!(batch.backlog_count, 7);
+    assert_eq!(batch.metrics.map(|m| m.backlog_bytes), Some(300));
+    let m = &batch.messages;
+    assert_eq!(m.len(), 5);
+    assert_eq!(
+        (m[0].id.as_str(), m[0].attempts, m[0].timestamp_ms),
+        ("m1", 1, 1_710_950_954_154)
+    );
+    assert_eq!(m[0].lease_id.as_str(), "lease-1");
+    assert_eq!(m[0].metadata["CF-sourceMessageSource"], "api");
+    assert_eq!(m[0].body().text().expect("text"), "hello");
+    assert_eq!(m[1].content_type(), &ContentType::Json);
+    assert_eq!(
+        m[1].body()
+            .json::<serde_json::Value>()
+            .expect("base64 json"),
+        json!({"order": 42})
+    );
+    assert_eq!(m[1].body().raw(), "eyJvcmRlciI6NDJ9");
+    assert_eq!(
+        m[2].body().json::<serde_json::Value>().expect("plain json"),
+        json!({"order": 43})
+    );
+    assert_eq!(m[3].body().bytes().expect("bytes"), vec![0u8, 1, 2, 255]);
+    assert!(matches!(
+        m[4].body().json::<serde_json::Value>(),
+        Err(cf_queues::BodyError::UnsupportedContentType { ref content_type, .. }) if content_type == "v8"
+    ));
+}
+
+#[tokio::test]
+async fn pull_with_defaults_sends_empty_object() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/pull")).json_body(json!({}));
+            then.status(200)
+                .json_body(json!({"success": true, "errors": [], "messages": [], "result": {"messages": [], "message_backlog_count": 0}}));
+        })
+        .await;
+    let batch = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect("pull");
+    mock.assert_async().await;
+    assert!(batch.messages.is_empty());
+    assert_eq!(batch.backlog_count, 0);
+}
+
+#[tokio::test]
+async fn ack_and_retry_in_one_call_with_map_warnings() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/ack")).json_body(json!({
+                "acks": [{"lease_id": "lease-1"}],
+                "retries": [{"lease_id": "lease-2"}, {"lease_id": "lease-3", "delay_seconds": 60}]
+            }));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [],
+                "result": {"ackCount": 1, "retryCount": 1, "warnings": {"lease-3": "lease expired", "lease-2": "x"}}
+            }));
+        })
+        .await;
+    let acks = Acks::new()
+        .ack("lease-1")
+        .retry("lease-2")
+        .retry_after("lease-3", Duration::from_secs(60));
+    let outcome = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .ack(acks)
+        .await
+        .expect("ack");
+    mock.assert_async().await;
+    assert_eq!((outcome.acked, outcome.retried), (1, 1));
+    let subjects: Vec<_> = outcome
+        .warnings
+        .iter()
+        .map(|w| (w.subject.as_deref(), w.message.as_str()))
+        .collect();
+    assert_eq!(
+        subjects,
+        vec![(Some("lease-2"), "x"), (Some("lease-3"), "lease expired")]
+    );
+}
+
+#[tokio::test]
+async fn ack_accepts_array_warnings() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path("/ack"))
+                .json_body(json!({"acks": [{"lease_id": "lease-9"}]}));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [],
+                "result": {"ackCount": 0, "retryCount": 0, "warnings": ["lease lease-9 not found"]}
+            }));
+        })
+        .await;
+    let outcome = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .ack(Acks::new().ack("lease-9"))
+        .await
+        .expect("ack");
+    assert_eq!(
+        outcome.warnings,
+        vec![Warning {
+            subject: None,
+            message: "lease lease-9 not found".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn empty_ack_sends_nothing() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.any_request();
+            then.status(500);
+        })
+        .await;
+    let outcome = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .ack(Acks::new())
+        .await
+        .expect("no-op");
+    assert_eq!((outcome.acked, outcome.retried), (0, 0));
+    assert_eq!(mock.calls_async().await, 0);
+}
+
+#[tokio::test]
+async fn peek_then_purge_by_ref() {
+    let server = MockServer::start_async().await;
+    let peek = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/peek")).json_body(json!({"batch_size": 2}));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [],
+                "result": {"messages": [
+                    {"id": "m1", "attempts": 0, "body": "hi", "ref": "ref-1", "metadata": {"CF-Content-Type": "text"}, "timestamp_ms": 5},
+                    {"id": "m2", "attempts": 0, "body": "eyJhIjoxfQ==", "ref": "ref-2", "metadata": {"CF-Content-Type": "json"}, "timestamp_ms": 6}
+                ]}
+            }));
+        })
+        .await;
+    let purge = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/purge")).json_body(json!({"refs": [{"ref": "ref-1"}, {"ref": "ref-2"}]}));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [],
+                "result": {"errors": [{"message": "partial"}], "warnings": {"ref-2": "message not found"}}
+            }));
+        })
+        .await;
+    let queue = client(&server).queue(QUEUE).expect("id");
+    let peeked = queue.peek(2).await.expect("peek");
+    peek.assert_async().await;
+    assert_eq!(peeked.len(), 2);
+    assert_eq!(peeked[0].peek_ref.as_str(), "ref-1");
+    assert_eq!(peeked[0].body().text().expect("text"), "hi");
+    assert_eq!(
+        peeked[1].body().json::<serde_json::Value>().expect("json"),
+        json!({"a": 1})
+    );
+    let outcome = queue.purge(&peeked).await.expect("purge");
+    purge.assert_async().await;
+    assert_eq!(outcome.errors, vec!["partial".to_owned()]);
+    assert_eq!(
+        outcome.warnings,
+        vec![Warning {
+            subject: Some("ref-2".into()),
+            message: "message not found".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn invalid_input_is_rejected_before_sending() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.any_request();
+            then.status(200);
+        })
+        .await;
+    let client = client(&server);
+    let field = |r: Result<_, Error>| match r {
+        Err(Error::InvalidInput { field, .. }) => field,
+        other => panic!("expected InvalidInput, got {other:?}"),
+    };
+
+    assert_eq!(field(client.queue("").map(|_| ())), "queue_id");
+    assert_eq!(field(client.queue("a".repeat(33)).map(|_| ())), "queue_id");
+    assert_eq!(field(client.queue("not-alnum").map(|_| ())), "queue_id");
+    let queue = client.queue(QUEUE).expect("id");
+
+    let big = "x".repeat(128_000 - 100 + 1);
+    assert_eq!(
+        field(queue.push(Message::text(big)).await.map(|_| ())),
+        "message.body"
+    );
+    assert_eq!(
+        field(
+            queue
+                .push(Message::text("a").with_delay(Duration::from_secs(86_401)))
+                .await
+                .map(|_| ())
+        ),
+        "message.delay"
+    );
+    let many = Batch::new((0..101).map(|i| Message::text(i.to_string())));
+    assert_eq!(field(queue.push_batch(many).await.map(|_| ())), "messages");
+    let heavy = Batch::new((0..3).map(|_| Message::text("y".repeat(100_000))));
+    assert_eq!(field(queue.push_batch(heavy).await.map(|_| ())), "messages");
+    assert_eq!(
+        field(queue.push_batch(Batch::new([])).await.map(|_| ())),
+        "messages"
+    );
+    let bad_member = Batch::new([Message::text("ok"), Message::text("z".repeat(200_000))]);
+    assert_eq!(
+        field(queue.push_batch(bad_member).await.map(|_| ())),
+        "messages[1].body"
+    );
+    assert_eq!(
+        field(
+            queue
+                .pull(PullOptions::new().batch_size(0))
+                .await
+                .map(|_| ())
+        ),
+        "batch_size"
+    );
+    assert_eq!(
+        field(
+            queue
+                .pull(PullOptions::new().batch_size(101))
+                .await
+                .map(|_| ())
+        ),
+        "batch_size"
+    );
+    let long = PullOptions::new().visibility_timeout(Duration::from_secs(12 * 3600 + 1));
+    assert_eq!(
+        field(queue.pull(long).await.map(|_| ())),
+        "visibility_timeout"
+    );
+    assert_eq!(
+        field(queue.ack(Acks::new().ack("")).await.map(|_| ())),
+        "acks[0].lease_id"
+    );
+    let late = Acks::new().retry_after("l", Duration::from_secs(90_000));
+    assert_eq!(field(queue.ack(late).await.map(|_| ())), "retries[0].delay");
+    assert_eq!(field(queue.peek(0).await.map(|_| ())), "batch_size");
+    assert_eq!(
+        field(queue.purge(Vec::<&str>::new()).await.map(|_| ())),
+        "refs"
+    );
+
+    assert_eq!(
+        mock.calls_async().await,
+        0,
+        "no request may be sent for invalid input"
+    );
+}
+
+#[tokio::test]
+async fn every_operation_authenticates_with_either_scheme() {
+    let server = MockServer::start_async().await;
+    let token_client = client(&server);
+    let key_client = Client::builder()
+        .global_api_key("user@example.com", "144c9defac04969c7bfad8efaa8ea194")
+        .account_id(ACCOUNT)
+        .base_url(server.base_url())
+        .build()
+        .expect("valid configuration");
+    let ok = json!({"success": true, "errors": [], "messages": [], "result": {}});
+    for suffix in ["", "/batch", "/pull", "/ack", "/peek", "/purge"] {
+        server
+            .mock_async(|when, then| {
+                when.method(POST)
+                    .path(path(suffix))
+                    .header("authorization", format!("Bearer {TOKEN}"))
+                    .header_missing("x-auth-email")
+                    .header_missing("x-auth-key")
+                    .header_missing("api-version");
+                then.status(200).json_body(ok.clone());
+            })
+            .await;
+        server
+            .mock_async(|when, then| {
+                when.method(POST)
+                    .path(path(suffix))
+                    .header("x-auth-email", "user@example.com")
+                    .header("x-auth-key", "144c9defac04969c7bfad8efaa8ea194")
+                    .header_missing("authorization")
+                    .header_missing("api-version");
+                then.status(200).json_body(ok.clone());
+            })
+            .await;
+    }
+    let unmatched = server
+        .mock_async(|when, then| {
+            when.any_request();
+            then.status(599);
+        })
+        .await;
+    for client in [&token_client, &key_client] {
+        let queue = client.queue(QUEUE).expect("id");
+        queue.push(Message::text("a")).await.expect("push");
+        queue
+            .push_batch(vec![Message::text("b")])
+            .await
+            .expect("batch");
+        queue.pull(PullOptions::new()).await.expect("pull");
+        queue.ack(Acks::new().ack("lease")).await.expect("ack");
+        queue.peek(1).await.expect("peek");
+        queue.purge(["ref"]).await.expect("purge");
+    }
+    assert_eq!(
+        unmatched.calls_async().await,
+        0,
+        "a request went out without the right headers"
+    );
+}
+
+#[tokio::test]
+async fn odd_messages_do_not_fail_a_pull() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/pull"));
+            then.status(200).json_body(json!({
+                "success": true, "errors": null, "messages": null,
+                "result": {
+                    "message_backlog_count": 2,
+                    "messages": [
+                        {"id": "m1", "attempts": 1, "body": 5, "lease_id": "l1", "metadata": null, "timestamp_ms": 1},
+                        {"id": "m2", "attempts": 1, "body": null, "lease_id": "l2", "metadata": "odd", "timestamp_ms": 2},
+                        {"id": "m3", "attempts": 1, "body": "ok", "lease_id": "l3",
+                         "metadata": {"CF-Content-Type": "text"}, "timestamp_ms": 3}
+                    ]
+                }
+            }));
+        })
+        .await;
+    let batch = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect("pull");
+    let m = &batch.messages;
+    assert_eq!(
+        m.len(),
+        3,
+        "every lease comes back, so every message can be acked or retried"
+    );
+    assert_eq!((m[0].body().raw(), m[0].lease_id.as_str()), ("5", "l1"));
+    assert!(m[0].metadata.is_empty());
+    assert_eq!(m[0].content_type(), &ContentType::Other(String::new()));
+    assert_eq!(m[1].body().raw(), "");
+    assert_eq!(m[2].body().text().expect("text"), "ok");
+}
+
+#[test]
+fn json_bodies_must_be_objects() {
+    for value in [json!([1, 2, 3]), json!("text"), json!(5), json!(null)] {
+        match Message::json(&value) {
+            Err(Error::InvalidInput { field, reason, .. }) => {
+                assert_eq!(field, "body");
+                assert!(reason.contains("JSON object"), "{reason}");
+            }
+            other => panic!("{value} was accepted: {other:?}"),
+        }
+    }
+    assert!(Message::json(&json!({"ok": [1, 2, 3]})).is_ok());
+}

@@ -1,0 +1,652 @@
+//! The consumer runtime against the emulator, on tokio's paused clock: the
+//! consumer's timers, backoffs and flush intervals are exact, and faults are
+//! injected into the emulator.
+//!
+//! The emulator runs in the test's own (current-thread) runtime: loopback I/O
+//! is ready as soon as it is written, so paused time only moves when every
+//! task waits on a timer, never in the middle of a request.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, Outcome, RetryDelay};
+use cf_queues::{BodyError, Message, PullOptions};
+use cf_queues_emulator::{Emulator, Fault, Operation, WorkerBody};
+use tokio::time::Instant;
+
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
+
+use crate::support::{LONG_LEASE, ack_now, emulator, eventually, push_texts, queue, until};
+
+#[tokio::test(start_paused = true)]
+async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "orders");
+    push_texts(&queue, 600).await;
+    emulator.inject(Fault::status(503).times(2).only(Operation::Pull));
+    emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .only(Operation::Pull),
+    );
+
+    let seen: Arc<Mutex<HashMap<String, u32>>> = Arc::default();
+    let token = CancellationToken::new();
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let consumer = Consumer::builder(queue.clone())
+            .batch_size(50)
+            .max_in_flight(120)
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE)
+            .shutdown_token(token.clone())
+            .build()
+            .expect("valid settings");
+        let seen = Arc::clone(&seen);
+        runs.push(tokio::spawn(consumer.run(move |message| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let body = message.body().text()?.to_owned();
+                // Handlers overlap and finish out of order.
+                let n: u64 = body[1..].parse().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(n % 17)).await;
+                *seen.lock().expect("lock").entry(body).or_default() += 1;
+                Ok::<_, BodyError>(Outcome::Ack)
+            }
+        })));
+    }
+    while emulator.metrics("orders").backlog_count > 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    token.cancel();
+    let mut total = cf_queues::consumer::Summary::default();
+    for run in runs {
+        let s = run.await.expect("task").expect("no fatal error");
+        total.handled += s.handled;
+        total.acked += s.acked;
+        total.received += s.received;
+        total.pull_errors += s.pull_errors;
+        total.settle_errors += s.settle_errors;
+        total.settle_warnings += s.settle_warnings;
+        total.leases_lost += s.leases_lost;
+        total.retried += s.retried + s.released + s.unflushed;
+        assert_eq!((s.in_flight, s.in_flight_bytes), (0, 0));
+    }
+    let seen = seen.lock().expect("lock");
+    assert_eq!(seen.len(), 600);
+    assert!(
+        seen.values().all(|&n| n == 1),
+        "a message was handled twice"
+    );
+    assert_eq!(
+        (total.received, total.handled, total.acked),
+        (600, 600, 600)
+    );
+    assert_eq!((total.pull_errors, total.settle_errors), (3, 2));
+    assert_eq!(
+        (total.settle_warnings, total.leases_lost, total.retried),
+        (0, 0, 0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
+    let (emulator, _clock) = crate::support::emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "slow");
+    push_texts(&queue, 1).await;
+    let attempts: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        .build()
+        .expect("valid settings");
+    let stop = consumer.shutdown_token();
+    let seen = Arc::clone(&attempts);
+    let run = tokio::spawn(consumer.run(move |message| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock().expect("lock").push(message.attempts);
+            tokio::time::sleep(Duration::from_secs(9)).await;
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    // Long enough for a redelivery after any expiry to have been pulled.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(*attempts.lock().expect("lock"), [1], "delivered once");
+    // Extended 2 s, 4 s, 6 s and 8 s after the pull, a second before each expiry.
+    assert_eq!(
+        (summary.extended, summary.extend_errors, summary.leases_lost),
+        (4, 0, 0)
+    );
+    assert_eq!((summary.acked, summary.settle_warnings), (1, 0));
+    assert_eq!(emulator.metrics("slow").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
+    let (emulator, _clock) = crate::support::emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "capped");
+    push_texts(&queue, 1).await;
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        .max_lease(Duration::from_secs(3))
+        .max_in_flight(1)
+        .build()
+        .expect("valid settings");
+    let stop = consumer.shutdown_token();
+    let monitor = consumer.monitor();
+    let run = tokio::spawn(consumer.run(|_message| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<_, BodyError>(Outcome::Ack)
+    }));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Reported while the handler still runs: capped at 2 s, expired at 3 s.
+    let s = monitor.snapshot();
+    assert_eq!(
+        (s.max_lease_reached, s.leases_lost, s.handled, s.in_flight),
+        (1, 1, 0, 1)
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    // Cloudflare accepts the late ack: the message is gone, and was not
+    // delivered again.
+    assert_eq!(
+        (summary.acked, summary.settle_warnings, summary.received),
+        (1, 0, 1),
+        "late ack accepted"
+    );
+    assert_eq!(
+        (
+            summary.max_lease_reached,
+            summary.leases_lost,
+            summary.extended
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(emulator.metrics("capped").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "sized");
+    push_texts(&queue, 25).await;
+    let consumer = Consumer::builder(queue.clone())
+        .batch_size(25)
+        .ack_batch_size(10)
+        .ack_interval(Duration::from_secs(60))
+        .visibility_timeout(LONG_LEASE)
+        .max_lease(LONG_LEASE)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    until("two full flushes", || monitor.snapshot().acked == 20).await;
+    assert_eq!(started.elapsed(), Duration::ZERO, "no time passed");
+    let s = monitor.snapshot();
+    assert_eq!((s.handled, s.settle_requests, s.in_flight), (25, 2, 5));
+
+    tokio::time::sleep(Duration::from_millis(59_900)).await;
+    assert_eq!(monitor.snapshot().acked, 20, "not before the interval");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    until("the interval flush", || monitor.snapshot().acked == 25).await;
+    assert_eq!(monitor.snapshot().settle_requests, 3);
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!((summary.acked, summary.settle_requests), (25, 3));
+    assert_eq!(emulator.metrics("sized").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_few_acks_wait_for_the_interval() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "timed");
+    push_texts(&queue, 3).await;
+    let consumer = Consumer::builder(queue.clone())
+        .ack_interval(Duration::from_millis(200))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    until("handled", || monitor.snapshot().handled == 3).await;
+    let handled_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(199)).await;
+    assert_eq!(monitor.snapshot().settle_requests, 0);
+    eventually("flushed", MS, SECOND, || monitor.snapshot().acked == 3).await;
+    assert_eq!(handled_at.elapsed(), Duration::from_millis(200));
+    assert_eq!(monitor.snapshot().settle_requests, 1);
+    stop.cancel();
+    run.await.expect("task").expect("no fatal error");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "draining");
+    push_texts(&queue, 30).await;
+    let finished: Arc<Mutex<Vec<String>>> = Arc::default();
+    let consumer = Consumer::builder(queue.clone())
+        .batch_size(20)
+        .max_in_flight(20)
+        .grace_period(Duration::from_secs(5))
+        .ack_interval(Duration::from_secs(3600))
+        .visibility_timeout(LONG_LEASE)
+        .max_lease(LONG_LEASE)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let done = Arc::clone(&finished);
+    let run = tokio::spawn(consumer.run(move |message| {
+        let done = Arc::clone(&done);
+        async move {
+            let body = message.body().text()?.to_owned();
+            let n: u64 = body[1..].parse().unwrap_or(0);
+            // Even messages take 1 s, odd ones 100 s: past the grace period.
+            let took = if n.is_multiple_of(2) { 1 } else { 100 };
+            tokio::time::sleep(Duration::from_secs(took)).await;
+            done.lock().expect("lock").push(body);
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    until("a full pull", || monitor.snapshot().received == 20).await;
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(5_500),
+        "0.5 s + grace"
+    );
+    assert_eq!(
+        (
+            summary.received,
+            summary.handled,
+            summary.acked,
+            summary.released
+        ),
+        (20, 10, 10, 10)
+    );
+    // The acks waited for an interval of an hour: the shutdown sent them,
+    // with the releases, in one call.
+    assert_eq!((summary.settle_requests, summary.in_flight), (1, 0));
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    assert_eq!(
+        finished.lock().expect("lock").len(),
+        10,
+        "cancelled handlers stay cancelled"
+    );
+
+    let rest = queue
+        .pull(PullOptions::new().batch_size(100))
+        .await
+        .expect("pull");
+    let mut attempts: HashMap<u32, usize> = HashMap::new();
+    for message in &rest.messages {
+        *attempts.entry(message.attempts).or_default() += 1;
+    }
+    // 10 released (their second delivery) and 10 never pulled.
+    assert_eq!(attempts, HashMap::from([(2, 10), (1, 10)]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pulls_back_off_on_429_and_5xx_and_recover() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "throttled");
+    push_texts(&queue, 5).await;
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .retry_after(Duration::from_secs(3))
+            .times(2)
+            .only(Operation::Pull),
+    );
+    emulator.inject(Fault::status(503).times(2).only(Operation::Pull));
+    let consumer = Consumer::builder(queue.clone()).build().expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let first = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&first);
+    let run = tokio::spawn(consumer.run(move |_message| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock().expect("lock").get_or_insert(started.elapsed());
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    eventually(
+        "all acked",
+        Duration::from_millis(100),
+        Duration::from_secs(20),
+        || monitor.snapshot().acked == 5,
+    )
+    .await;
+    // Retry-After 3 s twice, then the backoff: 1 s, 2 s.
+    assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(9)));
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!((summary.pull_errors, summary.acked), (4, 5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_ack_flushes_are_tried_again_then_reported() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "flakyacks");
+    push_texts(&queue, 5).await;
+    emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
+    let consumer = Consumer::builder(queue.clone())
+        .ack_interval(Duration::from_millis(100))
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually("acked", MS, Duration::from_secs(5), || {
+        monitor.snapshot().acked == 5
+    })
+    .await;
+    // The interval, then 1 s and 2 s of backoff.
+    assert_eq!(started.elapsed(), Duration::from_millis(3_100));
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (
+            summary.settle_errors,
+            summary.settle_requests,
+            summary.acked
+        ),
+        (2, 3, 5)
+    );
+    assert_eq!(
+        (summary.settle_warnings, summary.unflushed),
+        (0, 0),
+        "acked once"
+    );
+    assert_eq!(emulator.metrics("flakyacks").backlog_count, 0);
+
+    // When every attempt fails, the acks are reported, not lost silently.
+    push_texts(&queue, 4).await;
+    emulator.inject(Fault::status(500).times(100).only(Operation::Ack));
+    let consumer = Consumer::builder(queue.clone())
+        .max_flush_attempts(3)
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually(
+        "given up",
+        Duration::from_millis(100),
+        Duration::from_secs(60),
+        || monitor.snapshot().unflushed == 4,
+    )
+    .await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (
+            summary.settle_errors,
+            summary.unflushed,
+            summary.acked,
+            summary.in_flight
+        ),
+        (3, 4, 0, 0)
+    );
+    emulator.clear_faults();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
+    let emulator = Emulator::new()
+        .strict_queues(["known"])
+        .start()
+        .await
+        .expect("emulator");
+    let queue = queue(&emulator, "unknown");
+    let consumer = Consumer::builder(queue).build().expect("settings");
+    let error = consumer.run(ack_now).await.expect_err("no such queue");
+    let ConsumerError::Stopped { error, summary } = error else {
+        panic!("stopped by the pull: {error}");
+    };
+    assert!(error.is_not_found(), "{error}");
+    assert_eq!((summary.pull_errors, summary.pulls), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "flow");
+    push_texts(&queue, 50).await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let consumer = Consumer::builder(queue.clone())
+        .max_in_flight(7)
+        .ack_interval(Duration::from_millis(1))
+        .visibility_timeout(LONG_LEASE)
+        .max_lease(LONG_LEASE)
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let held = Arc::clone(&gate);
+    let run = tokio::spawn(consumer.run(move |_message| {
+        let gate = Arc::clone(&held);
+        async move {
+            gate.acquire().await.map(|p| p.forget()).ok();
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    until("seven leased", || monitor.snapshot().received == 7).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let s = monitor.snapshot();
+    assert_eq!(
+        (s.received, s.pulls, s.in_flight),
+        (7, 1, 7),
+        "no pull while full"
+    );
+    gate.add_permits(3);
+    eventually("three more", MS, SECOND, || {
+        monitor.snapshot().received == 10
+    })
+    .await;
+    assert_eq!(
+        monitor.snapshot().pulls,
+        2,
+        "one pull for the three free slots"
+    );
+    gate.add_permits(1_000);
+    stop.cancel();
+    run.await.expect("task").expect("no fatal error");
+
+    // Over the byte limit, nothing more is pulled until bytes are freed.
+    let bulky = queue_with_bulky_messages(&emulator).await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let consumer = Consumer::builder(bulky)
+        .batch_size(2)
+        .max_bytes_in_flight(1_000)
+        .ack_interval(Duration::from_millis(1))
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let held = Arc::clone(&gate);
+    let run = tokio::spawn(consumer.run(move |_message| {
+        let gate = Arc::clone(&held);
+        async move {
+            gate.acquire().await.map(|p| p.forget()).ok();
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    until("first pull", || monitor.snapshot().received == 2).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let s = monitor.snapshot();
+    assert_eq!((s.pulls, s.in_flight_bytes), (1, 1_200));
+    gate.add_permits(1);
+    eventually("pulled again", MS, SECOND, || {
+        monitor.snapshot().received == 4
+    })
+    .await;
+    assert_eq!(monitor.snapshot().pulls, 2);
+    gate.add_permits(1_000);
+    stop.cancel();
+    run.await.expect("task").expect("no fatal error");
+}
+
+async fn queue_with_bulky_messages(
+    emulator: &cf_queues_emulator::EmulatorHandle,
+) -> cf_queues::Queue {
+    let bulky = queue(emulator, "bulky");
+    let report = bulky
+        .push_all((0..10).map(|_| Message::text("x".repeat(600))), 1)
+        .await;
+    assert!(report.all_landed());
+    bulky
+}
+
+#[tokio::test(start_paused = true)]
+async fn stream_handles_settle_and_an_unsettled_drop_retries() {
+    use futures_util::StreamExt as _;
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "streamed");
+    for body in ["a", "b", "c"] {
+        queue.push(Message::text(body)).await.expect("push");
+    }
+    let consumer = Consumer::builder(queue.clone())
+        .retry_delay(RetryDelay::none())
+        .ack_interval(Duration::from_millis(10))
+        .build()
+        .expect("settings");
+    let stop = consumer.shutdown_token();
+    let mut stream = consumer.stream();
+    let mut order = Vec::new();
+    while let Some(leased) = stream.next().await {
+        let body = leased.message().body().text().expect("text").to_owned();
+        order.push((body.clone(), leased.message().attempts));
+        match (body.as_str(), leased.message().attempts) {
+            ("b", 1) => drop(leased),
+            _ => assert!(leased.ack()),
+        }
+        if order.len() == 4 {
+            stop.cancel();
+        }
+    }
+    let summary = stream.finish().await.expect("no fatal error");
+    let order: Vec<(&str, u32)> = order.iter().map(|(b, a)| (b.as_str(), *a)).collect();
+    assert_eq!(order, [("a", 1), ("b", 1), ("c", 1), ("b", 2)]);
+    assert_eq!(
+        (
+            summary.received,
+            summary.handled,
+            summary.acked,
+            summary.retried
+        ),
+        (4, 3, 3, 1)
+    );
+    assert_eq!(emulator.metrics("streamed").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn poison_messages_go_to_their_callback_never_to_the_handler() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "poisoned");
+    emulator.push_from_worker("poisoned", WorkerBody::V8(vec![0xff, 0x0d]));
+    queue.push(Message::text("fine")).await.expect("push");
+    let poisoned: Arc<Mutex<Vec<String>>> = Arc::default();
+    let handled: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (p, h) = (Arc::clone(&poisoned), Arc::clone(&handled));
+    let consumer = Consumer::builder(queue.clone())
+        .on_poison(move |message, error| {
+            let p = Arc::clone(&p);
+            async move {
+                assert!(matches!(error, BodyError::UnsupportedContentType { .. }));
+                p.lock()
+                    .expect("lock")
+                    .push(message.content_type().to_string());
+                Outcome::Ack
+            }
+        })
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(move |message| {
+        let h = Arc::clone(&h);
+        async move {
+            h.lock()
+                .expect("lock")
+                .push(message.body().text()?.to_owned());
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    eventually("both acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(*poisoned.lock().expect("lock"), ["v8"]);
+    assert_eq!(*handled.lock().expect("lock"), ["fine"]);
+    assert_eq!((summary.poisoned, summary.handled), (1, 1));
+
+    // Without a callback, a poison message is retried towards the dead-letter queue.
+    emulator.push_from_worker("poisoned", WorkerBody::V8(vec![1]));
+    let consumer = Consumer::builder(queue.clone()).build().expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually("retried", MS, SECOND, || monitor.snapshot().retried == 1).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (summary.poisoned, summary.handled, summary.acked),
+        (1, 0, 0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_handler_settles_each_message_of_a_pull() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "batched");
+    push_texts(&queue, 10).await;
+    let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let seen = Arc::clone(&sizes);
+    let consumer = Consumer::builder(queue.clone())
+        .batch_size(10)
+        .build()
+        .expect("settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run_batch(move |messages| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock().expect("lock").push(messages.len());
+            let mut outcomes = Vec::new();
+            for message in &messages {
+                let n: u32 = message.body().text()?[1..].parse().unwrap_or(0);
+                outcomes.push(if n.is_multiple_of(2) {
+                    Outcome::Ack
+                } else {
+                    Outcome::Retry(Some(Duration::from_secs(600)))
+                });
+            }
+            Ok::<_, BodyError>(outcomes)
+        }
+    }));
+    eventually("settled", MS, SECOND, || {
+        let s = monitor.snapshot();
+        s.acked == 5 && s.retried == 5
+    })
+    .await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(*sizes.lock().expect("lock"), [10]);
+    assert_eq!((summary.handled, summary.settle_requests), (10, 1));
+    assert_eq!(emulator.metrics("batched").backlog_count, 5);
+}

@@ -1,0 +1,331 @@
+//! The consumer under failures, beside `consumer.rs`: extensions that fail,
+//! a network that is down for a while, a rate-limited ack, and answers the
+//! emulator never gives (served by a scripted server): a message without a
+//! lease id, more messages than asked for, an ack applied behind a 500.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::{BodyError, PulledMessage};
+use cf_queues_emulator::{Fault, Operation};
+use tokio::time::Instant;
+
+use crate::support::{
+    ack_now, acked, emulator, emulator_on_tokio_time, eventually, failure, lease_ids, pulled,
+    push_texts, queue, scripted, shut_gate, until,
+};
+
+const MS: Duration = Duration::from_millis(1);
+const HOUR: Duration = Duration::from_secs(3600);
+/// How far `eventually` lets paused time move at once, where no assertion
+/// depends on the exact time.
+const STEP: Duration = Duration::from_millis(100);
+
+#[tokio::test(start_paused = true)]
+async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
+    let mut pulls = 0;
+    let server = scripted(move |operation, body| match operation {
+        "pull" => {
+            pulls += 1;
+            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
+                &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
+            } else {
+                &[]
+            };
+            (200, pulled(messages))
+        }
+        "ack" => (200, acked(body, &[])),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let handled: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&handled);
+    let consumer = Consumer::builder(server.queue())
+        .ack_batch_size(2)
+        .ack_interval(HOUR)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(move |message: PulledMessage| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock().expect("lock").push(message.id.clone());
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    until("both acked", || monitor.snapshot().acked == 2).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    let mut handled = handled.lock().expect("lock").clone();
+    handled.sort();
+    assert_eq!(handled, ["a", "c"], "b cannot be settled: not handled");
+    assert_eq!(
+        (
+            summary.received,
+            summary.unsettleable,
+            summary.handled,
+            summary.acked,
+            summary.unflushed,
+            summary.in_flight
+        ),
+        (3, 1, 2, 2, 0, 0)
+    );
+    let acks = server.bodies("ack");
+    assert_eq!(acks.len(), 1);
+    let mut leases = lease_ids(&acks[0], "acks");
+    leases.sort();
+    assert_eq!(leases, ["lease-a", "lease-c"]);
+    assert!(lease_ids(&acks[0], "retries").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn more_messages_than_asked_for_do_not_raise_the_in_flight_limit() {
+    let mut served = 0;
+    let server = scripted(move |operation, body| match operation {
+        // Three messages, whatever the batch size asked for.
+        "pull" => {
+            let ids: Vec<String> = (0..3).map(|i| format!("m{}", served + i)).collect();
+            served += 3;
+            let leases: Vec<String> = ids.iter().map(|id| format!("lease-{id}")).collect();
+            let messages: Vec<(&str, Option<&str>)> = ids
+                .iter()
+                .zip(&leases)
+                .map(|(id, lease)| (id.as_str(), Some(lease.as_str())))
+                .collect();
+            (200, pulled(&messages))
+        }
+        "ack" => (200, acked(body, &[])),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let consumer = Consumer::builder(server.queue())
+        .max_in_flight(2)
+        .ack_batch_size(3)
+        .ack_interval(HOUR)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    until("two pulls handled", || monitor.snapshot().handled >= 6).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    let asked: Vec<u64> = server
+        .bodies("pull")
+        .iter()
+        .map(|body| body["batch_size"].as_u64().unwrap_or_default())
+        .collect();
+    // Once the three of the first pull are settled, two slots are free, not three.
+    assert_eq!(asked[..2], [2, 2], "{asked:?}");
+    assert!(asked.iter().all(|&n| n <= 2), "{asked:?}");
+    assert_eq!(summary.in_flight, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
+    // The first ack call is applied but answered with a 500; the resend of
+    // the same acks then gets the warnings an applied ack gets.
+    let mut pulls = 0;
+    let mut acks = 0;
+    let server = scripted(move |operation, body| match operation {
+        "pull" => {
+            pulls += 1;
+            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
+                &[("a", Some("la")), ("b", Some("lb")), ("c", Some("lc"))]
+            } else {
+                &[]
+            };
+            (200, pulled(messages))
+        }
+        "ack" => {
+            acks += 1;
+            if acks == 1 {
+                (500, failure(15000, "UnknownInternalError"))
+            } else {
+                (200, acked(body, &["la", "lb", "lc"]))
+            }
+        }
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let consumer = Consumer::builder(server.queue())
+        .ack_batch_size(3)
+        .ack_interval(HOUR)
+        .error_backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually("resent", STEP, Duration::from_secs(5), || {
+        monitor.snapshot().resend_warnings == 3
+    })
+    .await;
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (
+            s.settle_errors,
+            s.settle_requests,
+            s.resend_warnings,
+            s.settle_warnings,
+            s.leases_lost,
+            s.acked
+        ),
+        (1, 2, 3, 0, 0, 0)
+    );
+
+    // A warning on a first send means the lease was lost.
+    let mut pulls = 0;
+    let server = scripted(move |operation, body| match operation {
+        "pull" => {
+            pulls += 1;
+            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
+                &[("d", Some("ld"))]
+            } else {
+                &[]
+            };
+            (200, pulled(messages))
+        }
+        "ack" => (200, acked(body, &["ld"])),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let consumer = Consumer::builder(server.queue())
+        .ack_batch_size(1)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    until("warned", || monitor.snapshot().settle_warnings == 1).await;
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (s.settle_warnings, s.leases_lost, s.resend_warnings, s.acked),
+        (1, 1, 0, 0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
+    let (emulator, _clock) = emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "unextended");
+    push_texts(&queue, 1).await;
+    emulator.inject(Fault::status(500).times(1_000).only(Operation::Extend));
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        // Nothing else pulled while it is held: the late ack is not beaten
+        // by a redelivery to this consumer.
+        .max_in_flight(1)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(|_message| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<_, BodyError>(Outcome::Ack)
+    }));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let s = monitor.snapshot();
+    assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");
+    eventually("acked late", STEP, Duration::from_secs(5), || {
+        monitor.snapshot().acked == 1
+    })
+    .await;
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    // Tried at 2 s, then after half the time left (at most 1 s, at least
+    // 100 ms or what is left) until expiry: at 2.5, 2.75, 2.875, 2.975 and 3 s.
+    assert_eq!(
+        (
+            s.extended,
+            s.extend_errors,
+            s.leases_lost,
+            s.acked,
+            s.settle_warnings
+        ),
+        (0, 6, 1, 1, 0)
+    );
+    assert_eq!(emulator.metrics("unextended").backlog_count, 0);
+    emulator.clear_faults();
+}
+
+#[tokio::test(start_paused = true)]
+async fn pulls_back_off_while_the_network_is_down_and_recover() {
+    let emulator = emulator().await;
+    push_texts(&queue(&emulator, "cut"), 5).await;
+    let gate = shut_gate(&emulator).await;
+    let consumer = Consumer::builder(gate.queue(&emulator, "cut"))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let first = Arc::new(Mutex::new(None));
+    let seen = Arc::clone(&first);
+    let run = tokio::spawn(consumer.run(move |_message| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock().expect("lock").get_or_insert(started.elapsed());
+            Ok::<_, BodyError>(Outcome::Ack)
+        }
+    }));
+    // Connections dropped at 0 s and 1 s; the backoff waits 1 s, then 2 s.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let s = monitor.snapshot();
+    assert_eq!((s.pull_errors, s.received), (2, 0));
+    gate.open();
+    eventually("all acked", STEP, Duration::from_secs(10), || {
+        monitor.snapshot().acked == 5
+    })
+    .await;
+    assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(3)));
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!((s.pull_errors, s.received, s.acked), (2, 5, 5));
+    assert_eq!(emulator.metrics("cut").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "limitedacks");
+    push_texts(&queue, 5).await;
+    emulator.inject(
+        Fault::status(429)
+            .cloudflare_error(10250, "QueueOverloaded")
+            .retry_after(Duration::from_secs(2))
+            .only(Operation::Ack),
+    );
+    let consumer = Consumer::builder(queue.clone())
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    // The 100 ms interval, then the 2 s the API asked for.
+    tokio::time::sleep(Duration::from_millis(2_099)).await;
+    let s = monitor.snapshot();
+    assert_eq!((s.settle_requests, s.acked), (1, 0));
+    tokio::time::sleep(MS).await;
+    until("acked", || monitor.snapshot().acked == 5).await;
+    assert_eq!(started.elapsed(), Duration::from_millis(2_100));
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        (
+            s.settle_errors,
+            s.settle_requests,
+            s.acked,
+            s.settle_warnings,
+            s.resend_warnings,
+            s.unflushed
+        ),
+        (1, 2, 5, 0, 0, 0)
+    );
+    assert_eq!(emulator.metrics("limitedacks").backlog_count, 0);
+}

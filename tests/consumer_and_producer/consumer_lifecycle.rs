@@ -1,0 +1,246 @@
+//! The consumer's life on tokio's paused clock, beside `consumer.rs`:
+//! settings too long for the clock, panics of its own tasks, the empty-pull
+//! backoff, `Outcome::Leave`, `Leased::extend`, and a shutdown that meets a
+//! pull on its way.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::{BodyError, PullOptions};
+use cf_queues_emulator::{Fault, Operation};
+use tokio::time::Instant;
+
+use crate::support::{
+    LONG_LEASE, ack_now, emulator, emulator_on_tokio_time, eventually, push_texts, queue, until,
+};
+
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
+/// How far `eventually` lets paused time move at once.
+const STEP: Duration = Duration::from_millis(100);
+
+#[tokio::test(start_paused = true)]
+async fn durations_too_long_for_the_clock_mean_never() {
+    let (emulator, _clock) = emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "forever");
+    push_texts(&queue, 5).await;
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        .ack_batch_size(2)
+        // Flushed by size only, never capped, every handler waited for.
+        .ack_interval(Duration::MAX)
+        .max_lease(Duration::MAX)
+        .grace_period(Duration::MAX)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(|message| async move {
+        // m0 outlives three leases; the others are acked at once.
+        if message.body().text()? == "m0" {
+            tokio::time::sleep(Duration::from_secs(9)).await;
+        }
+        Ok::<_, BodyError>(Outcome::Ack)
+    }));
+    until("four acked by size", || monitor.snapshot().acked == 4).await;
+    assert_eq!(monitor.snapshot().settle_requests, 2);
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(9),
+        "grace waited for m0"
+    );
+    // Extended at 2, 4, 6 and 8 s; its ack went with the shutdown's flush.
+    assert_eq!(
+        (
+            summary.acked,
+            summary.settle_requests,
+            summary.extended,
+            summary.leases_lost,
+            summary.max_lease_reached,
+            summary.released
+        ),
+        (5, 3, 4, 0, 0, 0)
+    );
+    assert_eq!(emulator.metrics("forever").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "idle");
+    let consumer = Consumer::builder(queue.clone())
+        .empty_backoff(Duration::from_millis(100), Duration::from_millis(800))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    // Waits of 100, 200, 400, then 800 ms at most.
+    let empty_at = [0, 100, 300, 700, 1_500, 2_300, 3_100];
+    for (n, at) in empty_at.into_iter().enumerate() {
+        if at > 0 {
+            tokio::time::sleep_until(started + Duration::from_millis(at - 1)).await;
+            assert_eq!(monitor.snapshot().empty_pulls, n as u64, "before {at} ms");
+            tokio::time::sleep(MS).await;
+        }
+        until("an empty pull", || {
+            monitor.snapshot().empty_pulls == n as u64 + 1
+        })
+        .await;
+    }
+    push_texts(&queue, 250).await;
+    tokio::time::sleep_until(started + Duration::from_millis(3_899)).await;
+    assert_eq!(monitor.snapshot().received, 0, "still backing off");
+    tokio::time::sleep(MS).await;
+    // 100 and 100 (full: pulled again at once) and 50, without time passing.
+    until("all received", || monitor.snapshot().received == 250).await;
+    assert_eq!(started.elapsed(), Duration::from_millis(3_900));
+    let s = monitor.snapshot();
+    assert_eq!((s.pulls, s.empty_pulls), (10, 7));
+    // After a partial pull the backoff starts over at 100 ms.
+    tokio::time::sleep(Duration::from_millis(99)).await;
+    assert_eq!(monitor.snapshot().pulls, 10);
+    tokio::time::sleep(MS).await;
+    until("pulled again", || monitor.snapshot().pulls == 11).await;
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!((summary.acked, summary.empty_pulls), (250, 8));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_left_comes_back_after_its_visibility_timeout() {
+    let (emulator, _clock) = emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "left");
+    push_texts(&queue, 1).await;
+    let deliveries: Arc<Mutex<Vec<(u32, Duration)>>> = Arc::default();
+    let seen = Arc::clone(&deliveries);
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        .empty_backoff(Duration::from_millis(100), Duration::from_millis(100))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(move |message| {
+        let seen = Arc::clone(&seen);
+        async move {
+            seen.lock()
+                .expect("lock")
+                .push((message.attempts, started.elapsed()));
+            Ok::<_, BodyError>(if message.attempts == 1 {
+                Outcome::Leave
+            } else {
+                Outcome::Ack
+            })
+        }
+    }));
+    eventually("acked", STEP, Duration::from_secs(10), || {
+        monitor.snapshot().acked == 1
+    })
+    .await;
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        *deliveries.lock().expect("lock"),
+        [(1, Duration::ZERO), (2, Duration::from_secs(3))],
+        "back once its lease ran out, never extended"
+    );
+    assert_eq!(
+        (
+            s.received,
+            s.left,
+            s.acked,
+            s.retried,
+            s.extended,
+            s.leases_lost,
+            s.settle_requests
+        ),
+        (2, 1, 1, 0, 0, 0, 1)
+    );
+    assert_eq!(emulator.metrics("left").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_handle_extends_its_lease_on_the_server() {
+    use futures_util::StreamExt as _;
+    let (emulator, _clock) = emulator_on_tokio_time().await;
+    let queue = queue(&emulator, "handextended");
+    push_texts(&queue, 1).await;
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(Duration::from_secs(3))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let mut stream = consumer.stream();
+    let leased = stream.next().await.expect("a message");
+    assert!(
+        leased
+            .extend(Duration::from_secs(60))
+            .await
+            .expect("extended")
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    // The keeper's next extension is due a margin before the new expiry,
+    // at 59 s; the server holds the lease meanwhile.
+    assert_eq!(monitor.snapshot().extended, 1);
+    let other = queue
+        .pull(PullOptions::new().batch_size(10))
+        .await
+        .expect("pull");
+    assert!(other.messages.is_empty(), "still leased");
+    assert!(leased.ack());
+    let s = stream.finish().await.expect("no fatal error");
+    assert_eq!(
+        (
+            s.received,
+            s.extended,
+            s.acked,
+            s.leases_lost,
+            s.settle_warnings
+        ),
+        (1, 1, 1, 0, 0)
+    );
+    assert_eq!(emulator.metrics("handextended").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_waits_for_the_pull_on_its_way_and_releases_what_it_brings() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "inflightpull");
+    push_texts(&queue, 5).await;
+    emulator.inject(Fault::stall_only(Duration::from_secs(10)).only(Operation::Pull));
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(LONG_LEASE)
+        .max_lease(LONG_LEASE)
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    tokio::time::sleep(SECOND).await;
+    assert_eq!(monitor.snapshot().received, 0, "the pull is stalled");
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(10),
+        "the pull was awaited"
+    );
+    assert_eq!(
+        (s.received, s.handled, s.released, s.acked, s.in_flight),
+        (5, 0, 5, 0, 0)
+    );
+    let back = queue
+        .pull(PullOptions::new().batch_size(10))
+        .await
+        .expect("pull");
+    let attempts: Vec<u32> = back.messages.iter().map(|m| m.attempts).collect();
+    assert_eq!(attempts, [2; 5], "released at once, none lost");
+}

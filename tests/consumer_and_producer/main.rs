@@ -1,0 +1,9 @@
+//! The consumer runtime and the producer against the emulator, on tokio's
+//! paused clock. What they log and trace is tested in `tests/logs/`.
+#![allow(missing_docs, unreachable_pub)]
+
+mod consumer;
+mod consumer_faults;
+mod consumer_lifecycle;
+mod producer;
+mod support;

@@ -1,0 +1,9 @@
+//! Tests that read what is logged and traced, in a binary of their own:
+//! tracing caches callsite interest per process, and a thread-local
+//! subscriber must not race the callsites that other tests register.
+#![allow(missing_docs, unreachable_pub)]
+
+mod client;
+mod consumer_and_producer;
+#[path = "../consumer_and_producer/support.rs"]
+mod support;
