@@ -1,7 +1,7 @@
 //! A pull consumer on the local emulator: JSON orders handled concurrently,
 //! a failing one retried, shutdown on Ctrl-C or once the queue is drained.
 //!
-//! `cargo run --example consumer --features emulator,consumer`
+//! `cargo run --example consumer --features consumer`
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! An auto-batching producer on the local emulator: 1,000 single sends from
 //! 8 tasks become 10 batch pushes, and each sender gets its own outcome.
 //!
-//! `cargo run --example producer --features emulator,producer`
+//! `cargo run --example producer --features producer`
 
 use cf_queues::Message;
 use cf_queues::producer::Producer;

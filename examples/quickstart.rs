@@ -5,7 +5,7 @@
 //! runs there, so it works offline:
 //!
 //! ```text
-//! cargo run --all-features --example quickstart
+//! cargo run --example quickstart
 //! ```
 //!
 //! Against Cloudflare: set `CLOUDFLARE_API_TOKEN` (or `CLOUDFLARE_API_KEY` and

@@ -24,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CFQ=${1:-}
 if [ -z "$CFQ" ]; then
-    cargo build --release --features cli --bin cfq
+    cargo build --release --package cfq
     CFQ=${CARGO_TARGET_DIR:-target}/release/cfq
 fi
 PORT=${PORT:-18787}

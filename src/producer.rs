@@ -10,7 +10,6 @@
 //! (backpressure) instead of growing without bound.
 //!
 //! ```
-//! # #[cfg(feature = "emulator")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cf_queues::Message;
@@ -27,8 +26,6 @@
 //! let stats = producer.close().await;
 //! assert_eq!((stats.landed, stats.batches), (250, 3));
 //! # Ok(()) }
-//! # #[cfg(not(feature = "emulator"))]
-//! # fn main() {}
 //! ```
 //!
 //! # Settings
@@ -212,7 +209,6 @@ impl Producer {
     /// batches. The future is `'static`: it can be spawned.
     ///
     /// ```
-    /// # #[cfg(feature = "emulator")]
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use cf_queues::Message;
@@ -228,8 +224,6 @@ impl Producer {
     /// }
     /// pending.await??;
     /// # Ok(()) }
-    /// # #[cfg(not(feature = "emulator"))]
-    /// # fn main() {}
     /// ```
     ///
     /// # Errors

@@ -3,7 +3,7 @@
 //! only the ratios travel).
 //!
 //! Run with
-//! `cargo bench --bench helpers --features emulator,consumer,producer`.
+//! `cargo bench --bench helpers --features consumer,producer`.
 //!
 //! - Consumer: drain a backlog with `Consumer::run` and a no-op handler,
 //!   against the bare loop of `Queue::pull` (100) then `Queue::ack` of the

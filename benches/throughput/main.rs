@@ -1,7 +1,7 @@
 //! Throughput and memory of the emulator, driven through the `cf_queues`
 //! client on loopback.
 //!
-//! Run with `cargo bench --bench throughput --features emulator`.
+//! Run with `cargo bench --bench throughput`.
 //!
 //! Every figure is reported next to a baseline measured in the same run (the
 //! machine is shared and noisy): the same push / pull / ack cycle sent with a

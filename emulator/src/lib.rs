@@ -1,4 +1,4 @@
-//! A local emulator of the Cloudflare Queues messages API (feature `emulator`).
+//! A local emulator of the Cloudflare Queues messages API: the crate `cf-queues-emulator`.
 //!
 //! It serves the twelve operations of Cloudflare's published Queues
 //! messages API at Cloudflare's paths, with or without the `/client/v4`
@@ -28,7 +28,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! From the command line: `cfq emulator --listen 127.0.0.1:8787` (feature `cli`).
+//! From the command line: `cfq emulator --listen 127.0.0.1:8787` (the crate `cfq`: `cargo install cfq`).
 //!
 //! # Operations
 //!

@@ -9,7 +9,6 @@
 //! [`Stream`](futures_util::Stream) ([`Consumer::stream`]).
 //!
 //! ```
-//! # #[cfg(feature = "emulator")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cf_queues::Message;
@@ -33,8 +32,6 @@
 //!     .await?;
 //! assert_eq!((summary.handled, summary.acked), (1, 1));
 //! # Ok(()) }
-//! # #[cfg(not(feature = "emulator"))]
-//! # fn main() {}
 //! ```
 //!
 //! # Settings
