@@ -61,19 +61,62 @@ mod tests {
 
     #[test]
     fn plain_http_needs_no_backend() {
+        if cfg!(all(
+            feature = "rustls-no-provider",
+            not(feature = "rustls"),
+            not(feature = "native-tls")
+        )) {
+            return; // the provider test below owns the process's provider
+        }
         assert!(check("http").is_ok());
     }
 
+    /// Run by `.ci/tls-choices` with no TLS feature, and with every feature
+    /// by the README's test command.
     #[test]
     fn https_is_refused_only_without_a_backend() {
         let outcome = check("https");
         if ANY_BACKEND {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        } else {
-            let Err(Error::Config(message)) = outcome else {
-                panic!("expected Config, got {outcome:?}");
-            };
-            assert!(message.contains("TLS feature"), "{message}");
+            return;
         }
+        let Err(Error::Config(message)) = outcome else {
+            panic!("expected Config, got {outcome:?}");
+        };
+        assert!(message.contains("needs a TLS feature"), "{message}");
+        let built = crate::Client::builder()
+            .api_token("t")
+            .account_id("a")
+            .base_url("https://api.cloudflare.com/client/v4")
+            .build();
+        assert!(matches!(built, Err(Error::Config(_))), "{built:?}");
+    }
+
+    /// Run by `.ci/tls-choices` under `rustls-no-provider` alone: refused
+    /// until a provider is installed, then built (reqwest would have
+    /// panicked instead).
+    #[cfg(all(
+        feature = "rustls-no-provider",
+        not(feature = "rustls"),
+        not(feature = "native-tls")
+    ))]
+    #[test]
+    fn rustls_without_a_provider_is_refused_until_one_is_installed() {
+        let build = || {
+            crate::Client::builder()
+                .api_token("t")
+                .account_id("a")
+                .base_url("https://api.cloudflare.com/client/v4")
+                .build()
+        };
+        let Err(Error::Config(message)) = build() else {
+            panic!("expected Config before a provider is installed");
+        };
+        assert!(message.contains("no rustls CryptoProvider"), "{message}");
+        assert!(
+            matches!(check("http"), Err(Error::Config(_))),
+            "reqwest builds TLS for http too"
+        );
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        assert!(build().is_ok());
     }
 }

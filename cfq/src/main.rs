@@ -3,7 +3,6 @@
 //! Pushes, pulls, peeks, drains and redrives the messages of Cloudflare
 //! Queues, and runs the local emulator. `cfq --help` documents the
 //! commands, the exit codes and the message file format.
-#![forbid(unsafe_code)]
 
 mod admin;
 mod args;
