@@ -438,7 +438,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     acked.expect_code(0);
     assert_eq!(
         acked.one(),
-        json!({"queue": "work", "acked": 1, "warnings": []})
+        json!({"queue": "work", "leases": 1, "acked": 1, "warnings": []})
     );
 
     let mut retry = cfq(&emulator);

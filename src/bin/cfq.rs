@@ -24,6 +24,8 @@ mod output;
 mod pull;
 #[path = "cfq/push.rs"]
 mod push;
+#[path = "cfq/signals.rs"]
+mod signals;
 
 use std::process::ExitCode;
 
