@@ -1,4 +1,4 @@
-//! What the consumer and producer tests share: an emulator on the test's
+//! What the consumer, producer and `cfq` tests share: an emulator on the test's
 //! runtime, a client that does not retry on its own (so that the helpers'
 //! own backoff is what the tests see), and a way to wait without letting
 //! paused time move.
@@ -95,6 +95,7 @@ pub async fn eventually(
 }
 
 /// A handler that acknowledges at once.
+#[cfg(feature = "consumer")]
 pub async fn ack_now(_message: PulledMessage) -> Result<cf_queues::consumer::Outcome, Infallible> {
     Ok(cf_queues::consumer::Outcome::Ack)
 }

@@ -594,6 +594,143 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
 mod tests {
     use super::*;
 
+    /// Gives `good` bytes, then fails as a disk or a network file system
+    /// can (EIO, ESTALE) in the middle of a file.
+    struct FailingAfter {
+        good: io::Cursor<Vec<u8>>,
+    }
+
+    impl io::Read for FailingAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.good.read(buf)? {
+                0 => Err(io::Error::other("injected EIO")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    fn options(command: &[&str]) -> FileOptions {
+        FileOptions {
+            text_only: false,
+            skip: 0,
+            delay: None,
+            command: command.iter().map(|w| (*w).to_owned()).collect(),
+        }
+    }
+
+    async fn run_lines(
+        queue: &Queue,
+        lines: mpsc::Receiver<Read>,
+        interrupts: Interrupts,
+    ) -> (Summary, Option<Stop>) {
+        let mut summary = Summary {
+            file: "events.ndjson".into(),
+            queue: queue.id().to_owned(),
+            ..Summary::default()
+        };
+        let command = options(&[
+            "cfq",
+            "push",
+            "--queue",
+            queue.id(),
+            "--file",
+            "events.ndjson",
+        ]);
+        let stop = push_lines(
+            queue,
+            cf_queues::Limits::default(),
+            lines,
+            &command,
+            interrupts,
+            &mut summary,
+            &ProgressBar::hidden(),
+        )
+        .await;
+        (summary, stop)
+    }
+
+    /// A read error in the middle of line 151: the 150 lines before it are
+    /// pushed, and the run stops with exit 1, the summary and the whole
+    /// command that resumes at line 151. Before, it exited with neither.
+    #[tokio::test]
+    async fn a_read_error_mid_file_stops_with_the_resume_command() {
+        let emulator = cf_queues::emulator::Emulator::new()
+            .start()
+            .await
+            .expect("emulator");
+        let queue = emulator.client().expect("client").queue("eio").expect("id");
+        let mut good: Vec<u8> = (1..=150)
+            .flat_map(|i| format!("m{i}\n").into_bytes())
+            .collect();
+        good.extend(b"m15");
+        let reader = io::BufReader::with_capacity(
+            64,
+            FailingAfter {
+                good: io::Cursor::new(good),
+            },
+        );
+        let (interrupts, _never) = Interrupts::none();
+        let (summary, stop) = run_lines(&queue, read_ahead(reader), interrupts).await;
+        assert!(
+            matches!(&stop, Some(Stop::Read { line: 151, error }) if error.to_string() == "injected EIO"),
+            "{stop:?}"
+        );
+        assert_eq!((summary.lines, summary.pushed), (150, 150));
+        let stopped = summary.stopped.as_ref().expect("stopped");
+        assert_eq!(stopped.resume_skip, 150);
+        assert_eq!(
+            stopped.resume_command,
+            "cfq push --queue eio --file events.ndjson --skip 150"
+        );
+        assert_eq!(stopped.reason, "cannot read line 151: injected EIO");
+        let failure = ending(stop, &summary, &Context::default()).expect_err("stopped");
+        assert_eq!(failure.code, Code::Local);
+        assert_eq!(
+            failure.message,
+            "cannot read events.ndjson at line 151: injected EIO"
+        );
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some("resume with `cfq push --queue eio --file events.ndjson --skip 150`")
+        );
+        assert_eq!(emulator.metrics("eio").backlog_count, 150);
+    }
+
+    /// A signal before the run sends anything stops it with exit 7 and a
+    /// command that resumes at the first line not pushed.
+    #[tokio::test]
+    async fn a_signal_stops_the_run_where_it_can_resume() {
+        let emulator = cf_queues::emulator::Emulator::new()
+            .start()
+            .await
+            .expect("emulator");
+        let queue = emulator.client().expect("client").queue("sig").expect("id");
+        let reader = io::Cursor::new(b"a\nb\n".to_vec());
+        let (interrupts, signal) = Interrupts::none();
+        signal.send_replace((1, "SIGTERM"));
+        let (summary, stop) = run_lines(&queue, read_ahead(reader), interrupts).await;
+        assert!(
+            matches!(
+                stop,
+                Some(Stop::Interrupted {
+                    signal: "SIGTERM",
+                    abandoned: false
+                })
+            ),
+            "{stop:?}"
+        );
+        assert_eq!((summary.lines, summary.pushed), (0, 0));
+        let failure = ending(stop, &summary, &Context::default()).expect_err("stopped");
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (Code::Partial, "stopped by SIGTERM")
+        );
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some("resume with `cfq push --queue sig --file events.ndjson --skip 0`")
+        );
+    }
+
     #[test]
     fn stdin_loses_one_line_ending() {
         for (read, body) in [
