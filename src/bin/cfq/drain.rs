@@ -4,6 +4,10 @@
 //! drained message after its line is flushed and synced to disk, a moved
 //! one after the push holding it landed. A crash in between leaves the
 //! message in both places (at least once), never in neither.
+//!
+//! A message the API sent without a lease id cannot be settled at all:
+//! it is written or pushed like the others, reported, and left out of the
+//! acknowledgement, which it would otherwise fail for the whole batch.
 
 use std::cell::RefCell;
 use std::collections::HashSet;

@@ -8,6 +8,12 @@
 //! that says so is a whole command, shell-quoted, with every flag that
 //! shapes the run: pasted elsewhere, a `--skip` alone would push the rest
 //! of the file to the wrong queue, or without its delay.
+//!
+//! A read error and SIGINT or SIGTERM stop the run the same way, with the
+//! summary and the resume command: the file is read on a thread of its
+//! own (see [`read_ahead`]) so that a signal is seen even while a read
+//! blocks, and the batch in flight when the first signal comes is awaited,
+//! since abandoning it would leave its fate unknown.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read as _};
