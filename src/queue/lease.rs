@@ -77,7 +77,9 @@ impl Queue {
     /// first attempt did land but its answer was lost, the retry finds the
     /// leases already used: they come back as warnings and the counts are
     /// lower than what was acknowledged. Treat a lease-id warning as "not
-    /// acknowledged by this call", never as "still on the queue".
+    /// acknowledged by this call", never as "still on the queue". A count
+    /// the answer leaves out (the live API has been seen to) is `None`:
+    /// unknown, not 0; the warnings still name what was not applied.
     ///
     /// # Errors
     ///

@@ -210,14 +210,14 @@ enum Stop {
 const READ_AHEAD: usize = 256;
 
 /// A line, or the error met reading the line of that number.
-type Read = Result<NumberedLine, (u64, io::Error)>;
+type ReadLine = Result<NumberedLine, (u64, io::Error)>;
 
 /// Reads `reader` on a thread of its own, into a bounded channel: a read
 /// that blocks (stdin, a stalled network file system) must not keep the
 /// run from seeing a signal, and the process may exit while it blocks. The
 /// thread ends at the end of the file, at the first error, or when the
 /// run stops listening.
-fn read_ahead<R: BufRead + Send + 'static>(reader: R) -> mpsc::Receiver<Read> {
+fn read_ahead<R: BufRead + Send + 'static>(reader: R) -> mpsc::Receiver<ReadLine> {
     let (sender, receiver) = mpsc::channel(READ_AHEAD);
     std::thread::spawn(move || {
         let mut lines = Lines::new(reader);
@@ -267,7 +267,7 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
 async fn push_lines(
     queue: &Queue,
     limits: Limits,
-    mut lines: mpsc::Receiver<Read>,
+    mut lines: mpsc::Receiver<ReadLine>,
     options: &FileOptions,
     mut interrupts: Interrupts,
     summary: &mut Summary,
@@ -330,9 +330,16 @@ async fn push_lines(
     // they go, as they would have. A signal or a failed batch sends no more.
     if matches!(stop, None | Some(Stop::Read { .. }))
         && let Some(last) = planner.take()
-        && let Some(failed) = send(queue, last, summary, progress, &mut interrupts).await
     {
-        stop = Some(failed);
+        match send(queue, last, summary, progress, &mut interrupts).await {
+            // The last batch landed: a signal that came meanwhile has
+            // nothing left to stop.
+            None
+            | Some(Stop::Interrupted {
+                abandoned: false, ..
+            }) => {}
+            failed => stop = failed,
+        }
     }
     if let Some(stop) = &stop {
         let unsettled = planner.take().and_then(|b| b.tags().first().copied());
@@ -626,7 +633,7 @@ mod tests {
 
     async fn run_lines(
         queue: &Queue,
-        lines: mpsc::Receiver<Read>,
+        lines: mpsc::Receiver<ReadLine>,
         interrupts: Interrupts,
     ) -> (Summary, Option<Stop>) {
         let mut summary = Summary {

@@ -57,8 +57,8 @@ impl Interrupts {
         Ok(Interrupts { received })
     }
 
-    /// Interrupts that never come: for tests, and for runs that cannot be
-    /// signalled.
+    /// Interrupts that come only when a test sends them through the
+    /// sender it is given.
     #[cfg(test)]
     pub fn none() -> (Interrupts, watch::Sender<(u32, &'static str)>) {
         let (sender, received) = watch::channel((0, ""));
