@@ -704,3 +704,38 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// An ack answered without `ackCount`: `cfq ack` says how many leases it
+/// sent and that the API did not say how many it applied, never "0".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_answered_without_counts_is_reported_as_unknown() {
+    let server = scripted(|operation, _| match operation {
+        "ack" => (200, success(json!({}))),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let mut ack = cfq_at(&server.base_url);
+    ack.args(["ack", "--queue", "uncounted", "lease-1", "lease-2"]);
+    let acked = run(ack).await;
+    acked.expect_code(0);
+    assert_eq!(
+        acked.one(),
+        json!({"queue": "uncounted", "leases": 2, "acked": null, "warnings": []})
+    );
+    let mut table = cfq_at(&server.base_url);
+    table.args([
+        "ack",
+        "--queue",
+        "uncounted",
+        "--output",
+        "table",
+        "lease-1",
+    ]);
+    let shown = run(table).await;
+    shown.expect_code(0);
+    assert_eq!(
+        shown.stdout,
+        "sent 1 lease to acknowledge; the API did not say how many it applied on uncounted\n"
+    );
+    assert_eq!(server.bodies("ack").len(), 2);
+}
