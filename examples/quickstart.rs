@@ -92,7 +92,7 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "pulled {} messages ({} in the backlog)",
         pulled.messages.len(),
-        pulled.backlog_count
+        known(pulled.backlog_count)
     );
     let mut acks = Acks::new();
     let mut retried_one = false;
@@ -124,14 +124,16 @@ async fn tour(queue: &Queue) -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     println!(
         "extended {} of our {} leases by 60 s; warnings {:?}",
-        extended.extended,
+        known(extended.extended),
         ours_pulled.len(),
         extended.warnings
     );
     let outcome = queue.ack(acks).await?;
     println!(
         "acked {}, retried {}, warnings {:?}",
-        outcome.acked, outcome.retried, outcome.warnings
+        known(outcome.acked),
+        known(outcome.retried),
+        outcome.warnings
     );
 
     let peeked = queue.peek(10).await?;
@@ -173,4 +175,10 @@ fn describe(body: &Body, run: &str) -> (String, bool) {
             Err(e) => (e.to_string(), false),
         },
     }
+}
+
+/// A count the API may leave out: Cloudflare's answers do not always carry
+/// one, and an absent count means unknown, not 0.
+fn known(count: Option<impl std::fmt::Display>) -> String {
+    count.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string())
 }

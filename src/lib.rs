@@ -66,7 +66,8 @@
 //!         }
 //!     }
 //!     let outcome = queue.ack(acks).await?;
-//!     println!("acked {}, retried {}", outcome.acked, outcome.retried);
+//!     // Counts the API left out are None: unknown, not 0.
+//!     println!("acked {:?}, retried {:?}", outcome.acked, outcome.retried);
 //! }
 //! # }
 //! ```

@@ -551,6 +551,19 @@ pub(crate) fn count_u64(n: Option<f64>) -> u64 {
         .map_or(0, |n| n.min(u64::MAX as f64) as u64)
 }
 
+/// A count the API may leave out: `None` when it is absent, or is not a
+/// count (negative, not finite), rather than a 0 that reads as known.
+pub(crate) fn known_u32(n: Option<f64>) -> Option<u32> {
+    n.filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| n.min(f64::from(u32::MAX)) as u32)
+}
+
+/// [`known_u32`] for 64-bit counts.
+pub(crate) fn known_u64(n: Option<f64>) -> Option<u64> {
+    n.filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| n.min(u64::MAX as f64) as u64)
+}
+
 fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -755,6 +768,14 @@ mod tests {
         assert_eq!(count_u32(Some(3.0)), 3);
         assert_eq!(count_u32(Some(1e20)), u32::MAX);
         assert_eq!(count_u64(None), 0);
+        assert_eq!(known_u32(None), None);
+        assert_eq!(known_u32(Some(-1.0)), None);
+        assert_eq!(known_u32(Some(f64::NAN)), None);
+        assert_eq!(known_u32(Some(0.0)), Some(0));
+        assert_eq!(known_u32(Some(3.0)), Some(3));
+        assert_eq!(known_u32(Some(1e20)), Some(u32::MAX));
+        assert_eq!(known_u64(None), None);
+        assert_eq!(known_u64(Some(7.0)), Some(7));
     }
 
     #[test]

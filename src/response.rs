@@ -1,7 +1,9 @@
 //! Typed results, unwrapped from the API's envelopes.
 
 use crate::error::{Error, Result};
-use crate::message::{PeekedMessage, PreviewedMessage, PulledMessage, count_u32, count_u64};
+use crate::message::{
+    PeekedMessage, PreviewedMessage, PulledMessage, count_u32, count_u64, known_u32, known_u64,
+};
 use crate::raw::types;
 
 /// Best-effort queue metrics: returned with pushes and pulls, and by
@@ -55,8 +57,10 @@ impl From<types::PushResult> for PushReceipt {
 pub struct PulledBatch {
     /// The leased messages; empty when none were visible.
     pub messages: Vec<PulledMessage>,
-    /// Unacknowledged messages in the queue (`message_backlog_count`).
-    pub backlog_count: u64,
+    /// Unacknowledged messages in the queue (`message_backlog_count`);
+    /// `None` when the answer did not say (the field was absent, `null` or
+    /// not a count), which is not the same as an empty queue.
+    pub backlog_count: Option<u64>,
     /// Queue metrics, when the API sent them.
     pub metrics: Option<Metrics>,
 }
@@ -70,7 +74,7 @@ impl From<types::PullResult> for PulledBatch {
                 .into_iter()
                 .map(PulledMessage::from)
                 .collect(),
-            backlog_count: count_u64(r.message_backlog_count),
+            backlog_count: known_u64(r.message_backlog_count),
             metrics: metrics(r.metadata),
         }
     }
@@ -119,43 +123,78 @@ fn warnings(w: Option<types::AckWarnings>) -> Vec<Warning> {
 }
 
 /// What an acknowledge-and-retry call did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// The counts are what the API said it applied. Third-party tests of the
+/// live API have seen answers without `ackCount` or `retryCount`: such a
+/// count is `None`, unknown, never a 0 that would read as "nothing was
+/// acknowledged". A call with nothing to send ([`Acks::new`](crate::Acks::new)
+/// as it is) sends no request and knows its counts: `Some(0)`, as
+/// [`AckOutcome::default`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AckOutcome {
-    /// Messages acknowledged (`ackCount`).
-    pub acked: u32,
-    /// Messages retried (`retryCount`).
-    pub retried: u32,
+    /// Messages acknowledged (`ackCount`); `None` when the API did not say.
+    pub acked: Option<u32>,
+    /// Messages retried (`retryCount`); `None` when the API did not say.
+    pub retried: Option<u32>,
     /// Warnings about single leases, such as a stale lease id.
     pub warnings: Vec<Warning>,
+}
+
+/// The outcome of a call with nothing in it: no message acknowledged or
+/// retried, known for certain.
+impl Default for AckOutcome {
+    fn default() -> Self {
+        AckOutcome {
+            acked: Some(0),
+            retried: Some(0),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 impl From<types::AckResult> for AckOutcome {
     fn from(r: types::AckResult) -> Self {
         AckOutcome {
-            acked: count_u32(r.ack_count),
-            retried: count_u32(r.retry_count),
+            acked: known_u32(r.ack_count),
+            retried: known_u32(r.retry_count),
             warnings: warnings(r.warnings),
         }
     }
 }
 
 /// What a lease extension did; see [`Queue::extend`](crate::Queue::extend).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// `extendCount` is optional in Cloudflare's published description: when
+/// the answer lacks it, [`ExtendOutcome::extended`] is `None`, and the
+/// warnings alone say which leases were not extended. An empty call sends
+/// no request and knows its count: `Some(0)`, as
+/// [`ExtendOutcome::default`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExtendOutcome {
-    /// Leases extended (`extendCount`).
-    pub extended: u32,
+    /// Leases extended (`extendCount`); `None` when the API did not say.
+    pub extended: Option<u32>,
     /// Warnings about single leases: a lease whose message was delivered
     /// again, given back by a retry, or deleted is not extended (the cases
     /// are listed on [`Queue::extend`](crate::Queue::extend)).
     pub warnings: Vec<Warning>,
 }
 
+/// The outcome of an extension of no lease: none extended, known for certain.
+impl Default for ExtendOutcome {
+    fn default() -> Self {
+        ExtendOutcome {
+            extended: Some(0),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 impl From<types::ExtendResult> for ExtendOutcome {
     fn from(r: types::ExtendResult) -> Self {
         ExtendOutcome {
-            extended: count_u32(r.extend_count),
+            extended: known_u32(r.extend_count),
             warnings: warnings(r.warnings),
         }
     }

@@ -42,8 +42,10 @@ Exit codes:
   5  API error: any other failure answered by the API
   6  network: the API could not be reached, or did not answer in time
   7  partial: the command ran to its end but left something behind: lines of a file
-     not pushed, messages not moved, leases or refs answered with warnings, a purge --all
-     that started but did not complete within --timeout
+     not pushed, messages not moved, leases or refs answered with warnings, messages that
+     came without a lease id (written, pushed or printed, but not settled), a purge --all
+     that started but did not complete within --timeout; also a push --file or replay
+     stopped by SIGINT or SIGTERM (it prints its summary and the command that resumes it)
 
 The message file format (what `drain` writes, `push --file` and `replay` read):
   UTF-8, one message per line. Blank lines are skipped. A line that is a JSON object with a
@@ -62,10 +64,14 @@ The message file format (what `drain` writes, `push --file` and `replay` read):
   message (a trailing CR is dropped; --text makes every line text, records included). To push
   a JSON object that has a top-level \"cfq\" key of its own, write it as a record:
   {\"cfq\":1,\"content_type\":\"json\",\"body\":{…}}.
-  A line that starts like a record but does not parse (as a line torn by a crash) is refused,
-  never pushed as text; so is a last line without a line ending that is the start of a
-  record's opening ({, {\"c, {\"cf…). Records whose body HTTP cannot push (bytes, v8, JSON
-  that is not an object) stay in the file and are reported by line number; nothing is dropped.";
+  A line a reader cannot trust is refused, wherever it stands in the file: a line that starts
+  with { (after blanks) but is not a JSON object (a typo, or a record torn by a crash, with or
+  without the line ending drain adds to heal it), and a line with a NUL byte (what a power
+  loss can leave), the latter even with --text. A refused line is never pushed, as text or
+  otherwise: it is named by its number and reason on stderr and in the summary's \"refused\",
+  it stays in the file, the rest of the file still goes, and the run exits 7. Records whose
+  body HTTP cannot push (bytes, v8, JSON that is not an object) are refused the same way;
+  nothing is dropped.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -222,7 +228,12 @@ order and the run stops at the first batch that fails, reporting the lines it he
 whole command that resumes right there: the same queue and flags, with --skip N, quoted for \
 the shell. Without a terminal, a line on stderr follows every batch that landed, so that a \
 killed run can be resumed from its log. A batch that failed in a way that leaves it unknown \
-whether it landed (a 5xx, a timeout) is said to be so: resuming may push it twice.";
+whether it landed (a 5xx, a timeout) is said to be so: resuming may push it twice.
+
+Every way the run can stop prints the summary and the resume command: a failed batch, a read \
+error (exit 1), and SIGINT or SIGTERM (exit 7). On the first signal the batch in flight is \
+awaited, within the call's deadline, and nothing more is sent; a second signal stops at once, \
+and the batch it abandons is reported as one that may have landed.";
 
 const PULL_LONG: &str = "\
 Lease up to --batch messages for --visibility and print them, with the body decoded.
@@ -230,7 +241,8 @@ Lease up to --batch messages for --visibility and print them, with the body deco
 A pulled message has used one of its attempts. Acknowledge it with --ack (after it was \
 printed), give it back with --retry-after, or settle it later with `cfq ack`/`cfq retry` and \
 its lease id; otherwise it comes back after the visibility timeout. To look without leasing, \
-use `cfq peek`.
+use `cfq peek`. A message the API sent without a lease id is printed but cannot be settled: \
+--ack and --retry-after settle the others and exit 7.
 
 Pulling needs HTTP pull enabled on the queue (`wrangler queues consumer http add QUEUE_NAME`).";
 
@@ -243,6 +255,11 @@ disk (fsync). A drain killed at any point loses nothing: what was not acknowledg
 on the queue after the visibility timeout. At least once: a message whose line was synced but \
 whose acknowledgement did not land is in the file and back on the queue, so a second drain \
 writes it again.
+
+A message the API sent without a lease id cannot be acknowledged: it is written, reported by \
+line (exit 7), and the rest of its batch is acknowledged. It comes back after the visibility \
+timeout, and each later delivery is written again and counted, so the file holds at most \
+max_retries copies of it (the queue then drops it, or moves it to its dead-letter queue).
 
 FILE is appended to, never truncated. Bodies HTTP cannot push back (bytes, v8) are kept too, \
 and reported by line. Push the file back with `cfq replay FILE --to QUEUE`.";
@@ -263,7 +280,11 @@ left on its queue, unacknowledged, and reported. While the run goes, its lease i
 (which uses no attempt), so that the run never pulls it twice, however long it lasts; it comes \
 back on its queue --visibility after the run ends, having used the one attempt of its pull (a \
 message left behind by many runs reaches the queue's max_retries like any other). Should its \
-lease not be kept (the extensions fail), the run stops early rather than pull it again.";
+lease not be kept (the extensions fail), the run stops early rather than pull it again.
+
+A message the API sent without a lease id is pushed but cannot be acknowledged: it is \
+reported (exit 7), the others are acknowledged, and it stays on --queue too. Each later \
+delivery of it is pushed again and counted, so --to gets at most max_retries copies.";
 
 const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.

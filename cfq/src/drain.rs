@@ -4,6 +4,10 @@
 //! drained message after its line is flushed and synced to disk, a moved
 //! one after the push holding it landed. A crash in between leaves the
 //! message in both places (at least once), never in neither.
+//!
+//! A message the API sent without a lease id cannot be settled at all:
+//! it is written or pushed like the others, reported, and left out of the
+//! acknowledgement, which it would otherwise fail for the whole batch.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -23,7 +27,7 @@ use crate::args::{DrainArgs, MoveArgs};
 use crate::exit::{Code, Failure};
 use crate::ndjson::Received;
 use crate::output::{line_ranges, note, plural};
-use crate::pull::warn_about;
+use crate::pull::{has_lease, warn_about};
 
 #[derive(Debug, Serialize)]
 struct Drained<'a> {
@@ -35,6 +39,10 @@ struct Drained<'a> {
     /// Acknowledgements answered with a warning: those messages are in
     /// the file and may still be on the queue.
     ack_warnings: usize,
+    /// Line numbers of records of messages the API sent without a lease
+    /// id: in the file, but not acknowledged, so still on the queue (see
+    /// [`unsettleable`]).
+    unsettleable_lines: Vec<u64>,
 }
 
 pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure> {
@@ -54,6 +62,7 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
         drained: 0,
         not_pushable_lines: Vec::new(),
         ack_warnings: 0,
+        unsettleable_lines: Vec::new(),
     };
     loop {
         let want = match args.max {
@@ -76,6 +85,7 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
         }
         let mut lines = Vec::new();
         let mut acks = Acks::new();
+        let mut acking = 0u64;
         for message in &batch.messages {
             let record = Received::pulled(message).without_token().record();
             line += 1;
@@ -85,7 +95,17 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
             serde_json::to_writer(&mut lines, &record)
                 .map_err(|e| Failure::local(format_args!("cannot encode a record: {e}")))?;
             lines.push(b'\n');
-            acks = acks.ack(message);
+            if has_lease(message) {
+                acks = acks.ack(message);
+                acking += 1;
+            } else {
+                unsettleable(
+                    message,
+                    format_args!("written to line {line}"),
+                    session.queue.id(),
+                );
+                report.unsettleable_lines.push(line);
+            }
         }
         file.write_all(&lines)
             .and_then(|()| file.flush())
@@ -97,7 +117,7 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
             session.fail(&e).with_hint(format_args!(
                 "the last {} are in {} but were not acknowledged: they come back on the queue \
                  after the visibility timeout, and a new drain appends them again",
-                plural(count, "message"),
+                plural(acking, "message"),
                 path.display()
             ))
         })?;
@@ -126,12 +146,38 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
                 line_ranges(&report.not_pushable_lines)
             ))?;
         }
+        if !report.unsettleable_lines.is_empty() {
+            session.out.line(&format!(
+                "{} came without a lease id and could not be acknowledged: they are in the file \
+                 (lines {}) and still on the queue",
+                plural(report.unsettleable_lines.len() as u64, "message"),
+                line_ranges(&report.unsettleable_lines)
+            ))?;
+        }
     }
-    Ok(if report.ack_warnings > 0 {
-        Code::Partial
-    } else {
-        Code::Ok
-    })
+    Ok(
+        if report.ack_warnings > 0 || !report.unsettleable_lines.is_empty() {
+            Code::Partial
+        } else {
+            Code::Ok
+        },
+    )
+}
+
+/// Says on stderr that `message` came without a lease id, so that it
+/// cannot be acknowledged: `done` is what happened to it all the same
+/// (written, pushed). Nothing can settle it, so the queue delivers it
+/// again after the visibility timeout, and each delivery is written (or
+/// pushed) again, until its attempts run out (`max_retries`): at most
+/// that many copies, each reported. Acknowledging the others with it
+/// would fail the whole call, which would duplicate all of them on every
+/// run instead.
+fn unsettleable(message: &PulledMessage, done: std::fmt::Arguments<'_>, queue: &str) {
+    note(format_args!(
+        "warning: message {} came without a lease id: {done}, but it cannot be acknowledged; \
+         it stays on {queue} and comes back after the visibility timeout (attempt {})",
+        message.id, message.attempts
+    ));
 }
 
 /// Opens a drain file for appending; gives it with the number of lines it
@@ -193,6 +239,17 @@ struct Moved<'a> {
     /// Why the run stopped before the queue was empty, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped: Option<String>,
+    /// Messages pushed to the destination that the API sent without a
+    /// lease id: they cannot be acknowledged, so they are on both queues
+    /// (see [`unsettleable`]).
+    unsettleable: Vec<Unsettleable>,
+}
+
+#[derive(Debug, Serialize)]
+struct Unsettleable {
+    id: String,
+    attempts: u32,
+    timestamp_ms: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -233,6 +290,7 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
         moved: 0,
         left: Vec::new(),
         stopped: None,
+        unsettleable: Vec::new(),
     };
     let held = RefCell::new(Vec::new());
     // The leases are kept in the same task as the run, beside it: when the
@@ -242,11 +300,13 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
         never = keep_leased(source, &held, args.visibility) => match never {},
     }
     print_moved(session, &report)?;
-    Ok(if report.left.is_empty() && report.stopped.is_none() {
-        Code::Ok
-    } else {
-        Code::Partial
-    })
+    Ok(
+        if report.left.is_empty() && report.stopped.is_none() && report.unsettleable.is_empty() {
+            Code::Ok
+        } else {
+            Code::Partial
+        },
+    )
 }
 
 /// Pulls, pushes and acknowledges until a pull comes back empty.
@@ -303,10 +363,14 @@ async fn redrive(
                 },
                 Err(e) => e.to_string(),
             };
-            held.borrow_mut().push(Held {
-                lease: message.lease_id.clone(),
-                until: sent + args.visibility,
-            });
+            // Without a lease id there is nothing to extend: such a message
+            // comes back after the visibility timeout, and may be pulled again.
+            if has_lease(message) {
+                held.borrow_mut().push(Held {
+                    lease: message.lease_id.clone(),
+                    until: sent + args.visibility,
+                });
+            }
             note(format_args!(
                 "message {} left on {}: {refused}",
                 message.id,
@@ -342,8 +406,22 @@ async fn redrive(
                 ));
             }
             // The push landed: only now may the messages leave their queue.
-            settle(session, source, &moving).await?;
-            report.moved += moving.len() as u64;
+            let (settling, unsettled): (Vec<&PulledMessage>, Vec<&PulledMessage>) =
+                moving.into_iter().partition(|m| has_lease(m));
+            for message in unsettled {
+                unsettleable(
+                    message,
+                    format_args!("pushed to {}", destination.id()),
+                    source.id(),
+                );
+                report.unsettleable.push(Unsettleable {
+                    id: message.id.clone(),
+                    attempts: message.attempts,
+                    timestamp_ms: message.timestamp_ms,
+                });
+            }
+            settle(session, source, &settling).await?;
+            report.moved += settling.len() as u64;
         }
     }
     Ok(())
@@ -419,6 +497,16 @@ fn print_moved(session: &Session, report: &Moved<'_>) -> Result<(), Failure> {
     ))?;
     if let Some(reason) = &report.stopped {
         session.out.line(&format!("stopped early: {reason}"))?;
+    }
+    if !report.unsettleable.is_empty() {
+        let ids: Vec<&str> = report.unsettleable.iter().map(|u| u.id.as_str()).collect();
+        session.out.line(&format!(
+            "{} pushed to {} came without a lease id and could not be acknowledged: they are \
+             on both queues ({})",
+            plural(ids.len() as u64, "message"),
+            report.to,
+            ids.join(", ")
+        ))?;
     }
     if !report.left.is_empty() {
         session.out.line(&format!(

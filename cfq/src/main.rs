@@ -13,6 +13,7 @@ mod ndjson;
 mod output;
 mod pull;
 mod push;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -57,7 +57,8 @@ impl<'a> Received<'a> {
             timestamp_ms: m.timestamp_ms,
             metadata: &m.metadata,
             body: m.body(),
-            token: Some(m.lease_id.as_str()),
+            // A message the API sent without a lease has none to print.
+            token: Some(m.lease_id.as_str()).filter(|lease| !lease.is_empty()),
             token_key: TokenKey::Lease,
         }
     }
@@ -172,10 +173,22 @@ pub enum Line {
     NotPushable(String),
 }
 
-/// Reads one line (without its line ending). `terminated` says whether a
-/// line ending closed it: only the last line of a file can lack one, and
-/// that is where a write cut short by a crash ends.
-pub fn parse_line(line: &str, text_only: bool, terminated: bool) -> Line {
+/// Reads one line (without its line ending).
+///
+/// A line this cannot trust is [`Line::Bad`], wherever it stands in the
+/// file: one holding a NUL byte (a crash on some file systems leaves the
+/// unwritten end of a file as zeros), and, unless `text_only`, one that
+/// starts with `{` but is not a JSON object. That covers every record
+/// torn by a crash, with or without the line ending `drain` adds when it
+/// next opens the file, as well as a hand-written object with a typo:
+/// pushed as text, either would reach consumers as something nobody
+/// wrote. `text_only` (`--text`) takes every other line as written.
+pub fn parse_line(line: &str, text_only: bool) -> Line {
+    if line.contains('\0') {
+        return Line::Bad(
+            "contains a NUL byte (a crash can leave zeros where a line was being written)".into(),
+        );
+    }
     if line.trim().is_empty() {
         return Line::Blank;
     }
@@ -192,14 +205,28 @@ pub fn parse_line(line: &str, text_only: bool, terminated: bool) -> Line {
             Ok(message) => Line::Message(message),
             Err(e) => Line::Bad(e.to_string()),
         },
-        // A torn record (a crash mid-write) must not go out as text.
-        _ if looks_like_record(trimmed) => {
-            Line::Bad("starts like a cfq record but is not valid JSON (a torn line?)".into())
+        _ if looks_like_record(trimmed) || torn_opening(trimmed) => {
+            Line::Bad("starts like a cfq record but is not a whole one (a torn line?)".into())
         }
-        _ if !terminated && torn_opening(trimmed) => Line::Bad(
-            "the file ends with the start of a cfq record, not a whole line (a torn line?)".into(),
-        ),
-        _ => Line::Message(Message::text(line)),
+        // A line that opens with `{` can only parse as an object.
+        Ok(_) => Line::Bad("starts with { but is not a JSON object".into()),
+        Err(e) => Line::Bad(format!(
+            "starts with {{ but is not a JSON object: {}",
+            json_fault(&e)
+        )),
+    }
+}
+
+/// What is wrong with a line's JSON, located by column: serde's own text
+/// says "line 1", which reads as the file's first line.
+fn json_fault(error: &serde_json::Error) -> String {
+    match error.classify() {
+        serde_json::error::Category::Eof => "it ends before the object does".to_owned(),
+        _ => {
+            let text = error.to_string();
+            let what = text.split(" at line ").next().unwrap_or(&text);
+            format!("{what} at column {}", error.column())
+        }
     }
 }
 
@@ -214,9 +241,7 @@ fn looks_like_record(trimmed: &str) -> bool {
 const RECORD_KEY: &str = "\"cfq\"";
 
 /// A record cut within its first bytes (`{`, `{"c`) no longer says it is
-/// one. Such a fragment at the very end of a file, with no line ending, is
-/// what a crash mid-write leaves; as a hand-written message it would be
-/// odd, and refusing it keeps it in the file, where it can be looked at.
+/// one; named as what it most likely is.
 fn torn_opening(trimmed: &str) -> bool {
     match trimmed.strip_prefix('{') {
         Some(rest) => RECORD_KEY.starts_with(rest.trim_start()),
@@ -284,8 +309,6 @@ pub struct NumberedLine {
     pub text: Result<String, String>,
     /// How many bytes it took in the file, line ending included.
     pub bytes: usize,
-    /// Whether a line ending closed it (all but maybe the last line do).
-    pub terminated: bool,
 }
 
 /// Reads the lines of a message file one by one, numbered from 1, without
@@ -305,6 +328,11 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
+    /// How many lines were read so far.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
     /// The next line, if any.
     pub fn next_line(&mut self) -> io::Result<Option<NumberedLine>> {
         self.buffer.clear();
@@ -313,8 +341,7 @@ impl<R: BufRead> Lines<R> {
             return Ok(None);
         }
         self.number += 1;
-        let terminated = self.buffer.last() == Some(&b'\n');
-        if terminated {
+        if self.buffer.last() == Some(&b'\n') {
             self.buffer.pop();
             if self.buffer.last() == Some(&b'\r') {
                 self.buffer.pop();
@@ -326,7 +353,6 @@ impl<R: BufRead> Lines<R> {
             number: self.number,
             text,
             bytes: read,
-            terminated,
         }))
     }
 }
@@ -335,9 +361,8 @@ impl<R: BufRead> Lines<R> {
 mod tests {
     use super::*;
 
-    /// A line that a line ending closed.
     fn parse(line: &str, text_only: bool) -> Line {
-        parse_line(line, text_only, true)
+        parse_line(line, text_only)
     }
 
     fn message(line: &str) -> Message {
@@ -351,7 +376,6 @@ mod tests {
     fn plain_lines() {
         assert_eq!(message("hello"), Message::text("hello"));
         assert_eq!(message("[1, 2]"), Message::text("[1, 2]"));
-        assert_eq!(message("{not json"), Message::text("{not json"));
         assert_eq!(
             message(r#"{"order": 42}"#),
             Message::json(&serde_json::json!({"order": 42})).unwrap()
@@ -392,56 +416,93 @@ mod tests {
         let mut lines = Lines::new(&b"a\r\nb\n\xff\nc"[..]);
         let mut seen = Vec::new();
         while let Some(line) = lines.next_line().unwrap() {
-            seen.push((line.number, line.text.ok(), line.terminated));
+            seen.push((line.number, line.text.ok(), line.bytes));
         }
         assert_eq!(
             seen,
             [
-                (1, Some("a".into()), true),
-                (2, Some("b".into()), true),
-                (3, None, true),
-                (4, Some("c".into()), false)
+                (1, Some("a".into()), 3),
+                (2, Some("b".into()), 2),
+                (3, None, 2),
+                (4, Some("c".into()), 1)
             ]
         );
     }
 
-    #[test]
-    fn a_record_torn_in_its_first_bytes_ends_no_file_as_text() {
-        for tail in [
-            "{",
-            "{\"",
-            "{\"c",
-            "{\"cf",
-            "{\"cfq",
-            "{\"cfq\"",
-            "  { \"cf",
-            "{\"cfq\":1,\"co",
-        ] {
-            assert!(
-                matches!(parse_line(tail, false, false), Line::Bad(_)),
-                "{tail:?}"
-            );
+    fn bad(line: &str, text_only: bool) -> String {
+        match parse(line, text_only) {
+            Line::Bad(reason) => reason,
+            other => panic!("{line:?}: {other:?}"),
         }
-        // Not a prefix of a record's opening, or closed by a line ending:
-        // text, as any other line.
-        for (line, terminated) in [
-            ("{\"cx", false),
-            ("{c", false),
-            ("{ not json", false),
-            ("x{\"cf", false),
-            ("{\"cf", true),
-            ("{", true),
+    }
+
+    /// A torn record, wherever it stands and whether or not a line ending
+    /// followed it (drain adds one to heal a torn tail), is refused:
+    /// before, a terminated `{"cf` was pushed as text.
+    #[test]
+    fn a_torn_record_is_refused_wherever_it_stands() {
+        let record =
+            r#"{"cfq":1,"id":"m","attempts":1,"content_type":"text","body":"hi","metadata":{}}"#;
+        for end in 1..record.len() {
+            let reason = bad(&record[..end], false);
+            assert!(reason.contains("torn"), "{:?}: {reason}", &record[..end]);
+        }
+        assert_eq!(message(record), Message::text("hi"));
+        for tail in ["  { \"cf", "{ \"cfq\" : 1, \"co", "\t{"] {
+            assert!(bad(tail, false).contains("torn"), "{tail:?}");
+        }
+    }
+
+    /// A line that starts with `{` (after blanks) is a JSON object or is
+    /// refused; it is never pushed as text. Before, these went as text.
+    #[test]
+    fn a_line_opening_with_a_brace_is_an_object_or_refused() {
+        for (line, reason) in [
+            (
+                r#"{"broken": "#,
+                "starts with { but is not a JSON object: it ends before the object does",
+            ),
+            (
+                "{not json",
+                "starts with { but is not a JSON object: key must be a string at column 2",
+            ),
+            (
+                r#"  {"a": 1} trailing"#,
+                "starts with { but is not a JSON object: trailing characters at column 12",
+            ),
+            (
+                "{\"a\": 1,}",
+                "starts with { but is not a JSON object: trailing comma at column 9",
+            ),
         ] {
+            assert_eq!(bad(line, false), reason, "{line:?}");
+        }
+        // --text keeps its meaning: every line as written.
+        for line in [r#"{"broken": "#, "{not json", "{\"cf", "{\"cfq\":1,\"co"] {
             assert_eq!(
-                match parse_line(line, false, terminated) {
+                match parse(line, true) {
                     Line::Message(m) => m,
                     other => panic!("{line:?}: {other:?}"),
                 },
-                Message::text(line),
-                "{line:?}"
+                Message::text(line)
             );
         }
-        // --text pushes every line as text, fragments included.
-        assert!(matches!(parse_line("{\"cf", true, false), Line::Message(_)));
+        // Not opening with a brace: text, as before.
+        assert_eq!(message("x{\"cf"), Message::text("x{\"cf"));
+        assert_eq!(message("[1, 2"), Message::text("[1, 2"));
+    }
+
+    /// A NUL byte is refused in any mode, --text included: it is what a
+    /// power loss leaves, not what anyone wrote.
+    #[test]
+    fn a_line_with_a_nul_byte_is_refused_in_every_mode() {
+        for line in ["\0\0\0\0", "abc\0", "{\"a\":\"\0\"}", "\0"] {
+            for text_only in [false, true] {
+                assert!(
+                    bad(line, text_only).contains("NUL byte"),
+                    "{line:?} {text_only}"
+                );
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Read as _};
 
-use cf_queues::{Acks, PullOptions, Warning};
+use cf_queues::{Acks, PullOptions, PulledMessage, Warning};
 use serde::Serialize;
 
 use crate::Session;
@@ -26,9 +26,31 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
     // written (stdout closed) is left to come back after its lease.
     let printed = print_settling(session, &received);
     let count = printed.as_ref().map_or_else(|(n, _)| *n, |n| *n);
-    let settled = &batch.messages[..count];
+    let settling = args.ack || args.retry_after.is_some();
     let mut acks = Acks::new();
-    for message in settled {
+    let mut leases = 0u64;
+    let mut unsettleable = 0u64;
+    for message in &batch.messages[..count] {
+        if !settling {
+            break;
+        }
+        // The API sent it without a lease: nothing can acknowledge it, and
+        // asking would fail the call for every other message.
+        if !has_lease(message) {
+            unsettleable += 1;
+            note(format_args!(
+                "warning: message {} came without a lease id: it was printed but cannot be {}; \
+                 it comes back after the visibility timeout",
+                message.id,
+                if args.ack {
+                    "acknowledged"
+                } else {
+                    "given back"
+                }
+            ));
+            continue;
+        }
+        leases += 1;
         acks = match (args.ack, args.retry_after) {
             (true, _) => acks.ack(message),
             (false, Some(delay)) if delay.is_zero() => acks.retry(message),
@@ -46,13 +68,13 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
     }
     if args.ack {
         note(format_args!(
-            "acknowledged {}",
-            plural(outcome.acked, "message")
+            "{}",
+            applied("acknowledged", "acknowledge", outcome.acked, leases)
         ));
     } else if args.retry_after.is_some() {
         note(format_args!(
-            "gave back {}",
-            plural(outcome.retried, "message")
+            "{}",
+            applied("gave back", "give back", outcome.retried, leases)
         ));
     } else if !batch.messages.is_empty() {
         note(format_args!(
@@ -62,11 +84,29 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
         ));
     }
     warn_about(&outcome.warnings, "lease");
-    Ok(if outcome.warnings.is_empty() {
+    Ok(if outcome.warnings.is_empty() && unsettleable == 0 {
         Code::Ok
     } else {
         Code::Partial
     })
+}
+
+/// Whether a pulled message can be settled: the API sent its lease id.
+pub fn has_lease(message: &PulledMessage) -> bool {
+    !message.lease_id.as_str().is_empty()
+}
+
+/// What a settling call did, as far as the API said: `done` messages
+/// when it gave a count, otherwise the leases sent and that it did not
+/// say how many it applied.
+fn applied(done: &str, to_do: &str, count: Option<u32>, sent: u64) -> String {
+    match count {
+        Some(n) => format!("{done} {}", plural(n, "message")),
+        None => format!(
+            "sent {} to {to_do}; the API did not say how many it applied",
+            plural(sent, "lease")
+        ),
+    }
 }
 
 /// Prints messages one by one; gives how many were printed, with the
@@ -98,15 +138,19 @@ pub async fn peek(session: &Session, args: &PeekArgs) -> Result<Code, Failure> {
     Ok(Code::Ok)
 }
 
+/// The report of `ack`, `retry` and `extend`. Each count is there for the
+/// command that asks for it, and `null` when the API's answer left it out
+/// (it may: absent means unknown, not 0); `leases` is how many were sent.
 #[derive(Debug, Serialize)]
 struct Settled<'a> {
     queue: &'a str,
+    leases: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
-    acked: Option<u32>,
+    acked: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    retried: Option<u32>,
+    retried: Option<Option<u32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    extended: Option<u32>,
+    extended: Option<Option<u32>>,
     warnings: Vec<WarningLine<'a>>,
 }
 
@@ -154,6 +198,7 @@ pub async fn ack(session: &Session, args: &AckArgs) -> Result<Code, Failure> {
         session,
         Settled {
             queue: session.queue.id(),
+            leases: leases.len(),
             acked: Some(outcome.acked),
             retried: None,
             extended: None,
@@ -178,6 +223,7 @@ pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure>
         session,
         Settled {
             queue: session.queue.id(),
+            leases: leases.len(),
             acked: None,
             retried: Some(outcome.retried),
             extended: None,
@@ -191,13 +237,14 @@ pub async fn extend(session: &Session, args: &ExtendArgs) -> Result<Code, Failur
     let leases = tokens(&args.leases)?;
     let outcome = session
         .queue
-        .extend(leases, args.visibility)
+        .extend(leases.iter().map(String::as_str), args.visibility)
         .await
         .map_err(|e| session.fail(&e))?;
     settled(
         session,
         Settled {
             queue: session.queue.id(),
+            leases: leases.len(),
             acked: None,
             retried: None,
             extended: Some(outcome.extended),
@@ -212,14 +259,18 @@ fn settled(session: &Session, report: Settled<'_>, warnings: &[Warning]) -> Resu
         session.out.json_line(&report)?;
     } else {
         let mut parts = Vec::new();
+        let sent = report.leases as u64;
         if let Some(n) = report.acked {
-            parts.push(format!("acknowledged {}", plural(n, "message")));
+            parts.push(applied("acknowledged", "acknowledge", n, sent));
         }
         if let Some(n) = report.retried {
-            parts.push(format!("gave back {}", plural(n, "message")));
+            parts.push(applied("gave back", "give back", n, sent));
         }
         if let Some(n) = report.extended {
-            parts.push(format!("extended {}", plural(n, "lease")));
+            parts.push(match n {
+                Some(n) => format!("extended {}", plural(n, "lease")),
+                None => applied("", "extend", None, sent),
+            });
         }
         session
             .out

@@ -8,21 +8,29 @@
 //! that says so is a whole command, shell-quoted, with every flag that
 //! shapes the run: pasted elsewhere, a `--skip` alone would push the rest
 //! of the file to the wrong queue, or without its delay.
+//!
+//! A read error and SIGINT or SIGTERM stop the run the same way, with the
+//! summary and the resume command: the file is read on a thread of its
+//! own (see [`read_ahead`]) so that a signal is seen even while a read
+//! blocks, and the batch in flight when the first signal comes is awaited,
+//! since abandoning it would leave its fate unknown.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read as _};
 use std::path::Path;
 use std::time::Duration;
 
-use cf_queues::{BatchPlanner, Message, PlannedBatch, Queue};
+use cf_queues::{BatchPlanner, Limits, Message, PlannedBatch, Queue};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
+use tokio::sync::mpsc;
 
 use crate::Session;
 use crate::args::{PushArgs, ReplayArgs};
-use crate::exit::{Code, Failure, may_have_landed};
-use crate::ndjson::{Line, Lines};
+use crate::exit::{Code, Context, Failure, may_have_landed};
+use crate::ndjson::{Line, Lines, NumberedLine};
 use crate::output::{command_line, line_ranges, note, plural};
+use crate::signals::Interrupts;
 
 pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     if let Some(file) = &args.file {
@@ -132,7 +140,7 @@ struct FileOptions {
     command: Vec<String>,
 }
 
-/// The summary of a file pushed, printed at the end.
+/// The summary of a file pushed, printed however the run ends.
 #[derive(Debug, Default, Serialize)]
 struct Summary {
     file: String,
@@ -144,9 +152,14 @@ struct Summary {
     pushed: u64,
     /// Lines that were not pushed and stay in the file, by number.
     refused: Vec<Refused>,
-    /// The batch the run stopped at, if any.
+    /// The batch the run stopped at, if any: one that failed, or that a
+    /// second signal abandoned in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
     failed: Option<FailedBatch>,
+    /// Why the run stopped before the end of the file, and how to resume
+    /// it; absent when it read the whole file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped: Option<Stopped>,
 }
 
 #[derive(Debug, Serialize)]
@@ -159,7 +172,8 @@ struct Refused {
 struct FailedBatch {
     lines: Vec<u64>,
     error: String,
-    /// Whether the batch may have landed all the same (a 5xx, a timeout).
+    /// Whether the batch may have landed all the same (a 5xx, a timeout,
+    /// a request abandoned in flight).
     may_have_landed: bool,
     /// `--skip` this to resume at the batch.
     resume_skip: u64,
@@ -167,29 +181,120 @@ struct FailedBatch {
     resume_command: String,
 }
 
+#[derive(Debug, Serialize)]
+struct Stopped {
+    /// What stopped the run, in a few words.
+    reason: String,
+    /// `--skip` this to resume at the first line not settled.
+    resume_skip: u64,
+    /// The whole command that resumes there, shell-quoted.
+    resume_command: String,
+}
+
+/// Why a run ended before the end of its file.
+#[derive(Debug)]
+enum Stop {
+    /// A batch failed.
+    Failed(cf_queues::Error),
+    /// The file could not be read at this line.
+    Read { line: u64, error: io::Error },
+    /// A signal asked to stop; `abandoned` when a second one dropped the
+    /// batch in flight.
+    Interrupted {
+        signal: &'static str,
+        abandoned: bool,
+    },
+}
+
+/// How many lines a reader may read ahead of the pushes.
+const READ_AHEAD: usize = 256;
+
+/// A line, or the error met reading the line of that number.
+type ReadLine = Result<NumberedLine, (u64, io::Error)>;
+
+/// Reads `reader` on a thread of its own, into a bounded channel: a read
+/// that blocks (stdin, a stalled network file system) must not keep the
+/// run from seeing a signal, and the process may exit while it blocks. The
+/// thread ends at the end of the file, at the first error, or when the
+/// run stops listening.
+fn read_ahead<R: BufRead + Send + 'static>(reader: R) -> mpsc::Receiver<ReadLine> {
+    let (sender, receiver) = mpsc::channel(READ_AHEAD);
+    std::thread::spawn(move || {
+        let mut lines = Lines::new(reader);
+        loop {
+            let next = match lines.next_line() {
+                Ok(Some(line)) => Ok(line),
+                Ok(None) => return,
+                Err(error) => Err((lines.number() + 1, error)),
+            };
+            let failed = next.is_err();
+            if sender.blocking_send(next).is_err() || failed {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
 async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Result<Code, Failure> {
     let (reader, size) = open(path)?;
+    let interrupts = Interrupts::watch()
+        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
     let progress = progress_bar(size);
-    let mut lines = Lines::new(reader);
-    let mut planner = BatchPlanner::new(*session.client.limits());
     let mut summary = Summary {
         file: path.display().to_string(),
         queue: session.queue.id().to_owned(),
         ..Summary::default()
     };
-    let mut stopped = None;
-    while stopped.is_none() {
-        let next = lines
-            .next_line()
-            .map_err(|e| Failure::local(format_args!("cannot read {}: {e}", path.display())))?;
-        let Some(crate::ndjson::NumberedLine {
+    let stop = push_lines(
+        &session.queue,
+        *session.client.limits(),
+        read_ahead(reader),
+        options,
+        interrupts,
+        &mut summary,
+        &progress,
+    )
+    .await;
+    progress.finish_and_clear();
+    print_summary(session, &summary)?;
+    ending(stop, &summary, &session.context())
+}
+
+/// Pushes the lines `lines` brings, in batches, one batch at a time, until
+/// the end of the file or a [`Stop`]; fills `summary` in either way, its
+/// resume command included.
+async fn push_lines(
+    queue: &Queue,
+    limits: Limits,
+    mut lines: mpsc::Receiver<ReadLine>,
+    options: &FileOptions,
+    mut interrupts: Interrupts,
+    summary: &mut Summary,
+    progress: &ProgressBar,
+) -> Option<Stop> {
+    let mut planner = BatchPlanner::new(limits);
+    let mut stop = None;
+    while stop.is_none() {
+        let next = tokio::select! {
+            biased;
+            () = interrupts.reached(1) => {
+                stop = Some(interrupted(&interrupts, false));
+                break;
+            }
+            next = lines.recv() => next,
+        };
+        let NumberedLine {
             number,
             text,
             bytes,
-            terminated,
-        }) = next
-        else {
-            break;
+        } = match next {
+            None => break,
+            Some(Ok(line)) => line,
+            Some(Err((line, error))) => {
+                stop = Some(Stop::Read { line, error });
+                break;
+            }
         };
         progress.inc(bytes as u64);
         summary.lines = number;
@@ -198,7 +303,7 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
             continue;
         }
         let parsed = match text {
-            Ok(text) => crate::ndjson::parse_line(&text, options.text_only, terminated),
+            Ok(text) => crate::ndjson::parse_line(&text, options.text_only),
             Err(reason) => Line::Bad(reason),
         };
         let message = match parsed {
@@ -207,11 +312,7 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
                 continue;
             }
             Line::Bad(reason) | Line::NotPushable(reason) => {
-                progress.suspend(|| note(format_args!("line {number} not pushed: {reason}")));
-                summary.refused.push(Refused {
-                    line: number,
-                    reason,
-                });
+                refuse(summary, progress, number, reason);
                 continue;
             }
             Line::Message(message) => match options.delay {
@@ -221,62 +322,173 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
         };
         match planner.add(number, message) {
             Ok(None) => {}
-            Ok(Some(full)) => stopped = send(&session.queue, full, &mut summary, &progress).await,
-            Err(rejected) => {
-                let reason = rejected.error.to_string();
-                progress.suspend(|| note(format_args!("line {number} not pushed: {reason}")));
-                summary.refused.push(Refused {
-                    line: rejected.tag,
-                    reason,
-                });
-            }
+            Ok(Some(full)) => stop = send(queue, full, summary, progress, &mut interrupts).await,
+            Err(rejected) => refuse(summary, progress, rejected.tag, rejected.error.to_string()),
         }
     }
-    if stopped.is_none()
-        && let Some(last) = planner.finish()
+    // A read error ends the file early, but the lines before it are good:
+    // they go, as they would have. A signal or a failed batch sends no more.
+    if matches!(stop, None | Some(Stop::Read { .. }))
+        && let Some(last) = planner.take()
     {
-        stopped = send(&session.queue, last, &mut summary, &progress).await;
+        match send(queue, last, summary, progress, &mut interrupts).await {
+            // The last batch landed: a signal that came meanwhile has
+            // nothing left to stop.
+            None
+            | Some(Stop::Interrupted {
+                abandoned: false, ..
+            }) => {}
+            failed => stop = failed,
+        }
     }
-    progress.finish_and_clear();
+    if let Some(stop) = &stop {
+        let unsettled = planner.take().and_then(|b| b.tags().first().copied());
+        summary.stopped = Some(stopped(stop, summary, unsettled, &options.command));
+    }
+    stop
+}
+
+fn refuse(summary: &mut Summary, progress: &ProgressBar, line: u64, reason: String) {
+    progress.suspend(|| note(format_args!("line {line} not pushed: {reason}")));
+    summary.refused.push(Refused { line, reason });
+}
+
+fn interrupted(interrupts: &Interrupts, abandoned: bool) -> Stop {
+    Stop::Interrupted {
+        signal: interrupts.first().unwrap_or("a signal"),
+        abandoned,
+    }
+}
+
+/// Where a stopped run resumes: at its failed (or abandoned) batch, at
+/// the line it could not read, or at the first line it had not sent
+/// (`unsettled`); every line before that is pushed or listed as refused.
+fn stopped(
+    stop: &Stop,
+    summary: &mut Summary,
+    unsettled: Option<u64>,
+    command: &[String],
+) -> Stopped {
+    let after = |line: u64| {
+        unsettled
+            .map_or(line, |first| first.min(line))
+            .saturating_sub(1)
+    };
+    let (reason, resume_skip) = match stop {
+        Stop::Failed(error) => (
+            format!("a batch failed: {error}"),
+            summary
+                .failed
+                .as_ref()
+                .map_or(summary.lines, |f| f.resume_skip),
+        ),
+        Stop::Read { line, error } => (format!("cannot read line {line}: {error}"), after(*line)),
+        Stop::Interrupted {
+            signal,
+            abandoned: true,
+        } => (
+            format!(
+                "stopped by {signal}, then a second signal: the batch in flight may have landed"
+            ),
+            summary
+                .failed
+                .as_ref()
+                .map_or(summary.lines, |f| f.resume_skip),
+        ),
+        Stop::Interrupted { signal, .. } => {
+            (format!("stopped by {signal}"), after(summary.lines + 1))
+        }
+    };
+    let mut words = command.to_vec();
+    words.extend(["--skip".to_owned(), resume_skip.to_string()]);
+    let resume_command = command_line(&words);
     if let Some(failed) = &mut summary.failed {
-        let mut command = options.command.clone();
-        command.extend(["--skip".to_owned(), failed.resume_skip.to_string()]);
-        failed.resume_command = command_line(&command);
+        failed.resume_command.clone_from(&resume_command);
     }
-    print_summary(session, &summary)?;
-    if let Some(error) = stopped {
-        let mut failure = session.fail(&error);
-        let resume = summary
-            .failed
-            .as_ref()
-            .map_or("", |f| f.resume_command.as_str());
-        let resume_hint = format!("resume with `{resume}`");
-        failure.hint = Some(match failure.hint {
-            Some(hint) => format!("{hint}; then {resume_hint}"),
-            None => resume_hint,
+    Stopped {
+        reason,
+        resume_skip,
+        resume_command,
+    }
+}
+
+/// The exit code of a run, or the failure to report, with the command
+/// that resumes the run as its hint.
+fn ending(stop: Option<Stop>, summary: &Summary, context: &Context) -> Result<Code, Failure> {
+    let Some(stop) = stop else {
+        return Ok(if summary.refused.is_empty() {
+            Code::Ok
+        } else {
+            Code::Partial
         });
-        return Err(failure);
-    }
-    Ok(if summary.refused.is_empty() {
-        Code::Ok
-    } else {
-        Code::Partial
-    })
+    };
+    let mut failure = match &stop {
+        Stop::Failed(error) => Failure::call(error, context),
+        Stop::Read { line, error } => Failure::local(format_args!(
+            "cannot read {} at line {line}: {error}",
+            summary.file
+        )),
+        Stop::Interrupted { signal, abandoned } => Failure::new(
+            Code::Partial,
+            format_args!(
+                "stopped by {signal}{}",
+                if *abandoned {
+                    " and a second signal, with a batch in flight that may have landed"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    };
+    let resume = summary
+        .stopped
+        .as_ref()
+        .map_or("", |s| s.resume_command.as_str());
+    let resume_hint = format!("resume with `{resume}`");
+    failure.hint = Some(match failure.hint {
+        Some(hint) => format!("{hint}; then {resume_hint}"),
+        None => resume_hint,
+    });
+    Err(failure)
 }
 
 /// Pushes one planned batch; on failure records it in the summary and
-/// returns the error, which stops the run.
+/// returns why the run stops. A first signal lets the batch finish (the
+/// client's deadline bounds it); a second abandons it, and since it may
+/// have reached the API, it is reported as one that may have landed.
 async fn send(
     queue: &Queue,
     batch: PlannedBatch<u64>,
     summary: &mut Summary,
     progress: &ProgressBar,
-) -> Option<cf_queues::Error> {
-    let (lines, result) = queue.push_planned(batch).await;
+    interrupts: &mut Interrupts,
+) -> Option<Stop> {
+    let lines = batch.tags().to_vec();
+    let first = lines.first().copied().unwrap_or(1);
+    let result = tokio::select! {
+        biased;
+        (_, result) = queue.push_planned(batch) => result,
+        () = interrupts.reached(2) => {
+            progress.suspend(|| {
+                note(format_args!(
+                    "lines {} were abandoned in flight: they may have been pushed",
+                    line_ranges(&lines)
+                ))
+            });
+            summary.failed = Some(FailedBatch {
+                error: "abandoned in flight on a second signal".to_owned(),
+                lines,
+                may_have_landed: true,
+                resume_skip: first.saturating_sub(1),
+                resume_command: String::new(),
+            });
+            return Some(interrupted(interrupts, true));
+        }
+    };
     match result {
         Ok(_) => {
             summary.pushed += lines.len() as u64;
-            if let (Some(first), Some(last)) = (lines.first(), lines.last()) {
+            if let Some(last) = lines.last() {
                 // Without a progress bar, this log line is what lets a killed
                 // run be resumed: everything up to `last` is settled.
                 if progress.is_hidden() {
@@ -287,11 +499,12 @@ async fn send(
                 }
                 progress.set_message(format!("{} pushed", summary.pushed));
             }
-            None
+            // A signal that came while the batch was in flight stops the
+            // run now that its batch has settled.
+            (interrupts.count() > 0).then(|| interrupted(interrupts, false))
         }
         Err(error) => {
             let landed = may_have_landed(&error);
-            let first = lines.first().copied().unwrap_or(1);
             progress.suspend(|| {
                 note(format_args!(
                     "lines {} were not pushed{}: {error}",
@@ -308,10 +521,10 @@ async fn send(
                 error: error.to_string(),
                 may_have_landed: landed,
                 resume_skip: first.saturating_sub(1),
-                // Filled in by the caller, which knows the command.
+                // Filled in with the run's command once it stops.
                 resume_command: String::new(),
             });
-            Some(error)
+            Some(Stop::Failed(error))
         }
     }
 }
@@ -347,20 +560,25 @@ fn print_summary(session: &Session, summary: &Summary) -> Result<(), Failure> {
     }
     if let Some(failed) = &summary.failed {
         out.line(&format!(
-            "stopped at the batch of lines {}{}; resume with `{}`",
+            "stopped at the batch of lines {}{}",
             line_ranges(&failed.lines),
             if failed.may_have_landed {
                 " (it may have landed)"
             } else {
                 ""
             },
-            failed.resume_command
+        ))?;
+    }
+    if let Some(stopped) = &summary.stopped {
+        out.line(&format!(
+            "{}; resume with `{}`",
+            stopped.reason, stopped.resume_command
         ))?;
     }
     Ok(())
 }
 
-fn open(path: &Path) -> Result<(Box<dyn BufRead>, Option<u64>), Failure> {
+fn open(path: &Path) -> Result<(Box<dyn BufRead + Send>, Option<u64>), Failure> {
     if path.as_os_str() == "-" {
         return Ok((Box::new(BufReader::new(io::stdin())), None));
     }
@@ -388,6 +606,143 @@ fn progress_bar(size: Option<u64>) -> ProgressBar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Gives `good` bytes, then fails as a disk or a network file system
+    /// can (EIO, ESTALE) in the middle of a file.
+    struct FailingAfter {
+        good: io::Cursor<Vec<u8>>,
+    }
+
+    impl io::Read for FailingAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.good.read(buf)? {
+                0 => Err(io::Error::other("injected EIO")),
+                n => Ok(n),
+            }
+        }
+    }
+
+    fn options(command: &[&str]) -> FileOptions {
+        FileOptions {
+            text_only: false,
+            skip: 0,
+            delay: None,
+            command: command.iter().map(|w| (*w).to_owned()).collect(),
+        }
+    }
+
+    async fn run_lines(
+        queue: &Queue,
+        lines: mpsc::Receiver<ReadLine>,
+        interrupts: Interrupts,
+    ) -> (Summary, Option<Stop>) {
+        let mut summary = Summary {
+            file: "events.ndjson".into(),
+            queue: queue.id().to_owned(),
+            ..Summary::default()
+        };
+        let command = options(&[
+            "cfq",
+            "push",
+            "--queue",
+            queue.id(),
+            "--file",
+            "events.ndjson",
+        ]);
+        let stop = push_lines(
+            queue,
+            cf_queues::Limits::default(),
+            lines,
+            &command,
+            interrupts,
+            &mut summary,
+            &ProgressBar::hidden(),
+        )
+        .await;
+        (summary, stop)
+    }
+
+    /// A read error in the middle of line 151: the 150 lines before it are
+    /// pushed, and the run stops with exit 1, the summary and the whole
+    /// command that resumes at line 151. Before, it exited with neither.
+    #[tokio::test]
+    async fn a_read_error_mid_file_stops_with_the_resume_command() {
+        let emulator = cf_queues_emulator::Emulator::new()
+            .start()
+            .await
+            .expect("emulator");
+        let queue = emulator.client().expect("client").queue("eio").expect("id");
+        let mut good: Vec<u8> = (1..=150)
+            .flat_map(|i| format!("m{i}\n").into_bytes())
+            .collect();
+        good.extend(b"m15");
+        let reader = io::BufReader::with_capacity(
+            64,
+            FailingAfter {
+                good: io::Cursor::new(good),
+            },
+        );
+        let (interrupts, _never) = Interrupts::none();
+        let (summary, stop) = run_lines(&queue, read_ahead(reader), interrupts).await;
+        assert!(
+            matches!(&stop, Some(Stop::Read { line: 151, error }) if error.to_string() == "injected EIO"),
+            "{stop:?}"
+        );
+        assert_eq!((summary.lines, summary.pushed), (150, 150));
+        let stopped = summary.stopped.as_ref().expect("stopped");
+        assert_eq!(stopped.resume_skip, 150);
+        assert_eq!(
+            stopped.resume_command,
+            "cfq push --queue eio --file events.ndjson --skip 150"
+        );
+        assert_eq!(stopped.reason, "cannot read line 151: injected EIO");
+        let failure = ending(stop, &summary, &Context::default()).expect_err("stopped");
+        assert_eq!(failure.code, Code::Local);
+        assert_eq!(
+            failure.message,
+            "cannot read events.ndjson at line 151: injected EIO"
+        );
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some("resume with `cfq push --queue eio --file events.ndjson --skip 150`")
+        );
+        assert_eq!(emulator.metrics("eio").backlog_count, 150);
+    }
+
+    /// A signal before the run sends anything stops it with exit 7 and a
+    /// command that resumes at the first line not pushed.
+    #[tokio::test]
+    async fn a_signal_stops_the_run_where_it_can_resume() {
+        let emulator = cf_queues_emulator::Emulator::new()
+            .start()
+            .await
+            .expect("emulator");
+        let queue = emulator.client().expect("client").queue("sig").expect("id");
+        let reader = io::Cursor::new(b"a\nb\n".to_vec());
+        let (interrupts, signal) = Interrupts::none();
+        signal.send_replace((1, "SIGTERM"));
+        let (summary, stop) = run_lines(&queue, read_ahead(reader), interrupts).await;
+        assert!(
+            matches!(
+                stop,
+                Some(Stop::Interrupted {
+                    signal: "SIGTERM",
+                    abandoned: false
+                })
+            ),
+            "{stop:?}"
+        );
+        assert_eq!((summary.lines, summary.pushed), (0, 0));
+        let failure = ending(stop, &summary, &Context::default()).expect_err("stopped");
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (Code::Partial, "stopped by SIGTERM")
+        );
+        assert_eq!(
+            failure.hint.as_deref(),
+            Some("resume with `cfq push --queue sig --file events.ndjson --skip 0`")
+        );
+    }
 
     #[test]
     fn stdin_loses_one_line_ending() {

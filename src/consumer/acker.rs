@@ -319,8 +319,8 @@ async fn send(shared: &Shared, chunk: &[Settlement], resend: bool) -> Result<(),
         tracing::warn!(
             queue = shared.queue.id(),
             warnings = unattributed,
-            acked = outcome.acked,
-            retried = outcome.retried,
+            acked = ?outcome.acked,
+            retried = ?outcome.retried,
             "the API warned about settlements without naming them"
         );
     }

@@ -261,9 +261,12 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
                 let counters = &shared.counters;
                 add(&counters.pulls, 1);
                 add(&counters.received, got as u64);
-                counters
-                    .backlog
-                    .store(batch.backlog_count, std::sync::atomic::Ordering::Relaxed);
+                // An answer that does not say keeps the last known backlog.
+                if let Some(backlog) = batch.backlog_count {
+                    counters
+                        .backlog
+                        .store(backlog, std::sync::atomic::Ordering::Relaxed);
+                }
                 let messages = settleable(shared, batch.messages);
                 // The slots were reserved for `count` messages: give back
                 // what is unused, take (or owe) what a longer answer needs.

@@ -113,7 +113,9 @@ impl Leased {
     /// Extends the lease by `by` from now, at once, beyond what the
     /// consumer's automatic extension does (and not bound by its maximum
     /// total lease). Returns false when the API did not extend it (the
-    /// message was delivered again or deleted).
+    /// message was delivered again or deleted): it answered
+    /// `extendCount: 0`, or warned about the lease. An answer without
+    /// `extendCount` and without a warning extended it.
     ///
     /// # Errors
     ///
@@ -122,7 +124,12 @@ impl Leased {
         let shared = &self.ticket.shared;
         let sent = Instant::now();
         let outcome = shared.queue.extend([&self.message.lease_id], by).await?;
-        if outcome.extended == 0 {
+        // One lease was sent, so any warning, named or not, is about it.
+        let refused = match outcome.extended {
+            Some(count) => count == 0,
+            None => !outcome.warnings.is_empty(),
+        };
+        if refused {
             if shared.table().mark_lost(self.ticket.key) {
                 add(&shared.counters.leases_lost, 1);
             }

@@ -75,7 +75,8 @@ pub struct Summary {
     /// Acks and retries given up after the last flush attempt: their
     /// messages come back after their leases expire.
     pub unflushed: u64,
-    /// The queue's backlog as reported by the last pull.
+    /// The queue's backlog as reported by the last pull that reported one
+    /// (an answer without `message_backlog_count` leaves it as it was).
     pub backlog: u64,
     /// Messages leased and not settled yet.
     pub in_flight: u64,

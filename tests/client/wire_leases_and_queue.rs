@@ -81,7 +81,7 @@ async fn extend_sends_leases_and_whole_milliseconds() {
             .await
             .expect("extend succeeds");
         mock.assert_async().await;
-        assert_eq!(outcome.extended, 1, "{auth:?}");
+        assert_eq!(outcome.extended, Some(1), "{auth:?}");
         assert_eq!(
             outcome.warnings,
             vec![Warning {
@@ -90,6 +90,40 @@ async fn extend_sends_leases_and_whole_milliseconds() {
             }]
         );
     }
+}
+
+/// `extendCount` is optional in the published description: an answer
+/// without it leaves the count unknown, and only its warnings name the
+/// leases it did not extend.
+#[tokio::test]
+async fn extend_answers_without_a_count_read_as_unknown() {
+    let server = MockServer::start_async().await;
+    let mock = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(path("/messages/extend"))
+                .json_body(json!({
+                    "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+                    "visibility_timeout_ms": 30_000
+                }));
+            then.status(200).json_body(success(json!({
+                "warnings": {"lease-2": "message was delivered again"}
+            })));
+        })
+        .await;
+    let outcome = queue(&server, Auth::Token)
+        .extend(["lease-1", "lease-2"], Duration::from_secs(30))
+        .await
+        .expect("extend succeeds");
+    mock.assert_async().await;
+    assert_eq!(outcome.extended, None);
+    assert_eq!(
+        outcome.warnings,
+        vec![Warning {
+            subject: Some("lease-2".into()),
+            message: "message was delivered again".into()
+        }]
+    );
 }
 
 /// Answers anything with a 500, so that a request that should never have
@@ -467,7 +501,7 @@ async fn extend_is_retried_after_a_5xx() {
         .await
         .expect("the retry succeeds");
     retried_once(&unavailable, &answered).await;
-    assert_eq!((outcome.extended, outcome.warnings), (1, vec![]));
+    assert_eq!((outcome.extended, outcome.warnings), (Some(1), vec![]));
 }
 
 #[tokio::test]
@@ -602,7 +636,7 @@ async fn counts_sent_as_floats_decode_to_exact_integers() {
         .extend(["lease-1"], Duration::from_secs(30))
         .await
         .expect("extend");
-    assert_eq!(extended.extended, 1);
+    assert_eq!(extended.extended, Some(1));
     let metrics = queue.metrics().await.expect("metrics");
     assert_eq!(
         (

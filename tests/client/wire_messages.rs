@@ -174,7 +174,7 @@ async fn pull_sends_options_and_decodes_every_body_kind() {
         .expect("pull succeeds");
     mock.assert_async().await;
 
-    assert_eq!(batch.backlog_count, 7);
+    assert_eq!(batch.backlog_count, Some(7));
     assert_eq!(batch.metrics.map(|m| m.backlog_bytes), Some(300));
     let m = &batch.messages;
     assert_eq!(m.len(), 5);
@@ -222,7 +222,7 @@ async fn pull_with_defaults_sends_empty_object() {
         .expect("pull");
     mock.assert_async().await;
     assert!(batch.messages.is_empty());
-    assert_eq!(batch.backlog_count, 0);
+    assert_eq!(batch.backlog_count, Some(0));
 }
 
 #[tokio::test]
@@ -251,7 +251,7 @@ async fn ack_and_retry_in_one_call_with_map_warnings() {
         .await
         .expect("ack");
     mock.assert_async().await;
-    assert_eq!((outcome.acked, outcome.retried), (1, 1));
+    assert_eq!((outcome.acked, outcome.retried), (Some(1), Some(1)));
     let subjects: Vec<_> = outcome
         .warnings
         .iter()
@@ -292,6 +292,65 @@ async fn ack_accepts_array_warnings() {
     );
 }
 
+/// The live API has been seen answering an ack without `ackCount` and
+/// `retryCount` (see the facts sheet): the counts are unknown, not 0.
+/// Present and `null` reads the same; a present 0 stays a known 0.
+#[tokio::test]
+async fn ack_answers_without_counts_read_as_unknown() {
+    let answers = [
+        (json!({}), (None, None)),
+        (json!({"ackCount": null, "retryCount": null}), (None, None)),
+        (json!({"ackCount": 2}), (Some(2), None)),
+        (json!({"retryCount": 0, "warnings": {}}), (None, Some(0))),
+        (json!({"ackCount": -1, "retryCount": 1}), (None, Some(1))),
+    ];
+    for (result, counts) in answers {
+        let server = MockServer::start_async().await;
+        let mock = server
+            .mock_async(|when, then| {
+                when.method(POST).path(path("/ack")).json_body(json!({
+                    "acks": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+                    "retries": [{"lease_id": "lease-3"}]
+                }));
+                then.status(200).json_body(json!({
+                    "success": true, "errors": [], "messages": [], "result": result
+                }));
+            })
+            .await;
+        let outcome = client(&server)
+            .queue(QUEUE)
+            .expect("id")
+            .ack(Acks::new().ack("lease-1").ack("lease-2").retry("lease-3"))
+            .await
+            .expect("an answer without counts is a success");
+        mock.assert_async().await;
+        assert_eq!((outcome.acked, outcome.retried), counts, "{result}");
+        assert_eq!(outcome.warnings, vec![], "{result}");
+    }
+}
+
+/// A pull answer without `message_backlog_count` says nothing about the
+/// backlog: unknown, not an empty queue.
+#[tokio::test]
+async fn a_pull_without_a_backlog_count_reads_as_unknown() {
+    let server = MockServer::start_async().await;
+    server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/pull"));
+            then.status(200).json_body(json!({
+                "success": true, "errors": [], "messages": [], "result": {"messages": []}
+            }));
+        })
+        .await;
+    let batch = client(&server)
+        .queue(QUEUE)
+        .expect("id")
+        .pull(PullOptions::new())
+        .await
+        .expect("pull");
+    assert_eq!((batch.messages.len(), batch.backlog_count), (0, None));
+}
+
 #[tokio::test]
 async fn empty_ack_sends_nothing() {
     let server = MockServer::start_async().await;
@@ -307,7 +366,8 @@ async fn empty_ack_sends_nothing() {
         .ack(Acks::new())
         .await
         .expect("no-op");
-    assert_eq!((outcome.acked, outcome.retried), (0, 0));
+    // Nothing was sent: the counts are known, not left out.
+    assert_eq!((outcome.acked, outcome.retried), (Some(0), Some(0)));
     assert_eq!(mock.calls_async().await, 0);
 }
 

@@ -329,3 +329,62 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
     );
     assert_eq!(emulator.metrics("limitedacks").backlog_count, 0);
 }
+
+/// `extendCount` is optional in Cloudflare's published description: an
+/// extension answered without it, and without a warning about the lease,
+/// extended it. Before, the stream read the absent count as 0 and marked
+/// the lease lost. A warning about the lease still means it was not.
+#[tokio::test(start_paused = true)]
+async fn an_extension_answered_without_a_count_keeps_the_lease() {
+    use futures_util::StreamExt as _;
+    for (answer, kept) in [
+        (serde_json::json!({}), true),
+        (serde_json::json!({"warnings": {}}), true),
+        (
+            serde_json::json!({"warnings": {"lease-a": "message was delivered again"}}),
+            false,
+        ),
+        (serde_json::json!({"extendCount": 0}), false),
+    ] {
+        let mut pulls = 0;
+        let reply = answer.clone();
+        let server = scripted(move |operation, body| match operation {
+            "pull" => {
+                pulls += 1;
+                let messages: &[(&str, Option<&str>)] = if pulls == 1 {
+                    &[("a", Some("lease-a"))]
+                } else {
+                    &[]
+                };
+                (200, pulled(messages))
+            }
+            "extend" => (200, crate::support::success(reply.clone())),
+            "ack" => (200, acked(body, &[])),
+            _ => (404, failure(7003, "No route for the URI")),
+        })
+        .await;
+        let consumer = Consumer::builder(server.queue())
+            .visibility_timeout(Duration::from_secs(30))
+            .build()
+            .expect("valid settings");
+        let monitor = consumer.monitor();
+        let mut stream = consumer.stream();
+        let leased = stream.next().await.expect("a message");
+        let extended = leased
+            .extend(Duration::from_secs(60))
+            .await
+            .expect("the call succeeds");
+        assert_eq!(extended, kept, "{answer}");
+        let s = monitor.snapshot();
+        assert_eq!(
+            (s.extended, s.leases_lost),
+            (u64::from(kept), u64::from(!kept)),
+            "{answer}"
+        );
+        let extends = server.bodies("extend");
+        assert_eq!(extends.len(), 1, "{answer}");
+        assert_eq!(lease_ids(&extends[0], "extend"), ["lease-a"], "{answer}");
+        drop(leased);
+        stream.finish().await.expect("no fatal error");
+    }
+}

@@ -8,9 +8,15 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{TOKEN, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir};
 use cf_queues::{Batch, Message, PullOptions};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
+
+use crate::support::scripted_server::{
+    Scripted, acked, failure, lease_ids, pulled, scripted, success,
+};
+use crate::support::{
+    TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
+};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
@@ -544,4 +550,191 @@ async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
         );
     }
     assert_eq!(moved.len(), 100);
+}
+
+/// A drain killed inside its last record, then a power loss that left
+/// zeros at the end of the file: the next drain gives each torn tail a
+/// line of its own, and replay pushes every whole record and none of the
+/// fragments. Before, the healed fragment went out as a text message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment() {
+    let emulator = emulator().await;
+    let dir = temp_dir("torn-tail");
+    let file = dir.join("drained.ndjson");
+    push_texts(&emulator, "torn", &numbered("whole", 3)).await;
+    let drain = |emulator: &EmulatorHandle| {
+        let mut drain = cfq(emulator);
+        drain.args(["drain", "--queue", "torn", "--to"]).arg(&file);
+        drain
+    };
+    run(drain(&emulator)).await.expect_code(0);
+    let text = std::fs::read_to_string(&file).expect("read");
+    // Cut the third record in its body, as a crash mid-write would.
+    let cut = text.trim_end().len() - 12;
+    std::fs::write(&file, &text[..cut]).expect("cut");
+    let healed = run(drain(&emulator)).await;
+    healed.expect_code(0);
+    assert_eq!(healed.one()["drained"], 0);
+    // Zeros where the file system had not written yet, then healed again.
+    let mut bytes = std::fs::read(&file).expect("read");
+    assert_eq!(
+        bytes.last(),
+        Some(&b'\n'),
+        "the torn record got its line ending"
+    );
+    bytes.extend([0u8; 16]);
+    std::fs::write(&file, &bytes).expect("zeros");
+    run(drain(&emulator)).await.expect_code(0);
+    assert_eq!(line_count(&file), 4);
+
+    let mut replay = cfq(&emulator);
+    replay.arg("replay").arg(&file).args(["--to", "restored"]);
+    let replayed = run(replay).await;
+    replayed.expect_code(7);
+    let summary = replayed.one();
+    assert_eq!(
+        (summary["lines"].clone(), summary["pushed"].clone()),
+        (json!(4), json!(2))
+    );
+    assert_eq!(
+        summary["refused"],
+        json!([
+            {"line": 3, "reason": "starts like a cfq record but is not a whole one (a torn line?)"},
+            {"line": 4, "reason": "contains a NUL byte (a crash can leave zeros where a line was being written)"},
+        ])
+    );
+    assert_eq!(
+        pull_all_texts(&emulator, "restored").await,
+        ["whole 1", "whole 2"]
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A pull whose answer has a message without a lease id (the emulator
+/// never sends one; a scripted server does): `drain`, `move` and `pull
+/// --ack` write, push or print it, report it as unsettleable (exit 7) and
+/// acknowledge the others. Before, the empty lease id failed the whole
+/// ack, after the file was synced or the push landed, so every run
+/// duplicated the batch again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() {
+    let script = || {
+        let mut pulls = 0;
+        move |operation: &str, body: &Value| match operation {
+            "pull" => {
+                pulls += 1;
+                let messages: &[(&str, Option<&str>)] = if pulls == 1 {
+                    &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
+                } else {
+                    &[]
+                };
+                (200, pulled(messages))
+            }
+            "ack" => (200, acked(body, &[])),
+            "batch" => (200, success(json!({}))),
+            _ => (404, failure(7003, "No route for the URI")),
+        }
+    };
+    let acks_of = |server: &Scripted| -> Vec<(Vec<String>, Vec<String>)> {
+        server
+            .bodies("ack")
+            .iter()
+            .map(|body| (lease_ids(body, "acks"), lease_ids(body, "retries")))
+            .collect()
+    };
+    let acked_a_and_c = vec![(vec!["lease-a".to_owned(), "lease-c".to_owned()], vec![])];
+    let dir = temp_dir("leaseless");
+    let file = dir.join("drained.ndjson");
+
+    let server = scripted(script()).await;
+    let mut drain = cfq_at(&server.base_url);
+    drain
+        .args(["drain", "--queue", "leaseless", "--to"])
+        .arg(&file);
+    let drained = run(drain).await;
+    drained.expect_code(7);
+    let report = drained.one();
+    assert_eq!(
+        (
+            report["drained"].clone(),
+            report["unsettleable_lines"].clone()
+        ),
+        (json!(3), json!([2]))
+    );
+    let ids: Vec<Value> = records(&file).iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(ids, [json!("a"), json!("b"), json!("c")]);
+    assert_eq!(acks_of(&server), acked_a_and_c);
+    assert!(
+        drained
+            .stderr
+            .contains("message b came without a lease id: written to line 2"),
+        "{drained:?}"
+    );
+
+    let server = scripted(script()).await;
+    let mut moving = cfq_at(&server.base_url);
+    moving.args(["move", "--queue", "leaseless", "--to", "elsewhere"]);
+    let moved = run(moving).await;
+    moved.expect_code(7);
+    let report = moved.one();
+    assert_eq!(report["moved"], 2);
+    assert_eq!(report["unsettleable"][0]["id"], "b");
+    assert_eq!(report["unsettleable"].as_array().map(Vec::len), Some(1));
+    let pushed: Vec<usize> = server
+        .bodies("batch")
+        .iter()
+        .map(|b| b["messages"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(pushed, [3], "b is pushed too: it is on both queues");
+    assert_eq!(acks_of(&server), acked_a_and_c);
+
+    let server = scripted(script()).await;
+    let mut pull = cfq_at(&server.base_url);
+    pull.args(["pull", "--queue", "leaseless", "--batch", "3", "--ack"]);
+    let taken = run(pull).await;
+    taken.expect_code(7);
+    let printed: Vec<Value> = taken.json().iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(printed, [json!("a"), json!("b"), json!("c")]);
+    assert!(taken.json()[1].get("lease_id").is_none(), "{taken:?}");
+    assert_eq!(acks_of(&server), acked_a_and_c);
+    assert!(
+        taken.stderr.contains("acknowledged 2 messages"),
+        "{taken:?}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// An ack answered without `ackCount`: `cfq ack` says how many leases it
+/// sent and that the API did not say how many it applied, never "0".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_answered_without_counts_is_reported_as_unknown() {
+    let server = scripted(|operation, _| match operation {
+        "ack" => (200, success(json!({}))),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let mut ack = cfq_at(&server.base_url);
+    ack.args(["ack", "--queue", "uncounted", "lease-1", "lease-2"]);
+    let acked = run(ack).await;
+    acked.expect_code(0);
+    assert_eq!(
+        acked.one(),
+        json!({"queue": "uncounted", "leases": 2, "acked": null, "warnings": []})
+    );
+    let mut table = cfq_at(&server.base_url);
+    table.args([
+        "ack",
+        "--queue",
+        "uncounted",
+        "--output",
+        "table",
+        "lease-1",
+    ]);
+    let shown = run(table).await;
+    shown.expect_code(0);
+    assert_eq!(
+        shown.stdout,
+        "sent 1 lease to acknowledge; the API did not say how many it applied on uncounted\n"
+    );
+    assert_eq!(server.bodies("ack").len(), 2);
 }

@@ -6,5 +6,7 @@
 mod admin;
 mod drain;
 mod messages;
+#[cfg(unix)]
+mod signals;
 mod standalone;
 mod support;

@@ -161,6 +161,76 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The case of issue 15: 250 JSON events, line 100 broken. Before, the
+/// broken line went out as a text message (251 messages for 250 lines,
+/// and a summary that refused nothing); now it is refused by number, the
+/// other 249 go, and the run exits 7. `--text` still pushes every line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
+    let emulator = emulator().await;
+    let dir = temp_dir("broken-json");
+    let file = dir.join("events.ndjson");
+    let lines: Vec<String> = (1..=250)
+        .map(|i| match i {
+            100 => r#"{"broken": "#.to_owned(),
+            _ => json!({"event": i}).to_string(),
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+
+    let mut push = cfq(&emulator);
+    push.args(["push", "--queue", "events", "--file"])
+        .arg(&file);
+    let pushed = run(push).await;
+    pushed.expect_code(7);
+    let summary = pushed.one();
+    assert_eq!(
+        (summary["lines"].clone(), summary["pushed"].clone()),
+        (json!(250), json!(249))
+    );
+    assert_eq!(
+        summary["refused"],
+        json!([{"line": 100, "reason": "starts with { but is not a JSON object: it ends before the object does"}])
+    );
+    assert!(pushed.stderr.contains("line 100 not pushed"), "{pushed:?}");
+    assert_eq!(emulator.metrics("events").backlog_count, 249);
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue("events")
+        .expect("id");
+    let mut events = Vec::new();
+    loop {
+        let options = cf_queues::PullOptions::new()
+            .batch_size(100)
+            .visibility_timeout(Duration::from_secs(600));
+        let batch = queue.pull(options).await.expect("pull");
+        if batch.messages.is_empty() {
+            break;
+        }
+        for m in &batch.messages {
+            let event: serde_json::Value = m.body().json().expect("every message is an object");
+            events.push(event["event"].as_u64().expect("numbered"));
+        }
+    }
+    events.sort_unstable();
+    let expected: Vec<u64> = (1..=250).filter(|&i| i != 100).collect();
+    assert_eq!(events, expected);
+
+    let mut as_text = cfq(&emulator);
+    as_text
+        .args([
+            "push", "--queue", "astext", "--text", "--skip", "99", "--file",
+        ])
+        .arg(&file);
+    let pushed = run(as_text).await;
+    pushed.expect_code(0);
+    assert_eq!(pushed.one()["pushed"], 151);
+    let texts = pull_all_texts(&emulator, "astext").await;
+    assert_eq!(texts[0], r#"{"broken": "#);
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     let emulator = emulator().await;
@@ -435,7 +505,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     acked.expect_code(0);
     assert_eq!(
         acked.one(),
-        json!({"queue": "work", "acked": 1, "warnings": []})
+        json!({"queue": "work", "leases": 1, "acked": 1, "warnings": []})
     );
 
     let mut retry = cfq(&emulator);

@@ -1,5 +1,6 @@
-//! Shared by the `cfq_*` tests: an in-process emulator, and the built
-//! `cfq` binary run against it with std's `Command`.
+//! What the `cfq` tests share: an in-process emulator, the built `cfq`
+//! binary run against it with std's `Command`, and a scripted server for
+//! answers the emulator never gives.
 #![allow(dead_code)]
 
 use std::io::Write as _;
@@ -8,6 +9,9 @@ use std::process::{Command, Output, Stdio};
 
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
 use serde_json::Value;
+
+#[path = "../../../tests/support/scripted_server.rs"]
+pub mod scripted_server;
 
 pub const TOKEN: &str = "cfq-test-secret-token";
 

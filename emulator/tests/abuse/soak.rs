@@ -129,7 +129,7 @@ async fn producers_and_consumers_lose_nothing_and_ack_once() {
                         }
                     }
                     assert!(
-                        counted <= outcome.acked,
+                        Some(counted) <= outcome.acked,
                         "more acks recorded than the server counted"
                     );
                 }

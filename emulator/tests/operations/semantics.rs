@@ -68,7 +68,7 @@ async fn push_pull_ack_roundtrip_with_exact_metrics() {
         .await
         .expect("pull");
     assert_eq!(batch.messages.len(), 2);
-    assert_eq!(batch.backlog_count, 2);
+    assert_eq!(batch.backlog_count, Some(2));
     let (text, order) = (&batch.messages[0], &batch.messages[1]);
     assert_eq!(text.body().text().expect("text"), "hello");
     assert_eq!(text.attempts, 1);
@@ -88,7 +88,7 @@ async fn push_pull_ack_roundtrip_with_exact_metrics() {
     let outcome = q.ack(Acks::new().ack(text).ack(order)).await.expect("ack");
     assert_eq!(
         (outcome.acked, outcome.retried, outcome.warnings.len()),
-        (2, 0, 0)
+        (Some(2), Some(0), 0)
     );
     let m = emulator.metrics("orders");
     assert_eq!(
@@ -162,7 +162,7 @@ async fn expired_leases_redeliver_and_late_acks_are_accepted() {
         .ack(Acks::new().ack(&first))
         .await
         .expect("late acks are accepted");
-    assert_eq!((late.acked, late.warnings.len()), (1, 0));
+    assert_eq!((late.acked, late.warnings.len()), (Some(1), 0));
     assert_eq!(emulator.metrics("leases").backlog_count, 0);
     let unknown = q
         .ack(Acks::new().ack("no-such-lease").retry("another"))
@@ -170,11 +170,11 @@ async fn expired_leases_redeliver_and_late_acks_are_accepted() {
         .expect("unknown leases");
     assert_eq!(
         (unknown.acked, unknown.retried, unknown.warnings.len()),
-        (0, 0, 2)
+        (Some(0), Some(0), 2)
     );
     // The other consumer's ack finds the message gone: a warning, not an error.
     let second_ack = q.ack(Acks::new().ack(&second)).await.expect("ack");
-    assert_eq!((second_ack.acked, second_ack.warnings.len()), (0, 1));
+    assert_eq!((second_ack.acked, second_ack.warnings.len()), (Some(0), 1));
     assert_eq!(
         second_ack.warnings[0].subject.as_deref(),
         Some(second.lease_id.as_str())
@@ -218,7 +218,7 @@ async fn retry_now_and_after_a_delay() {
         .retry(&batch.messages[0])
         .retry_after(&batch.messages[1], Duration::from_secs(60));
     let outcome = q.ack(acks).await.expect("retry");
-    assert_eq!(outcome.retried, 2);
+    assert_eq!(outcome.retried, Some(2));
     let again = q.pull(PullOptions::new()).await.expect("pull");
     assert_eq!(again.messages.len(), 1);
     assert_eq!(
@@ -342,7 +342,7 @@ async fn peek_does_not_lease_and_purge_deletes_by_ref() {
         .ack(Acks::new().ack(&pulled.messages[0]))
         .await
         .expect("ack of a purged message");
-    assert_eq!((stale.acked, stale.warnings.len()), (0, 1));
+    assert_eq!((stale.acked, stale.warnings.len()), (Some(0), 1));
     let unknown = q
         .purge(["no-such-ref"])
         .await

@@ -1,0 +1,86 @@
+//! SIGINT and SIGTERM for the commands that must stop in order: `push
+//! --file` and `replay`. The first signal asks the run to stop after the
+//! batch in flight; a second one stops it at once.
+//!
+//! Once watched, a signal no longer ends the process by itself, so only a
+//! run that can act on it watches: every other command keeps the default.
+
+use tokio::sync::watch;
+
+/// How many stop signals have arrived, and the name of the first.
+#[derive(Debug, Clone)]
+pub struct Interrupts {
+    received: watch::Receiver<(u32, &'static str)>,
+}
+
+impl Interrupts {
+    /// Starts watching for SIGINT and SIGTERM (Ctrl-C elsewhere than Unix),
+    /// in a task that lives as long as the runtime.
+    ///
+    /// # Errors
+    ///
+    /// When the signal handlers cannot be installed.
+    pub fn watch() -> std::io::Result<Interrupts> {
+        let (sender, received) = watch::channel((0, ""));
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut interrupt = signal(SignalKind::interrupt())?;
+            let mut terminate = signal(SignalKind::terminate())?;
+            tokio::spawn(async move {
+                loop {
+                    let name = tokio::select! {
+                        Some(()) = interrupt.recv() => "SIGINT",
+                        Some(()) = terminate.recv() => "SIGTERM",
+                        else => return,
+                    };
+                    sender.send_modify(|(count, first)| {
+                        if *count == 0 {
+                            *first = name;
+                        }
+                        *count += 1;
+                    });
+                }
+            });
+        }
+        #[cfg(not(unix))]
+        tokio::spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                sender.send_modify(|(count, first)| {
+                    if *count == 0 {
+                        *first = "Ctrl-C";
+                    }
+                    *count += 1;
+                });
+            }
+        });
+        Ok(Interrupts { received })
+    }
+
+    /// Interrupts that come only when a test sends them through the
+    /// sender it is given.
+    #[cfg(test)]
+    pub fn none() -> (Interrupts, watch::Sender<(u32, &'static str)>) {
+        let (sender, received) = watch::channel((0, ""));
+        (Interrupts { received }, sender)
+    }
+
+    /// How many signals have arrived so far.
+    pub fn count(&self) -> u32 {
+        self.received.borrow().0
+    }
+
+    /// The name of the first signal, once one arrived.
+    pub fn first(&self) -> Option<&'static str> {
+        let (count, name) = *self.received.borrow();
+        (count > 0).then_some(name)
+    }
+
+    /// Waits until at least `count` signals have arrived; never returns
+    /// when none can (the watching task is gone).
+    pub async fn reached(&mut self, count: u32) {
+        if self.received.wait_for(|(n, _)| *n >= count).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `cfq push --file` stopped by SIGINT or SIGTERM: the first signal lets
+//! the batch in flight finish, a second abandons it; either way the run
+//! prints its summary and the whole command that resumes it.
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
+
+use crate::support::{Run, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir};
+use serde_json::json;
+
+/// A file of `count` numbered text lines, and the bodies they make.
+fn numbered_file(dir: &std::path::Path, count: usize) -> (std::path::PathBuf, Vec<String>) {
+    let bodies: Vec<String> = (1..=count).map(|i| format!("line {i}")).collect();
+    let file = dir.join("lines.txt");
+    std::fs::write(&file, bodies.join("\n") + "\n").expect("write");
+    (file, bodies)
+}
+
+/// Starts `cfq push --file` with the first batch answered at once and the
+/// second held by the emulator for `hold`; gives the child once the
+/// second batch is held.
+async fn push_until_the_second_batch_is_held(
+    emulator: &EmulatorHandle,
+    queue: &str,
+    file: &std::path::Path,
+    hold: Duration,
+) -> (Command, Child) {
+    emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
+    emulator.inject(Fault::stall_only(hold).only(Operation::Batch));
+    let before = emulator.requests_received();
+    let mut command = cfq(emulator);
+    command.args(["push", "--queue", queue, "--file"]).arg(file);
+    let mut child = cfq(emulator)
+        .args(["push", "--queue", queue, "--file"])
+        .arg(file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let started = Instant::now();
+    while emulator.requests_received() < before + 2 {
+        assert!(started.elapsed() < Duration::from_secs(30), "never held");
+        assert!(child.try_wait().expect("wait").is_none(), "cfq ended early");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (command, child)
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+async fn finish(child: Child) -> Run {
+    tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq ends").into())
+        .await
+        .expect("no panic")
+}
+
+/// SIGINT while the second batch is in flight: that batch is awaited and
+/// lands, nothing after it is sent, and the printed command pushes the
+/// rest, so that every line lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
+    let emulator = emulator().await;
+    let dir = temp_dir("sigint");
+    let (file, bodies) = numbered_file(&dir, 300);
+    let (like, child) = push_until_the_second_batch_is_held(
+        &emulator,
+        "interrupted",
+        &file,
+        Duration::from_secs(2),
+    )
+    .await;
+    signal(&child, "INT");
+    let stopped = finish(child).await;
+    stopped.expect_code(7);
+    let summary = stopped.one();
+    assert_eq!(summary["pushed"], 200, "the batch in flight landed");
+    assert_eq!(summary.get("failed"), None, "{stopped:?}");
+    let resume = resume_command(&stopped.stderr);
+    let skip = format!("--skip {}", 200);
+    assert!(resume.ends_with(&skip), "{resume}");
+    assert_eq!(
+        summary["stopped"],
+        json!({"reason": "stopped by SIGINT", "resume_skip": 200, "resume_command": resume})
+    );
+    assert!(
+        stopped.stderr.contains("error: stopped by SIGINT"),
+        "{stopped:?}"
+    );
+
+    let resumed = run(pasted(&like, &resume)).await;
+    resumed.expect_code(0);
+    assert_eq!(resumed.one()["pushed"], 100);
+    let mut on_queue = pull_all_texts(&emulator, "interrupted").await;
+    on_queue.sort_by_key(|b| b.trim_start_matches("line ").parse::<u32>().unwrap_or(0));
+    assert_eq!(on_queue, bodies, "every line once");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A second signal stops at once: the batch held by the server is
+/// abandoned and reported as one that may have landed, and the command
+/// resumes at its first line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_abandons_the_batch_in_flight_as_one_that_may_have_landed() {
+    let emulator = emulator().await;
+    let dir = temp_dir("sigterm-twice");
+    let (file, _) = numbered_file(&dir, 300);
+    let (_, child) =
+        push_until_the_second_batch_is_held(&emulator, "abandoned", &file, Duration::from_secs(60))
+            .await;
+    let started = Instant::now();
+    signal(&child, "TERM");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    signal(&child, "INT");
+    let stopped = finish(child).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "did not wait for the held batch"
+    );
+    stopped.expect_code(7);
+    let summary = stopped.one();
+    assert_eq!(summary["pushed"], 100);
+    let failed = &summary["failed"];
+    assert_eq!(failed["may_have_landed"], true);
+    assert_eq!(failed["resume_skip"], 100);
+    let lines: Vec<u64> = (101..=200).collect();
+    assert_eq!(failed["lines"], json!(lines));
+    let resume = resume_command(&stopped.stderr);
+    assert!(resume.ends_with("--skip 100"), "{resume}");
+    assert_eq!(failed["resume_command"], resume);
+    assert_eq!(summary["stopped"]["resume_skip"], 100);
+    assert!(
+        stopped.stderr.contains(
+            "error: stopped by SIGTERM and a second signal, with a batch in flight that may have landed"
+        ),
+        "{stopped:?}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
