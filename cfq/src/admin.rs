@@ -6,11 +6,12 @@ use std::time::Duration;
 use cf_queues::{Metrics, PurgeConfirmation, RetryClass};
 use serde::Serialize;
 
-use crate::Session;
 use crate::args::{MetricsArgs, PurgeArgs};
 use crate::exit::{Code, Failure};
-use crate::output::{age, bytes, note, now_ms, plural};
+use crate::output::{age, bytes, now_ms, plural};
 use crate::pull::{tokens, warn_about, warning_lines};
+use crate::session::Session;
+use crate::stderr::note;
 
 #[derive(Debug, Serialize)]
 struct MetricsLine<'a> {

@@ -22,12 +22,13 @@ use cf_queues::{Acks, BatchPlanner, LeaseId, Message, PullOptions, PulledMessage
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::Session;
 use crate::args::{DrainArgs, MoveArgs};
 use crate::exit::{Code, Failure};
 use crate::ndjson::Received;
-use crate::output::{line_ranges, note, plural};
+use crate::output::{line_ranges, plural};
 use crate::pull::{has_lease, warn_about};
+use crate::session::Session;
+use crate::stderr::note;
 
 #[derive(Debug, Serialize)]
 struct Drained<'a> {

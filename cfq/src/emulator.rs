@@ -7,7 +7,7 @@ use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator};
 
 use crate::args::EmulatorArgs;
 use crate::exit::{Code, Failure};
-use crate::output::note;
+use crate::stderr::note;
 
 pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     let mut emulator = Emulator::new()

@@ -93,10 +93,10 @@ impl Failure {
     /// Prints the report on stderr and gives the exit code.
     pub fn report(&self) -> ExitCode {
         if !self.message.is_empty() {
-            crate::output::note(format_args!("error: {}", self.message));
+            crate::stderr::note(format_args!("error: {}", self.message));
         }
         if let Some(hint) = &self.hint {
-            crate::output::note(format_args!("hint: {hint}"));
+            crate::stderr::note(format_args!("hint: {hint}"));
         }
         self.code.into()
     }

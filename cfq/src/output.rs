@@ -1,10 +1,9 @@
-//! Where results go: JSON lines or a table on stdout, notes on stderr.
+//! Where results go: JSON lines or a table on stdout (notes go to stderr,
+//! by [`crate::stderr`]).
 //!
 //! Every write to stdout goes through [`Output`], which turns a closed pipe
-//! into a quiet, successful stop instead of a panic; notes on stderr are
-//! best effort, since there is nowhere left to report their failure.
+//! into a quiet, successful stop instead of a panic.
 
-use std::fmt;
 use std::io::{self, IsTerminal as _, Write as _};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -13,15 +12,7 @@ use serde::Serialize;
 use crate::args::OutputFormat;
 use crate::exit::Failure;
 use crate::ndjson::Received;
-
-/// A line on stderr, prefixed with `cfq: `. Never panics.
-pub fn note(message: impl fmt::Display) {
-    let _ = writeln!(io::stderr().lock(), "cfq: {message}");
-}
-
-pub fn stderr_is_terminal() -> bool {
-    io::stderr().is_terminal()
-}
+use crate::stderr::note;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Output {

@@ -5,11 +5,12 @@ use std::io::{self, Read as _};
 use cf_queues::{Acks, PullOptions, PulledMessage, Warning};
 use serde::Serialize;
 
-use crate::Session;
 use crate::args::{AckArgs, ExtendArgs, PeekArgs, PullArgs, RetryArgs};
 use crate::exit::{Code, Failure};
 use crate::ndjson::Received;
-use crate::output::{note, plural};
+use crate::output::plural;
+use crate::session::Session;
+use crate::stderr::note;
 
 pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
     let mut options = PullOptions::new().batch_size(args.batch);

@@ -25,12 +25,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::Session;
 use crate::args::{PushArgs, ReplayArgs};
 use crate::exit::{Code, Context, Failure, may_have_landed};
 use crate::ndjson::{Line, Lines, NumberedLine};
-use crate::output::{command_line, line_ranges, note, plural};
+use crate::output::{command_line, line_ranges, plural};
+use crate::session::Session;
 use crate::signals::Interrupts;
+use crate::stderr::note;
 
 pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     if let Some(file) = &args.file {
@@ -590,7 +591,7 @@ fn open(path: &Path) -> Result<(Box<dyn BufRead + Send>, Option<u64>), Failure> 
 
 /// A progress bar over the file's bytes, on a terminal only.
 fn progress_bar(size: Option<u64>) -> ProgressBar {
-    if !crate::output::stderr_is_terminal() {
+    if !crate::stderr::is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = match size {
