@@ -396,3 +396,36 @@ impl fmt::Debug for ClientBuilder {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `build()` asks the TLS checks first: with no backend compiled in
+    /// (`.ci/tls-choices`), an https base URL is a configuration error;
+    /// with one, the same configuration builds.
+    #[test]
+    fn an_https_base_url_builds_only_with_a_tls_backend() {
+        let built = Client::builder()
+            .api_token("t")
+            .account_id("a")
+            .base_url("https://api.cloudflare.com/client/v4")
+            .build();
+        let no_provider = cfg!(all(
+            feature = "rustls-no-provider",
+            not(feature = "rustls"),
+            not(feature = "native-tls")
+        ));
+        if no_provider {
+            return; // the TLS module's own test owns the process's provider
+        }
+        if cfg!(any(feature = "rustls", feature = "native-tls")) {
+            assert!(built.is_ok(), "{built:?}");
+        } else {
+            let Err(Error::Config(message)) = built else {
+                panic!("expected Config, got {built:?}");
+            };
+            assert!(message.contains("needs a TLS feature"), "{message}");
+        }
+    }
+}
