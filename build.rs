@@ -33,7 +33,7 @@ fn generate() -> Result<(), String> {
         // send unauthenticated requests.
         .with_hooks(progenitor::HooksMode::Expected)
         .with_inner_type(
-            "crate::hooks::HookState"
+            "crate::attempt::HookState"
                 .parse::<proc_macro2::TokenStream>()
                 .map_err(|e| format!("{e:?}"))?,
         )

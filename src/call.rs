@@ -29,9 +29,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::attempt::recorded;
 use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
-use crate::hooks::recorded;
 use crate::operation::Operation;
 use crate::ratelimit::Limiter;
 use crate::retry::RetryPolicy;

@@ -4,9 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::attempt::HookState;
 use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
-use crate::hooks::HookState;
 use crate::limits::Limits;
 use crate::queue::Queue;
 use crate::ratelimit::{Limiter, RateLimits};

@@ -8,9 +8,9 @@ use progenitor_client::ResponseValue;
 use reqwest::header::{HeaderMap, LOCATION};
 use serde_json::Value;
 
+use crate::attempt::Exchange;
 use crate::classify::RetryClass;
 use crate::error::{ApiError, ApiErrorDetail, Error, Result, snippet};
-use crate::hooks::Exchange;
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::retry::{retry_after, should_retry_header};
@@ -77,7 +77,7 @@ pub(crate) fn finish<E: Envelope>(
             let headers = value.headers().clone();
             let parts = value.into_inner().into_parts();
             if parts.success == Some(false) {
-                let failure = Failure {
+                let failure = ErrorEnvelope {
                     status,
                     errors: parts.errors,
                     messages: parts.messages,
@@ -99,7 +99,7 @@ fn map_error(
 ) -> Error {
     use progenitor_client::Error as Raw;
     let status = exchange.status.map_or(0, |s| s.as_u16());
-    let unparsed = |status: u16, body: &[u8]| Failure {
+    let unparsed = |status: u16, body: &[u8]| ErrorEnvelope {
         status,
         errors: Vec::new(),
         messages: Vec::new(),
@@ -112,7 +112,7 @@ fn map_error(
             let envelope = value.into_inner();
             let errors = envelope.errors.unwrap_or_default();
             let body_snippet = errors.is_empty().then(|| snippet(&exchange.body));
-            Failure {
+            ErrorEnvelope {
                 status,
                 errors,
                 messages: envelope.messages.unwrap_or_default(),
@@ -154,14 +154,14 @@ fn map_error(
 }
 
 /// A failure answer, before it becomes an [`Error::Api`].
-struct Failure {
+struct ErrorEnvelope {
     status: u16,
     errors: Vec<types::ResponseInfo>,
     messages: Vec<Value>,
     body_snippet: Option<String>,
 }
 
-impl Failure {
+impl ErrorEnvelope {
     fn into_error(self, operation: Operation, attempts: u32, headers: &HeaderMap) -> Error {
         let errors: Vec<ApiErrorDetail> = self.errors.into_iter().map(detail).collect();
         let codes: Vec<u32> = errors.iter().filter_map(|e| e.code).collect();

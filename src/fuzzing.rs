@@ -8,8 +8,8 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
+use crate::attempt::Exchange;
 use crate::envelope::{Envelope, RawOutcome, finish};
-use crate::hooks::Exchange;
 use crate::message::Body;
 use crate::operation::Operation;
 use crate::raw::types;

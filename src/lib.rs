@@ -138,6 +138,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod attempt;
 mod auth;
 mod batch;
 mod call;
@@ -152,7 +153,6 @@ mod error;
 #[cfg(feature = "fuzzing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fuzzing")))]
 pub mod fuzzing;
-mod hooks;
 pub mod limits;
 mod message;
 mod operation;
@@ -175,7 +175,7 @@ mod tls;
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
 pub mod raw {
     include!(concat!(env!("OUT_DIR"), "/raw.rs"));
-    pub use crate::hooks::HookState;
+    pub use crate::attempt::HookState;
 }
 
 pub use auth::Credentials;

@@ -129,7 +129,7 @@ pub struct ProducerStats {
 }
 
 #[derive(Debug, Default)]
-struct Counters {
+struct ProducerCounters {
     accepted: AtomicU64,
     batches: AtomicU64,
     landed: AtomicU64,
@@ -138,7 +138,7 @@ struct Counters {
     in_flight: AtomicU64,
 }
 
-impl Counters {
+impl ProducerCounters {
     fn stats(&self) -> ProducerStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         ProducerStats {
@@ -156,10 +156,10 @@ fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
 }
 
-type Reply = oneshot::Sender<Result<PushReceipt, ProducerError>>;
+type SenderReply = oneshot::Sender<Result<PushReceipt, ProducerError>>;
 
-enum Item {
-    Message(Message, Reply),
+enum Queued {
+    Message(Message, SenderReply),
     Flush(oneshot::Sender<()>),
     Close(oneshot::Sender<()>),
 }
@@ -175,17 +175,17 @@ enum Item {
 /// [Close and drop](self#close-and-drop).
 #[derive(Clone, Debug)]
 pub struct Producer {
-    sender: mpsc::Sender<Item>,
+    sender: mpsc::Sender<Queued>,
     closed: Arc<AtomicBool>,
-    counters: Arc<Counters>,
+    counters: Arc<ProducerCounters>,
 }
 
-impl std::fmt::Debug for Item {
+impl std::fmt::Debug for Queued {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Item::Message(..) => "Message",
-            Item::Flush(_) => "Flush",
-            Item::Close(_) => "Close",
+            Queued::Message(..) => "Message",
+            Queued::Flush(_) => "Flush",
+            Queued::Close(_) => "Close",
         })
     }
 }
@@ -252,7 +252,7 @@ impl Producer {
                 return Err(ProducerError::Closed(Box::new(message)));
             };
             let (reply, outcome) = oneshot::channel();
-            permit.send(Item::Message(message, reply));
+            permit.send(Queued::Message(message, reply));
             // Only the handles keep the producer open: once they are all
             // dropped it flushes, even while outcomes are awaited.
             drop(sender);
@@ -265,7 +265,7 @@ impl Producer {
     /// outcome. After [`Producer::close`] it returns at once.
     pub async fn flush(&self) {
         let (done, flushed) = oneshot::channel();
-        if self.sender.send(Item::Flush(done)).await.is_ok() {
+        if self.sender.send(Queued::Flush(done)).await.is_ok() {
             let _ = flushed.await;
         }
     }
@@ -276,7 +276,7 @@ impl Producer {
     pub async fn close(&self) -> ProducerStats {
         self.closed.store(true, Ordering::Release);
         let (done, closed) = oneshot::channel();
-        if self.sender.send(Item::Close(done)).await.is_ok() {
+        if self.sender.send(Queued::Close(done)).await.is_ok() {
             let _ = closed.await;
         } else {
             // Closed already: wait for the producer's task to finish.
@@ -354,7 +354,7 @@ impl ProducerBuilder {
             ));
         }
         let (sender, receiver) = mpsc::channel(self.max_buffered);
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(ProducerCounters::default());
         let worker = Worker {
             planner: BatchPlanner::new(*self.queue.client().limits()),
             queue: self.queue,
@@ -378,12 +378,12 @@ impl ProducerBuilder {
 /// The producer's task: owns the buffer's receiving end and the open batch.
 struct Worker {
     queue: Queue,
-    receiver: mpsc::Receiver<Item>,
-    planner: BatchPlanner<Reply>,
+    receiver: mpsc::Receiver<Queued>,
+    planner: BatchPlanner<SenderReply>,
     linger: Duration,
     permits: Arc<Semaphore>,
     max_batches: u32,
-    counters: Arc<Counters>,
+    counters: Arc<ProducerCounters>,
     closers: Vec<oneshot::Sender<()>>,
     finished: bool,
 }
@@ -402,7 +402,7 @@ impl Worker {
                 }
             };
             match item {
-                Some(Item::Message(message, reply)) => {
+                Some(Queued::Message(message, reply)) => {
                     add(&self.counters.accepted, 1);
                     match self.planner.add(reply, message) {
                         Err(Rejected { tag, error }) => {
@@ -422,7 +422,7 @@ impl Worker {
                         deadline = Instant::now().checked_add(self.linger);
                     }
                 }
-                Some(Item::Flush(done)) => {
+                Some(Queued::Flush(done)) => {
                     deadline = None;
                     self.send_open().await;
                     let all = Arc::clone(&self.permits);
@@ -434,7 +434,7 @@ impl Worker {
                         let _ = done.send(());
                     });
                 }
-                Some(Item::Close(done)) => {
+                Some(Queued::Close(done)) => {
                     // What is in the buffer still goes; nothing more comes in.
                     self.receiver.close();
                     self.closers.push(done);
@@ -459,7 +459,7 @@ impl Worker {
     }
 
     /// Sends a batch once a slot is free, in a task of its own.
-    async fn dispatch(&mut self, batch: PlannedBatch<Reply>) {
+    async fn dispatch(&mut self, batch: PlannedBatch<SenderReply>) {
         let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
             return;
         };
@@ -514,7 +514,7 @@ impl Drop for Worker {
         // items hold replies too; flushes and closes there are not messages.
         let mut buffered = self.planner.pending() as u64;
         while let Ok(item) = self.receiver.try_recv() {
-            if matches!(item, Item::Message(..)) {
+            if matches!(item, Queued::Message(..)) {
                 buffered += 1;
             }
         }

@@ -230,7 +230,7 @@ fn sync_parent(path: &Path) {
 }
 
 #[derive(Debug, Serialize)]
-struct Moved<'a> {
+struct MoveOutcome<'a> {
     from: &'a str,
     to: &'a str,
     moved: u64,
@@ -285,7 +285,7 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
             "--to names the queue the messages are already on",
         ));
     }
-    let mut report = Moved {
+    let mut report = MoveOutcome {
         from: source.id(),
         to: destination.id(),
         moved: 0,
@@ -322,7 +322,7 @@ async fn redrive(
     destination: &Queue,
     args: &MoveArgs,
     held: &RefCell<Vec<Held>>,
-    report: &mut Moved<'_>,
+    report: &mut MoveOutcome<'_>,
 ) -> Result<(), Failure> {
     let source = &session.queue;
     // Room for the pull to reach the server before a lease runs out.
@@ -486,7 +486,7 @@ async fn settle(
     Ok(())
 }
 
-fn print_moved(session: &Session, report: &Moved<'_>) -> Result<(), Failure> {
+fn print_moved(session: &Session, report: &MoveOutcome<'_>) -> Result<(), Failure> {
     if session.out.json() {
         return session.out.json_line(report);
     }

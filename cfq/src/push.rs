@@ -143,7 +143,7 @@ struct FileOptions {
 
 /// The summary of a file pushed, printed however the run ends.
 #[derive(Debug, Default, Serialize)]
-struct Summary {
+struct PushSummary {
     file: String,
     queue: String,
     /// Lines read, skipped ones included.
@@ -152,7 +152,7 @@ struct Summary {
     blank: u64,
     pushed: u64,
     /// Lines that were not pushed and stay in the file, by number.
-    refused: Vec<Refused>,
+    refused: Vec<RefusedLine>,
     /// The batch the run stopped at, if any: one that failed, or that a
     /// second signal abandoned in flight.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,7 +164,7 @@ struct Summary {
 }
 
 #[derive(Debug, Serialize)]
-struct Refused {
+struct RefusedLine {
     line: u64,
     reason: String,
 }
@@ -242,10 +242,10 @@ async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Res
     let interrupts = Interrupts::watch()
         .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
     let progress = progress_bar(size);
-    let mut summary = Summary {
+    let mut summary = PushSummary {
         file: path.display().to_string(),
         queue: session.queue.id().to_owned(),
-        ..Summary::default()
+        ..PushSummary::default()
     };
     let stop = push_lines(
         &session.queue,
@@ -271,7 +271,7 @@ async fn push_lines(
     mut lines: mpsc::Receiver<ReadLine>,
     options: &FileOptions,
     mut interrupts: Interrupts,
-    summary: &mut Summary,
+    summary: &mut PushSummary,
     progress: &ProgressBar,
 ) -> Option<Stop> {
     let mut planner = BatchPlanner::new(limits);
@@ -349,9 +349,9 @@ async fn push_lines(
     stop
 }
 
-fn refuse(summary: &mut Summary, progress: &ProgressBar, line: u64, reason: String) {
+fn refuse(summary: &mut PushSummary, progress: &ProgressBar, line: u64, reason: String) {
     progress.suspend(|| note(format_args!("line {line} not pushed: {reason}")));
-    summary.refused.push(Refused { line, reason });
+    summary.refused.push(RefusedLine { line, reason });
 }
 
 fn interrupted(interrupts: &Interrupts, abandoned: bool) -> Stop {
@@ -366,7 +366,7 @@ fn interrupted(interrupts: &Interrupts, abandoned: bool) -> Stop {
 /// (`unsettled`); every line before that is pushed or listed as refused.
 fn stopped(
     stop: &Stop,
-    summary: &mut Summary,
+    summary: &mut PushSummary,
     unsettled: Option<u64>,
     command: &[String],
 ) -> Stopped {
@@ -415,7 +415,7 @@ fn stopped(
 
 /// The exit code of a run, or the failure to report, with the command
 /// that resumes the run as its hint.
-fn ending(stop: Option<Stop>, summary: &Summary, context: &Context) -> Result<Code, Failure> {
+fn ending(stop: Option<Stop>, summary: &PushSummary, context: &Context) -> Result<Code, Failure> {
     let Some(stop) = stop else {
         return Ok(if summary.refused.is_empty() {
             Code::Ok
@@ -460,7 +460,7 @@ fn ending(stop: Option<Stop>, summary: &Summary, context: &Context) -> Result<Co
 async fn send(
     queue: &Queue,
     batch: PlannedBatch<u64>,
-    summary: &mut Summary,
+    summary: &mut PushSummary,
     progress: &ProgressBar,
     interrupts: &mut Interrupts,
 ) -> Option<Stop> {
@@ -530,7 +530,7 @@ async fn send(
     }
 }
 
-fn print_summary(session: &Session, summary: &Summary) -> Result<(), Failure> {
+fn print_summary(session: &Session, summary: &PushSummary) -> Result<(), Failure> {
     let out = &session.out;
     if out.json() {
         return out.json_line(summary);
@@ -636,11 +636,11 @@ mod tests {
         queue: &Queue,
         lines: mpsc::Receiver<ReadLine>,
         interrupts: Interrupts,
-    ) -> (Summary, Option<Stop>) {
-        let mut summary = Summary {
+    ) -> (PushSummary, Option<Stop>) {
+        let mut summary = PushSummary {
             file: "events.ndjson".into(),
             queue: queue.id().to_owned(),
-            ..Summary::default()
+            ..PushSummary::default()
         };
         let command = options(&[
             "cfq",

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::http::App;
-use super::server::{ServerStats, Shared};
+use super::server::{ServerState, ServerStats};
 use super::state::{At, BodyKind, NewMessage};
 use super::{EMULATOR_ACCOUNT_ID, Fault};
 use cf_queues::{Client, ClientBuilder, Credentials, Metrics};
@@ -38,7 +38,7 @@ pub struct EmulatorHandle {
     pub(super) token: Option<String>,
     pub(super) global_key: Option<(String, String)>,
     pub(super) app: Arc<App>,
-    pub(super) server: Arc<Shared>,
+    pub(super) server: Arc<ServerState>,
     pub(super) stop: Option<oneshot::Sender<()>>,
     pub(super) task: Option<JoinHandle<io::Result<()>>>,
 }

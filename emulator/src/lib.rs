@@ -225,7 +225,7 @@ pub use server::ServerStats;
 use cf_queues::Limits;
 use faults::Faults;
 use http::{AcceptedAuth, App};
-use server::{ServerLimits, Shared};
+use server::{ServerLimits, ServerState};
 use state::{Broker, BrokerConfig, RandomSource};
 
 /// The account id [`EmulatorHandle::client`] uses; the emulator accepts any valid id.
@@ -477,7 +477,7 @@ impl Emulator {
             chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
             requests: Default::default(),
         });
-        let server = Arc::new(Shared::new(ServerLimits {
+        let server = Arc::new(ServerState::new(ServerLimits {
             max_connections: self.max_connections,
             header_timeout: self.header_timeout,
             idle_timeout: self.idle_timeout,

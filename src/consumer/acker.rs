@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::settings::{after, sleep_until};
-use super::shared::{Action, Shared};
+use super::shared::{Action, ConsumerState};
 use super::summary::add;
 use crate::error::Error;
 use crate::request::Acks;
@@ -125,7 +125,7 @@ impl Inbox {
 }
 
 /// Runs until told to finish.
-pub(crate) async fn run(shared: Arc<Shared>) {
+pub(crate) async fn run(shared: Arc<ConsumerState>) {
     let batch = shared.settings.ack_batch_size;
     let interval = shared.settings.ack_interval;
     let inbox = &shared.inbox;
@@ -170,7 +170,7 @@ fn chunks(mut all: Vec<Settlement>, size: usize) -> Vec<Vec<Settlement>> {
 
 /// Sends one chunk, trying again after failures; gives up and reports after
 /// the last attempt, or at once after a failure that retrying cannot fix.
-async fn flush(shared: &Shared, chunk: Vec<Settlement>) {
+async fn flush(shared: &ConsumerState, chunk: Vec<Settlement>) {
     let settings = &shared.settings;
     let mut backoff = settings.error_backoff;
     backoff.reset();
@@ -214,7 +214,7 @@ fn may_have_applied(error: &Error) -> bool {
     class.is_retryable() && !class.may_repeat(false, false)
 }
 
-fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
+fn give_up(shared: &ConsumerState, chunk: &[Settlement], error: &Error) {
     tracing::error!(
         queue = shared.queue.id(),
         settlements = chunk.len(),
@@ -226,7 +226,7 @@ fn give_up(shared: &Shared, chunk: &[Settlement], error: &Error) {
 }
 
 /// Sends one chunk; `resend` when an earlier send of it may have been applied.
-async fn send(shared: &Shared, chunk: &[Settlement], resend: bool) -> Result<(), Error> {
+async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Result<(), Error> {
     let now = Instant::now();
     // The lease ids stay in the table until the API answered: one lock for
     // the chunk, and no copy per settlement on its way.

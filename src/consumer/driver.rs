@@ -16,9 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::acker;
-use super::lease;
+use super::lease_keeper;
 use super::settings::{after, sleep_until};
-use super::shared::{Action, Part, Shared};
+use super::shared::{Action, ConsumerState, Part};
 use super::stream::Leased;
 use super::summary::{Summary, add};
 use super::{ConsumerError, MESSAGING_SYSTEM};
@@ -44,7 +44,7 @@ pub(crate) enum Mode {
 /// Runs the consumer until it is told to stop, or a pull fails for good;
 /// then shuts down: grace period, release, last flush.
 pub(crate) async fn drive(
-    shared: Arc<Shared>,
+    shared: Arc<ConsumerState>,
     mode: Mode,
     poison: PoisonFn,
 ) -> Result<Summary, ConsumerError> {
@@ -52,7 +52,7 @@ pub(crate) async fn drive(
     let keeper = spawn_part(
         &shared,
         Part::Keeper,
-        lease::keep(Arc::clone(&shared), stop_keeper.clone()),
+        lease_keeper::keep(Arc::clone(&shared), stop_keeper.clone()),
     );
     let acker = spawn_part(&shared, Part::Acker, acker::run(Arc::clone(&shared)));
 
@@ -106,7 +106,7 @@ pub(crate) async fn drive(
 /// whose driver resumes it after the shutdown, instead of the task dying
 /// unnoticed while the consumer runs on without it.
 fn spawn_part(
-    shared: &Arc<Shared>,
+    shared: &Arc<ConsumerState>,
     part: Part,
     task: impl Future<Output = ()> + Send + 'static,
 ) -> tokio::task::JoinHandle<()> {
@@ -137,7 +137,7 @@ impl<F: Future> Future for CatchUnwind<F> {
 }
 
 /// Waits until every handler settled, or the grace period is over.
-async fn grace(shared: &Shared) {
+async fn grace(shared: &ConsumerState) {
     // A grace period too long for the clock waits for every handler.
     let end = after(Instant::now(), shared.settings.grace_period);
     loop {
@@ -154,7 +154,7 @@ async fn grace(shared: &Shared) {
 }
 
 /// Sleeps, unless the consumer stops first; true if it stopped.
-async fn sleep_or_stop(shared: &Shared, wait: Duration) -> bool {
+async fn sleep_or_stop(shared: &ConsumerState, wait: Duration) -> bool {
     if wait.is_zero() {
         return shared.stopping.is_cancelled();
     }
@@ -166,7 +166,7 @@ async fn sleep_or_stop(shared: &Shared, wait: Duration) -> bool {
 
 /// Waits until at least one message may be pulled; how many may be, or
 /// `None` when the consumer stops first.
-async fn reserve(shared: &Shared) -> Option<u32> {
+async fn reserve(shared: &ConsumerState) -> Option<u32> {
     let settings = &shared.settings;
     // Sizes are known only after a pull: the byte limit is soft.
     loop {
@@ -204,7 +204,7 @@ async fn reserve(shared: &Shared) -> Option<u32> {
 
 /// Pulls until the consumer stops (`None`) or a pull fails in a way that
 /// retrying cannot fix (`Some`).
-async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Option<Error> {
+async fn pull_loop(shared: &Arc<ConsumerState>, mode: &Mode, poison: &PoisonFn) -> Option<Error> {
     let settings = &shared.settings;
     let mut empty = settings.empty_backoff;
     let mut failing = settings.error_backoff;
@@ -301,7 +301,7 @@ async fn pull_loop(shared: &Arc<Shared>, mode: &Mode, poison: &PoisonFn) -> Opti
 /// can be neither acked, retried nor extended (and would make the API
 /// refuse every ack sent with it), so it is counted, logged and left to
 /// come back when the lease it was pulled with expires.
-fn settleable(shared: &Shared, mut messages: Vec<PulledMessage>) -> Vec<PulledMessage> {
+fn settleable(shared: &ConsumerState, mut messages: Vec<PulledMessage>) -> Vec<PulledMessage> {
     let before = messages.len();
     messages.retain(|message| {
         let has_lease = !message.lease_id.as_str().is_empty();
@@ -333,7 +333,7 @@ fn undecodable(message: &PulledMessage) -> Option<BodyError> {
 }
 
 fn dispatch(
-    shared: &Arc<Shared>,
+    shared: &Arc<ConsumerState>,
     mode: &Mode,
     poison: &PoisonFn,
     messages: Vec<PulledMessage>,

@@ -120,7 +120,7 @@
 
 mod acker;
 mod driver;
-mod lease;
+mod lease_keeper;
 mod settings;
 mod shared;
 mod stream;
@@ -149,7 +149,7 @@ use crate::message::PulledMessage;
 use crate::queue::Queue;
 use driver::{BatchFn, EachFn, Mode, PoisonFn};
 use settings::{Backoff, Settings};
-use shared::{Shared, Ticket};
+use shared::{ConsumerState, Ticket};
 use summary::add;
 
 /// `messaging.system` of every span.
@@ -206,7 +206,7 @@ impl ConsumerError {
 /// consumer dropped before it was started has pulled nothing and leaves
 /// nothing behind.
 pub struct Consumer {
-    shared: Arc<Shared>,
+    shared: Arc<ConsumerState>,
     token: CancellationToken,
     poison: PoisonFn,
 }
@@ -640,7 +640,11 @@ impl ConsumerBuilder {
         let mut settings = self.settings;
         settings.check(self.queue.client().limits())?;
         let token = self.token.unwrap_or_default();
-        let shared = Arc::new(Shared::new(self.queue, settings, token.child_token()));
+        let shared = Arc::new(ConsumerState::new(
+            self.queue,
+            settings,
+            token.child_token(),
+        ));
         let poison = self.poison.unwrap_or_else(|| {
             Arc::new(|leased: Leased, _error: BodyError| {
                 Box::pin(async move {

@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::acker::{Inbox, Settlement};
-use super::lease::LeaseTable;
+use super::lease_keeper::LeaseTable;
 use super::settings::Settings;
-use super::summary::{Counters, add, sub};
+use super::summary::{ConsumerCounters, add, sub};
 use crate::message::PulledMessage;
 use crate::queue::Queue;
 
@@ -27,10 +27,10 @@ pub(crate) enum Action {
     Release,
 }
 
-pub(crate) struct Shared {
+pub(crate) struct ConsumerState {
     pub queue: Queue,
     pub settings: Settings,
-    pub counters: Arc<Counters>,
+    pub counters: Arc<ConsumerCounters>,
     table: Mutex<LeaseTable>,
     /// Woken when leases are added, so that the keeper looks at the new due times.
     pub keeper_wake: Notify,
@@ -60,10 +60,14 @@ pub(crate) enum Part {
     Keeper,
 }
 
-impl Shared {
-    pub(crate) fn new(queue: Queue, settings: Settings, stopping: CancellationToken) -> Shared {
+impl ConsumerState {
+    pub(crate) fn new(
+        queue: Queue,
+        settings: Settings,
+        stopping: CancellationToken,
+    ) -> ConsumerState {
         let slots = Semaphore::new(settings.max_in_flight);
-        Shared {
+        ConsumerState {
             queue,
             settings,
             counters: Arc::default(),
@@ -80,7 +84,7 @@ impl Shared {
     }
 
     /// A task of the consumer's own panicked: the consumer stops, and the
-    /// panic is kept for [`Shared::take_crash`]. Without its acker nothing
+    /// panic is kept for [`ConsumerState::take_crash`]. Without its acker nothing
     /// can be flushed: what waits for it is given up, and so is what comes later.
     pub(crate) fn crashed(&self, part: Part, panic: Box<dyn Any + Send>) {
         tracing::error!(
@@ -264,7 +268,7 @@ impl Shared {
 /// Dropped unsettled, it retries the message with the retry delay; during
 /// shutdown it releases it (a retry with no delay).
 pub(crate) struct Ticket {
-    pub shared: Arc<Shared>,
+    pub shared: Arc<ConsumerState>,
     pub key: u64,
     pub attempts: u32,
     done: bool,

@@ -88,11 +88,11 @@ macro_rules! counters {
     ($($field:ident),* $(,)?) => {
         /// The live counters, one atomic per [`Summary`] field.
         #[derive(Debug, Default)]
-        pub(crate) struct Counters {
+        pub(crate) struct ConsumerCounters {
             $(pub $field: AtomicU64,)*
         }
 
-        impl Counters {
+        impl ConsumerCounters {
             pub(crate) fn summary(&self) -> Summary {
                 Summary {
                     $($field: self.$field.load(Ordering::Relaxed),)*
@@ -160,7 +160,7 @@ pub(crate) fn sub(counter: &AtomicU64, n: u64) {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ConsumerMonitor {
-    pub(crate) counters: Arc<Counters>,
+    pub(crate) counters: Arc<ConsumerCounters>,
 }
 
 impl ConsumerMonitor {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 mod admin;
 mod browse;
-mod lease;
+mod pull;
 mod push;
 
 use crate::call::Call;

@@ -73,14 +73,14 @@ XtaskProbeFailure:
 "#;
 
 #[derive(Debug, Default, PartialEq)]
-pub struct Summary {
+pub struct ProbeSummary {
     /// Object schemas that gained the probe property.
     pub schemas: usize,
 }
 
 /// Adds the probe operation and its schemas, then an optional string
 /// property [`PROBE_PROPERTY`] to every object schema with `properties`.
-pub fn mutate(doc: &mut Value) -> Result<Summary, String> {
+pub fn mutate(doc: &mut Value) -> Result<ProbeSummary, String> {
     let root = doc
         .as_mapping_mut()
         .ok_or("the fragment is not a YAML mapping")?;
@@ -101,7 +101,7 @@ pub fn mutate(doc: &mut Value) -> Result<Summary, String> {
         existing.insert(name, schema);
     }
 
-    let mut summary = Summary::default();
+    let mut summary = ProbeSummary::default();
     walk_document(doc, &mut summary);
     Ok(summary)
 }
@@ -117,7 +117,7 @@ fn child_mapping<'a>(parent: &'a mut Mapping, key: &str) -> Result<&'a mut Mappi
 /// Visits every place of the document that holds a schema, by structure,
 /// so that a property that happens to be called `properties` or `items` is
 /// not mistaken for the keyword.
-fn walk_document(doc: &mut Value, summary: &mut Summary) {
+fn walk_document(doc: &mut Value, summary: &mut ProbeSummary) {
     if let Some(schemas) = doc
         .get_mut("components")
         .and_then(|c| c.get_mut("schemas"))
@@ -177,7 +177,7 @@ fn walk_document(doc: &mut Value, summary: &mut Summary) {
     }
 }
 
-fn walk_parameters(node: &mut Value, summary: &mut Summary) {
+fn walk_parameters(node: &mut Value, summary: &mut ProbeSummary) {
     if let Some(list) = node.get_mut("parameters").and_then(Value::as_sequence_mut) {
         for parameter in list {
             walk_holder(parameter, summary);
@@ -186,14 +186,14 @@ fn walk_parameters(node: &mut Value, summary: &mut Summary) {
 }
 
 /// A parameter or header: its schema is under `schema`.
-fn walk_holder(node: &mut Value, summary: &mut Summary) {
+fn walk_holder(node: &mut Value, summary: &mut ProbeSummary) {
     if let Some(schema) = node.get_mut("schema") {
         walk_schema(schema, summary);
     }
 }
 
 /// A request body or response: schemas under `content.<media>.schema`.
-fn walk_content(node: &mut Value, summary: &mut Summary) {
+fn walk_content(node: &mut Value, summary: &mut ProbeSummary) {
     if let Some(content) = node.get_mut("content").and_then(Value::as_mapping_mut) {
         for (_, media) in content.iter_mut() {
             walk_holder(media, summary);
@@ -201,7 +201,7 @@ fn walk_content(node: &mut Value, summary: &mut Summary) {
     }
 }
 
-fn walk_schema(schema: &mut Value, summary: &mut Summary) {
+fn walk_schema(schema: &mut Value, summary: &mut ProbeSummary) {
     let Some(object) = schema.as_mapping_mut() else {
         return;
     };

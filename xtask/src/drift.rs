@@ -48,7 +48,7 @@ pub struct Report {
     pub ignored: usize,
 }
 
-struct Operation<'a> {
+struct SpecOperation<'a> {
     display: String,
     path_item: &'a Value,
     node: &'a Value,
@@ -59,7 +59,7 @@ struct Operation<'a> {
 fn operations<'a>(
     doc: &'a Value,
     scoped: bool,
-) -> Result<(BTreeMap<String, Operation<'a>>, usize), String> {
+) -> Result<(BTreeMap<String, SpecOperation<'a>>, usize), String> {
     let mut found = BTreeMap::new();
     let mut ignored = 0;
     let Some(paths) = doc.get("paths") else {
@@ -86,7 +86,7 @@ fn operations<'a>(
             let upper = method.to_ascii_uppercase();
             found.insert(
                 format!("{upper} {}", blank_parameters(path)),
-                Operation {
+                SpecOperation {
                     display: format!("{upper} {short}"),
                     path_item: item,
                     node,
@@ -192,8 +192,8 @@ impl Sides<'_, '_> {
     fn operation(
         &self,
         op: &str,
-        p: &Operation<'_>,
-        f: &Operation<'_>,
+        p: &SpecOperation<'_>,
+        f: &SpecOperation<'_>,
         out: &mut Out,
     ) -> Result<(), String> {
         self.parameters(op, p, f, out)?;
@@ -212,8 +212,8 @@ impl Sides<'_, '_> {
     fn parameters(
         &self,
         op: &str,
-        p: &Operation<'_>,
-        f: &Operation<'_>,
+        p: &SpecOperation<'_>,
+        f: &SpecOperation<'_>,
         out: &mut Out,
     ) -> Result<(), String> {
         let ps = parameters(self.published, p)?;
@@ -380,7 +380,7 @@ impl Sides<'_, '_> {
 /// `<in>.<name>` (`path.account_id`).
 fn parameters<'a>(
     resolver: &Resolver<'a>,
-    op: &Operation<'a>,
+    op: &SpecOperation<'a>,
 ) -> Result<BTreeMap<String, &'a Value>, String> {
     let mut found = BTreeMap::new();
     for level in [op.path_item, op.node] {

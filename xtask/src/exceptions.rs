@@ -24,12 +24,12 @@ use serde::Deserialize;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
-    exceptions: Vec<Entry>,
+    exceptions: Vec<ExceptionEntry>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Entry {
+struct ExceptionEntry {
     line: Option<String>,
     lines: Option<Vec<String>>,
     glob: Option<String>,

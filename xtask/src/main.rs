@@ -33,7 +33,7 @@ usage:
       Writes a copy of the fragment with an optional property `x_additive_probe`
       in every object schema and a new operation POST .../messages/xtask-probe.";
 
-enum Failure {
+enum TaskError {
     Usage(String),
     Io(String),
 }
@@ -47,16 +47,16 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
-        Some(other) => Err(Failure::Usage(format!("unknown task {other:?}"))),
-        None => Err(Failure::Usage("no task given".to_owned())),
+        Some(other) => Err(TaskError::Usage(format!("unknown task {other:?}"))),
+        None => Err(TaskError::Usage("no task given".to_owned())),
     };
     match result {
         Ok(code) => code,
-        Err(Failure::Usage(message)) => {
+        Err(TaskError::Usage(message)) => {
             eprintln!("xtask: {message}\n{USAGE}");
             ExitCode::from(2)
         }
-        Err(Failure::Io(message)) => {
+        Err(TaskError::Io(message)) => {
             eprintln!("xtask: {message}");
             ExitCode::from(2)
         }
@@ -77,7 +77,7 @@ struct DriftArgs {
     verbose: bool,
 }
 
-fn parse_drift_args(args: &[String]) -> Result<DriftArgs, Failure> {
+fn parse_drift_args(args: &[String]) -> Result<DriftArgs, TaskError> {
     let root = repo_root();
     let mut published = None;
     let mut fragment = root.join("openapi/queues-messages.yaml");
@@ -88,7 +88,7 @@ fn parse_drift_args(args: &[String]) -> Result<DriftArgs, Failure> {
         let mut value = |flag: &str| {
             rest.next()
                 .map(PathBuf::from)
-                .ok_or_else(|| Failure::Usage(format!("{flag} needs a path")))
+                .ok_or_else(|| TaskError::Usage(format!("{flag} needs a path")))
         };
         match arg.as_str() {
             "--fragment" => fragment = value("--fragment")?,
@@ -96,14 +96,14 @@ fn parse_drift_args(args: &[String]) -> Result<DriftArgs, Failure> {
             "--strict" => strict = true,
             "--verbose" => verbose = true,
             flag if flag.starts_with("--") => {
-                return Err(Failure::Usage(format!("unknown option {flag}")));
+                return Err(TaskError::Usage(format!("unknown option {flag}")));
             }
             path if published.is_none() => published = Some(PathBuf::from(path)),
-            extra => return Err(Failure::Usage(format!("unexpected argument {extra:?}"))),
+            extra => return Err(TaskError::Usage(format!("unexpected argument {extra:?}"))),
         }
     }
     let published = published.ok_or_else(|| {
-        Failure::Usage("drift needs the path of Cloudflare's published description".to_owned())
+        TaskError::Usage("drift needs the path of Cloudflare's published description".to_owned())
     })?;
     Ok(DriftArgs {
         published,
@@ -114,12 +114,12 @@ fn parse_drift_args(args: &[String]) -> Result<DriftArgs, Failure> {
     })
 }
 
-fn run_drift(args: &[String]) -> Result<ExitCode, Failure> {
+fn run_drift(args: &[String]) -> Result<ExitCode, TaskError> {
     let args = parse_drift_args(args)?;
-    let published = spec::load(&args.published).map_err(Failure::Io)?;
-    let fragment = spec::load(&args.fragment).map_err(Failure::Io)?;
-    let exceptions = exceptions::load(&args.exceptions).map_err(Failure::Io)?;
-    let report = drift::compare(&published, &fragment).map_err(Failure::Io)?;
+    let published = spec::load(&args.published).map_err(TaskError::Io)?;
+    let fragment = spec::load(&args.fragment).map_err(TaskError::Io)?;
+    let exceptions = exceptions::load(&args.exceptions).map_err(TaskError::Io)?;
+    let report = drift::compare(&published, &fragment).map_err(TaskError::Io)?;
 
     // Written at once at the end: a closed pipe (`| head`) is then one
     // error to handle instead of a panic in `println!`. Writing to a String
@@ -208,28 +208,28 @@ fn run_drift(args: &[String]) -> Result<ExitCode, Failure> {
     })
 }
 
-fn emit(text: &str) -> Result<(), Failure> {
+fn emit(text: &str) -> Result<(), TaskError> {
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure::Io(format!("writing the report: {e}")))
+            Err(TaskError::Io(format!("writing the report: {e}")))
         }
         _ => Ok(()),
     }
 }
 
-fn run_additive(args: &[String]) -> Result<ExitCode, Failure> {
+fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
     let [input, output] = args else {
-        return Err(Failure::Usage(
+        return Err(TaskError::Usage(
             "additive needs <fragment-in> <fragment-out>".to_owned(),
         ));
     };
-    let text =
-        std::fs::read_to_string(input).map_err(|e| Failure::Io(format!("reading {input}: {e}")))?;
+    let text = std::fs::read_to_string(input)
+        .map_err(|e| TaskError::Io(format!("reading {input}: {e}")))?;
     let mut doc: serde_yaml::Value =
-        serde_yaml::from_str(&text).map_err(|e| Failure::Io(format!("parsing {input}: {e}")))?;
-    let summary = additive::mutate(&mut doc).map_err(|e| Failure::Io(format!("{input}: {e}")))?;
-    let text = serde_yaml::to_string(&doc).map_err(|e| Failure::Io(e.to_string()))?;
-    std::fs::write(output, text).map_err(|e| Failure::Io(format!("writing {output}: {e}")))?;
+        serde_yaml::from_str(&text).map_err(|e| TaskError::Io(format!("parsing {input}: {e}")))?;
+    let summary = additive::mutate(&mut doc).map_err(|e| TaskError::Io(format!("{input}: {e}")))?;
+    let text = serde_yaml::to_string(&doc).map_err(|e| TaskError::Io(e.to_string()))?;
+    std::fs::write(output, text).map_err(|e| TaskError::Io(format!("writing {output}: {e}")))?;
     eprintln!(
         "xtask additive: {} object schemas gained an optional `{}`; added POST {}",
         summary.schemas,

@@ -3,7 +3,7 @@
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 
-use super::failure::Failure;
+use super::error_answer::ErrorAnswer;
 use cf_queues::codes;
 
 /// The credentials the emulator accepts.
@@ -29,7 +29,7 @@ pub(crate) struct AcceptedAuth {
 pub(super) fn authenticate(
     accepted: Option<&AcceptedAuth>,
     headers: &HeaderMap,
-) -> Result<(), Failure> {
+) -> Result<(), ErrorAnswer> {
     let Some(accepted) = accepted else {
         return Ok(());
     };
@@ -55,7 +55,7 @@ pub(super) fn authenticate(
         let email = header("x-auth-email");
         let key = header("x-auth-key");
         let (Some(email), Some(key)) = (email, key) else {
-            return Err(Failure::bad_request(
+            return Err(ErrorAnswer::bad_request(
                 codes::MISSING_AUTH_HEADERS,
                 "Missing X-Auth-Key, X-Auth-Email or Authorization headers",
             ));
@@ -77,7 +77,7 @@ pub(super) fn authenticate(
     if granted {
         Ok(())
     } else {
-        Err(Failure::new(
+        Err(ErrorAnswer::new(
             StatusCode::FORBIDDEN,
             codes::AUTHENTICATION_ERROR,
             "Authentication error",
@@ -85,8 +85,8 @@ pub(super) fn authenticate(
     }
 }
 
-fn malformed(code: u32, message: &'static str) -> Failure {
-    Failure::bad_request(codes::INVALID_REQUEST_HEADERS, "Invalid request headers")
+fn malformed(code: u32, message: &'static str) -> ErrorAnswer {
+    ErrorAnswer::bad_request(codes::INVALID_REQUEST_HEADERS, "Invalid request headers")
         .caused_by(code, message)
 }
 
@@ -104,16 +104,16 @@ fn constant_time_eq(given: &str, expected: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn status_and_code(result: Result<(), Failure>) -> Option<(u16, u32, Vec<u32>)> {
+    fn status_and_code(result: Result<(), ErrorAnswer>) -> Option<(u16, u32, Vec<u32>)> {
         match result {
             Ok(()) => None,
-            Err(Failure::Api {
+            Err(ErrorAnswer::Api {
                 status,
                 code,
                 chain,
                 ..
             }) => Some((status.as_u16(), code, chain.iter().map(|c| c.0).collect())),
-            Err(Failure::Injected(_)) => Some((0, 0, Vec::new())),
+            Err(ErrorAnswer::Injected(_)) => Some((0, 0, Vec::new())),
         }
     }
 

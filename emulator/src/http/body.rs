@@ -4,7 +4,7 @@
 //! body matters (bad credentials, an unknown queue): an answer sent while
 //! body bytes are still on the way leaves them where the next request on a
 //! keep-alive connection should start, and hyper then closes the
-//! connection, or not, depending on timing. Refused bodies are drained, not
+//! connection, or not, depending on timing. Refusal bodies are drained, not
 //! kept, so they cost no memory.
 
 use std::future::poll_fn;

@@ -1,31 +1,31 @@
 //! One handler per operation. Each gets a request that already passed the
-//! shared steps of [`Call::read`](super::Call::read), and answers with the
+//! shared steps of [`Incoming::read`](super::Incoming::read), and answers with the
 //! `result` envelope: serialized at once, or streamed for pull, peek and
 //! preview.
 
 use serde_json::Value;
 
 use super::super::state::Delivery;
-use super::failure::Failure;
+use super::error_answer::ErrorAnswer;
 use super::parse::{Object, batch_size, delay_ms, leases, parse_message, visibility_ms};
-use super::stream::{Item, Listing};
+use super::stream::{Chunk, Listing};
 use super::wire::{
     AckResult, ExtendResult, MessageMetadata, MessagesOnly, MetricsOut, PeekedFields,
     PreviewAckResult, PullRest, PulledFields, PurgeResult, PurgeStatusResult, PushResult,
     QueueResult, ResultMetadata, success,
 };
-use super::{App, Call, Reply};
+use super::{Answer, App, Incoming};
 use cf_queues::codes;
 
 /// `POST /messages`.
-pub(super) fn push(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn push(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (message, _) = parse_message(&call.request, "", None, &app.limits)?;
     let metrics = app.with_broker(|broker, now| broker.push(call.at(), vec![message], now));
-    success(&PushResult::new(metrics)).map(Reply::Json)
+    success(&PushResult::new(metrics)).map(Answer::Json)
 }
 
 /// `POST /messages/batch`.
-pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let limits = &app.limits;
     let request = &call.request;
     let batch_delay = delay_ms(
@@ -36,10 +36,13 @@ pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
         limits,
     )?;
     let Some(Value::Array(items)) = request.get("messages") else {
-        return Err(Failure::invalid("/messages", "messages must be an array"));
+        return Err(ErrorAnswer::invalid(
+            "/messages",
+            "messages must be an array",
+        ));
     };
     if items.is_empty() || items.len() > limits.max_batch_messages {
-        return Err(Failure::bad_request(
+        return Err(ErrorAnswer::bad_request(
             codes::BATCH_COUNT_OUT_OF_BOUNDS,
             format!(
                 "BatchCountOutOfBounds: a batch holds 1 to {} messages, not {}",
@@ -53,14 +56,17 @@ pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
     for (i, item) in items.iter().enumerate() {
         let pointer = format!("/messages/{i}");
         let Value::Object(item) = item else {
-            return Err(Failure::invalid(&pointer, "a message must be an object"));
+            return Err(ErrorAnswer::invalid(
+                &pointer,
+                "a message must be an object",
+            ));
         };
         let (message, counted) = parse_message(item, &pointer, batch_delay, limits)?;
         total = total.saturating_add(counted);
         messages.push(message);
     }
     if total > limits.max_batch_bytes {
-        return Err(Failure::bad_request(
+        return Err(ErrorAnswer::bad_request(
             codes::BATCH_SIZE_OUT_OF_BOUNDS,
             format!(
                 "BatchSizeOutOfBounds: {total} bytes exceed the limit of {}",
@@ -69,11 +75,11 @@ pub(super) fn batch(app: &App, call: Call) -> Result<Reply, Failure> {
         ));
     }
     let metrics = app.with_broker(|broker, now| broker.push(call.at(), messages, now));
-    success(&PushResult::new(metrics)).map(Reply::Json)
+    success(&PushResult::new(metrics)).map(Answer::Json)
 }
 
 /// `POST /messages/pull`.
-pub(super) fn pull(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?;
     let visibility = visibility_ms(&call.request, &app.limits)?;
     let (deliveries, metrics) =
@@ -88,10 +94,10 @@ pub(super) fn pull(app: &App, call: Call) -> Result<Reply, Failure> {
 /// Pulled or previewed messages, in the pull shape, followed by `rest`.
 fn pull_shaped(
     app: &App,
-    call: Call,
+    call: Incoming,
     deliveries: Vec<Delivery>,
     rest: &impl serde::Serialize,
-) -> Result<Reply, Failure> {
+) -> Result<Answer, ErrorAnswer> {
     let mut items = Vec::with_capacity(deliveries.len());
     for d in deliveries {
         let fields = PulledFields {
@@ -101,15 +107,15 @@ fn pull_shaped(
             lease_id: d.lease_id,
             timestamp_ms: d.timestamp_ms,
         };
-        items.push(Item::new(&fields, d.kind, d.body).map_err(Failure::internal)?);
+        items.push(Chunk::new(&fields, d.kind, d.body).map_err(ErrorAnswer::internal)?);
     }
     Listing::new(items, rest, app.chunk_bytes, call.conn)
-        .map(Reply::Listing)
-        .map_err(Failure::internal)
+        .map(Answer::Listing)
+        .map_err(ErrorAnswer::internal)
 }
 
 /// `POST /messages/ack`.
-pub(super) fn ack(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, retries) = acks_and_retries(app, &call.request)?;
     let report = app.with_broker(|broker, now| broker.ack(call.at(), &acks, &retries, now));
     success(&AckResult {
@@ -117,11 +123,11 @@ pub(super) fn ack(app: &App, call: Call) -> Result<Reply, Failure> {
         retry_count: report.retry_count,
         warnings: report.warnings,
     })
-    .map(Reply::Json)
+    .map(Answer::Json)
 }
 
 /// `POST /messages/peek`.
-pub(super) fn peek(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?;
     let peeked = app.with_broker(|broker, now| broker.peek(call.at(), batch_size, now));
     let mut items = Vec::with_capacity(peeked.len());
@@ -133,24 +139,24 @@ pub(super) fn peek(app: &App, call: Call) -> Result<Reply, Failure> {
             peek_ref: p.peek_ref,
             timestamp_ms: p.timestamp_ms,
         };
-        items.push(Item::new(&fields, p.kind, p.body).map_err(Failure::internal)?);
+        items.push(Chunk::new(&fields, p.kind, p.body).map_err(ErrorAnswer::internal)?);
     }
     Listing::new(items, &MessagesOnly {}, app.chunk_bytes, call.conn)
-        .map(Reply::Listing)
-        .map_err(Failure::internal)
+        .map(Answer::Listing)
+        .map_err(ErrorAnswer::internal)
 }
 
 /// `POST /messages/purge`.
-pub(super) fn purge(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let Some(Value::Array(items)) = call.request.get("refs") else {
-        return Err(Failure::invalid("/refs", "refs must be an array"));
+        return Err(ErrorAnswer::invalid("/refs", "refs must be an array"));
     };
     let mut refs = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         match item.get("ref") {
             Some(Value::String(r)) => refs.push(r.clone()),
             _ => {
-                return Err(Failure::invalid(
+                return Err(ErrorAnswer::invalid(
                     &format!("/refs/{i}/ref"),
                     "ref must be a string",
                 ));
@@ -162,11 +168,11 @@ pub(super) fn purge(app: &App, call: Call) -> Result<Reply, Failure> {
         errors: [],
         warnings: report.warnings,
     })
-    .map(Reply::Json)
+    .map(Answer::Json)
 }
 
 /// `POST /messages/extend`.
-pub(super) fn extend(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let ids = lease_ids(&call.request, "extend")?;
     let visibility = visibility_ms(&call.request, &app.limits)?;
     let report = app.with_broker(|broker, now| broker.extend(call.at(), &ids, visibility, now));
@@ -174,63 +180,65 @@ pub(super) fn extend(app: &App, call: Call) -> Result<Reply, Failure> {
         extend_count: report.extended,
         warnings: report.warnings,
     })
-    .map(Reply::Json)
+    .map(Answer::Json)
 }
 
 /// `POST /messages/preview`.
-pub(super) fn preview(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?;
     let previewed = app.with_broker(|broker, now| broker.preview(call.at(), batch_size, now));
     pull_shaped(app, call, previewed, &MessagesOnly {})
 }
 
 /// `POST /messages/preview/ack`.
-pub(super) fn delete_previewed(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, retries) = acks_and_retries(app, &call.request)?;
     let report =
         app.with_broker(|broker, now| broker.delete_previewed(call.at(), &acks, &retries, now));
     success(&PreviewAckResult {
         warnings: report.warnings,
     })
-    .map(Reply::Json)
+    .map(Answer::Json)
 }
 
 /// `GET /metrics`, as JSON or as one server-sent event.
-pub(super) fn metrics(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn metrics(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let metrics = MetricsOut::from(app.with_broker(|broker, now| broker.metrics(call.at(), now)));
     if call.event_stream {
         // The published description streams the bare metrics object, not
         // an envelope.
-        let data = serde_json::to_string(&metrics).map_err(Failure::internal)?;
-        return Ok(Reply::EventStream(format!("data: {data}\n\n").into_bytes()));
+        let data = serde_json::to_string(&metrics).map_err(ErrorAnswer::internal)?;
+        return Ok(Answer::EventStream(
+            format!("data: {data}\n\n").into_bytes(),
+        ));
     }
-    success(&metrics).map(Reply::Json)
+    success(&metrics).map(Answer::Json)
 }
 
 /// `POST /purge`.
-pub(super) fn purge_queue(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     // Cloudflare's description marks the purge `x-forge-require-confirmation`
     // ("This operation drops every message in the queue"); the code for a
     // missing confirmation is an assumption (see "Assumptions").
     if call.request.get("delete_messages_permanently") != Some(&Value::Bool(true)) {
-        return Err(Failure::invalid(
+        return Err(ErrorAnswer::invalid(
             "/delete_messages_permanently",
             "delete_messages_permanently must be true to confirm that every message \
              of the queue is deleted",
         ));
     }
     let purged = app.with_broker(|broker, now| broker.purge_all(call.at(), now));
-    success(&QueueResult::new(&call.queue, purged)).map(Reply::Json)
+    success(&QueueResult::new(&call.queue, purged)).map(Answer::Json)
 }
 
 /// `GET /purge`.
-pub(super) fn purge_status(app: &App, call: Call) -> Result<Reply, Failure> {
+pub(super) fn purge_status(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let started = app.with_broker(|broker, now| broker.purge_status(call.at(), now));
-    success(&PurgeStatusResult::new(started)).map(Reply::Json)
+    success(&PurgeStatusResult::new(started)).map(Answer::Json)
 }
 
 /// The `lease_id`s of `acks` or `extend`.
-fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, Failure> {
+fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, ErrorAnswer> {
     Ok(leases(request, key)?
         .into_iter()
         .map(|(lease, _)| lease)
@@ -241,7 +249,7 @@ fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, Failure> {
 type Changes = (Vec<String>, Vec<(String, u64)>);
 
 /// The `acks` and `retries` of an ack or a deletion of previewed messages.
-fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, Failure> {
+fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, ErrorAnswer> {
     let acks = lease_ids(request, "acks")?;
     let mut retries = Vec::new();
     for (i, (lease, item)) in leases(request, "retries")?.into_iter().enumerate() {

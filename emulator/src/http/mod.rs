@@ -1,10 +1,10 @@
 //! The HTTP shell around the [`Broker`](super::state::Broker): routing, the
-//! steps every operation shares ([`Call::read`]), one handler per operation
+//! steps every operation shares ([`Incoming::read`]), one handler per operation
 //! ([`handlers`]), and Cloudflare's response envelopes ([`wire`]).
 
 mod auth;
 mod body;
-mod failure;
+mod error_answer;
 mod handlers;
 mod parse;
 mod stream;
@@ -34,7 +34,7 @@ pub(crate) use auth::AcceptedAuth;
 use body::Read;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
-use failure::Failure;
+use error_answer::ErrorAnswer;
 use parse::Object;
 use stream::{Listing, Streamed};
 use wire::json_response;
@@ -80,7 +80,7 @@ impl App {
 }
 
 /// What a handler answers with.
-enum Reply {
+enum Answer {
     /// A whole envelope.
     Json(Vec<u8>),
     /// An envelope listing messages, written as the client reads it.
@@ -90,16 +90,16 @@ enum Reply {
 }
 
 /// A refused request.
-struct Refused {
-    failure: Failure,
+struct Refusal {
+    failure: ErrorAnswer,
     /// The body was not read to its end, so the connection cannot carry
     /// another request: the answer says `Connection: close`.
     unread: bool,
 }
 
-impl From<Failure> for Refused {
-    fn from(failure: Failure) -> Refused {
-        Refused {
+impl From<ErrorAnswer> for Refusal {
+    fn from(failure: ErrorAnswer) -> Refusal {
+        Refusal {
             failure,
             unread: false,
         }
@@ -107,7 +107,7 @@ impl From<Failure> for Refused {
 }
 
 /// What an operation's handler runs on: a request that passed every shared step.
-type Handler = fn(&App, Call) -> Result<Reply, Failure>;
+type Handler = fn(&App, Incoming) -> Result<Answer, ErrorAnswer>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     const QUEUE: &str = "/accounts/{account_id}/queues/{queue_id}";
@@ -136,7 +136,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .fold(Router::new(), |router, (path, methods)| {
             let methods =
                 methods.fallback(|State(app): State<Arc<App>>, request: Request| async move {
-                    refuse(&app, Failure::method_not_allowed(), request.into_body()).await
+                    refuse(&app, ErrorAnswer::method_not_allowed(), request.into_body()).await
                 });
             router.route(&format!("{QUEUE}{path}"), methods)
         });
@@ -144,7 +144,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .merge(operations.clone())
         .nest("/client/v4", operations)
         .fallback(|State(app): State<Arc<App>>, request: Request| async move {
-            refuse(&app, Failure::no_route(), request.into_body()).await
+            refuse(&app, ErrorAnswer::no_route(), request.into_body()).await
         })
         .with_state(app)
 }
@@ -163,11 +163,11 @@ fn operation(
     methods.on(
         method,
         move |State(app): State<Arc<App>>, request: Request| async move {
-            let answer = match Call::read(&app, op, request).await {
+            let answer = match Incoming::read(&app, op, request).await {
                 Ok(call) => {
                     let conn = call.conn.clone();
-                    let answer = handler(&app, call).map_err(Refused::from);
-                    if let (Some(conn), Ok(Reply::Json(body) | Reply::EventStream(body))) =
+                    let answer = handler(&app, call).map_err(Refusal::from);
+                    if let (Some(conn), Ok(Answer::Json(body) | Answer::EventStream(body))) =
                         (&conn, &answer)
                     {
                         // Built whole, so held whole until the client reads
@@ -183,15 +183,15 @@ fn operation(
     )
 }
 
-async fn refuse(app: &App, failure: Failure, body: Body) -> Response {
+async fn refuse(app: &App, failure: ErrorAnswer, body: Body) -> Response {
     let unread = !app.drain(body).await;
-    respond(Err(Refused { failure, unread }))
+    respond(Err(Refusal { failure, unread }))
 }
 
-fn respond(answer: Result<Reply, Refused>) -> Response {
+fn respond(answer: Result<Answer, Refusal>) -> Response {
     match answer {
-        Ok(Reply::Json(body)) => json_response(StatusCode::OK, body),
-        Ok(Reply::EventStream(body)) => (
+        Ok(Answer::Json(body)) => json_response(StatusCode::OK, body),
+        Ok(Answer::EventStream(body)) => (
             [
                 (CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
                 (CACHE_CONTROL, HeaderValue::from_static("no-cache")),
@@ -199,7 +199,7 @@ fn respond(answer: Result<Reply, Refused>) -> Response {
             body,
         )
             .into_response(),
-        Ok(Reply::Listing(mut listing)) => {
+        Ok(Answer::Listing(mut listing)) => {
             let first = listing.next_chunk();
             if listing.is_done() {
                 // Small enough for one piece: sent with its length.
@@ -211,7 +211,7 @@ fn respond(answer: Result<Reply, Refused>) -> Response {
             )
                 .into_response()
         }
-        Err(Refused { failure, unread }) => {
+        Err(Refusal { failure, unread }) => {
             let mut response = failure.into_response();
             if unread {
                 response
@@ -224,7 +224,7 @@ fn respond(answer: Result<Reply, Refused>) -> Response {
 }
 
 /// A request that passed the steps every operation shares.
-struct Call {
+struct Incoming {
     /// The account named in the path.
     account: String,
     /// The queue named in the path.
@@ -238,19 +238,19 @@ struct Call {
     event_stream: bool,
 }
 
-impl Call {
+impl Incoming {
     /// The shared steps, in order: count the request, serve an injected
     /// fault, check credentials, ids and the strict queue list, then read
     /// and parse the body. A request refused before its body is read still
     /// has it drained.
-    async fn read(app: &App, op: Operation, request: Request) -> Result<Call, Refused> {
+    async fn read(app: &App, op: Operation, request: Request) -> Result<Incoming, Refusal> {
         app.requests.fetch_add(1, Ordering::Relaxed);
         let (mut parts, body) = request.into_parts();
-        let (account, queue) = match Call::check(app, op, &mut parts).await {
+        let (account, queue) = match Incoming::check(app, op, &mut parts).await {
             Ok(ids) => ids,
             Err(failure) => {
                 let unread = !app.drain(body).await;
-                return Err(Refused { failure, unread });
+                return Err(Refusal { failure, unread });
             }
         };
         let bytes = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
@@ -262,8 +262,8 @@ impl Call {
                     codes::MESSAGE_SIZE_OUT_OF_BOUNDS
                 };
                 let message = format!("request body exceeds {} bytes", app.max_body_bytes);
-                return Err(Refused {
-                    failure: Failure::new(StatusCode::PAYLOAD_TOO_LARGE, code, message),
+                return Err(Refusal {
+                    failure: ErrorAnswer::new(StatusCode::PAYLOAD_TOO_LARGE, code, message),
                     unread: true,
                 });
             }
@@ -272,8 +272,8 @@ impl Call {
                     "ClientDisconnected: the request body did not arrive within {:?}",
                     app.body_timeout
                 );
-                return Err(Refused {
-                    failure: Failure::new(
+                return Err(Refusal {
+                    failure: ErrorAnswer::new(
                         StatusCode::REQUEST_TIMEOUT,
                         codes::CLIENT_DISCONNECTED,
                         message,
@@ -282,8 +282,8 @@ impl Call {
                 });
             }
             Read::Broken => {
-                return Err(Refused {
-                    failure: Failure::bad_request(
+                return Err(Refusal {
+                    failure: ErrorAnswer::bad_request(
                         codes::CLIENT_DISCONNECTED,
                         "ClientDisconnected: the request body was cut short",
                     ),
@@ -296,16 +296,16 @@ impl Call {
             Value::Object(Map::new())
         } else {
             serde_json::from_slice(&bytes).map_err(|e| {
-                Failure::bad_request(
+                ErrorAnswer::bad_request(
                     codes::JSON_REQUEST_BODY_MALFORMED,
                     format!("JSONRequestBodyMalformed: {e}"),
                 )
             })?
         };
         let Value::Object(request) = request else {
-            return Err(Failure::invalid("", "the request body must be a JSON object").into());
+            return Err(ErrorAnswer::invalid("", "the request body must be a JSON object").into());
         };
-        Ok(Call {
+        Ok(Incoming {
             account,
             queue,
             request,
@@ -319,24 +319,27 @@ impl Call {
         app: &App,
         op: Operation,
         parts: &mut Parts,
-    ) -> Result<(String, String), Failure> {
+    ) -> Result<(String, String), ErrorAnswer> {
         if let Some(fault) = app.faults.take(op) {
             if let Some(stall) = fault.stall {
                 tokio::time::sleep(stall).await;
             }
             if fault.status.is_some() {
-                return Err(Failure::Injected(fault));
+                return Err(ErrorAnswer::Injected(fault));
             }
         }
         let Ok(Path((account, queue))) =
             Path::<(String, String)>::from_request_parts(parts, &()).await
         else {
-            return Err(Failure::no_route());
+            return Err(ErrorAnswer::no_route());
         };
         auth::authenticate(app.auth.as_ref(), &parts.headers)?;
         for (field, id) in [("account_id", &account), ("queue_id", &queue)] {
             app.limits.check_id(field, id).map_err(|e| {
-                Failure::bad_request(codes::QUEUE_ID_MALFORMED, format!("QueueIDMalformed: {e}"))
+                ErrorAnswer::bad_request(
+                    codes::QUEUE_ID_MALFORMED,
+                    format!("QueueIDMalformed: {e}"),
+                )
             })?;
         }
         if app
@@ -344,7 +347,7 @@ impl Call {
             .as_ref()
             .is_some_and(|known| !known.contains(&queue))
         {
-            return Err(Failure::new(
+            return Err(ErrorAnswer::new(
                 StatusCode::NOT_FOUND,
                 codes::QUEUE_NOT_FOUND,
                 "QueueNotFound",

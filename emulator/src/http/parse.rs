@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::super::state::{BodyKind, NewMessage};
-use super::failure::Failure;
+use super::error_answer::ErrorAnswer;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
 
@@ -13,7 +13,7 @@ pub(super) fn parse_message(
     pointer: &str,
     default_delay_ms: Option<u64>,
     limits: &Limits,
-) -> Result<(NewMessage, usize), Failure> {
+) -> Result<(NewMessage, usize), ErrorAnswer> {
     let kind = match item.get("content_type") {
         Some(Value::String(t)) if t == "text" => BodyKind::Text,
         Some(Value::String(t)) if t == "json" => BodyKind::Json,
@@ -21,7 +21,7 @@ pub(super) fn parse_message(
         // Cloudflare's error-code table: 10203 MessageMetadataInvalid,
         // "invalid content type" (developers.cloudflare.com/queues/reference/error-codes/).
         Some(_) => {
-            return Err(Failure::bad_request(
+            return Err(ErrorAnswer::bad_request(
                 codes::MESSAGE_METADATA_INVALID,
                 "MessageMetadataInvalid: content_type must be \"text\" or \"json\"",
             )
@@ -30,14 +30,14 @@ pub(super) fn parse_message(
     };
     let body = match (kind, item.get("body")) {
         (_, None) => {
-            return Err(Failure::invalid(
+            return Err(ErrorAnswer::invalid(
                 &format!("{pointer}/body"),
                 "body is required",
             ));
         }
         (BodyKind::Text, Some(Value::String(text))) => text.clone().into_bytes(),
         (BodyKind::Text, Some(_)) => {
-            return Err(Failure::invalid(
+            return Err(ErrorAnswer::invalid(
                 &format!("{pointer}/body"),
                 "a text body must be a string",
             ));
@@ -46,7 +46,7 @@ pub(super) fn parse_message(
     };
     let counted = body.len().saturating_add(limits.message_metadata_bytes);
     if counted > limits.max_message_bytes {
-        return Err(Failure::bad_request(
+        return Err(ErrorAnswer::bad_request(
             codes::MESSAGE_SIZE_OUT_OF_BOUNDS,
             format!(
                 "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
@@ -75,11 +75,14 @@ pub(super) fn number(
     object: &Map<String, Value>,
     key: &str,
     pointer: &str,
-) -> Result<Option<f64>, Failure> {
+) -> Result<Option<f64>, ErrorAnswer> {
     match object.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(_) => Err(Failure::invalid(pointer, format!("{key} must be a number"))),
+        Some(_) => Err(ErrorAnswer::invalid(
+            pointer,
+            format!("{key} must be a number"),
+        )),
     }
 }
 
@@ -89,7 +92,7 @@ pub(super) fn delay_ms(
     pointer: &str,
     code: u32,
     limits: &Limits,
-) -> Result<Option<u64>, Failure> {
+) -> Result<Option<u64>, ErrorAnswer> {
     let Some(seconds) = number(object, key, pointer)? else {
         return Ok(None);
     };
@@ -100,21 +103,25 @@ pub(super) fn delay_ms(
         } else {
             "MessageMetadataInvalid"
         };
-        return Err(
-            Failure::bad_request(code, format!("{name}: {key} must be from 0 to {max}"))
-                .at(pointer),
-        );
+        return Err(ErrorAnswer::bad_request(
+            code,
+            format!("{name}: {key} must be from 0 to {max}"),
+        )
+        .at(pointer));
     }
     Ok(Some((seconds * 1000.0).round() as u64))
 }
 
-pub(super) fn batch_size(request: &Map<String, Value>, limits: &Limits) -> Result<usize, Failure> {
+pub(super) fn batch_size(
+    request: &Map<String, Value>,
+    limits: &Limits,
+) -> Result<usize, ErrorAnswer> {
     let Some(n) = number(request, "batch_size", "/batch_size")? else {
         return Ok(5);
     };
     let max = f64::from(limits.max_pull_batch_size);
     if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
-        return Err(Failure::invalid(
+        return Err(ErrorAnswer::invalid(
             "/batch_size",
             format!("batch_size must be a whole number from 1 to {max}"),
         ));
@@ -124,7 +131,10 @@ pub(super) fn batch_size(request: &Map<String, Value>, limits: &Limits) -> Resul
 
 /// `visibility_timeout_ms` of a pull or an extension, 30 s when absent
 /// (Cloudflare's default for pulls).
-pub(super) fn visibility_ms(request: &Map<String, Value>, limits: &Limits) -> Result<u64, Failure> {
+pub(super) fn visibility_ms(
+    request: &Map<String, Value>,
+    limits: &Limits,
+) -> Result<u64, ErrorAnswer> {
     let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
         return Ok(30_000);
     };
@@ -134,7 +144,7 @@ pub(super) fn visibility_ms(request: &Map<String, Value>, limits: &Limits) -> Re
     // out. The client refuses 0 already; over raw HTTP the code is an
     // assumption (see "Assumptions").
     if !(1.0..=max).contains(&ms) {
-        return Err(Failure::invalid(
+        return Err(ErrorAnswer::invalid(
             "/visibility_timeout_ms",
             format!("visibility_timeout_ms must be from 1 to {max}"),
         ));
@@ -148,12 +158,12 @@ pub(super) type Object = Map<String, Value>;
 pub(super) fn leases<'a>(
     request: &'a Object,
     key: &str,
-) -> Result<Vec<(String, &'a Object)>, Failure> {
+) -> Result<Vec<(String, &'a Object)>, ErrorAnswer> {
     let items = match request.get(key) {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
         Some(_) => {
-            return Err(Failure::invalid(
+            return Err(ErrorAnswer::invalid(
                 &format!("/{key}"),
                 format!("{key} must be an array"),
             ));
@@ -165,14 +175,14 @@ pub(super) fn leases<'a>(
             Value::Object(object) => match object.get("lease_id") {
                 Some(Value::String(lease)) => leases.push((lease.clone(), object)),
                 _ => {
-                    return Err(Failure::invalid(
+                    return Err(ErrorAnswer::invalid(
                         &format!("/{key}/{i}/lease_id"),
                         "lease_id must be a string",
                     ));
                 }
             },
             _ => {
-                return Err(Failure::invalid(
+                return Err(ErrorAnswer::invalid(
                     &format!("/{key}/{i}"),
                     "must be an object",
                 ));

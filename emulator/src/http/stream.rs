@@ -26,7 +26,7 @@ use super::super::state::BodyKind;
 pub(super) struct Listing {
     /// Everything up to and including `"messages":[`.
     head: Vec<u8>,
-    items: Vec<Item>,
+    items: Vec<Chunk>,
     /// Everything after the array's `]`.
     tail: Vec<u8>,
     /// The size of the pieces produced.
@@ -39,7 +39,7 @@ pub(super) struct Listing {
 }
 
 /// One message: its other fields as an unclosed JSON object, and its body.
-pub(super) struct Item {
+pub(super) struct Chunk {
     fields: Vec<u8>,
     kind: BodyKind,
     body: Arc<[u8]>,
@@ -54,13 +54,13 @@ enum Stage {
     Done,
 }
 
-impl Item {
+impl Chunk {
     /// `fields` serializes to a JSON object (every field but the body).
     pub(super) fn new(
         fields: &impl Serialize,
         kind: BodyKind,
         body: Arc<[u8]>,
-    ) -> serde_json::Result<Item> {
+    ) -> serde_json::Result<Chunk> {
         let mut fields = serde_json::to_vec(fields)?;
         // The body goes last, inside the same object: drop the closing brace.
         fields.pop();
@@ -70,7 +70,7 @@ impl Item {
             (BodyKind::Text, Err(_)) => Arc::from(String::from_utf8_lossy(&body).as_bytes()),
             _ => body,
         };
-        Ok(Item { fields, kind, body })
+        Ok(Chunk { fields, kind, body })
     }
 }
 
@@ -78,7 +78,7 @@ impl Listing {
     /// `{"success":true,...,"result":{"messages":[...]` then `rest`, the
     /// other fields of the result, which serializes to a JSON object.
     pub(super) fn new(
-        items: Vec<Item>,
+        items: Vec<Chunk>,
         rest: &impl Serialize,
         chunk: usize,
         conn: Option<Arc<Conn>>,
@@ -177,7 +177,7 @@ impl Listing {
 /// Appends the JSON-string form of `item.body[offset..]`, at most about
 /// `budget` bytes of it, and returns where it stopped.
 fn encode_piece(
-    item: &Item,
+    item: &Chunk,
     offset: usize,
     budget: usize,
     out: &mut Vec<u8>,
@@ -275,8 +275,8 @@ mod tests {
         count: u32,
     }
 
-    fn item(kind: BodyKind, body: &[u8]) -> Item {
-        Item::new(&Fields { id: "m" }, kind, Arc::from(body)).expect("serializes")
+    fn item(kind: BodyKind, body: &[u8]) -> Chunk {
+        Chunk::new(&Fields { id: "m" }, kind, Arc::from(body)).expect("serializes")
     }
 
     fn collect(mut listing: Listing) -> (Value, usize) {
@@ -305,7 +305,7 @@ mod tests {
             let listing = Listing::new(
                 items
                     .iter()
-                    .map(|i| Item {
+                    .map(|i| Chunk {
                         fields: i.fields.clone(),
                         kind: i.kind,
                         body: Arc::clone(&i.body),

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::super::clock::rfc3339_ms;
-use super::super::state::{BodyKind, Metrics, PurgedQueue};
-use super::failure::Failure;
+use super::super::state::{BodyKind, PurgedQueue, QueueStats};
+use super::error_answer::ErrorAnswer;
 
 // The response shapes, serialized straight to bytes: building a JSON tree
 // first copied every pulled message several times (a third of pull's cost).
@@ -25,14 +25,14 @@ pub(super) struct Success<'a, T> {
     pub(super) result: &'a T,
 }
 
-pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, Failure> {
+pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, ErrorAnswer> {
     let envelope = Success {
         success: true,
         errors: [],
         messages: [],
         result,
     };
-    serde_json::to_vec(&envelope).map_err(Failure::internal)
+    serde_json::to_vec(&envelope).map_err(ErrorAnswer::internal)
 }
 
 /// `mq_queue-metrics`: the result of `GET /metrics`, and the metrics in
@@ -44,8 +44,8 @@ pub(super) struct MetricsOut {
     pub(super) oldest_message_timestamp_ms: u64,
 }
 
-impl From<Metrics> for MetricsOut {
-    fn from(m: Metrics) -> MetricsOut {
+impl From<QueueStats> for MetricsOut {
+    fn from(m: QueueStats) -> MetricsOut {
         MetricsOut {
             backlog_count: m.backlog_count,
             backlog_bytes: m.backlog_bytes,
@@ -60,7 +60,7 @@ pub(super) struct ResultMetadata {
 }
 
 impl ResultMetadata {
-    pub(super) fn new(m: Metrics) -> ResultMetadata {
+    pub(super) fn new(m: QueueStats) -> ResultMetadata {
         ResultMetadata {
             metrics: MetricsOut::from(m),
         }
@@ -73,7 +73,7 @@ pub(super) struct PushResult {
 }
 
 impl PushResult {
-    pub(super) fn new(metrics: Metrics) -> PushResult {
+    pub(super) fn new(metrics: QueueStats) -> PushResult {
         PushResult {
             metadata: ResultMetadata::new(metrics),
         }

@@ -23,7 +23,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt as _;
 
-use super::Shared;
+use super::ServerState;
 
 /// hyper refuses a buffer limit below this.
 const HYPER_MIN_BUF: usize = 8192;
@@ -35,7 +35,7 @@ const NONE: u64 = u64::MAX;
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub(super) id: u64,
-    server: Arc<Shared>,
+    server: Arc<ServerState>,
     /// Requests between "head parsed" and "response body done or dropped".
     busy: AtomicU32,
     /// When the connection last became idle: opened, or a response finished.
@@ -49,7 +49,7 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(id: u64, server: Arc<Shared>) -> Conn {
+    pub(super) fn new(id: u64, server: Arc<ServerState>) -> Conn {
         let now = server.now_ms();
         Conn {
             id,
@@ -65,7 +65,7 @@ impl Conn {
         }
     }
 
-    pub(super) fn server(&self) -> &Shared {
+    pub(super) fn server(&self) -> &ServerState {
         &self.server
     }
 

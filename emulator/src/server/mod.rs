@@ -63,7 +63,7 @@ pub struct ServerStats {
 
 /// State shared by the accept loop, the connections and the handle.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct ServerState {
     epoch: Instant,
     pub(crate) limits: ServerLimits,
     next_id: AtomicU64,
@@ -75,9 +75,9 @@ pub(crate) struct Shared {
     peak_buffered: AtomicU64,
 }
 
-impl Shared {
-    pub(crate) fn new(limits: ServerLimits) -> Shared {
-        Shared {
+impl ServerState {
+    pub(crate) fn new(limits: ServerLimits) -> ServerState {
+        ServerState {
             epoch: Instant::now(),
             limits,
             next_id: AtomicU64::new(0),
@@ -151,7 +151,7 @@ impl Shared {
 pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     mut stop: oneshot::Receiver<()>,
 ) -> io::Result<()> {
     let limits = shared.limits;
@@ -210,7 +210,7 @@ pub(crate) async fn serve(
 /// listen backlog). `None` when the server stops meanwhile.
 async fn wait_for_slot(
     slots: &Arc<Semaphore>,
-    shared: &Shared,
+    shared: &ServerState,
     stop: &mut oneshot::Receiver<()>,
 ) -> Option<OwnedSemaphorePermit> {
     if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {

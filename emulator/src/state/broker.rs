@@ -6,17 +6,17 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::queue::{Lease, Moved, Queue};
+use super::queue::{DeadLetterMove, Lease, QueueState};
 use super::refs::Named;
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
-    LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, Metrics, NewMessage, Peeked, PurgeReport,
-    REF_GONE, REF_UNKNOWN,
+    LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, NewMessage, Peeked, PurgeReport,
+    QueueStats, REF_GONE, REF_UNKNOWN,
 };
 
 /// The queues of one account, by queue id.
-pub(super) type Queues = HashMap<String, Queue>;
+pub(super) type Queues = HashMap<String, QueueState>;
 
 /// The whole emulated service: every account's queues plus token issuing.
 #[derive(Debug)]
@@ -78,19 +78,19 @@ impl Broker {
         at: impl Into<At<'a>>,
         messages: Vec<NewMessage>,
         now_ms: u64,
-    ) -> Metrics {
+    ) -> QueueStats {
         let at = at.into();
         self.prepare(at, now_ms);
         let Broker {
             accounts, tokens, ..
         } = self;
         let Some(q) = queue_or_create(accounts, at, now_ms) else {
-            return Metrics::default();
+            return QueueStats::default();
         };
         for message in messages {
             q.insert(
                 tokens.seq(),
-                Moved {
+                DeadLetterMove {
                     kind: message.kind,
                     body: Arc::from(message.body),
                     timestamp_ms: now_ms,
@@ -112,14 +112,14 @@ impl Broker {
         batch_size: usize,
         visibility_ms: u64,
         now_ms: u64,
-    ) -> (Vec<Delivery>, Metrics) {
+    ) -> (Vec<Delivery>, QueueStats) {
         let at = at.into();
         self.prepare(at, now_ms);
         let Broker {
             accounts, tokens, ..
         } = self;
         let Some(q) = queue_mut(accounts, at) else {
-            return (Vec::new(), Metrics::default());
+            return (Vec::new(), QueueStats::default());
         };
         let expiry_ms = now_ms.saturating_add(visibility_ms);
         let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
@@ -170,7 +170,7 @@ impl Broker {
     /// the message without an error." So a late ack deletes the message
     /// even while another consumer holds it, and that consumer's ack then
     /// finds nothing: a warning, not an error. A late retry applies only
-    /// while no one else holds the message ([`Queue::retry`]).
+    /// while no one else holds the message ([`QueueState::retry`]).
     pub(crate) fn ack<'a>(
         &mut self,
         at: impl Into<At<'a>>,
@@ -195,7 +195,7 @@ impl Broker {
                 .entry(lease_id.clone())
                 .or_insert_with(|| reason.to_owned());
         };
-        let mut absent = Queue::default();
+        let mut absent = QueueState::default();
         let q = queue_mut(accounts, at).unwrap_or(&mut absent);
         // Only keys of leases this call used go in, never client input, so
         // the cheap hasher stays safe.
@@ -257,7 +257,7 @@ impl Broker {
     /// Cloudflare documents extend as "creates a new lease ID on your message
     /// without incrementing the message's `attempts` counter", but its
     /// answer carries no lease id, so the lease id the caller holds stays
-    /// the one to use (the crate's `Queue::extend` docs). The rules:
+    /// the one to use (the crate's `QueueState::extend` docs). The rules:
     ///
     /// - the new expiry counts from now, not from the old expiry, as SQS's
     ///   ChangeMessageVisibility does;
@@ -280,7 +280,7 @@ impl Broker {
         let at = at.into();
         self.prepare(at, now_ms);
         let mut report = ExtendReport::default();
-        let mut absent = Queue::default();
+        let mut absent = QueueState::default();
         let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
         let expiry_ms = now_ms.saturating_add(visibility_ms);
         // Only keys of leases this call extended go in, never client input.
@@ -368,7 +368,7 @@ impl Broker {
         let at = at.into();
         self.prepare(at, now_ms);
         let mut report = PurgeReport::default();
-        let mut absent = Queue::default();
+        let mut absent = QueueState::default();
         let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
         for peek_ref in refs {
             let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
@@ -391,11 +391,11 @@ impl Broker {
     }
 
     /// Exact backlog figures of the queue at `now_ms`.
-    pub(crate) fn metrics<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> Metrics {
+    pub(crate) fn metrics<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> QueueStats {
         let at = at.into();
         self.prepare(at, now_ms);
         let metrics =
-            queue_mut(&mut self.accounts, at).map_or_else(Metrics::default, |q| q.metrics());
+            queue_mut(&mut self.accounts, at).map_or_else(QueueStats::default, |q| q.metrics());
         self.finish(at);
         metrics
     }
@@ -481,7 +481,7 @@ impl Broker {
         let Some(queues) = self.accounts.get_mut(at.account) else {
             return;
         };
-        if !queues.get(at.queue).is_some_and(Queue::is_reclaimable) {
+        if !queues.get(at.queue).is_some_and(QueueState::is_reclaimable) {
             return;
         }
         if let Some(due) = queues.remove(at.queue).and_then(|q| q.sweep_due_ms) {
@@ -496,7 +496,7 @@ impl Broker {
 
 /// Resolves a lease id, live or stale, to its key and message.
 fn resolve(
-    q: &Queue,
+    q: &QueueState,
     used: &HashSet<u128, KeyBuild>,
     lease_id: &str,
 ) -> Result<(u128, u64), &'static str> {
@@ -513,7 +513,7 @@ fn resolve(
 pub(super) fn queue_mut<'q>(
     accounts: &'q mut HashMap<String, Queues>,
     at: At<'_>,
-) -> Option<&'q mut Queue> {
+) -> Option<&'q mut QueueState> {
     accounts
         .get_mut(at.account)
         .and_then(|queues| queues.get_mut(at.queue))
@@ -523,14 +523,14 @@ pub(super) fn queue_or_create<'q>(
     accounts: &'q mut HashMap<String, Queues>,
     at: At<'_>,
     now_ms: u64,
-) -> Option<&'q mut Queue> {
+) -> Option<&'q mut QueueState> {
     // Looked up before inserting, so that the common case allocates no keys.
     if !accounts.contains_key(at.account) {
         accounts.insert(at.account.to_owned(), Queues::new());
     }
     let queues = accounts.get_mut(at.account)?;
     if !queues.contains_key(at.queue) {
-        queues.insert(at.queue.to_owned(), Queue::new(now_ms));
+        queues.insert(at.queue.to_owned(), QueueState::new(now_ms));
     }
     queues.get_mut(at.queue)
 }
@@ -539,7 +539,7 @@ pub(super) fn queue_or_create<'q>(
 /// unless it is on it.
 pub(super) fn schedule_sweep(
     sweeps: &mut BTreeSet<(u64, String, String)>,
-    q: &mut Queue,
+    q: &mut QueueState,
     at: At<'_>,
 ) {
     if q.sweep_due_ms.is_some() {
@@ -576,14 +576,14 @@ pub(super) fn deliver_dead_letters(
     queues: &mut Queues,
     tokens: &mut Tokens,
     dlq: &str,
-    moved: Vec<Moved>,
+    moved: Vec<DeadLetterMove>,
     now_ms: u64,
 ) {
     if moved.is_empty() {
         return;
     }
     if !queues.contains_key(dlq) {
-        queues.insert(dlq.to_owned(), Queue::new(now_ms));
+        queues.insert(dlq.to_owned(), QueueState::new(now_ms));
     }
     let Some(target) = queues.get_mut(dlq) else {
         return;

@@ -27,12 +27,12 @@
 
 mod broker;
 mod preview;
+mod purge_all;
 mod queue;
 mod refs;
 #[cfg(test)]
 mod tests;
 mod tokens;
-mod whole;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -170,7 +170,7 @@ pub(crate) struct Peeked {
 
 /// Backlog figures of one queue, exact at the time they are taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Metrics {
+pub(crate) struct QueueStats {
     /// Messages in the queue: delayed, visible and in flight alike.
     pub backlog_count: u64,
     /// Sum of the body lengths of those messages.
@@ -238,7 +238,7 @@ pub(crate) struct BrokerConfig {
     /// A message whose lease expires, or which is retried, with at least this
     /// many attempts is dropped or dead-lettered instead of requeued.
     pub max_retries: u32,
-    /// Queue id -> the queue that receives its dead-lettered messages, in
+    /// QueueState id -> the queue that receives its dead-lettered messages, in
     /// the same account.
     pub dead_letter_queues: HashMap<String, String>,
 }

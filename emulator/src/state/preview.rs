@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::broker::{queue_mut, schedule_sweep};
-use super::queue::Queue;
+use super::queue::QueueState;
 use super::refs::Named;
 use super::tokens::{parse_token, token_string};
 use super::{
@@ -93,7 +93,7 @@ impl Broker {
         let at = at.into();
         self.prepare(at, now_ms);
         let mut report = PreviewedReport::default();
-        let mut absent = Queue::default();
+        let mut absent = QueueState::default();
         let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
         for id in acks {
             match current(q, id, now_ms) {
@@ -127,7 +127,7 @@ fn warn(report: &mut PreviewedReport, id: &str, reason: &str) {
 }
 
 /// The message a preview id names, if it is still as it was previewed.
-fn current(q: &Queue, id: &str, now_ms: u64) -> Result<u64, &'static str> {
+fn current(q: &QueueState, id: &str, now_ms: u64) -> Result<u64, &'static str> {
     let named = parse_token(id)
         .and_then(|key| q.previews.get(key, now_ms))
         .ok_or(PREVIEW_UNKNOWN)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::refs::RefBook;
 use super::tokens::KeyMap;
 use super::{
-    BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, Metrics, PURGE_STATUS_TTL_MS,
+    BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, PURGE_STATUS_TTL_MS, QueueStats,
     RELEASED_BY_RETRY, SHRINK_ABOVE, len_u64,
 };
 
@@ -23,13 +23,13 @@ pub(super) struct Stored {
     pub(super) body: Arc<[u8]>,
     pub(super) timestamp_ms: u64,
     pub(super) attempts: u32,
-    /// Meaningful only while `lease` is `None`: the key in `Queue::ready`.
+    /// Meaningful only while `lease` is `None`: the key in `QueueState::ready`.
     pub(super) visible_at_ms: u64,
     /// The live lease, if the message is in flight.
     pub(super) lease: Option<Lease>,
     /// Every lease id issued for this message, the live one included: a
     /// stale lease stays usable while its message exists, and all of them
-    /// leave `Queue::leases` when it is deleted.
+    /// leave `QueueState::leases` when it is deleted.
     pub(super) issued: Vec<u128>,
     /// Counts the changes that make preview ids stale: deliveries (by a
     /// pull, or by an extension taking an expired lease back) and retries.
@@ -41,7 +41,7 @@ pub(super) struct Stored {
 
 /// A message on its way to a dead-letter queue.
 #[derive(Debug)]
-pub(super) struct Moved {
+pub(super) struct DeadLetterMove {
     pub(super) kind: BodyKind,
     pub(super) body: Arc<[u8]>,
     pub(super) timestamp_ms: u64,
@@ -52,7 +52,7 @@ pub(super) struct Moved {
 /// the time it becomes visible) or `inflight` (leased, keyed by lease expiry),
 /// so pulls and expiries only walk the entries they act upon.
 #[derive(Debug, Default)]
-pub(super) struct Queue {
+pub(super) struct QueueState {
     pub(super) messages: KeyMap<u64, Stored>,
     pub(super) ready: BTreeSet<(u64, u64)>,
     pub(super) inflight: BTreeSet<(u64, u64)>,
@@ -74,17 +74,17 @@ pub(super) struct Queue {
     pub(super) purged_at_ms: Option<u64>,
 }
 
-impl Queue {
+impl QueueState {
     /// An empty queue whose state starts at `now_ms`.
-    pub(super) fn new(now_ms: u64) -> Queue {
-        Queue {
+    pub(super) fn new(now_ms: u64) -> QueueState {
+        QueueState {
             created_ms: now_ms,
-            ..Queue::default()
+            ..QueueState::default()
         }
     }
 
-    pub(super) fn metrics(&self) -> Metrics {
-        Metrics {
+    pub(super) fn metrics(&self) -> QueueStats {
+        QueueStats {
             backlog_count: len_u64(self.messages.len()),
             backlog_bytes: self.bytes,
             oldest_message_timestamp_ms: self.oldest.first().map_or(0, |&(ts, _)| ts),
@@ -103,7 +103,7 @@ impl Queue {
             && self.purged_at_ms.is_none()
     }
 
-    pub(super) fn insert(&mut self, seq: u64, moved: Moved) {
+    pub(super) fn insert(&mut self, seq: u64, moved: DeadLetterMove) {
         self.bytes = self.bytes.saturating_add(len_u64(moved.body.len()));
         self.oldest.insert((moved.timestamp_ms, seq));
         self.ready.insert((moved.visible_at_ms, seq));
@@ -163,12 +163,12 @@ impl Queue {
         seq: u64,
         visible_at_ms: u64,
         keep: bool,
-        moved: &mut Vec<Moved>,
+        moved: &mut Vec<DeadLetterMove>,
     ) {
         if let Some(stored) = self.remove(seq) {
             self.dead_lettered = self.dead_lettered.saturating_add(1);
             if keep {
-                moved.push(Moved {
+                moved.push(DeadLetterMove {
                     kind: stored.kind,
                     body: stored.body,
                     timestamp_ms: stored.timestamp_ms,
@@ -186,7 +186,7 @@ impl Queue {
         now_ms: u64,
         max_retries: u32,
         keep: bool,
-        moved: &mut Vec<Moved>,
+        moved: &mut Vec<DeadLetterMove>,
     ) {
         while let Some(&(expiry_ms, seq)) = self.inflight.first() {
             if expiry_ms > now_ms {
@@ -222,7 +222,7 @@ impl Queue {
         delay_ms: u64,
         now_ms: u64,
         (max_retries, keep): (u32, bool),
-        moved: &mut Vec<Moved>,
+        moved: &mut Vec<DeadLetterMove>,
     ) -> Result<(), &'static str> {
         let Some(stored) = self.messages.get_mut(&seq) else {
             return Err(LEASE_UNKNOWN);

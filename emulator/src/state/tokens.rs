@@ -67,9 +67,9 @@ pub(super) fn parse_token(token: &str) -> Option<u128> {
 /// up but never choose the keys inserted, so SipHash's flooding resistance
 /// buys nothing here.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct KeyHasher(u64);
+pub(super) struct TokenKeyHasher(u64);
 
-impl Hasher for KeyHasher {
+impl Hasher for TokenKeyHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -89,7 +89,7 @@ impl Hasher for KeyHasher {
     }
 }
 
-pub(super) type KeyBuild = BuildHasherDefault<KeyHasher>;
+pub(super) type KeyBuild = BuildHasherDefault<TokenKeyHasher>;
 pub(super) type KeyMap<K, V> = HashMap<K, V, KeyBuild>;
 
 /// Fills a buffer with random bytes.

@@ -7,7 +7,7 @@ use super::*;
 #[test]
 fn queues_exist_only_while_they_hold_something() {
     let mut b = broker();
-    assert_eq!(b.metrics("a", 0), Metrics::default());
+    assert_eq!(b.metrics("a", 0), QueueStats::default());
     b.peek("b", 10, 0);
     b.pull("c", 10, VIS, 0);
     b.ack("d", &["x".to_owned()], &[], 0);
@@ -34,7 +34,7 @@ fn queues_exist_only_while_they_hold_something() {
     for now in [11, 21, 31] {
         b.pull("q", 1, 10, now);
     }
-    assert_eq!(b.metrics("q", 41), Metrics::default());
+    assert_eq!(b.metrics("q", 41), QueueStats::default());
     assert_eq!(b.dead_lettered("q"), 1);
     assert!(b.has_queue("q"), "its dead-letter count is still readable");
     b.check_invariants();
@@ -52,7 +52,7 @@ fn accounts_do_not_share_queues() {
         queue: "q",
     };
     b.push(mine, vec![text("mine")], 0);
-    assert_eq!(b.metrics(theirs, 0), Metrics::default());
+    assert_eq!(b.metrics(theirs, 0), QueueStats::default());
     assert!(b.pull(theirs, 10, VIS, 0).0.is_empty());
     assert!(b.peek(theirs, 10, 0).is_empty());
     let (d, _) = b.pull(mine, 10, VIS, 0);

@@ -1,4 +1,4 @@
-//! Unit tests of the broker. Queue lifetimes, accounts and late leases are
+//! Unit tests of the broker. QueueState lifetimes, accounts and late leases are
 //! in [`lifecycle`]; extend, preview and purging a whole queue in
 //! [`operations`]; the randomized run is in [`randomized`].
 
@@ -68,8 +68,8 @@ fn leases(deliveries: &[Delivery]) -> Vec<String> {
     deliveries.iter().map(|d| d.lease_id.clone()).collect()
 }
 
-fn metrics(count: u64, bytes: u64, oldest: u64) -> Metrics {
-    Metrics {
+fn metrics(count: u64, bytes: u64, oldest: u64) -> QueueStats {
+    QueueStats {
         backlog_count: count,
         backlog_bytes: bytes,
         oldest_message_timestamp_ms: oldest,
@@ -84,7 +84,7 @@ fn is_hex(s: &str, len: usize) -> bool {
 
 impl Broker {
     /// A queue of [`ACCOUNT`] that must exist.
-    fn queue(&self, name: &str) -> &queue::Queue {
+    fn queue(&self, name: &str) -> &queue::QueueState {
         let queue = self
             .accounts
             .get(ACCOUNT)
@@ -299,7 +299,7 @@ fn ack_deletes_and_updates_metrics() {
     assert_eq!(b.metrics("q", 11), metrics(1, 1, 9));
     let (d, _) = b.pull("q", 2, VIS, 12);
     b.ack("q", &leases(&d), &[], 12);
-    assert_eq!(b.metrics("q", 12), Metrics::default());
+    assert_eq!(b.metrics("q", 12), QueueStats::default());
     b.check_invariants();
 }
 
@@ -444,7 +444,7 @@ fn max_retries_drops_without_dlq() {
     let r = b.ack("q", &[], &[(d[0].lease_id.clone(), 0)], 22);
     assert_eq!(r.retry_count, 1);
     assert!(r.warnings.is_empty());
-    assert_eq!(b.metrics("q", 22), Metrics::default());
+    assert_eq!(b.metrics("q", 22), QueueStats::default());
     assert_eq!(b.dead_lettered("q"), 2);
     assert!(!b.has_queue("dlq"));
     b.check_invariants();
@@ -486,7 +486,7 @@ fn dead_letter_queue_receives_moved_messages() {
     // without touching the source queue.
     assert_eq!(b.metrics("dlq", 1_200), metrics(2, 11, 100));
     assert_eq!(b.dead_lettered("q"), 2);
-    assert_eq!(b.metrics("q", 1_200), Metrics::default());
+    assert_eq!(b.metrics("q", 1_200), QueueStats::default());
     let (moved, _) = b.pull("dlq", 10, VIS, 1_200);
     assert_eq!(bodies(&moved), ["retry-me", "[1]"]);
     assert!(
@@ -602,7 +602,7 @@ fn purge_by_ref() {
     assert_eq!(r.purged, 0);
     let r = b.purge("q", &[p[1].peek_ref.clone()], 3);
     assert_eq!(r.purged, 1);
-    assert_eq!(b.metrics("q", 3), Metrics::default());
+    assert_eq!(b.metrics("q", 3), QueueStats::default());
     b.check_invariants();
 }
 
@@ -677,7 +677,7 @@ fn metrics_exact_after_every_op_and_zero_after_drain() {
         let (d, _) = b.pull(queue, usize::MAX, VIS, 2_000);
         let r = b.ack(queue, &leases(&d), &[], 2_001);
         assert_eq!(r.ack_count as usize, d.len());
-        assert_eq!(b.metrics(queue, 2_001), Metrics::default());
+        assert_eq!(b.metrics(queue, 2_001), QueueStats::default());
     }
     // The source keeps its dead-letter count, and gave its memory back.
     let q = b.queue("q");
@@ -744,7 +744,7 @@ fn extreme_inputs_do_not_panic() {
     assert_eq!(p.len(), 2);
     let refs: Vec<String> = p.iter().map(|p| p.peek_ref.clone()).collect();
     assert_eq!(b.purge("", &refs, max).purged, 2);
-    assert_eq!(b.metrics("", max), Metrics::default());
+    assert_eq!(b.metrics("", max), QueueStats::default());
     b.push("q", vec![text("a")], 0);
     assert_eq!(b.pull("q", usize::MAX, 0, 0).0.len(), 1);
     assert_eq!(b.pull("q", usize::MAX, 0, 0).0.len(), 1);

@@ -244,7 +244,7 @@ fn purging_the_whole_queue_deletes_everything_and_keeps_its_status() {
             started_ms: 40
         }
     );
-    assert_eq!(b.metrics("q", 40), Metrics::default());
+    assert_eq!(b.metrics("q", 40), QueueStats::default());
     assert!(
         b.pull("q", 10, VIS, 100_000).0.is_empty(),
         "delayed one too"
@@ -308,7 +308,7 @@ fn purging_a_dead_letter_queue_includes_what_expired_into_it() {
     // Expired at 100 with its one attempt used: moved to the DLQ, and the
     // purge at 200 sees it before deleting.
     assert_eq!(b.purge_all("dlq", 200).purged, 1);
-    assert_eq!(b.metrics("dlq", 200), Metrics::default());
+    assert_eq!(b.metrics("dlq", 200), QueueStats::default());
     assert_eq!(b.dead_lettered("q"), 1, "the source's count stays");
     b.check_invariants();
 }

@@ -202,7 +202,7 @@ fn randomized_operations_keep_invariants() {
             }
             12 if rng.below(40) == 0 => {
                 let r = b.purge_all(queue, now);
-                assert_eq!(b.metrics(queue, now), Metrics::default());
+                assert_eq!(b.metrics(queue, now), QueueStats::default());
                 assert_eq!(b.purge_status(queue, now), Some(now));
                 if let Some(t) = tally.get_mut(queue) {
                     t.purged_whole += r.purged;

@@ -1,6 +1,7 @@
-//! The hooks the generated client calls around every request, and the
-//! state they need ([`HookState`]): credentials go on, the `api-version`
-//! header comes off, and the response is read with a size cap and recorded.
+//! One attempt: the hooks the generated client calls around every request,
+//! and the state they need ([`HookState`]): credentials go on, the
+//! `api-version` header comes off, and the response is read with a size cap
+//! and recorded.
 //!
 //! # The side channel
 //!

@@ -1,7 +1,7 @@
 //! Purging a whole queue, and the status of its last purge.
 //!
 //! Cloudflare's purge runs asynchronously ("Deletes all messages from the
-//! Queue", with a separate status call); here it is done by the time the
+//! QueueState", with a separate status call); here it is done by the time the
 //! call returns, so its status says completed at once.
 
 use super::broker::{queue_or_create, schedule_sweep};

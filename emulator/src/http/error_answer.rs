@@ -11,7 +11,7 @@ use super::wire::json_response;
 use cf_queues::codes;
 
 /// A failed request, answered with Cloudflare's failure envelope.
-pub(crate) enum Failure {
+pub(crate) enum ErrorAnswer {
     Api {
         status: StatusCode,
         code: u32,
@@ -24,9 +24,9 @@ pub(crate) enum Failure {
     Injected(Fault),
 }
 
-impl Failure {
-    pub(crate) fn new(status: StatusCode, code: u32, message: impl Into<String>) -> Failure {
-        Failure::Api {
+impl ErrorAnswer {
+    pub(crate) fn new(status: StatusCode, code: u32, message: impl Into<String>) -> ErrorAnswer {
+        ErrorAnswer::Api {
             status,
             code,
             message: message.into(),
@@ -35,29 +35,29 @@ impl Failure {
         }
     }
 
-    pub(crate) fn bad_request(code: u32, message: impl Into<String>) -> Failure {
-        Failure::new(StatusCode::BAD_REQUEST, code, message)
+    pub(crate) fn bad_request(code: u32, message: impl Into<String>) -> ErrorAnswer {
+        ErrorAnswer::new(StatusCode::BAD_REQUEST, code, message)
     }
 
     /// A body that parses but does not match the operation's schema (10207).
-    pub(crate) fn invalid(pointer: &str, message: impl Into<String>) -> Failure {
-        Failure::bad_request(
+    pub(crate) fn invalid(pointer: &str, message: impl Into<String>) -> ErrorAnswer {
+        ErrorAnswer::bad_request(
             codes::JSON_REQUEST_BODY_INVALID,
             format!("JSONRequestBodyInvalid: {}", message.into()),
         )
         .at(pointer)
     }
 
-    pub(crate) fn no_route() -> Failure {
-        Failure::new(
+    pub(crate) fn no_route() -> ErrorAnswer {
+        ErrorAnswer::new(
             StatusCode::NOT_FOUND,
             codes::NO_ROUTE,
             "No route for the URI",
         )
     }
 
-    pub(crate) fn method_not_allowed() -> Failure {
-        Failure::new(
+    pub(crate) fn method_not_allowed() -> ErrorAnswer {
+        ErrorAnswer::new(
             StatusCode::METHOD_NOT_ALLOWED,
             codes::METHOD_NOT_ALLOWED,
             "Method not allowed",
@@ -65,34 +65,34 @@ impl Failure {
     }
 
     /// An answer that could not be serialized; no input leads here.
-    pub(crate) fn internal(error: serde_json::Error) -> Failure {
-        Failure::new(
+    pub(crate) fn internal(error: serde_json::Error) -> ErrorAnswer {
+        ErrorAnswer::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             codes::UNKNOWN_INTERNAL_ERROR,
             error.to_string(),
         )
     }
 
-    pub(crate) fn at(mut self, at: &str) -> Failure {
-        if let Failure::Api { pointer, .. } = &mut self {
+    pub(crate) fn at(mut self, at: &str) -> ErrorAnswer {
+        if let ErrorAnswer::Api { pointer, .. } = &mut self {
             *pointer = Some(at.to_owned());
         }
         self
     }
 
     /// Adds a cause under `error_chain`.
-    pub(crate) fn caused_by(mut self, code: u32, message: &'static str) -> Failure {
-        if let Failure::Api { chain, .. } = &mut self {
+    pub(crate) fn caused_by(mut self, code: u32, message: &'static str) -> ErrorAnswer {
+        if let ErrorAnswer::Api { chain, .. } = &mut self {
             chain.push((code, message));
         }
         self
     }
 }
 
-impl IntoResponse for Failure {
+impl IntoResponse for ErrorAnswer {
     fn into_response(self) -> Response {
         match self {
-            Failure::Api {
+            ErrorAnswer::Api {
                 status,
                 code,
                 message,
@@ -115,7 +115,7 @@ impl IntoResponse for Failure {
                 let body = json!({ "success": false, "errors": [error], "messages": [] });
                 json_response(status, body.to_string().into_bytes())
             }
-            Failure::Injected(fault) => fault_response(&fault),
+            ErrorAnswer::Injected(fault) => fault_response(&fault),
         }
     }
 }
@@ -127,7 +127,7 @@ fn fault_response(fault: &Fault) -> Response {
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = match &fault.body {
         FaultBody::Envelope { code, message } => {
-            Failure::new(status, *code, message.clone()).into_response()
+            ErrorAnswer::new(status, *code, message.clone()).into_response()
         }
         FaultBody::Raw { content_type, body } => (
             status,

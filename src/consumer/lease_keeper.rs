@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::settings::{after, after_or_far, sleep_until};
-use super::shared::Shared;
+use super::shared::ConsumerState;
 use super::summary::add;
 use crate::message::LeaseId;
 
@@ -31,7 +31,7 @@ pub(crate) enum State {
 
 /// One lease held.
 #[derive(Debug)]
-pub(crate) struct Entry {
+pub(crate) struct LeaseEntry {
     pub lease_id: LeaseId,
     pub bytes: u64,
     pulled_at: Instant,
@@ -59,9 +59,9 @@ enum Due {
 /// multiplication spreads them, where SipHash would cost more than the
 /// lookup (keys are not chosen by anyone, so flooding is not a concern).
 #[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
+struct LeaseKeyHasher(u64);
 
-impl Hasher for KeyHasher {
+impl Hasher for LeaseKeyHasher {
     fn finish(&self) -> u64 {
         self.0
     }
@@ -80,7 +80,7 @@ impl Hasher for KeyHasher {
 /// The leases held, with the time each next needs attention.
 #[derive(Debug, Default)]
 pub(crate) struct LeaseTable {
-    entries: HashMap<u64, Entry, BuildHasherDefault<KeyHasher>>,
+    entries: HashMap<u64, LeaseEntry, BuildHasherDefault<LeaseKeyHasher>>,
     due: BTreeSet<(Instant, u64)>,
     next_key: u64,
     handling: usize,
@@ -103,7 +103,7 @@ impl LeaseTable {
         self.due.insert((due, key));
         self.entries.insert(
             key,
-            Entry {
+            LeaseEntry {
                 lease_id,
                 bytes,
                 pulled_at,
@@ -154,7 +154,7 @@ impl LeaseTable {
 
     /// Forgets a lease (settled, left to expire or given up); `None` if it
     /// was not held.
-    pub(crate) fn remove(&mut self, key: u64) -> Option<Entry> {
+    pub(crate) fn remove(&mut self, key: u64) -> Option<LeaseEntry> {
         let entry = self.entries.remove(&key)?;
         if let Some(due) = entry.due {
             self.due.remove(&(due, key));
@@ -311,7 +311,7 @@ impl LeaseTable {
 }
 
 /// Extends leases as they come due, until `stop`.
-pub(crate) async fn keep(shared: std::sync::Arc<Shared>, stop: CancellationToken) {
+pub(crate) async fn keep(shared: std::sync::Arc<ConsumerState>, stop: CancellationToken) {
     loop {
         let wake = shared.keeper_wake.notified();
         let next = shared.table().next_due();
@@ -324,7 +324,7 @@ pub(crate) async fn keep(shared: std::sync::Arc<Shared>, stop: CancellationToken
     }
 }
 
-async fn extend_due(shared: &Shared) {
+async fn extend_due(shared: &ConsumerState) {
     let settings = &shared.settings;
     let margin = settings.margin();
     let now = Instant::now();
@@ -366,7 +366,12 @@ async fn extend_due(shared: &Shared) {
     }
 }
 
-async fn extend_chunk(shared: &Shared, chunk: &[(u64, LeaseId)], by: Duration, margin: Duration) {
+async fn extend_chunk(
+    shared: &ConsumerState,
+    chunk: &[(u64, LeaseId)],
+    by: Duration,
+    margin: Duration,
+) {
     let span = tracing::info_span!(
         "extend",
         otel.name = %format_args!("extend {}", shared.queue.id()),

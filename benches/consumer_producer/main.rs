@@ -1,9 +1,9 @@
-//! The consumer and producer helpers against the emulator, each beside a
+//! The consumer and the producer against the emulator, each beside a
 //! baseline measured in the same run (the machine is shared and noisy, so
 //! only the ratios travel).
 //!
 //! Run with
-//! `cargo bench --bench helpers --features consumer,producer`.
+//! `cargo bench --bench consumer_producer --features consumer,producer`.
 //!
 //! - Consumer: drain a backlog with `Consumer::run` and a no-op handler,
 //!   against the bare loop of `Queue::pull` (100) then `Queue::ack` of the
@@ -48,14 +48,14 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("helpers bench: cannot start the tokio runtime: {e}");
+            eprintln!("consumer_producer bench: cannot start the tokio runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     match runtime.block_on(run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("helpers bench failed: {e}");
+            eprintln!("consumer_producer bench failed: {e}");
             ExitCode::FAILURE
         }
     }
@@ -128,7 +128,7 @@ async fn run() -> Result<()> {
     let pushed_requests = unbatched.iter().map(|r| r.requests).max().unwrap_or(0);
     println!();
     println!(
-        "helpers bench: {} messages per run, {rounds} rounds (medians), {cores} cores",
+        "consumer_producer bench: {} messages per run, {rounds} rounds (medians), {cores} cores",
         thousands(messages as f64)
     );
     println!(
