@@ -140,6 +140,7 @@
 
 mod attempt;
 mod auth;
+mod backoff;
 mod batch;
 mod call;
 mod classify;
@@ -148,6 +149,8 @@ pub mod codes;
 #[cfg(feature = "consumer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "consumer")))]
 pub mod consumer;
+#[cfg(any(feature = "consumer", feature = "producer"))]
+mod counters;
 mod envelope;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -164,6 +167,8 @@ mod ratelimit;
 mod request;
 mod response;
 mod retry;
+#[cfg(any(feature = "consumer", feature = "producer"))]
+mod time;
 mod tls;
 
 /// The progenitor-generated client and wire types, from

@@ -56,7 +56,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -64,10 +64,12 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::batch::{BatchPlanner, PlannedBatch, Rejected};
+use crate::counters::add;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::queue::Queue;
 use crate::response::PushReceipt;
+use crate::time::{after, sleep_until};
 
 /// The default linger: a push takes tens of milliseconds, so 5 ms adds
 /// little latency while letting concurrent senders fill a batch.
@@ -128,33 +130,17 @@ pub struct ProducerStats {
     pub in_flight: u64,
 }
 
-#[derive(Debug, Default)]
-struct ProducerCounters {
-    accepted: AtomicU64,
-    batches: AtomicU64,
-    landed: AtomicU64,
-    failed: AtomicU64,
-    rejected: AtomicU64,
-    in_flight: AtomicU64,
-}
-
-impl ProducerCounters {
-    fn stats(&self) -> ProducerStats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        ProducerStats {
-            accepted: get(&self.accepted),
-            batches: get(&self.batches),
-            landed: get(&self.landed),
-            failed: get(&self.failed),
-            rejected: get(&self.rejected),
-            in_flight: get(&self.in_flight),
-        }
+crate::counters::live_counters!(
+    /// The live counters, one atomic per [`ProducerStats`] field.
+    ProducerCounters => ProducerStats {
+        accepted,
+        batches,
+        landed,
+        failed,
+        rejected,
+        in_flight,
     }
-}
-
-fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
+);
 
 type SenderReply = oneshot::Sender<Result<PushReceipt, ProducerError>>;
 
@@ -282,12 +268,12 @@ impl Producer {
             // Closed already: wait for the producer's task to finish.
             self.sender.closed().await;
         }
-        self.counters.stats()
+        self.counters.snapshot()
     }
 
     /// What the producer did so far.
     pub fn stats(&self) -> ProducerStats {
-        self.counters.stats()
+        self.counters.snapshot()
     }
 }
 
@@ -419,7 +405,7 @@ impl Worker {
                         // This message opened a batch: its linger starts now.
                         // A linger too long for the clock means: only when
                         // full, flushed or closed.
-                        deadline = Instant::now().checked_add(self.linger);
+                        deadline = after(Instant::now(), self.linger);
                     }
                 }
                 Some(Queued::Flush(done)) => {
@@ -530,12 +516,5 @@ impl Drop for Worker {
                 "the producer stopped with messages whose outcome is unknown (those in flight may have landed); their senders get ProducerError::Dropped"
             );
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

@@ -10,11 +10,11 @@
 //! the loop that waits and sends again is the call path (`call.rs`), which
 //! also owns the deadline.
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
+use crate::backoff;
 use crate::classify::RetryClass;
 use crate::operation::Operation;
 
@@ -163,12 +163,12 @@ impl RetryPolicy {
     }
 
     fn backoff_for(&self, retry: u32) -> Duration {
-        let exponent = retry.saturating_sub(1).min(30);
-        let backoff = self
-            .initial_backoff
-            .saturating_mul(1u32 << exponent)
-            .min(self.max_backoff);
-        backoff.mul_f64(jitter())
+        backoff::doubling(
+            self.initial_backoff,
+            self.max_backoff,
+            retry.saturating_sub(1),
+        )
+        .mul_f64(backoff::jitter())
     }
 }
 
@@ -208,14 +208,6 @@ pub(crate) fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
     } else {
         None
     }
-}
-
-/// A factor in [0.75, 1], from the standard library's random hash keys.
-fn jitter() -> f64 {
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    0.75 + 0.25 * (random >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

@@ -10,11 +10,11 @@ use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::settings::{after, sleep_until};
 use super::shared::{Action, ConsumerState};
-use super::summary::add;
+use crate::counters::add;
 use crate::error::Error;
 use crate::request::Acks;
+use crate::time::{after, sleep_until};
 
 /// The longest server-requested wait honoured between flush attempts; a
 /// longer one falls back to the backoff (as the client's retry policy does).

@@ -17,14 +17,15 @@ use tracing::Instrument as _;
 
 use super::acker;
 use super::lease_keeper;
-use super::settings::{after, sleep_until};
 use super::shared::{Action, ConsumerState, Part};
 use super::stream::Leased;
-use super::summary::{Summary, add};
+use super::summary::Summary;
 use super::{ConsumerError, MESSAGING_SYSTEM};
+use crate::counters::add;
 use crate::error::{BodyError, Error};
 use crate::message::{ContentType, PulledMessage};
 use crate::request::PullOptions;
+use crate::time::{after, sleep_until};
 
 /// Spawns the handler of one message; the handle cancels it. It spawns
 /// itself so that the handler's future is not boxed on top of its task.
@@ -91,7 +92,7 @@ pub(crate) async fn drive(
         std::panic::resume_unwind(panic);
     }
 
-    let summary = shared.counters.summary();
+    let summary = shared.counters.snapshot();
     tracing::info!(queue = shared.queue.id(), ?summary, "consumer stopped");
     match fatal {
         Some(error) => Err(ConsumerError::Stopped {

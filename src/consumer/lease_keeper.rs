@@ -15,10 +15,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::settings::{after, after_or_far, sleep_until};
 use super::shared::ConsumerState;
-use super::summary::add;
+use crate::counters::add;
 use crate::message::LeaseId;
+use crate::time::{after, after_or_far, sleep_until};
 
 /// How far a lease has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -144,13 +144,14 @@ pub use summary::{ConsumerMonitor, Summary};
 /// The token that shuts a consumer down, re-exported from `tokio-util`.
 pub use tokio_util::sync::CancellationToken;
 
+use crate::backoff::Backoff;
+use crate::counters::add;
 use crate::error::{BodyError, Error, Result};
 use crate::message::PulledMessage;
 use crate::queue::Queue;
 use driver::{BatchFn, EachFn, Mode, PoisonFn};
-use settings::{Backoff, Settings};
+use settings::Settings;
 use shared::{ConsumerState, Ticket};
-use summary::add;
 
 /// `messaging.system` of every span.
 const MESSAGING_SYSTEM: &str = "cloudflare_queues";

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+use crate::backoff::{self, Backoff};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 
@@ -59,7 +58,6 @@ pub const DEFAULT_MAX_FLUSH_ATTEMPTS: u32 = 5;
 pub struct RetryDelay {
     initial: Duration,
     max: Duration,
-    factor: u32,
 }
 
 impl Default for RetryDelay {
@@ -74,16 +72,15 @@ impl RetryDelay {
         RetryDelay {
             initial,
             max: max.max(initial),
-            factor: 2,
         }
     }
 
     /// The same delay whatever the attempt.
     pub fn fixed(delay: Duration) -> RetryDelay {
+        // Doubling capped at the start: the same delay every time.
         RetryDelay {
             initial: delay,
             max: delay,
-            factor: 1,
         }
     }
 
@@ -94,71 +91,7 @@ impl RetryDelay {
 
     /// The delay after a message's `attempts`-th delivery failed (1-based).
     pub fn delay_for(&self, attempts: u32) -> Duration {
-        let doublings = attempts.saturating_sub(1).min(40);
-        let mut delay = self.initial;
-        for _ in 0..doublings {
-            if delay >= self.max {
-                break;
-            }
-            delay = delay.saturating_mul(self.factor);
-        }
-        delay.min(self.max)
-    }
-}
-
-/// A wait that grows while a condition lasts (empty pulls, failing calls)
-/// and starts over when it ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Backoff {
-    pub initial: Duration,
-    pub max: Duration,
-    current: Option<Duration>,
-}
-
-impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Backoff {
-        Backoff {
-            initial,
-            max: max.max(initial),
-            current: None,
-        }
-    }
-
-    /// The next wait: `initial`, then doubling up to `max`.
-    pub(crate) fn next_wait(&mut self) -> Duration {
-        let wait = match self.current {
-            None => self.initial,
-            Some(last) => last.saturating_mul(2).min(self.max),
-        };
-        self.current = Some(wait);
-        wait
-    }
-
-    pub(crate) fn reset(&mut self) {
-        self.current = None;
-    }
-}
-
-/// `wait` after `at`, or `None` when that is past what the clock can
-/// represent: settings of `Duration::MAX` and the like mean "never", and
-/// `Instant + Duration` would panic on them.
-pub(crate) fn after(at: Instant, wait: Duration) -> Option<Instant> {
-    at.checked_add(wait)
-}
-
-/// `wait` after `at`, or a time decades away when that is past what the
-/// clock can represent: for expiries, which must stay comparable.
-pub(crate) fn after_or_far(at: Instant, wait: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
-    // The monotonic clock counts from boot in 64-bit seconds: 30 years fit.
-    after(at, wait).or_else(|| after(at, FAR)).unwrap_or(at)
-}
-
-/// Sleeps until `at`, or forever.
-pub(crate) async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+        backoff::doubling(self.initial, self.max, attempts.saturating_sub(1))
     }
 }
 

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::acker::{Inbox, Settlement};
 use super::lease_keeper::LeaseTable;
 use super::settings::Settings;
-use super::summary::{ConsumerCounters, add, sub};
+use super::summary::ConsumerCounters;
+use crate::counters::{add, sub};
 use crate::message::PulledMessage;
 use crate::queue::Queue;
 

@@ -11,8 +11,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::shared::{Action, Ticket};
-use super::summary::{Summary, add};
+use super::summary::Summary;
 use super::{ConsumerError, Outcome};
+use crate::counters::add;
 use crate::error::Result;
 use crate::message::PulledMessage;
 

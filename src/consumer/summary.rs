@@ -2,7 +2,6 @@
 //! [`ConsumerMonitor`] that reads them while the consumer runs.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a consumer did, as counts: returned by
 /// [`Consumer::run`](super::Consumer::run) at the end, and read at any time
@@ -84,25 +83,9 @@ pub struct Summary {
     pub in_flight_bytes: u64,
 }
 
-macro_rules! counters {
-    ($($field:ident),* $(,)?) => {
-        /// The live counters, one atomic per [`Summary`] field.
-        #[derive(Debug, Default)]
-        pub(crate) struct ConsumerCounters {
-            $(pub $field: AtomicU64,)*
-        }
-
-        impl ConsumerCounters {
-            pub(crate) fn summary(&self) -> Summary {
-                Summary {
-                    $($field: self.$field.load(Ordering::Relaxed),)*
-                }
-            }
-        }
-    };
-}
-
-counters!(
+crate::counters::live_counters!(
+    /// The live counters, one atomic per [`Summary`] field.
+    ConsumerCounters => Summary {
     pulls,
     empty_pulls,
     pull_errors,
@@ -127,19 +110,7 @@ counters!(
     backlog,
     in_flight,
     in_flight_bytes,
-);
-
-/// Adds `n` to a counter.
-pub(crate) fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
-
-/// Subtracts `n` from a gauge, never below zero.
-pub(crate) fn sub(counter: &AtomicU64, n: u64) {
-    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-        Some(v.saturating_sub(n))
-    });
-}
+});
 
 /// Reads a consumer's counters while it runs; cheap to clone.
 ///
@@ -166,6 +137,6 @@ pub struct ConsumerMonitor {
 impl ConsumerMonitor {
     /// The counters as they are now.
     pub fn snapshot(&self) -> Summary {
-        self.counters.summary()
+        self.counters.snapshot()
     }
 }
