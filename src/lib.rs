@@ -166,6 +166,7 @@ mod queue;
 mod ratelimit;
 mod request;
 mod response;
+mod response_cap;
 mod retry;
 #[cfg(any(feature = "consumer", feature = "producer"))]
 mod time;

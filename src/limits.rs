@@ -26,20 +26,6 @@ pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(12 * 60 * 60);
 /// Longest account or queue id, in characters.
 pub const MAX_ID_LEN: usize = 32;
 
-/// The most a response spends on one message besides its body: id, lease
-/// id or ref (JWE tokens of about 1 KB in practice), metadata, attempts and
-/// timestamp, generously.
-pub const RESPONSE_BYTES_PER_MESSAGE: usize = 4 * 1024;
-/// The most a response spends on its envelope: `success`, `errors`,
-/// `messages` and the fixed fields of `result`, generously.
-pub const RESPONSE_ENVELOPE_BYTES: usize = 64 * 1024;
-/// How much JSON escaping can grow a body: a control character such as
-/// U+0001 is one byte, and `\u0001` on the wire.
-pub const WORST_CASE_ESCAPING: usize = 6;
-/// The cap on an answer that carries no messages or tokens (push,
-/// metrics, purge): far above any legal answer, far below what would hurt.
-pub const SMALL_RESPONSE_BYTES: usize = 1024 * 1024;
-
 /// The limits a client checks before sending.
 ///
 /// `Limits::default()` holds Cloudflare's documented values.
@@ -182,31 +168,6 @@ impl Limits {
 }
 
 impl Limits {
-    /// The largest legal answer to a pull, preview or peek of `batch_size`
-    /// messages: every message of the largest size, every byte escaped in
-    /// the worst way. For 100 messages of 128 KB that is about 77 MB.
-    pub fn max_messages_response_bytes(&self, batch_size: u32) -> usize {
-        let per_message = self
-            .max_message_bytes
-            .saturating_mul(WORST_CASE_ESCAPING)
-            .saturating_add(RESPONSE_BYTES_PER_MESSAGE);
-        (batch_size as usize)
-            .saturating_mul(per_message)
-            .saturating_add(RESPONSE_ENVELOPE_BYTES)
-    }
-
-    /// The largest legal answer about these lease ids or refs (ack, extend,
-    /// purge by ref): a warning for each, its token escaped in the worst way.
-    pub(crate) fn tokens_response_bytes<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {
-        tokens
-            .map(|t| {
-                t.len()
-                    .saturating_mul(WORST_CASE_ESCAPING)
-                    .saturating_add(512)
-            })
-            .fold(SMALL_RESPONSE_BYTES, usize::saturating_add)
-    }
-
     /// Checks an account or queue id: 1 to `max_id_len` ASCII letters and
     /// digits. The client checks every id with it before sending; a server
     /// (such as the emulator) can check what it receives the same way.
@@ -296,22 +257,6 @@ mod tests {
         assert_eq!(
             l.visibility_timeout_ms(Duration::from_secs(43_200)).ok(),
             Some(43_200_000)
-        );
-    }
-
-    #[test]
-    fn response_caps_fit_the_worst_legal_answer() {
-        let l = Limits::default();
-        // 100 bodies of 127,900 control characters: about 77 MB on the wire.
-        assert!(l.max_messages_response_bytes(100) >= 100 * 127_900 * 6);
-        assert!(l.max_messages_response_bytes(100) < 80_000_000);
-        assert_eq!(
-            l.max_messages_response_bytes(1),
-            128_000 * 6 + RESPONSE_BYTES_PER_MESSAGE + RESPONSE_ENVELOPE_BYTES
-        );
-        assert_eq!(
-            l.tokens_response_bytes(["ab", "c"].into_iter()),
-            SMALL_RESPONSE_BYTES + 12 + 512 + 6 + 512
         );
     }
 

@@ -210,7 +210,7 @@ impl LeaseStream {
         // Messages waiting to be yielded are released as they drop.
         while self.receiver.try_recv().is_ok() {}
         match self.task.take() {
-            Some(task) => super::joined(task.await),
+            Some(task) => super::run::joined(task.await),
             None => Err(ConsumerError::Cancelled),
         }
     }

@@ -158,7 +158,7 @@ impl Queue {
     fn small_response_cap(&self) -> usize {
         self.client
             .max_response_bytes()
-            .unwrap_or(crate::limits::SMALL_RESPONSE_BYTES)
+            .unwrap_or(crate::response_cap::SMALL_RESPONSE_BYTES)
     }
 
     fn tokens_response_cap<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {

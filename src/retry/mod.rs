@@ -10,9 +10,11 @@
 //! the loop that waits and sends again is the call path (`call.rs`), which
 //! also owns the deadline.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use reqwest::header::HeaderMap;
+mod hints;
+
+pub(crate) use hints::{retry_after, should_retry_header};
 
 use crate::backoff;
 use crate::classify::RetryClass;
@@ -172,48 +174,9 @@ impl RetryPolicy {
     }
 }
 
-/// The wait a server asked for: `retry-after-ms` (milliseconds), then
-/// `Retry-After` (seconds or an HTTP date).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64((ms / 1000.0).min(1e9)));
-    }
-    let value = text("retry-after")?;
-    if let Ok(secs) = value.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(
-        date.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
-}
-
-/// The server's `x-should-retry` header: `Some(true)`, `Some(false)` or absent.
-pub(crate) fn should_retry_header(headers: &HeaderMap) -> Option<bool> {
-    let value = headers.get("x-should-retry")?.to_str().ok()?.trim();
-    if value.eq_ignore_ascii_case("true") {
-        Some(true)
-    } else if value.eq_ignore_ascii_case("false") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
 
     fn waits(policy: &RetryPolicy, operation: Operation, class: RetryClass) -> bool {
         policy.wait_before(1, operation, class, None).is_some()
@@ -299,18 +262,5 @@ mod tests {
             wait(Duration::from_secs(120)) <= Some(Duration::from_millis(500)),
             "a longer wait falls back to the backoff"
         );
-    }
-
-    #[test]
-    fn retry_after_headers() {
-        let mut headers = HeaderMap::new();
-        headers.insert("retry-after", HeaderValue::from_static("7"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
-        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
-        headers.insert("x-should-retry", HeaderValue::from_static("FALSE"));
-        assert_eq!(should_retry_header(&headers), Some(false));
-        headers.insert("x-should-retry", HeaderValue::from_static("maybe"));
-        assert_eq!(should_retry_header(&headers), None);
     }
 }

@@ -1,0 +1,223 @@
+//! [`ConsumerBuilder`]: every setting, its default and why, checked once
+//! in `build`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+
+/// Configures a [`Consumer`]. Every setting has a default, given with its
+/// reason on each method.
+#[must_use]
+pub struct ConsumerBuilder {
+    pub(super) queue: Queue,
+    pub(super) settings: Settings,
+    pub(super) token: Option<CancellationToken>,
+    pub(super) poison: Option<PoisonFn>,
+}
+
+impl fmt::Debug for ConsumerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsumerBuilder")
+            .field("queue", &self.queue.id())
+            .field("settings", &self.settings)
+            .field("on_poison", &self.poison.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsumerBuilder {
+    /// Messages asked for per pull, 1 to 100; fewer when fewer slots are
+    /// free. Default [`DEFAULT_BATCH_SIZE`] (100), the API's maximum: the
+    /// fewest requests to drain a busy queue.
+    pub fn batch_size(mut self, batch_size: u32) -> ConsumerBuilder {
+        self.settings.batch_size = batch_size;
+        self
+    }
+
+    /// The lease each pull asks for, and each extension adds. Default
+    /// [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s, Cloudflare's default): leases
+    /// are extended while handlers run, so a short one costs slow handlers
+    /// nothing and brings back a crashed consumer's messages soon.
+    pub fn visibility_timeout(mut self, timeout: Duration) -> ConsumerBuilder {
+        self.settings.visibility_timeout = timeout;
+        self
+    }
+
+    /// The most messages leased and not yet settled at once; pulls ask for
+    /// no more than the free slots. Default [`DEFAULT_MAX_IN_FLIGHT`]
+    /// (1,000, Pub/Sub's default): ten full pulls, which keeps pulls and
+    /// ack flushes overlapping.
+    pub fn max_in_flight(mut self, messages: usize) -> ConsumerBuilder {
+        self.settings.max_in_flight = messages;
+        self
+    }
+
+    /// A soft limit on the body bytes in flight: no pull starts while it
+    /// is reached (sizes are known only after a pull, so one pull may pass
+    /// it). Default [`DEFAULT_MAX_BYTES_IN_FLIGHT`] (100 MB, Pub/Sub's
+    /// default), which bounds memory when bodies are large.
+    pub fn max_bytes_in_flight(mut self, bytes: usize) -> ConsumerBuilder {
+        self.settings.max_bytes_in_flight = bytes;
+        self
+    }
+
+    /// Acks and retries per ack call: a flush starts as soon as this many
+    /// wait. Default [`DEFAULT_ACK_BATCH_SIZE`] (100, like a pull; no limit
+    /// per call is documented).
+    pub fn ack_batch_size(mut self, size: usize) -> ConsumerBuilder {
+        self.settings.ack_batch_size = size;
+        self
+    }
+
+    /// The longest an ack or retry waits for others before it is flushed.
+    /// Default [`DEFAULT_ACK_INTERVAL`] (100 ms): short next to any lease,
+    /// long enough to gather acks under load. [`Duration::MAX`] flushes by
+    /// size only (and at shutdown).
+    pub fn ack_interval(mut self, interval: Duration) -> ConsumerBuilder {
+        self.settings.ack_interval = interval;
+        self
+    }
+
+    /// The delay of retried messages, keyed on their attempts. Default
+    /// [`RetryDelay::default`]: 1 s, doubling per attempt, at most 5
+    /// minutes, so that a failing dependency is not hammered and a message
+    /// is not held back long.
+    pub fn retry_delay(mut self, policy: RetryDelay) -> ConsumerBuilder {
+        self.settings.retry_delay = policy;
+        self
+    }
+
+    /// The wait after an empty pull, doubling while pulls stay empty, at
+    /// most `max`; after a pull that got fewer messages than asked, the
+    /// consumer waits `initial`; after a full one it pulls again at once.
+    /// Default 100 ms to 5 s: the API only polls short, and an idle
+    /// consumer then sends one pull per 5 s while a new message waits at
+    /// most that long.
+    pub fn empty_backoff(mut self, initial: Duration, max: Duration) -> ConsumerBuilder {
+        self.settings.empty_backoff = Backoff::new(initial, max);
+        self
+    }
+
+    /// The wait after a failed pull or ack flush (429, 5xx, network; after
+    /// the client's own retries), doubling while failures last, at most
+    /// `max`; a server's `Retry-After` up to 60 s is honoured instead.
+    /// Default 1 s to 30 s: past the client's own quick retries, an outage
+    /// is likely to last.
+    pub fn error_backoff(mut self, initial: Duration, max: Duration) -> ConsumerBuilder {
+        self.settings.error_backoff = Backoff::new(initial, max);
+        self
+    }
+
+    /// The longest a message's lease is extended to, from its pull: past
+    /// it the lease runs out, which is counted in
+    /// [`Summary::max_lease_reached`] and, once expired, in
+    /// [`Summary::leases_lost`]. Default [`DEFAULT_MAX_LEASE`] (1 hour,
+    /// Pub/Sub's default): a handler slower than that is more likely stuck.
+    /// [`Duration::MAX`] extends leases for as long as handlers run.
+    pub fn max_lease(mut self, max: Duration) -> ConsumerBuilder {
+        self.settings.max_lease = max;
+        self
+    }
+
+    /// How long before its estimated expiry a lease is extended; less than
+    /// the visibility timeout. Default a third of the visibility timeout
+    /// (10 s of 30 s): room for an extension call and its retries.
+    pub fn extend_margin(mut self, margin: Duration) -> ConsumerBuilder {
+        self.settings.extend_margin = Some(margin);
+        self
+    }
+
+    /// How long handlers in flight may run after shutdown starts before
+    /// their messages are released. Default [`DEFAULT_GRACE_PERIOD`]
+    /// (10 s): leaves time to release and flush within Kubernetes' default
+    /// 30 s termination grace. [`Duration::MAX`] waits for every handler,
+    /// however long it runs.
+    pub fn grace_period(mut self, grace: Duration) -> ConsumerBuilder {
+        self.settings.grace_period = grace;
+        self
+    }
+
+    /// How many times a failed ack flush is sent before its acks and
+    /// retries are given up and reported in [`Summary::unflushed`]. Default
+    /// [`DEFAULT_MAX_FLUSH_ATTEMPTS`] (5, each with the client's own
+    /// retries): with the default backoff, about 15 s of trying.
+    pub fn max_flush_attempts(mut self, attempts: u32) -> ConsumerBuilder {
+        self.settings.max_flush_attempts = attempts;
+        self
+    }
+
+    /// Shuts the consumer down when `token` is cancelled. Default: a token
+    /// of its own, from [`Consumer::shutdown_token`].
+    pub fn shutdown_token(mut self, token: CancellationToken) -> ConsumerBuilder {
+        self.token = Some(token);
+        self
+    }
+
+    /// What to do with messages whose body cannot be decoded (`v8`, an
+    /// unknown content type, bad base64 or JSON): `callback` gets the
+    /// message and why, and returns its outcome. Default: retry with the
+    /// retry delay, so that the message reaches the dead-letter queue after
+    /// the queue's `max_retries`.
+    ///
+    /// ```no_run
+    /// # fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use cf_queues::consumer::{Consumer, Outcome};
+    /// let consumer = Consumer::builder(queue)
+    ///     .on_poison(|message, error| async move {
+    ///         eprintln!("dropping undecodable message {}: {error}", message.id);
+    ///         Outcome::Ack
+    ///     })
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_poison<F, Fut>(mut self, callback: F) -> ConsumerBuilder
+    where
+        F: Fn(PulledMessage, BodyError) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        let callback = Arc::new(callback);
+        self.poison = Some(Arc::new(move |leased: Leased, error: BodyError| {
+            let callback = Arc::clone(&callback);
+            Box::pin(async move {
+                let (message, ticket) = leased.into_parts();
+                let outcome = callback(message, error).await;
+                stream::settle_ticket(ticket, outcome);
+            })
+        }));
+        self
+    }
+
+    /// The consumer.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] for a batch size outside 1 to 100, a
+    /// visibility timeout of 0 or over 12 hours, a zero limit, a maximum
+    /// lease shorter than the visibility timeout, or an extension margin
+    /// not below it.
+    pub fn build(self) -> Result<Consumer> {
+        let mut settings = self.settings;
+        settings.check(self.queue.client().limits())?;
+        let token = self.token.unwrap_or_default();
+        let shared = Arc::new(ConsumerState::new(
+            self.queue,
+            settings,
+            token.child_token(),
+        ));
+        let poison = self.poison.unwrap_or_else(|| {
+            Arc::new(|leased: Leased, _error: BodyError| {
+                Box::pin(async move {
+                    let (_, ticket) = leased.into_parts();
+                    stream::settle_ticket(ticket, Outcome::Retry(None));
+                })
+            })
+        });
+        Ok(Consumer {
+            shared,
+            token,
+            poison,
+        })
+    }
+}
