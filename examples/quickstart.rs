@@ -15,7 +15,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use cf_queues::{Acks, Batch, Body, Client, Credentials, Message, PullOptions, Queue};
+use cf_queues::batch::Batch;
+use cf_queues::{Acks, Body, Client, Credentials, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 
 #[tokio::main]

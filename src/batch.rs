@@ -13,7 +13,8 @@ use crate::raw::types;
 ///
 /// ```
 /// use std::time::Duration;
-/// use cf_queues::{Batch, Message};
+/// use cf_queues::Message;
+/// use cf_queues::batch::Batch;
 /// let batch = Batch::new([Message::text("a"), Message::text("b")]).with_delay(Duration::from_secs(10));
 /// assert_eq!(batch.messages().len(), 2);
 /// ```
@@ -62,7 +63,9 @@ impl From<Vec<Message>> for Batch {
 /// [`Queue::push_planned`](crate::Queue::push_planned).
 ///
 /// ```
-/// use cf_queues::{BatchPlanner, Limits, Message};
+/// use cf_queues::Message;
+/// use cf_queues::batch::BatchPlanner;
+/// use cf_queues::limits::Limits;
 ///
 /// let mut planner = BatchPlanner::new(Limits::default());
 /// let mut batches = Vec::new();

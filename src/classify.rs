@@ -88,7 +88,7 @@ impl RetryClass {
     /// Whether sending the request again is safe for an operation: always
     /// when it surely did not take effect, and otherwise only for an
     /// idempotent operation or when the caller accepts duplicates
-    /// (`repeat_unsafe`, from [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce)).
+    /// (`repeat_unsafe`, from [`PushRetries::AtLeastOnce`](crate::retry::PushRetries::AtLeastOnce)).
     pub fn may_repeat(self, idempotent: bool, repeat_unsafe: bool) -> bool {
         match self {
             RetryClass::NotSent | RetryClass::Throttled { refused: true, .. } => true,

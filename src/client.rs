@@ -14,10 +14,6 @@ use crate::raw;
 use crate::retry::RetryPolicy;
 use crate::tls;
 
-/// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
-/// [`ClientBuilder::base_url`] says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://api.cloudflare.com/client/v4";
-
 /// A client for one Cloudflare account's queues.
 ///
 /// Cheap to clone: clones share the connection pool. Get a [`Queue`] handle
@@ -48,6 +44,10 @@ struct Inner {
 }
 
 impl Client {
+    /// Cloudflare's API root, used unless `CLOUDFLARE_BASE_URL` or
+    /// [`ClientBuilder::base_url`] says otherwise.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.cloudflare.com/client/v4";
+
     /// A builder with Cloudflare's base URL and no credentials.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::new()
@@ -163,7 +163,7 @@ impl ClientBuilder {
     /// A builder with Cloudflare's base URL, 60 s per request and 5 s to connect.
     pub fn new() -> ClientBuilder {
         ClientBuilder {
-            base_url: DEFAULT_BASE_URL.to_owned(),
+            base_url: Client::DEFAULT_BASE_URL.to_owned(),
             account_id: None,
             credentials: None,
             http: None,
@@ -181,7 +181,7 @@ impl ClientBuilder {
     ///
     /// - `CLOUDFLARE_API_TOKEN`, or `CLOUDFLARE_API_KEY` with `CLOUDFLARE_EMAIL`;
     /// - `CLOUDFLARE_ACCOUNT_ID`;
-    /// - `CLOUDFLARE_BASE_URL` (default [`DEFAULT_BASE_URL`]).
+    /// - `CLOUDFLARE_BASE_URL` (default [`Client::DEFAULT_BASE_URL`]).
     ///
     /// Variables that are not set can still be given to the builder; `build`
     /// says which are missing.

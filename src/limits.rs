@@ -31,7 +31,7 @@ pub const MAX_ID_LEN: usize = 32;
 /// `Limits::default()` holds Cloudflare's documented values.
 ///
 /// ```
-/// use cf_queues::Limits;
+/// use cf_queues::limits::Limits;
 /// let mut limits = Limits::default();
 /// limits.max_batch_messages = 10;
 /// assert_eq!(limits.max_message_bytes, 128_000);
@@ -173,7 +173,7 @@ impl Limits {
     /// (such as the emulator) can check what it receives the same way.
     ///
     /// ```
-    /// let limits = cf_queues::Limits::default();
+    /// let limits = cf_queues::limits::Limits::default();
     /// assert!(limits.check_id("queue_id", "0123456789abcdef0123456789abcdef").is_ok());
     /// assert!(limits.check_id("queue_id", "my-queue").is_err());
     /// ```

@@ -9,7 +9,7 @@ use std::fmt;
 /// it is safe to repeat, and the emulator aims faults at one.
 ///
 /// ```
-/// use cf_queues::Operation;
+/// use cf_queues::operation::Operation;
 /// assert_eq!(Operation::Pull.path(), "/messages/pull");
 /// assert_eq!(Operation::Pull.to_string(), "pull");
 /// assert_eq!(Operation::from_operation_id("pull_messages"), Some(Operation::Pull));

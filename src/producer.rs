@@ -40,7 +40,7 @@
 //!
 //! Each batch goes through the queue's own call path, so it is retried as
 //! [`Queue::push_batch`] is: by default only when it surely did not land
-//! ([`PushRetries`](crate::PushRetries)), so that no message is duplicated
+//! ([`PushRetries`](crate::retry::PushRetries)), so that no message is duplicated
 //! unless the queue's retry policy chose at-least-once. The producer adds
 //! no retries of its own.
 //!

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 ///
 /// ```
 /// use std::time::Duration;
-/// use cf_queues::RateLimits;
+/// use cf_queues::ratelimit::RateLimits;
 ///
 /// let documented = RateLimits::cloudflare(); // 1,200 push requests / 5 min; 5,000 messages/s per queue
 /// let custom = RateLimits::none().push_requests(100, Duration::from_secs(60));

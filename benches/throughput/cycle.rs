@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use cf_queues::{Batch, Client, Message, Queue};
+use cf_queues::batch::Batch;
+use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::EmulatorHandle;
 
 use crate::baseline::RawQueue;

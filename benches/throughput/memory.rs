@@ -12,7 +12,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cf_queues::{Batch, Client, Message, Queue};
+use cf_queues::batch::Batch;
+use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 
 use crate::common::{BATCH, Result, drain, env_count};

@@ -3,7 +3,9 @@
 use std::io::{self, BufRead as _, IsTerminal as _, Write as _};
 use std::time::Duration;
 
-use cf_queues::{Metrics, PurgeConfirmation, RetryClass};
+use cf_queues::request::PurgeConfirmation;
+use cf_queues::response::Metrics;
+use cf_queues::retry::RetryClass;
 use serde::Serialize;
 
 use crate::args::{MetricsArgs, PurgeArgs};

@@ -17,8 +17,10 @@ use std::io::{self, BufRead as _, BufReader, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
+use cf_queues::batch::BatchPlanner;
 use cf_queues::limits::MAX_PULL_BATCH_SIZE;
-use cf_queues::{Acks, BatchPlanner, LeaseId, Message, PullOptions, PulledMessage, Queue};
+use cf_queues::message::LeaseId;
+use cf_queues::{Acks, Message, PullOptions, PulledMessage, Queue};
 use serde::Serialize;
 use tokio::time::Instant;
 

@@ -7,7 +7,9 @@ use std::fmt;
 use std::io;
 use std::process::ExitCode;
 
-use cf_queues::{Error, Operation, RetryClass, codes};
+use cf_queues::operation::Operation;
+use cf_queues::retry::RetryClass;
+use cf_queues::{Error, codes};
 
 /// What a command's run ends with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +152,7 @@ fn hint(error: &Error, context: &Context) -> Option<String> {
             context
                 .base_url
                 .as_deref()
-                .unwrap_or(cf_queues::DEFAULT_BASE_URL)
+                .unwrap_or(cf_queues::Client::DEFAULT_BASE_URL)
         )),
         _ if error.is_auth() => Some(format!(
             "the credentials were refused or lack a permission: cfq needs an API token \
@@ -163,7 +165,7 @@ fn hint(error: &Error, context: &Context) -> Option<String> {
             context
                 .base_url
                 .as_deref()
-                .unwrap_or(cf_queues::DEFAULT_BASE_URL)
+                .unwrap_or(cf_queues::Client::DEFAULT_BASE_URL)
         )),
         _ if error_codes.contains(&codes::QUEUE_ID_MALFORMED) => Some(
             "account and queue ids are 1 to 32 letters and digits: use the queue's id, not its \

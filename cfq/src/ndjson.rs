@@ -22,7 +22,8 @@
 
 use std::io::{self, BufRead};
 
-use cf_queues::{Body, ContentType, Message, PeekedMessage, PulledMessage};
+use cf_queues::message::{ContentType, PeekedMessage};
+use cf_queues::{Body, Message, PulledMessage};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

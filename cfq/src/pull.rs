@@ -2,7 +2,8 @@
 
 use std::io::{self, Read as _};
 
-use cf_queues::{Acks, PullOptions, PulledMessage, Warning};
+use cf_queues::response::Warning;
+use cf_queues::{Acks, PullOptions, PulledMessage};
 use serde::Serialize;
 
 use crate::args::{AckArgs, ExtendArgs, PeekArgs, PullArgs, RetryArgs};

@@ -20,7 +20,9 @@ use std::io::{self, BufRead, BufReader, Read as _};
 use std::path::Path;
 use std::time::Duration;
 
-use cf_queues::{BatchPlanner, Limits, Message, PlannedBatch, Queue};
+use cf_queues::batch::{BatchPlanner, PlannedBatch};
+use cf_queues::limits::Limits;
+use cf_queues::{Message, Queue};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -652,7 +654,7 @@ mod tests {
         ]);
         let stop = push_lines(
             queue,
-            cf_queues::Limits::default(),
+            cf_queues::limits::Limits::default(),
             lines,
             &command,
             interrupts,

@@ -13,7 +13,8 @@ use super::http::App;
 use super::server::{ServerState, ServerStats};
 use super::state::{At, BodyKind, NewMessage};
 use super::{EMULATOR_ACCOUNT_ID, Fault};
-use cf_queues::{Client, ClientBuilder, Credentials, Metrics};
+use cf_queues::response::Metrics;
+use cf_queues::{Client, ClientBuilder, Credentials};
 
 /// A body only a Worker can write, for [`EmulatorHandle::push_from_worker`].
 #[derive(Debug, Clone, PartialEq, Eq)]

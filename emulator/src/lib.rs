@@ -216,13 +216,13 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
-pub use cf_queues::Operation;
+pub use cf_queues::operation::Operation;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use server::ServerStats;
 
-use cf_queues::Limits;
+use cf_queues::limits::Limits;
 use faults::Faults;
 use http::{AcceptedAuth, App};
 use server::{ServerLimits, ServerState};

@@ -4,7 +4,7 @@
 //! operation's decoder at a time and each input costs one decode.
 #![no_main]
 
-use cf_queues::Operation;
+use cf_queues::operation::Operation;
 
 libfuzzer_sys::fuzz_target!(|input: &[u8]| {
     let [pick, high, low, body @ ..] = input else {

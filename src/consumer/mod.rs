@@ -26,7 +26,7 @@
 //!             let text = message.body().text()?.to_owned();
 //!             println!("{text}");
 //!             stop.cancel(); // one message is enough for this example
-//!             Ok::<_, cf_queues::BodyError>(Outcome::Ack)
+//!             Ok::<_, cf_queues::error::BodyError>(Outcome::Ack)
 //!         }
 //!     })
 //!     .await?;

@@ -46,12 +46,12 @@ impl Queue {
     /// what was pushed in between. Retries happen only when the request
     /// surely did not take effect, unless the caller asks for more with
     /// [`Queue::with_retry`] and
-    /// [`RetryPolicy::purge_all`](crate::RetryPolicy::purge_all)`(`[`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce)`)`;
-    /// at-least-once pushes ([`RetryPolicy::pushes`](crate::RetryPolicy::pushes)) do not change it.
+    /// [`RetryPolicy::purge_all`](crate::retry::RetryPolicy::purge_all)`(`[`PushRetries::AtLeastOnce`](crate::retry::PushRetries::AtLeastOnce)`)`;
+    /// at-least-once pushes ([`RetryPolicy::pushes`](crate::retry::RetryPolicy::pushes)) do not change it.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
-    /// use cf_queues::PurgeConfirmation;
+    /// use cf_queues::request::PurgeConfirmation;
     /// let confirm = PurgeConfirmation::delete_messages_permanently(queue.id());
     /// queue.purge_all(confirm).await?;
     /// while queue.purge_status().await?.completed != Some(true) {

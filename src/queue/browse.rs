@@ -81,12 +81,12 @@ impl Queue {
 
     /// Returns up to `batch_size` messages (1 to 100) in the pull shape,
     /// without leasing them: they stay available to pull, and their
-    /// `attempts` does not change. Each comes with a [`PreviewId`](crate::PreviewId)
+    /// `attempts` does not change. Each comes with a [`PreviewId`](crate::message::PreviewId)
     /// to delete or delay it with [`Queue::delete_previewed`].
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
-    /// use cf_queues::PreviewedChanges;
+    /// use cf_queues::request::PreviewedChanges;
     /// let previewed = queue.preview(10).await?;
     /// let poison = previewed.iter().filter(|m| m.body().text().is_err());
     /// let changes = poison.fold(PreviewedChanges::new(), |c, m| c.delete(m));

@@ -1,7 +1,7 @@
 //! [`Queue`]: the operations on one queue.
 //!
 //! Every method takes the same path: check the input against the client's
-//! [`Limits`](crate::Limits), build the generated request, run it through
+//! [`Limits`](crate::limits::Limits), build the generated request, run it through
 //! the one call path (rate limit, attempts, retries, deadline), unwrap the
 //! envelope into a typed result.
 
@@ -45,7 +45,7 @@ const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
 /// A handle on one queue of a [`Client`]'s account.
 ///
 /// Cheap to clone. Every method checks its input against the client's
-/// [`Limits`](crate::Limits) before sending anything, then unwraps the API's
+/// [`Limits`](crate::limits::Limits) before sending anything, then unwraps the API's
 /// envelope. [`Queue::with_retry`] and [`Queue::with_deadline`] give a
 /// handle with its own retry policy or deadline, for one call or many.
 ///
@@ -87,7 +87,8 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
-    /// use cf_queues::{Message, RetryPolicy};
+    /// use cf_queues::Message;
+    /// use cf_queues::retry::RetryPolicy;
     /// // Exactly one request for this call.
     /// queue.with_retry(RetryPolicy::none()).push(Message::text("once")).await?;
     /// # Ok(()) }

@@ -16,7 +16,7 @@ impl Queue {
     /// By default a failed push is retried only when it surely did not land
     /// (connection refused, a 429 with code 10250 or 971), so a retry never
     /// duplicates the message;
-    /// [`PushRetries::AtLeastOnce`](crate::PushRetries::AtLeastOnce) also
+    /// [`PushRetries::AtLeastOnce`](crate::retry::PushRetries::AtLeastOnce) also
     /// retries after 5xx and timeouts.
     ///
     /// ```no_run
@@ -54,7 +54,8 @@ impl Queue {
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
     /// use std::time::Duration;
-    /// use cf_queues::{Batch, Message};
+    /// use cf_queues::Message;
+    /// use cf_queues::batch::Batch;
     /// let batch = Batch::new([Message::text("a"), Message::text("b")])
     ///     .with_delay(Duration::from_secs(10));
     /// queue.push_batch(batch).await?;
@@ -92,7 +93,8 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) {
-    /// use cf_queues::{BatchPlanner, Message};
+    /// use cf_queues::Message;
+    /// use cf_queues::batch::BatchPlanner;
     /// let mut planner = BatchPlanner::new(*queue.client().limits());
     /// for line in 1..=1_000 {
     ///     if let Ok(Some(full)) = planner.add(line, Message::text(format!("line {line}"))) {

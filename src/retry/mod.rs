@@ -14,10 +14,11 @@ use std::time::Duration;
 
 mod hints;
 
+pub use crate::classify::RetryClass;
+
 pub(crate) use hints::{retry_after, should_retry_header};
 
 use crate::backoff;
-use crate::classify::RetryClass;
 use crate::operation::Operation;
 
 /// How calls that are not safe to repeat are retried: pushes (single and
@@ -55,7 +56,7 @@ pub enum PushRetries {
 ///
 /// ```
 /// use std::time::Duration;
-/// use cf_queues::{PushRetries, RetryPolicy};
+/// use cf_queues::retry::{PushRetries, RetryPolicy};
 ///
 /// let patient = RetryPolicy::default()
 ///     .max_retries(5)

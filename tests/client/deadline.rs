@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use cf_queues::{Error, Message, PullOptions, RateLimits, RetryClass, RetryPolicy};
+use cf_queues::ratelimit::RateLimits;
+use cf_queues::retry::{RetryClass, RetryPolicy};
+use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 
 use crate::support::{emulator, quick};

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use cf_queues::{Client, Error, Message, Operation, PullOptions};
+use cf_queues::operation::Operation;
+use cf_queues::{Client, Error, Message, PullOptions};
 use httpmock::Method::POST;
 use httpmock::MockServer;
 use serde_json::json;
@@ -27,7 +28,7 @@ fn queue_with(
             .account_id(ACCOUNT)
             .base_url(base_url)
             // One request per call: these tests pin how each answer maps to an error.
-            .retry(cf_queues::RetryPolicy::none()),
+            .retry(cf_queues::retry::RetryPolicy::none()),
     )
     .build()
     .and_then(|c| c.queue(QUEUE))

@@ -2,7 +2,9 @@
 //! followed (credentials stay on the configured origin), and a legal answer
 //! is never refused for its size, however much escaping grew it.
 
-use cf_queues::{Acks, Client, Error, Message, Operation, PullOptions, RetryClass};
+use cf_queues::operation::Operation;
+use cf_queues::retry::RetryClass;
+use cf_queues::{Acks, Client, Error, Message, PullOptions};
 use cf_queues_emulator::Emulator;
 use httpmock::Method::POST;
 use httpmock::MockServer;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cf_queues::{Client, Error, Message, PullOptions, PushRetries, RetryPolicy};
+use cf_queues::retry::{PushRetries, RetryPolicy};
+use cf_queues::{Client, Error, Message, PullOptions};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
 
 const TOKEN: &str = "reliability-secret-token";

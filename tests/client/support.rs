@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use cf_queues::RetryPolicy;
+use cf_queues::retry::RetryPolicy;
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 use serde_json::{Value, json};
 

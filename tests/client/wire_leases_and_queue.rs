@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use cf_queues::{
-    Client, Error, ExtendOutcome, Operation, PreviewedChanges, PurgeConfirmation, PurgeStatus,
-    Warning,
-};
+use cf_queues::operation::Operation;
+use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
+use cf_queues::response::{ExtendOutcome, PurgeStatus, Warning};
+use cf_queues::{Client, Error};
 use httpmock::Method::{GET, POST};
 use httpmock::{Mock, MockServer, When};
 use serde_json::json;
@@ -363,7 +363,7 @@ async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
         })
         .await;
     let queue = queue(&server, Auth::Token).with_retry(
-        cf_queues::RetryPolicy::default()
+        cf_queues::retry::RetryPolicy::default()
             .backoff(Duration::from_millis(1), Duration::from_millis(1)),
     );
     let error = queue
@@ -375,11 +375,13 @@ async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
     assert_eq!(error.operation(), Some(Operation::PurgeQueue));
 
     // At-least-once pushes say nothing about purges.
-    let quick = cf_queues::RetryPolicy::default()
+    let quick = cf_queues::retry::RetryPolicy::default()
         .backoff(Duration::from_millis(1), Duration::from_millis(1));
-    let pushes_eager = queue
-        .clone()
-        .with_retry(quick.clone().pushes(cf_queues::PushRetries::AtLeastOnce));
+    let pushes_eager = queue.clone().with_retry(
+        quick
+            .clone()
+            .pushes(cf_queues::retry::PushRetries::AtLeastOnce),
+    );
     let error = pushes_eager
         .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
         .await
@@ -388,7 +390,7 @@ async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
     assert_eq!(mock.calls_async().await, 2);
 
     // Asked for, the same failure is retried.
-    let eager = queue.with_retry(quick.purge_all(cf_queues::PushRetries::AtLeastOnce));
+    let eager = queue.with_retry(quick.purge_all(cf_queues::retry::PushRetries::AtLeastOnce));
     let error = eager
         .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
         .await
@@ -431,7 +433,7 @@ async fn purge_status_reads_strings_and_booleans() {
 /// A handle whose retries wait a millisecond, so that retry tests are quick.
 fn quick_retries(server: &MockServer) -> cf_queues::Queue {
     queue(server, Auth::Token).with_retry(
-        cf_queues::RetryPolicy::default()
+        cf_queues::retry::RetryPolicy::default()
             .backoff(Duration::from_millis(1), Duration::from_millis(1)),
     )
 }

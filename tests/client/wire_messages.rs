@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use cf_queues::{Acks, Batch, Client, ContentType, Error, Message, Metrics, PullOptions, Warning};
+use cf_queues::batch::Batch;
+use cf_queues::message::ContentType;
+use cf_queues::response::{Metrics, Warning};
+use cf_queues::{Acks, Client, Error, Message, PullOptions};
 use httpmock::Method::POST;
 use httpmock::MockServer;
 use serde_json::json;
@@ -200,7 +203,7 @@ async fn pull_sends_options_and_decodes_every_body_kind() {
     assert_eq!(m[3].body().bytes().expect("bytes"), vec![0u8, 1, 2, 255]);
     assert!(matches!(
         m[4].body().json::<serde_json::Value>(),
-        Err(cf_queues::BodyError::UnsupportedContentType { ref content_type, .. }) if content_type == "v8"
+        Err(cf_queues::error::BodyError::UnsupportedContentType { ref content_type, .. }) if content_type == "v8"
     ));
 }
 

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, Outcome, RetryDelay};
-use cf_queues::{BodyError, Message, PullOptions};
+use cf_queues::error::BodyError;
+use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Emulator, Fault, Operation, WorkerBody};
 use tokio::time::Instant;
 

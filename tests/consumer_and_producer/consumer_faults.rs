@@ -6,8 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cf_queues::PulledMessage;
 use cf_queues::consumer::{Consumer, Outcome};
-use cf_queues::{BodyError, PulledMessage};
+use cf_queues::error::BodyError;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 

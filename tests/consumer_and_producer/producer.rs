@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use cf_queues::producer::{Producer, ProducerError};
-use cf_queues::{Message, PullOptions, PushRetries, RetryPolicy};
+use cf_queues::retry::{PushRetries, RetryPolicy};
+use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;

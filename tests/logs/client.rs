@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use cf_queues::{Message, PullOptions, RetryPolicy};
+use cf_queues::retry::RetryPolicy;
+use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Emulator, Fault, Operation};
 
 use crate::support::SharedLog;

@@ -10,8 +10,9 @@
 use std::time::Duration;
 
 use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::error::BodyError;
 use cf_queues::producer::{Producer, ProducerError};
-use cf_queues::{BodyError, Message, PullOptions};
+use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 

@@ -6,7 +6,8 @@
 //! Shared by the consumer and producer tests and by `cfq`'s tests
 //! (`#[path]`-included: test code of one repository, never published).
 
-use cf_queues::{Queue, RetryPolicy};
+use cf_queues::Queue;
+use cf_queues::retry::RetryPolicy;
 
 /// Queue `id` of the client `builder` makes, set to send one request per
 /// call and to keep no timers of its own (pool reaping) that would move

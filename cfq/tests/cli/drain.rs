@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use cf_queues::{Batch, Message, PullOptions};
+use cf_queues::batch::Batch;
+use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
 use crate::support::scripted_server::{

@@ -614,8 +614,9 @@ async fn a_closed_stdout_ends_quietly() {
         .expect("id");
     // Well over a pipe's buffer, so that the writes meet the closed end.
     let body = "b".repeat(2_000);
-    let batch =
-        cf_queues::Batch::new((0..100).map(|i| cf_queues::Message::text(format!("{i}{body}"))));
+    let batch = cf_queues::batch::Batch::new(
+        (0..100).map(|i| cf_queues::Message::text(format!("{i}{body}"))),
+    );
     queue.push_batch(batch).await.expect("push");
     let binary = env!("CARGO_BIN_EXE_cfq");
     for args in [

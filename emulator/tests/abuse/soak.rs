@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cf_queues::{Acks, Batch, Message, PullOptions};
+use cf_queues::batch::Batch;
+use cf_queues::{Acks, Message, PullOptions};
 use cf_queues_emulator::{Emulator, ManualClock};
 
 const PRODUCERS: u64 = 4;

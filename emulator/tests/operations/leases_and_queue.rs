@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
-use cf_queues::{
-    Acks, Batch, Message, PreviewedChanges, PullOptions, PurgeConfirmation, Queue, RetryPolicy,
-};
+use cf_queues::batch::Batch;
+use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
+use cf_queues::retry::RetryPolicy;
+use cf_queues::{Acks, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorClock, EmulatorHandle, ManualClock};
 use serde_json::json;
 
@@ -363,7 +364,7 @@ async fn metrics_match_the_backlog_exactly() {
         .await
         .expect("push"); // 5 bytes at +500, delayed
     let expect = |count, bytes, oldest| (count, bytes, oldest);
-    let got = |m: cf_queues::Metrics| {
+    let got = |m: cf_queues::response::Metrics| {
         (
             m.backlog_count,
             m.backlog_bytes,

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use cf_queues::{Acks, Batch, Error, Message, PullOptions, Queue};
+use cf_queues::batch::Batch;
+use cf_queues::{Acks, Error, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
 use serde_json::{Value, json};
 
@@ -532,7 +533,7 @@ async fn injected_faults_fail_the_next_requests() {
     let client = emulator
         .client_builder()
         .expect("builder")
-        .retry(cf_queues::RetryPolicy::none())
+        .retry(cf_queues::retry::RetryPolicy::none())
         .build()
         .expect("client");
     let q = client.queue("faulty").expect("id");
@@ -587,7 +588,7 @@ async fn a_stalled_request_times_out_in_the_client() {
         .client_builder()
         .expect("builder")
         .timeout(Duration::from_millis(200))
-        .retry(cf_queues::RetryPolicy::none())
+        .retry(cf_queues::retry::RetryPolicy::none())
         .build()
         .expect("client");
     let error = client
@@ -604,7 +605,8 @@ async fn a_stalled_request_times_out_in_the_client() {
 
 #[tokio::test]
 async fn worker_written_bodies_decode_or_fail_clearly() {
-    use cf_queues::{BodyError, ContentType};
+    use cf_queues::error::BodyError;
+    use cf_queues::message::ContentType;
     use cf_queues_emulator::WorkerBody;
     let (emulator, _clock) = emulator_with(|e| e).await;
     emulator.push_from_worker("workers", WorkerBody::Bytes(vec![0, 1, 2, 255]));

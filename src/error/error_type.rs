@@ -1,4 +1,5 @@
-//! The one error type of the crate.
+//! [`Error`]: the one error of every call, and what it knows (the HTTP
+//! status and codes, the attempts, why it was or was not retried).
 
 use std::fmt;
 use std::time::Duration;
@@ -6,6 +7,8 @@ use std::time::Duration;
 use crate::classify::RetryClass;
 use crate::codes;
 use crate::operation::Operation;
+
+use super::{ApiError, BodyError};
 
 /// A `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -121,7 +124,7 @@ fn previously(last_error: Option<&Error>) -> String {
     last_error.map_or_else(String::new, |e| format!(", retrying after: {e}"))
 }
 
-fn after_attempts(attempts: u32) -> String {
+pub(super) fn after_attempts(attempts: u32) -> String {
     if attempts > 1 {
         format!(" after {attempts} attempts")
     } else {
@@ -267,142 +270,6 @@ impl Error {
             _ => None,
         }
     }
-}
-
-/// A failure reported by the API.
-///
-/// Carries the HTTP status, every entry of the envelope's `errors`, and what
-/// the server said about retrying. When the body was not a Cloudflare
-/// envelope (an HTML page from a proxy, an empty body) `errors` is empty and
-/// `body_snippet` holds its start.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ApiError {
-    /// The operation.
-    pub operation: Operation,
-    /// The HTTP status; a 2xx when the envelope said `success: false`.
-    pub status: u16,
-    /// The envelope's `errors`, in order.
-    pub errors: Vec<ApiErrorDetail>,
-    /// The envelope's `messages`, rendered as text.
-    pub messages: Vec<String>,
-    /// The start of a body that was not a Cloudflare envelope (at most 256 characters).
-    pub body_snippet: Option<String>,
-    /// How long the server asked the client to wait (`retry-after-ms` or `Retry-After`).
-    pub retry_after: Option<Duration>,
-    /// The server's `x-should-retry` header, when it sent one.
-    pub should_retry: Option<bool>,
-    /// Where a redirect pointed (`Location`). The client never follows
-    /// redirects: Cloudflare's API does not send them for these paths, and
-    /// following one would hand the credentials to another origin.
-    pub location: Option<String>,
-    /// How the answer was classified for retrying.
-    pub class: RetryClass,
-    /// How many requests were sent, retries included.
-    pub attempts: u32,
-}
-
-impl ApiError {
-    /// The Cloudflare codes of `errors`, in order.
-    pub fn codes(&self) -> impl Iterator<Item = u32> + '_ {
-        self.errors.iter().filter_map(|e| e.code)
-    }
-}
-
-impl fmt::Display for ApiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Cloudflare API error in {} (HTTP {}){}",
-            self.operation,
-            self.status,
-            after_attempts(self.attempts)
-        )?;
-        if let Some(location) = &self.location {
-            write!(f, ": redirected to {location:?}, which is not followed")?;
-            return Ok(());
-        }
-        if self.errors.is_empty() {
-            match &self.body_snippet {
-                Some(snippet) if !snippet.is_empty() => write!(f, ": body {snippet:?}")?,
-                Some(_) => f.write_str(": empty body")?,
-                None => f.write_str(": no error details")?,
-            }
-        }
-        for (i, detail) in self.errors.iter().enumerate() {
-            f.write_str(if i == 0 { ": " } else { "; " })?;
-            write!(f, "{detail}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ApiError {}
-
-/// One entry of an envelope's `errors`: `{code, message, documentation_url, source.pointer}`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct ApiErrorDetail {
-    /// The Cloudflare error code, such as 10104 (queue not found).
-    pub code: Option<u32>,
-    /// The error message.
-    pub message: String,
-    /// A page documenting the error.
-    pub documentation_url: Option<String>,
-    /// A JSON pointer to the part of the request at fault.
-    pub pointer: Option<String>,
-}
-
-impl fmt::Display for ApiErrorDetail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.code {
-            Some(code) => write!(f, "[{code}] {}", self.message)?,
-            None => f.write_str(&self.message)?,
-        }
-        if let Some(pointer) = &self.pointer {
-            write!(f, " (at {pointer})")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a received message body could not be decoded, or cannot be pushed again.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BodyError {
-    /// The body's content type cannot be decoded outside Workers (`v8`) or is unknown.
-    #[error("message body of content type {content_type:?} cannot be decoded here")]
-    #[non_exhaustive]
-    UnsupportedContentType {
-        /// The `CF-Content-Type` metadata value (empty when absent).
-        content_type: String,
-    },
-    /// The caller asked for a form the content type does not have.
-    #[error("message body is {actual:?}, not {requested}")]
-    #[non_exhaustive]
-    ContentTypeMismatch {
-        /// What the caller asked for: `text`, `json` or `bytes`.
-        requested: &'static str,
-        /// The message's `CF-Content-Type`.
-        actual: String,
-    },
-    /// The body cannot be pushed over HTTP, which writes only `text` and
-    /// `json` (an object): `bytes` and `v8` bodies, and JSON that is not an
-    /// object, stay where they are.
-    #[error("message body of content type {content_type:?} cannot be pushed over HTTP: {reason}")]
-    #[non_exhaustive]
-    NotPushable {
-        /// The `CF-Content-Type` metadata value.
-        content_type: String,
-        /// Why not.
-        reason: String,
-    },
-    /// A `bytes` body that is not valid base64.
-    #[error("message body is not valid base64: {0}")]
-    Base64(#[from] base64::DecodeError),
-    /// A `json` body that does not deserialize into the requested type.
-    #[error("message body is not the expected JSON: {0}")]
-    Json(#[from] serde_json::Error),
 }
 
 /// Finishes a generated builder. It fails only when the fragment gained a
