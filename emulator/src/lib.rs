@@ -95,10 +95,12 @@
 //!
 //! # Semantics
 //!
-//! Each rule below follows a published source (Cloudflare's pull-consumer,
-//! dead-letter and API reference pages), cited where the code applies it;
-//! where none settles a question, the emulator's reading is listed under
-//! [Assumptions](#assumptions) instead.
+//! Where a rule comes from Cloudflare's documents (its pull-consumer,
+//! dead-letter and API reference pages, its published description), the
+//! code that applies it cites the source; where none settles a question,
+//! the emulator's reading is listed under [Assumptions](#assumptions)
+//! instead. The rest (tokens, credentials, time, memory) is how the
+//! emulator keeps itself safe to share.
 //!
 //! - **Delays and leases.** A pushed message with a delay becomes visible
 //!   after it. A pull leases visible messages for `visibility_timeout_ms`
