@@ -9,10 +9,22 @@
 //! client written for Cloudflare, the official SDKs included, can be
 //! pointed at its base URL.
 //!
-//! The queue logic is a pure state machine; this module wraps it in an
-//! HTTP/1 server on tokio (axum routing, hyper connections). Time can be
-//! driven by a [`ManualClock`], or follow tokio's (paused) clock with a
-//! [`TokioClock`]; failures can be injected with [`Fault`].
+//! Nothing else offers this locally: Miniflare emulates the Worker
+//! bindings of Queues only, and `wrangler dev` has no pull consumers. So a
+//! test of an HTTP consumer either runs against a real account or against
+//! this crate.
+//!
+//! The queue logic is a pure state machine; this crate wraps it in an
+//! HTTP/1 server on tokio (axum routing, hyper connections driven by an
+//! accept loop of its own, see [Limits under load](#limits-under-load)).
+//! Time can be driven by a [`ManualClock`], or follow tokio's (paused)
+//! clock with a [`TokioClock`], so that tests never sleep; failures can be
+//! injected with [`Fault`].
+//!
+//! This page is the one place where the emulator's semantics, the
+//! assumptions it makes where Cloudflare's documents are silent or
+//! disagree, and its limits are written down; the READMEs of the
+//! repository link here.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,14 +40,19 @@
 //! # Ok(()) }
 //! ```
 //!
-//! From the command line: `cfq emulator --listen 127.0.0.1:8787` (the crate `cfq`: `cargo install cfq`).
+//! From the command line: `cfq emulator --listen 127.0.0.1:8787` (the crate
+//! `cfq`: `cargo install cfq`). It prints the base URL and the token
+//! (generated unless `--token`), serves until Ctrl-C or SIGTERM (requests
+//! in flight get the 5 s [shutdown grace](Emulator::shutdown_grace)), binds
+//! loopback by default and warns when it listens on any other address.
 //!
 //! # Operations
 //!
 //! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
-//! `/client/v4` prefix; [`Fault::only`] aims at one by its [`Operation`].
+//! `/client/v4` prefix; [`Fault::only`] aims at one by its
+//! [`Operation`](cf_queues::operation::Operation).
 //!
-//! | method and path | [`Operation`] | result |
+//! | method and path | `Operation` | result |
 //! |---|---|---|
 //! | `POST /messages` | `Push` | `{metadata: {metrics}}` |
 //! | `POST /messages/batch` | `Batch` | `{metadata: {metrics}}` |
@@ -50,11 +67,47 @@
 //! | `POST /purge` | `PurgeQueue` | the queue object |
 //! | `GET /purge` | `PurgeStatus` | `{completed, started_at}`, both strings |
 //!
-//! Warnings are maps from the lease id, ref or preview id to a text. Other
-//! methods on these paths get 405 with code 7001, other paths 404 with 7003.
+//! Every answer is wrapped in Cloudflare's `{success, errors, messages,
+//! result}` envelope, with its field names as sent (camelCase `ackCount`,
+//! `retryCount` and `extendCount` beside snake_case elsewhere). Bodies
+//! travel as Cloudflare sends them: `json` bodies base64-encoded, the
+//! content type in the message's `CF-Content-Type` metadata. Warnings are
+//! maps from the lease id, ref or preview id to a text.
+//!
+//! # Error codes
+//!
+//! Failures come in Cloudflare's failure envelope with its codes (named in
+//! [`cf_queues::codes`]):
+//!
+//! | status and code | when |
+//! |---|---|
+//! | 400, 10107 QueueIDMalformed | an account or queue id that is not 1 to 32 ASCII letters and digits |
+//! | 404, 10104 QueueNotFound | a queue outside the [strict queues](Emulator::strict_queues), when they are set |
+//! | 400, 10202 to 10206 | a bad delay, message metadata, message size, batch size or batch count |
+//! | 400, 10207 JSONRequestBodyInvalid | JSON that does not match the operation, with the field's pointer |
+//! | 400, 10208 JSONRequestBodyMalformed | a body that is not JSON |
+//! | 413, 10204 or 10205 | a body over [`max_body_bytes`](Emulator::max_body_bytes), refused unread |
+//! | 408, 10201 ClientDisconnected | a body that did not arrive within the [body timeout](Emulator::body_timeout); 400 with 10201 for one cut short |
+//! | 400 9106, 400 6003 (6111, 6102, 6103), 403 10000 | missing, malformed or unknown credentials (see [Assumptions](#assumptions)) |
+//! | 405, 7001 | another method on one of these paths |
+//! | 404, 7003 | any other path |
+//! | as injected, 15000 by default | a [`Fault`] |
 //!
 //! # Semantics
 //!
+//! Where a rule comes from Cloudflare's documents (its pull-consumer,
+//! dead-letter and API reference pages, its published description), the
+//! code that applies it cites the source; where none settles a question,
+//! the emulator's reading is listed under [Assumptions](#assumptions)
+//! instead. The rest (tokens, credentials, time, memory) is how the
+//! emulator keeps itself safe to share.
+//!
+//! - **Delays and leases.** A pushed message with a delay becomes visible
+//!   after it. A pull leases visible messages for `visibility_timeout_ms`
+//!   (30 s when absent, 1 ms to 12 h) and counts the delivery in the
+//!   message's `attempts`; a lease that runs out without an ack makes the
+//!   message visible again, to be delivered anew. A retry makes it visible
+//!   after its `delay_seconds`.
 //! - **Accounts.** Queues belong to the account id of the path: the same
 //!   queue id under two account ids names two queues. Any valid account id
 //!   is accepted; [`EmulatorHandle`]'s methods default to
@@ -63,12 +116,16 @@
 //!   queue, when its `attempts` reaches `max_retries` (default 3): it is
 //!   delivered at most `max_retries` times. This follows Cloudflare's
 //!   pull-consumer page; its dead-letter page and Miniflare read it as
-//!   `max_retries + 1` deliveries.
+//!   `max_retries + 1` deliveries. The pull-consumer page describes the
+//!   HTTP pull path this crate emulates, so its reading is the one taken;
+//!   set [`Emulator::max_retries`] one higher for the other.
 //! - **Late acks.** A lease id stays usable while its message exists. An ack
 //!   by an expired lease deletes the message even if another consumer holds
 //!   it now (that consumer's ack then gets a warning); a retry by an expired
 //!   lease applies only while no one else holds the message. `ackCount` and
-//!   `retryCount` count what the call changed.
+//!   `retryCount` count what the call changed. Cloudflare's pull-consumer
+//!   page says late acks are accepted; a consumer that settles after its
+//!   lease ran out (as `cf_queues::consumer` does) relies on it.
 //! - **Extend.** The lease id the caller holds stays valid (Cloudflare's
 //!   answer carries no new one); its lease now ends `visibility_timeout_ms`
 //!   after the extension, not after the old expiry, and `attempts` does not
@@ -79,6 +136,10 @@
 //!   retry gave it back since. `visibility_timeout_ms` is checked as for a
 //!   pull (1 ms to 12 h, 30 s when absent); any number of leases per call.
 //!   These are the semantics of [`Queue::extend`](cf_queues::Queue::extend).
+//! - **Peek and purge by ref.** Peek shows visible messages without leasing
+//!   them, each with a `ref`. Purge deletes the messages behind refs at
+//!   once, whatever their state (the leases of a purged message become
+//!   unknown); refs that name nothing get warnings.
 //! - **Preview** shows visible messages in delivery order, in the pull
 //!   shape, without leasing them: `attempts` stays, and they stay visible
 //!   to pull, peek and preview. `batch_size` is 1 to 100, 5 when absent.
@@ -101,38 +162,65 @@
 //!   it stay. Cloudflare's purge runs in the background; the emulator's is
 //!   done when the answer is sent, so `GET /purge` reports it completed,
 //!   with `started_at` its time in RFC 3339 (`2024-03-20T16:09:14.154Z`).
+//! - **Dead-letter settings** that would strand messages are refused by
+//!   [`Emulator::start`], before anything is served: an invalid queue id on
+//!   either side, a dead-letter queue missing from the
+//!   [strict queues](Emulator::strict_queues), a queue that is its own
+//!   dead-letter queue (see [Assumptions](#assumptions)).
 //! - **Tokens.** Lease ids, peek refs and preview ids are 128 random bits
 //!   from the operating system: one's own say nothing about anyone else's.
-//! - **Memory.** A queue exists while it holds messages, a dead-letter
-//!   count or the status of a purge; peek refs and preview ids expire after
-//!   an hour (at most 100,000 of each per queue), swept even from idle
-//!   queues.
+//!   They are capabilities (whoever holds one can ack, retry or purge), so
+//!   a counter that could be guessed from one's own would let one client
+//!   settle another's messages.
+//! - **Credentials** are compared in constant time, so that the time an
+//!   answer takes says nothing about how much of a token was right.
+//! - **Time** is processed lazily: a lease that has run out is acted upon
+//!   the next time its queue (or the dead-letter queue it feeds) is
+//!   touched, so every operation costs O(k log n) in the k messages it
+//!   touches, never a scan of the backlog.
+//! - **Memory.** A message is freed when it is acknowledged, and a queue's
+//!   tables shrink when it drains. A queue exists while it holds messages,
+//!   a dead-letter count or the status of a purge; peek refs and preview
+//!   ids expire after an hour (at most 100,000 of each per queue), swept
+//!   even from idle queues. So memory follows what is stored, not what was
+//!   asked.
 //!
 //! # Limits under load
 //!
-//! Each is set on [`Emulator`]; the defaults suit a local server shared by
-//! a test suite, and stop one misbehaving client from starving the others.
+//! The emulator runs its own accept loop over hyper's HTTP/1 connections,
+//! because `axum::serve` has no connection cap, no per-connection
+//! timeouts and no bound on unread responses, and without them one
+//! misbehaving client could starve every other test sharing the server.
+//! Each limit is set on [`Emulator`]:
 //!
-//! | limit | default | what it bounds |
-//! |---|---|---|
-//! | [`max_connections`](Emulator::max_connections) | 512 | open connections; at the cap, the longest-idle connection is closed for a new one, and when none is idle new ones wait in the listen backlog |
-//! | [`header_timeout`](Emulator::header_timeout) | 10 s | time to send a request head, from the connect or from its first byte |
-//! | [`body_timeout`](Emulator::body_timeout) | 30 s | time to send a request body |
-//! | [`idle_timeout`](Emulator::idle_timeout) | 120 s | a keep-alive connection between requests |
-//! | [`write_timeout`](Emulator::write_timeout) | 30 s | a response the client does not read |
-//! | [`response_buffer_bytes`](Emulator::response_buffer_bytes) | 64 KiB | response bytes held per connection, and the size of a request head |
-//! | [`max_body_bytes`](Emulator::max_body_bytes) | 2 MiB | a request body |
-//! | [`shutdown_grace`](Emulator::shutdown_grace) | 5 s | how long [`EmulatorHandle::shutdown`] lets requests finish |
+//! | limit | default | what it bounds | why this default |
+//! |---|---|---|---|
+//! | [`max_connections`](Emulator::max_connections) | 512 | open connections; at the cap, the longest-idle connection is closed for a new one, and when none is idle new ones wait in the listen backlog | stays under the common limit of 1,024 open files, so the server never runs out of them |
+//! | [`header_timeout`](Emulator::header_timeout) | 10 s | time to send a request head, from the connect or from its first byte | local clients send a head at once; room for a loaded CI machine, and a head that trickles in (slowloris) is cut off |
+//! | [`body_timeout`](Emulator::body_timeout) | 30 s | time to send a request body | 2 MiB arrive in that time well under 1 Mbit/s; a late body gets 408 with 10201 and the connection closes |
+//! | [`idle_timeout`](Emulator::idle_timeout) | 120 s | a keep-alive connection between requests | longer than reqwest's 90 s pool timeout, so the client closes first and never sends on a connection being closed |
+//! | [`write_timeout`](Emulator::write_timeout) | 30 s | a response the client does not read, without progress | a client that never reads its answer is disconnected |
+//! | [`response_buffer_bytes`](Emulator::response_buffer_bytes) | 64 KiB | response bytes held per connection, and the size of a request head (431 beyond it) | a request head is a few hundred bytes; room for four 16 KiB pieces of a streamed answer |
+//! | [`max_body_bytes`](Emulator::max_body_bytes) | 2 MiB | a request body, refused unread beyond it | eight times the largest legal batch, so no legal request is refused |
+//! | [`shutdown_grace`](Emulator::shutdown_grace) | 5 s | how long [`EmulatorHandle::shutdown`] lets requests finish before closing connections | stalled faults and half-sent requests do not hold a shutdown longer |
 //!
 //! Pull, peek and preview answers are serialized as the client reads them,
 //! so a connection holds at most `response_buffer_bytes` plus one 16 KiB
 //! piece of an answer, however large the answer and however slowly it is
-//! read. Other answers are built whole: small, except the warnings of an
-//! ack, extension or purge naming many unknown leases or refs, which are at
-//! most about 3.5 times their request, so at most about 7 MB per connection
-//! with the default `max_body_bytes` (and counted in
-//! [`EmulatorHandle::server_stats`]). The write timeout closes a connection
-//! that does not read them.
+//! read. (A pull of 100 messages of 128 KB whose bodies are control
+//! characters is about 77 MB of JSON, and a client that never reads would
+//! otherwise keep all of it in the server's memory.) Other answers are
+//! built whole: small, except the warnings of an ack, extension or purge naming many
+//! unknown leases or refs, which are at most about 3.5 times their
+//! request, so at most about 7 MB per connection with the default
+//! `max_body_bytes` (and counted in [`EmulatorHandle::server_stats`]). The
+//! write timeout closes a connection that does not read them.
+//!
+//! A request refused before its body mattered (bad credentials, an unknown
+//! queue) still has its body read, up to `max_body_bytes`, and discarded:
+//! an answer sent while body bytes are still on the way would leave them
+//! where the next request should start, so the keep-alive connection
+//! carries on instead of closing.
 //!
 //! What the limits do not stop: at the connection cap only idle connections
 //! are evicted, and the write and body timeouts restart on any progress. So
@@ -141,9 +229,16 @@
 //! as they keep that pace. Each such connection holds no more than the
 //! bounds above, so the cap bounds what they cost (512 connections by
 //! default); a local test emulator does not try to tell a slow client from
-//! a hostile one. A request
-//! refused before its body mattered still has its body read (up to
-//! `max_body_bytes`), so the keep-alive connection carries on.
+//! a hostile one.
+//!
+//! The repository's `emulator/tests/abuse/` reproduces each attack against
+//! an emulator with small limits (trickling and silent clients, the
+//! connection cap, unread answers, forged lease ids, 500 keep-alive
+//! requests after error answers, a visibility timeout of 0, account
+//! separation, shutdown with half-sent requests). The full-scale figures
+//! (1,100 slow clients, 60 unread 77 MB peeks) and the script that
+//! measures them are in
+//! [BENCHMARKS.md](https://github.com/cf-queues/cf-queues/blob/main/BENCHMARKS.md).
 //!
 //! # Assumptions
 //!
@@ -198,6 +293,14 @@
 //! - **Metrics over `text/event-stream`**: one event, then the end of the
 //!   stream. Cloudflare's description gives the event's schema, not how
 //!   often events come.
+//!
+//! # Conformance
+//!
+//! CI runs Cloudflare's official Python SDK against `cfq emulator`
+//! (`emulator/tests/conformance/official_sdk.py` in the repository): every
+//! operation, with the same shapes as Cloudflare's, field by field. A
+//! difference between this emulator and Cloudflare that the SDK can see is
+//! a bug of the emulator.
 
 mod clock;
 mod faults;
