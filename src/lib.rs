@@ -24,7 +24,7 @@
 //!
 //! # Pushing
 //!
-//! A [`Message`] is text or JSON, with an optional delay. A [`Batch`] pushes
+//! A [`Message`] is text or JSON, with an optional delay. A [`Batch`](crate::batch::Batch) pushes
 //! up to 100 messages in one request.
 //!
 //! ```no_run

@@ -50,7 +50,7 @@
 //!
 //! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
 //! `/client/v4` prefix; [`Fault::only`] aims at one by its
-//! [`Operation`](cf_queues::operation::Operation).
+//! [`Operation`].
 //!
 //! | method and path | `Operation` | result |
 //! |---|---|---|

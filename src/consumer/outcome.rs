@@ -9,7 +9,7 @@ pub enum Outcome {
     /// Acknowledge it: it is deleted.
     Ack,
     /// Put it back: after this delay (at most 24 hours), or, with `None`,
-    /// after the consumer's [`RetryDelay`] for its attempts.
+    /// after the consumer's [`RetryDelay`](crate::consumer::RetryDelay) for its attempts.
     Retry(Option<Duration>),
     /// Stop extending its lease and let it expire: it comes back after the
     /// visibility timeout, with an attempt used.

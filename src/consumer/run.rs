@@ -10,7 +10,7 @@ use tracing::Instrument as _;
 
 use super::*;
 
-/// A pull consumer of one queue; see [the module](self).
+/// A pull consumer of one queue; see [the module](crate::consumer).
 ///
 /// Made with [`Consumer::builder`]; started with [`Consumer::run`],
 /// [`Consumer::run_batch`] or [`Consumer::stream`], which take it. A

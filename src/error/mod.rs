@@ -1,4 +1,4 @@
-//! Errors: [`Error`](crate::Error) (at the crate root) is the one error of
+//! Errors: [`Error`] (at the crate root) is the one error of
 //! every call; this module holds what it carries: [`ApiError`] for a
 //! failure the API answered, with each [`ApiErrorDetail`], and
 //! [`BodyError`] for a body that cannot be decoded or pushed.

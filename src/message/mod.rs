@@ -1,6 +1,6 @@
-//! Messages: what you push ([`Message`](crate::Message)) and what you
-//! receive ([`PulledMessage`](crate::PulledMessage), [`PeekedMessage`],
-//! [`PreviewedMessage`], with their [`Body`](crate::Body)), and the tokens
+//! Messages: what you push ([`Message`]) and what you
+//! receive ([`PulledMessage`], [`PeekedMessage`],
+//! [`PreviewedMessage`], with their [`Body`]), and the tokens
 //! that settle them.
 //!
 //! `Message`, `PulledMessage` and `Body` are at the crate root; this module

@@ -1,7 +1,7 @@
 //! What a caller asks of a queue, before it is checked and sent:
 //! [`PreviewedChanges`] for previewed messages and [`PurgeConfirmation`] for
-//! purging a whole queue. [`PullOptions`](crate::PullOptions) and
-//! [`Acks`](crate::Acks) are at the crate root.
+//! purging a whole queue. [`PullOptions`] and
+//! [`Acks`] are at the crate root.
 
 pub(crate) mod pull_ack;
 
