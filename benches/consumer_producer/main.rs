@@ -68,8 +68,8 @@ async fn run() -> Result<()> {
     let emulator = Emulator::new().start().await?;
     let client = emulator.client()?;
 
-    let mut bare: Vec<Run> = Vec::new();
-    let mut consumer: Vec<Run> = Vec::new();
+    let mut bare: Vec<DrainRun> = Vec::new();
+    let mut consumer: Vec<DrainRun> = Vec::new();
     let mut unbatched = Vec::new();
     let mut batched = Vec::new();
     if let Ok(only) = std::env::var("CFQ_HELPERS_ONLY") {
@@ -113,8 +113,8 @@ async fn run() -> Result<()> {
         batched.push(p);
     }
 
-    let rates = |runs: &[Run]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
-    let cpus = |runs: &[Run]| {
+    let rates = |runs: &[DrainRun]| median(&runs.iter().map(|r| r.rate).collect::<Vec<_>>());
+    let cpus = |runs: &[DrainRun]| {
         let cpu: Vec<f64> = runs.iter().filter_map(|r| r.cpu_us_per_message).collect();
         (!cpu.is_empty()).then(|| median(&cpu))
     };
@@ -164,22 +164,22 @@ fn cpu_seconds() -> Option<f64> {
 
 /// Throughput and CPU time per message of one measured run.
 #[derive(Clone, Copy)]
-struct Run {
+struct DrainRun {
     rate: f64,
     cpu_us_per_message: Option<f64>,
 }
 
-fn measured(messages: usize, elapsed: Duration, cpu_before: Option<f64>) -> Run {
+fn measured(messages: usize, elapsed: Duration, cpu_before: Option<f64>) -> DrainRun {
     let cpu = cpu_before
         .zip(cpu_seconds())
         .map(|(before, after)| after - before);
-    Run {
+    DrainRun {
         rate: messages as f64 / elapsed.as_secs_f64(),
         cpu_us_per_message: cpu.map(|s| s * 1e6 / messages as f64),
     }
 }
 
-fn cpu_text(run: &Run) -> String {
+fn cpu_text(run: &DrainRun) -> String {
     run.cpu_us_per_message
         .map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1} µs"))
 }
@@ -202,7 +202,7 @@ async fn filled(client: &Client, name: String, messages: usize) -> Result<Queue>
     Ok(queue)
 }
 
-async fn bare_loop(client: &Client, round: usize, messages: usize) -> Result<Run> {
+async fn bare_loop(client: &Client, round: usize, messages: usize) -> Result<DrainRun> {
     let queue = filled(client, format!("bare{round}"), messages).await?;
     let cpu = cpu_seconds();
     let started = Instant::now();
@@ -214,7 +214,7 @@ async fn bare_loop(client: &Client, round: usize, messages: usize) -> Result<Run
     Ok(measured(messages, elapsed, cpu))
 }
 
-async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<Run> {
+async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<DrainRun> {
     let queue = filled(client, format!("consumer{round}"), messages).await?;
     let consumer = Consumer::builder(queue).build()?;
     let monitor = consumer.monitor();

@@ -19,11 +19,11 @@ const WARMUP_ROUNDS: usize = 100;
 /// The medians of the measured runs.
 pub(crate) struct Throughput {
     /// One worker through the client.
-    pub client: Run,
+    pub client: CycleRun,
     /// One worker through the baseline.
-    pub raw: Run,
+    pub raw: CycleRun,
     /// Several workers, each named for the report.
-    pub variants: Vec<(&'static str, Run)>,
+    pub variants: Vec<(&'static str, CycleRun)>,
 }
 
 /// Warms up, then measures `rounds` rounds per run, [`REPEATS`] times, of
@@ -138,19 +138,19 @@ impl Phases {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Run {
+pub(crate) struct CycleRun {
     messages: usize,
     wall: Duration,
     pub phases: Phases,
 }
 
-impl Run {
+impl CycleRun {
     pub(crate) fn rate(&self) -> f64 {
         self.messages as f64 / self.wall.as_secs_f64().max(f64::MIN_POSITIVE)
     }
 }
 
-fn median(mut runs: Vec<Run>) -> Run {
+fn median(mut runs: Vec<CycleRun>) -> CycleRun {
     runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
     runs[runs.len() / 2]
 }
@@ -226,7 +226,7 @@ async fn cycle(
     drivers: &[Driver],
     rounds: usize,
     bodies: &[String],
-) -> Result<Run> {
+) -> Result<CycleRun> {
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(drivers.len());
     for (i, driver) in drivers.iter().enumerate() {
@@ -269,7 +269,7 @@ async fn cycle(
             return Err(format!("queue {} still holds {backlog} messages", driver.name()).into());
         }
     }
-    Ok(Run {
+    Ok(CycleRun {
         messages: acked,
         wall,
         phases,
