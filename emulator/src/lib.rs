@@ -320,6 +320,11 @@ use tokio::sync::oneshot;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use cf_queues::operation::Operation;
+
+// The README's example is compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
