@@ -142,6 +142,25 @@ impl Operation {
         )
     }
 
+    /// Whether the call counts against Cloudflare's per-credential API limit
+    /// (1,200 requests per five minutes per user or token, see
+    /// developers.cloudflare.com/fundamentals/api/reference/limits).
+    ///
+    /// Every call does but pulls, acks and lease extensions: since April
+    /// 2025 these are limited per queue instead (5,000 messages a second,
+    /// Cloudflare's pull-consumer page). Cloudflare names pulls and acks;
+    /// that extensions, which a pull consumer sends beside them, go with
+    /// them is an assumption.
+    ///
+    /// ```
+    /// use cf_queues::operation::Operation;
+    /// assert!(Operation::Batch.counts_against_api_limit());
+    /// assert!(!Operation::Pull.counts_against_api_limit());
+    /// ```
+    pub const fn counts_against_api_limit(self) -> bool {
+        !matches!(self, Operation::Pull | Operation::Ack | Operation::Extend)
+    }
+
     /// Whether the operation sends messages, so client-side push rate limits apply.
     pub(crate) const fn is_push(self) -> bool {
         matches!(self, Operation::Push | Operation::Batch)
@@ -175,6 +194,18 @@ mod tests {
         assert_eq!(
             unsafe_ops,
             [Operation::Push, Operation::Batch, Operation::PurgeQueue]
+        );
+    }
+
+    #[test]
+    fn only_lease_calls_are_outside_the_api_limit() {
+        let outside: Vec<Operation> = Operation::ALL
+            .into_iter()
+            .filter(|op| !op.counts_against_api_limit())
+            .collect();
+        assert_eq!(
+            outside,
+            [Operation::Pull, Operation::Ack, Operation::Extend]
         );
     }
 }

@@ -10,6 +10,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::http::App;
+use super::latency::Latency;
+use super::rate_limits::{RateLimitModel, RateLimiter};
 use super::server::{ServerState, ServerStats};
 use super::state::{At, BodyKind, NewMessage};
 use super::{EMULATOR_ACCOUNT_ID, Fault};
@@ -97,6 +99,24 @@ impl EmulatorHandle {
     /// [`ClientBuilder::build`].
     pub fn client(&self) -> cf_queues::Result<Client> {
         self.client_builder()?.build()
+    }
+
+    /// Changes the round trip added to every request (`None`: none); the
+    /// requests already waiting keep theirs.
+    pub fn set_latency(&self, latency: Option<Latency>) {
+        self.server.latency.set(latency);
+    }
+
+    /// The round trip added to every request now, if any.
+    pub fn latency(&self) -> Option<Latency> {
+        self.server.latency.get()
+    }
+
+    /// Switches the rate limits on (with every bucket full and every window
+    /// empty) or off (`None`), so that a benchmark can fill a queue first
+    /// and then measure under the limits.
+    pub fn set_rate_limits(&self, model: Option<RateLimitModel>) {
+        *self.app.rate_limiter() = model.map(RateLimiter::new);
     }
 
     /// Makes upcoming requests fail or stall; faults apply in the order injected.

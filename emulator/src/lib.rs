@@ -306,6 +306,8 @@ mod clock;
 mod faults;
 mod handle;
 mod http;
+mod latency;
+mod rate_limits;
 mod server;
 mod state;
 
@@ -328,11 +330,15 @@ struct ReadmeDoctests;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
+pub use latency::Latency;
+pub use rate_limits::RateLimitModel;
 pub use server::ServerStats;
 
 use cf_queues::limits::Limits;
 use faults::Faults;
 use http::{AcceptedAuth, App};
+use latency::LatencyState;
+use rate_limits::RateLimiter;
 use server::{ServerLimits, ServerState};
 use state::{Broker, BrokerConfig, RandomSource};
 
@@ -367,6 +373,8 @@ pub struct Emulator {
     write_timeout: Duration,
     response_buffer_bytes: usize,
     shutdown_grace: Duration,
+    latency: Option<Latency>,
+    rate_limits: Option<RateLimitModel>,
 }
 
 impl Default for Emulator {
@@ -396,6 +404,8 @@ impl Emulator {
             write_timeout: Duration::from_secs(30),
             response_buffer_bytes: 64 * 1024,
             shutdown_grace: Duration::from_secs(5),
+            latency: None,
+            rate_limits: None,
         }
     }
 
@@ -543,6 +553,24 @@ impl Emulator {
         self
     }
 
+    /// Adds a network round trip to every request (default: none, the
+    /// loopback's), so that a client is tested and measured as it runs
+    /// against Cloudflare, tens to hundreds of milliseconds away; see
+    /// [`Latency`] for how the wait is split, and
+    /// [`EmulatorHandle::set_latency`] to change it while serving.
+    pub fn latency(mut self, latency: Latency) -> Emulator {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
+    /// (default: no limits); see [Rate limits](self#rate-limits), and
+    /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
+    pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
+        self.rate_limits = Some(model);
+        self
+    }
+
     /// Binds the address and starts serving in the background.
     ///
     /// # Errors
@@ -584,15 +612,19 @@ impl Emulator {
             body_timeout: self.body_timeout,
             chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
             requests: Default::default(),
+            rate_limits: Mutex::new(self.rate_limits.map(RateLimiter::new)),
         });
-        let server = Arc::new(ServerState::new(ServerLimits {
-            max_connections: self.max_connections,
-            header_timeout: self.header_timeout,
-            idle_timeout: self.idle_timeout,
-            write_timeout: self.write_timeout,
-            response_buffer_bytes: self.response_buffer_bytes,
-            shutdown_grace: self.shutdown_grace,
-        }));
+        let server = Arc::new(ServerState::new(
+            ServerLimits {
+                max_connections: self.max_connections,
+                header_timeout: self.header_timeout,
+                idle_timeout: self.idle_timeout,
+                write_timeout: self.write_timeout,
+                response_buffer_bytes: self.response_buffer_bytes,
+                shutdown_grace: self.shutdown_grace,
+            },
+            LatencyState::new(self.latency),
+        ));
         let (stop, stopped) = oneshot::channel::<()>();
         let router = http::router(Arc::clone(&app));
         let task = tokio::spawn(server::serve(

@@ -85,6 +85,17 @@ pub(super) fn authenticate(
     }
 }
 
+/// The credential a request presents, in parts for the rate limiter's
+/// key: `["token", token]` or `[email, key]` (an e-mail holds an `@`, so
+/// the two forms never meet). `None` without credentials.
+pub(super) fn presented(headers: &HeaderMap) -> Option<[&[u8]; 2]> {
+    let header = |name: &str| headers.get(name).map(|v| v.as_bytes().trim_ascii());
+    if let Some(authorization) = header(AUTHORIZATION.as_str()) {
+        return Some([b"token", authorization]);
+    }
+    Some([header("x-auth-email")?, header("x-auth-key")?])
+}
+
 fn malformed(code: u32, message: &'static str) -> ErrorAnswer {
     ErrorAnswer::bad_request(codes::INVALID_REQUEST_HEADERS, "Invalid request headers")
         .caused_by(code, message)
@@ -113,7 +124,7 @@ mod tests {
                 chain,
                 ..
             }) => Some((status.as_u16(), code, chain.iter().map(|c| c.0).collect())),
-            Err(ErrorAnswer::Injected(_)) => Some((0, 0, Vec::new())),
+            Err(ErrorAnswer::Injected(_) | ErrorAnswer::RateLimited(_)) => Some((0, 0, Vec::new())),
         }
     }
 

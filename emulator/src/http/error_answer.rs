@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::super::faults::{Fault, FaultBody};
+use super::super::rate_limits::Refused;
 use super::wire::json_response;
 use cf_queues::codes;
 
@@ -22,6 +23,8 @@ pub(crate) enum ErrorAnswer {
         chain: Vec<(u32, &'static str)>,
     },
     Injected(Fault),
+    /// Over a rate limit: 429 with `Retry-After`.
+    RateLimited(Refused),
 }
 
 impl ErrorAnswer {
@@ -116,6 +119,15 @@ impl IntoResponse for ErrorAnswer {
                 json_response(status, body.to_string().into_bytes())
             }
             ErrorAnswer::Injected(fault) => fault_response(&fault),
+            ErrorAnswer::RateLimited(refused) => {
+                let mut response =
+                    ErrorAnswer::new(StatusCode::TOO_MANY_REQUESTS, refused.code, refused.message)
+                        .into_response();
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(refused.retry_after_seconds));
+                response
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::super::rate_limits::QueueBucket;
 use super::super::state::Delivery;
 use super::error_answer::ErrorAnswer;
 use super::parse::{Object, batch_size, delay_ms, leases, parse_message, visibility_ms};
@@ -82,8 +83,11 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 pub(super) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?;
     let visibility = visibility_ms(&call.request, &app.limits)?;
-    let (deliveries, metrics) =
-        app.with_broker(|broker, now| broker.pull(call.at(), batch_size, visibility, now));
+    let (deliveries, metrics) = app.with_broker(|broker, now| {
+        let leased = broker.pullable(call.at(), batch_size, now);
+        app.limit_queue(&call, QueueBucket::Pulled, leased, now)?;
+        Ok(broker.pull(call.at(), batch_size, visibility, now))
+    })?;
     let rest = PullRest {
         message_backlog_count: metrics.backlog_count,
         metadata: ResultMetadata::new(metrics),
@@ -117,7 +121,11 @@ fn pull_shaped(
 /// `POST /messages/ack`.
 pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, retries) = acks_and_retries(app, &call.request)?;
-    let report = app.with_broker(|broker, now| broker.ack(call.at(), &acks, &retries, now));
+    let leases = acks.len().saturating_add(retries.len());
+    let report = app.with_broker(|broker, now| {
+        app.limit_queue(&call, QueueBucket::Leases, leases, now)?;
+        Ok(broker.ack(call.at(), &acks, &retries, now))
+    })?;
     success(&AckResult {
         ack_count: report.ack_count,
         retry_count: report.retry_count,
@@ -175,7 +183,10 @@ pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let ids = lease_ids(&call.request, "extend")?;
     let visibility = visibility_ms(&call.request, &app.limits)?;
-    let report = app.with_broker(|broker, now| broker.extend(call.at(), &ids, visibility, now));
+    let report = app.with_broker(|broker, now| {
+        app.limit_queue(&call, QueueBucket::Leases, ids.len(), now)?;
+        Ok(broker.extend(call.at(), &ids, visibility, now))
+    })?;
     success(&ExtendResult {
         extend_count: report.extended,
         warnings: report.warnings,

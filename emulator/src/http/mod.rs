@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use super::Operation;
 use super::clock::EmulatorClock;
 use super::faults::Faults;
+use super::rate_limits::{CredentialKey, QueueBucket, RateLimiter};
 use super::server::Conn;
 use super::state::{At, Broker};
 pub(crate) use auth::AcceptedAuth;
@@ -53,6 +54,9 @@ pub(crate) struct App {
     pub chunk_bytes: usize,
     /// Requests received on the served operations, faulty ones included.
     pub requests: AtomicU64,
+    /// The rate limits in force, if any; switchable while serving. Locked
+    /// after the broker where both are held, never before.
+    pub rate_limits: Mutex<Option<RateLimiter>>,
 }
 
 impl App {
@@ -67,6 +71,60 @@ impl App {
     pub(crate) fn broker(&self) -> MutexGuard<'_, Broker> {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
         self.broker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn rate_limiter(&self) -> MutexGuard<'_, Option<RateLimiter>> {
+        // Every update of the limiter's maps completes or does nothing.
+        self.rate_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key of the credential a request presents, when limits are on.
+    fn credential_key(&self, headers: &HeaderMap) -> Option<CredentialKey> {
+        let limiter = self.rate_limiter();
+        let limiter = limiter.as_ref()?;
+        let parts = auth::presented(headers)?;
+        Some(limiter.credential_key(&parts))
+    }
+
+    /// Takes `n` tokens from a bucket of the call's queue at `now_ms`, or
+    /// refuses the whole call; always passes when limits are off.
+    fn limit_queue(
+        &self,
+        call: &Incoming,
+        which: QueueBucket,
+        n: usize,
+        now_ms: u64,
+    ) -> Result<(), ErrorAnswer> {
+        match self.rate_limiter().as_mut() {
+            Some(limiter) => limiter
+                .take_from_queue(&call.account, &call.queue, which, n, now_ms)
+                .map_err(ErrorAnswer::RateLimited),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds `Ratelimit` and `Ratelimit-Policy` for the credential's window.
+    fn add_rate_headers(&self, response: &mut Response, credential: Option<CredentialKey>) {
+        let Some(credential) = credential else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        let mut limiter = self.rate_limiter();
+        let Some(limiter) = limiter.as_mut() else {
+            return;
+        };
+        let left = limiter.remaining(credential, now);
+        let (quota, window) = limiter.policy();
+        let headers = response.headers_mut();
+        let remaining = format!("\"default\";r={};t={}", left.remaining, left.reset_seconds);
+        let policy = format!("\"default\";q={quota};w={window}");
+        for (name, value) in [("ratelimit", remaining), ("ratelimit-policy", policy)] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(name, value);
+            }
+        }
     }
 
     /// Reads a body that will not be used to its end, so that the
@@ -163,7 +221,8 @@ fn operation(
     methods.on(
         method,
         move |State(app): State<Arc<App>>, request: Request| async move {
-            let answer = match Incoming::read(&app, op, request).await {
+            let credential = app.credential_key(request.headers());
+            let answer = match Incoming::read(&app, op, request, credential).await {
                 Ok(call) => {
                     let conn = call.conn.clone();
                     let answer = handler(&app, call).map_err(Refusal::from);
@@ -178,7 +237,9 @@ fn operation(
                 }
                 Err(refused) => Err(refused),
             };
-            respond(answer)
+            let mut response = respond(answer);
+            app.add_rate_headers(&mut response, credential);
+            response
         },
     )
 }
@@ -240,13 +301,18 @@ struct Incoming {
 
 impl Incoming {
     /// The shared steps, in order: count the request, serve an injected
-    /// fault, check credentials, ids and the strict queue list, then read
-    /// and parse the body. A request refused before its body is read still
-    /// has it drained.
-    async fn read(app: &App, op: Operation, request: Request) -> Result<Incoming, Refusal> {
+    /// fault, check credentials, ids, the strict queue list and the rate
+    /// limits, then read and parse the body. A request refused before its
+    /// body is read still has it drained.
+    async fn read(
+        app: &App,
+        op: Operation,
+        request: Request,
+        credential: Option<CredentialKey>,
+    ) -> Result<Incoming, Refusal> {
         app.requests.fetch_add(1, Ordering::Relaxed);
         let (mut parts, body) = request.into_parts();
-        let (account, queue) = match Incoming::check(app, op, &mut parts).await {
+        let (account, queue) = match Incoming::check(app, op, &mut parts, credential).await {
             Ok(ids) => ids,
             Err(failure) => {
                 let unread = !app.drain(body).await;
@@ -319,6 +385,7 @@ impl Incoming {
         app: &App,
         op: Operation,
         parts: &mut Parts,
+        credential: Option<CredentialKey>,
     ) -> Result<(String, String), ErrorAnswer> {
         if let Some(fault) = app.faults.take(op) {
             if let Some(stall) = fault.stall {
@@ -352,6 +419,12 @@ impl Incoming {
                 codes::QUEUE_NOT_FOUND,
                 "QueueNotFound",
             ));
+        }
+        if let Some(limiter) = app.rate_limiter().as_mut() {
+            let address = parts.extensions.get::<Arc<Conn>>().map(|c| c.peer_ip());
+            limiter
+                .admit(address, credential, op, app.clock.now_ms())
+                .map_err(ErrorAnswer::RateLimited)?;
         }
         Ok((account, queue))
     }

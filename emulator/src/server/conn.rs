@@ -4,9 +4,10 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -36,6 +37,11 @@ const NONE: u64 = u64::MAX;
 pub(crate) struct Conn {
     pub(super) id: u64,
     server: Arc<ServerState>,
+    /// The client's address, which the per-address rate limit counts by.
+    peer: IpAddr,
+    /// Whether a request has come on it yet: the first pays for the
+    /// connection's set-up when the emulator adds a round trip.
+    used: AtomicBool,
     /// Requests between "head parsed" and "response body done or dropped".
     busy: AtomicU32,
     /// When the connection last became idle: opened, or a response finished.
@@ -49,11 +55,13 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    pub(super) fn new(id: u64, server: Arc<ServerState>) -> Conn {
+    pub(super) fn new(id: u64, server: Arc<ServerState>, peer: IpAddr) -> Conn {
         let now = server.now_ms();
         Conn {
             id,
             server,
+            peer,
+            used: AtomicBool::new(false),
             busy: AtomicU32::new(0),
             idle_since_ms: AtomicU64::new(now),
             // A new connection owes its first request head at once, so the
@@ -67,6 +75,11 @@ impl Conn {
 
     pub(super) fn server(&self) -> &ServerState {
         &self.server
+    }
+
+    /// The client's address.
+    pub(crate) fn peer_ip(&self) -> IpAddr {
+        self.peer
     }
 
     pub(super) fn is_idle(&self) -> bool {
@@ -188,12 +201,20 @@ pub(super) async fn serve_connection(
         let router = router.clone();
         async move {
             conn.begin_request();
+            let first = !conn.used.swap(true, Ordering::Relaxed);
+            let wait = conn.server.latency.wait(first);
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait.before).await;
+            }
             let mut request = request.map(Body::new);
             request.extensions_mut().insert(Arc::clone(&conn));
             let response = match router.oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait.after).await;
+            }
             Ok::<_, Infallible>(response.map(|body| Tracked {
                 body,
                 conn: Some(conn),

@@ -10,6 +10,7 @@ mod conn;
 
 use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -21,6 +22,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 pub(crate) use conn::Conn;
+
+use super::latency::LatencyState;
 
 /// How often the accept loop, at the cap, looks again for an idle
 /// connection to close when none was idle.
@@ -66,6 +69,8 @@ pub struct ServerStats {
 pub(crate) struct ServerState {
     epoch: Instant,
     pub(crate) limits: ServerLimits,
+    /// The round trip added to every request, switchable while serving.
+    pub(crate) latency: LatencyState,
     next_id: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Conn>>>,
     accepted: AtomicU64,
@@ -76,10 +81,11 @@ pub(crate) struct ServerState {
 }
 
 impl ServerState {
-    pub(crate) fn new(limits: ServerLimits) -> ServerState {
+    pub(crate) fn new(limits: ServerLimits, latency: LatencyState) -> ServerState {
         ServerState {
             epoch: Instant::now(),
             limits,
+            latency,
             next_id: AtomicU64::new(0),
             open: Mutex::new(HashMap::new()),
             accepted: AtomicU64::new(0),
@@ -116,9 +122,9 @@ impl ServerState {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn register(self: &Arc<Self>) -> Arc<Conn> {
+    fn register(self: &Arc<Self>, peer: IpAddr) -> Arc<Conn> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let conn = Arc::new(Conn::new(id, Arc::clone(self)));
+        let conn = Arc::new(Conn::new(id, Arc::clone(self), peer));
         self.open().insert(id, Arc::clone(&conn));
         self.accepted.fetch_add(1, Ordering::Relaxed);
         conn
@@ -160,11 +166,11 @@ pub(crate) async fn serve(
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             biased;
             _ = &mut stop => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "emulator: accept failed");
                     tokio::select! {
@@ -179,7 +185,7 @@ pub(crate) async fn serve(
         };
         // Responses are written in small chunks; Nagle's delay would hold each.
         let _ = stream.set_nodelay(true);
-        let conn = shared.register();
+        let conn = shared.register(peer.ip());
         let router = router.clone();
         let closing = closing_rx.clone();
         connections.spawn(async move {

@@ -103,6 +103,26 @@ impl Broker {
         metrics
     }
 
+    /// How many messages [`Broker::pull`] with `batch_size` would lease at
+    /// `now_ms`, leasing none: the per-queue rate limit refuses a pull
+    /// whole, before it changes anything.
+    pub(crate) fn pullable<'a>(
+        &mut self,
+        at: impl Into<At<'a>>,
+        batch_size: usize,
+        now_ms: u64,
+    ) -> usize {
+        let at = at.into();
+        self.prepare(at, now_ms);
+        queue_mut(&mut self.accounts, at).map_or(0, |q| {
+            q.ready
+                .iter()
+                .take_while(|(visible_at_ms, _)| *visible_at_ms <= now_ms)
+                .take(batch_size)
+                .count()
+        })
+    }
+
     /// Leases up to `batch_size` visible messages in delivery order (visible
     /// time, then push order), each until `now_ms + visibility_ms`; returns
     /// them with the metrics after the pull.

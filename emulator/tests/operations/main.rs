@@ -2,7 +2,9 @@
 //! HTTP: Cloudflare's shapes, codes and semantics.
 #![allow(missing_docs, unreachable_pub)]
 
+mod distance;
 mod leases_and_queue;
 mod leases_and_queue_wire;
+mod rate_limits;
 mod semantics;
 mod support;
