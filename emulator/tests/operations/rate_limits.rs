@@ -380,7 +380,7 @@ async fn the_client_sees_a_typed_rate_limit_error() {
     let options = PullOptions::new().batch_size(10);
     assert_eq!(
         queue
-            .pull(options.clone())
+            .pull(options)
             .await
             .expect("pull")
             .messages
