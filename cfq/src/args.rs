@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cf_queues_emulator::Latency;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 const ABOUT: &str =
@@ -615,6 +616,43 @@ pub struct EmulatorArgs {
     /// How long Ctrl-C or SIGTERM lets open requests finish before closing them [default: 5s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
     pub shutdown_grace: Option<Duration>,
+
+    /// Add a network round trip to every request, and one more to a new connection's first
+    ///
+    /// RTT, or RTT,JITTER for a jitter drawn uniformly up to JITTER on each round trip:
+    /// `100ms`, `100ms,20ms`. Cloudflare is tens to hundreds of milliseconds away from most
+    /// servers; loopback hides that.
+    #[arg(long, value_name = "RTT[,JITTER]", value_parser = parse_latency, help_heading = "At a distance")]
+    pub latency: Option<Latency>,
+
+    /// Enforce Cloudflare's rate limits: `cloudflare`
+    ///
+    /// 5,000 pulled messages and 5,000 settled or extended leases a second per queue; 1,200
+    /// other requests per 5 minutes per token, then every call of the token refused for 5
+    /// minutes; 200 requests a second per client address. Answers carry `Ratelimit` and
+    /// `Ratelimit-Policy`; refusals are 429 with `Retry-After`.
+    #[arg(long, value_name = "MODEL", value_enum, help_heading = "At a distance")]
+    pub rate_limits: Option<RateLimitsChoice>,
+}
+
+/// The rate-limit models `cfq emulator --rate-limits` offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RateLimitsChoice {
+    /// Cloudflare's figures.
+    Cloudflare,
+}
+
+/// `100ms` or `100ms,20ms`: a round trip and an optional jitter.
+fn parse_latency(text: &str) -> Result<Latency, String> {
+    let (round_trip, jitter) = match text.split_once(',') {
+        Some((round_trip, jitter)) => (round_trip, Some(jitter)),
+        None => (text, None),
+    };
+    let latency = Latency::round_trip(parse_duration(round_trip)?);
+    Ok(match jitter {
+        Some(jitter) => latency.with_jitter(parse_duration(jitter)?),
+        None => latency,
+    })
 }
 
 #[derive(Debug, Args)]
@@ -680,6 +718,14 @@ mod tests {
         assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("soon").is_err());
         assert_eq!(parse_delay("24h"), Ok(Duration::from_secs(86_400)));
+        let far = Latency::round_trip(Duration::from_millis(100));
+        assert_eq!(parse_latency("100ms"), Ok(far));
+        assert_eq!(
+            parse_latency("100ms, 20ms"),
+            Ok(far.with_jitter(Duration::from_millis(20)))
+        );
+        assert!(parse_latency("100ms,").is_err());
+        assert!(parse_latency("far").is_err());
         assert_eq!(
             parse_delay("48h"),
             Err("over the limit of 24h on delays; nothing was sent".into())

@@ -3,9 +3,9 @@
 //! The `export CLOUDFLARE_...=` lines it prints are parsed by
 //! `.ci/sdk-conformance` and by people's shells: their format is fixed.
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
 
-use crate::args::EmulatorArgs;
+use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};
 use crate::stderr::note;
 
@@ -46,6 +46,21 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     }
     if let Some(grace) = args.shutdown_grace {
         emulator = emulator.shutdown_grace(grace);
+    }
+    if let Some(latency) = args.latency {
+        emulator = emulator.latency(latency);
+        note(format_args!(
+            "every request takes a round trip of {} (jitter up to {}), a new connection's first one more",
+            humantime::format_duration(latency.fixed()),
+            humantime::format_duration(latency.jitter()),
+        ));
+    }
+    if let Some(RateLimitsChoice::Cloudflare) = args.rate_limits {
+        emulator = emulator.rate_limits(RateLimitModel::cloudflare());
+        note(format_args!(
+            "enforcing Cloudflare's rate limits: 5,000 messages a second per queue, \
+             1,200 requests per 5 minutes per token, 200 requests a second per address"
+        ));
     }
     // The emulator checks its own configuration (dead-letter queues among
     // it) when it starts: a refusal there is the user's to fix, like a bad flag.

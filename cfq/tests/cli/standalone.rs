@@ -76,6 +76,94 @@ async fn emulator_serves_until_sigterm() {
     assert!(exit.success(), "cfq exited with {exit}");
 }
 
+/// `--latency` and `--rate-limits`: a request takes the round trip, and
+/// answers carry Cloudflare's rate-limit headers.
+#[tokio::test]
+async fn emulator_at_a_distance_under_cloudflares_limits() {
+    let mut child = cfq()
+        .args([
+            "emulator",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "far-token",
+            "--latency",
+            "150ms,10ms",
+            "--rate-limits",
+            "cloudflare",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cfq starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let base_url = loop {
+        let line = lines.next().expect("a line").expect("utf-8");
+        if let Some(url) = line.trim().strip_prefix("export CLOUDFLARE_BASE_URL=") {
+            break url.to_owned();
+        }
+    };
+    let http = reqwest::Client::new();
+    let url = format!(
+        "{base_url}/accounts/{}/queues/jobs/metrics",
+        cf_queues_emulator::EMULATOR_ACCOUNT_ID
+    );
+    let mut taken = Vec::new();
+    let mut ratelimits = Vec::new();
+    for _ in 0..2 {
+        let started = std::time::Instant::now();
+        let response = http
+            .get(&url)
+            .bearer_auth("far-token")
+            .send()
+            .await
+            .expect("answer");
+        taken.push(started.elapsed());
+        assert_eq!(response.status(), 200);
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert_eq!(
+            header("ratelimit-policy").as_deref(),
+            Some("\"default\";q=1200;w=300")
+        );
+        ratelimits.extend(header("ratelimit"));
+    }
+    assert_eq!(
+        ratelimits,
+        ["\"default\";r=1199;t=300", "\"default\";r=1198;t=300"]
+    );
+    let ms = |d: std::time::Duration| d.as_millis();
+    assert!(
+        ms(taken[0]) >= 300,
+        "a new connection pays two round trips: {taken:?}"
+    );
+    assert!(ms(taken[1]) >= 150, "{taken:?}");
+    assert!(
+        ms(taken[1]) < 300,
+        "a reused connection pays one: {taken:?}"
+    );
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let output = child.wait_with_output().expect("cfq exits");
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("round trip of 150ms (jitter up to 10ms)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Cloudflare's rate limits"), "{stderr}");
+}
+
 #[test]
 fn bad_arguments_exit_2() {
     for (args, says) in [
@@ -87,6 +175,12 @@ fn bad_arguments_exit_2() {
         (vec!["emulator", "--queue", "jobs"], "--strict"),
         (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
         (vec!["emulator", "--token", ""], "non-empty"),
+        (vec!["emulator", "--latency", "far"], "expected a duration"),
+        (
+            vec!["emulator", "--latency", "100ms,"],
+            "expected a duration",
+        ),
+        (vec!["emulator", "--rate-limits", "aws"], "cloudflare"),
         (
             vec!["emulator", "--max-connections", "many"],
             "invalid digit",

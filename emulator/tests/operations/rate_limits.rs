@@ -378,15 +378,7 @@ async fn the_client_sees_a_typed_rate_limit_error() {
         .await
         .expect("push");
     let options = PullOptions::new().batch_size(10);
-    assert_eq!(
-        queue
-            .pull(options)
-            .await
-            .expect("pull")
-            .messages
-            .len(),
-        10
-    );
+    assert_eq!(queue.pull(options).await.expect("pull").messages.len(), 10);
     let error = queue
         .pull(options)
         .await
