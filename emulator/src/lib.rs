@@ -19,7 +19,10 @@
 //! accept loop of its own, see [Limits under load](#limits-under-load)).
 //! Time can be driven by a [`ManualClock`], or follow tokio's (paused)
 //! clock with a [`TokioClock`], so that tests never sleep; failures can be
-//! injected with [`Fault`].
+//! injected with [`Fault`]. On request it answers [at a
+//! distance](#at-a-distance), a round trip away, and [under Cloudflare's
+//! rate limits](#rate-limits), so that a client can be judged as it runs
+//! against Cloudflare.
 //!
 //! This page is the one place where the emulator's semantics, the
 //! assumptions it makes where Cloudflare's documents are silent or
@@ -240,6 +243,73 @@
 //! measures them are in
 //! [BENCHMARKS.md](https://github.com/cf-queues/cf-queues/blob/main/BENCHMARKS.md).
 //!
+//! # At a distance
+//!
+//! Cloudflare's API is tens to hundreds of milliseconds away from most
+//! servers, and on loopback a round trip costs a tenth of a millisecond, so
+//! a client that keeps one call in flight looks fast here and is slow
+//! there. [`Emulator::latency`] (`cfq emulator --latency 100ms[,jitter]`)
+//! puts a [`Latency`] in front of every request: half a round trip before
+//! it is served, the rest before its answer goes, and one more round trip
+//! before the first answer on a new connection (its set-up). The jitter of
+//! each round trip is uniform in `[0, jitter]`. The waits run on tokio's
+//! clock, never the emulator's clock, so a test on paused time takes no
+//! real time; [`EmulatorHandle::set_latency`] changes it while serving (a
+//! benchmark fills its queue first).
+//!
+//! # Rate limits
+//!
+//! On request ([`Emulator::rate_limits`], `cfq emulator --rate-limits
+//! cloudflare`), the emulator enforces Cloudflare's rate limits as
+//! [`RateLimitModel`] models them, on the emulator's clock (so a
+//! five-minute window passes in an instant on a [`ManualClock`]). Every
+//! figure is settable, for tests that need small ones, and
+//! [`EmulatorHandle::set_rate_limits`] switches them on (all buckets full,
+//! all windows empty) or off while serving.
+//!
+//! - **Per queue** (the pull-consumers page; cloudflare-docs#21244: since
+//!   2025-04-17, pulls and acks are limited per queue to 5,000 messages a
+//!   second), two token buckets of 5,000 a second with one second of
+//!   burst: one for the messages pulls return (an empty pull costs
+//!   nothing), one for the leases that acks, retries and extensions list. A
+//!   call is refused whole when its bucket holds fewer tokens than it
+//!   needs, with 429, code 10250 and `Retry-After` (the seconds until the
+//!   bucket holds enough, rounded up, at least 1); a refused pull leases
+//!   nothing. These calls do not count against the per-credential limit.
+//! - **Per credential** (the API rate-limits page,
+//!   developers.cloudflare.com/fundamentals/api/reference/limits: 1,200
+//!   requests per five minutes per user or token), every other call (push,
+//!   batch, peek, purge by ref, preview, preview/ack, metrics, purge of the
+//!   queue and its status) counts against 1,200 requests per sliding
+//!   300 s window. The request over it gets 429 with code 971, and then
+//!   every call of that credential, lease calls included, is refused the
+//!   same way for five minutes, `Retry-After` giving the seconds left.
+//!   Refused calls neither count toward the window nor extend the block.
+//! - **Per client IP** (the same page: 200 requests a second), a bucket of
+//!   200 a second with 200 of burst over every call: 429 with code 971
+//!   beyond it, and no block follows.
+//! - **Headers** (since 2025-09-03 on Cloudflare's API): with the limits
+//!   on, every answer to a request with credentials carries
+//!   `Ratelimit: "default";r=REMAINING;t=SECONDS` (what is left of the
+//!   window, and the whole seconds, rounded up, until its oldest counted
+//!   request leaves it; 0 when it counts none) and
+//!   `Ratelimit-Policy: "default";q=1200;w=300`. `Retry-After` comes only
+//!   on a 429.
+//!
+//! The checks run in this order, after credentials, ids and strict queues
+//! are checked (a request refused for those counts against no limit): the
+//! address's bucket, the credential's block, its window (calls outside the
+//! per-queue limits), then, once the body is read and valid, the queue's
+//! bucket. A call refused by one check is counted by none after it. The
+//! limiter keeps a keyed hash of each credential, never the credential, and
+//! tracks at most 4,096 queues, credentials and addresses beyond those
+//! whose state is back to full.
+//!
+//! Not modelled: the per-queue limit on pushes (Cloudflare's 5,000
+//! messages a second per queue for Workers' producers), and any limit on
+//! requests without credentials, which an emulator with
+//! [`without_auth`](Emulator::without_auth) lets through.
+//!
 //! # Assumptions
 //!
 //! Where no public source settles how Cloudflare behaves, the emulator
@@ -293,6 +363,23 @@
 //! - **Metrics over `text/event-stream`**: one event, then the end of the
 //!   stream. Cloudflare's description gives the event's schema, not how
 //!   often events come.
+//! - **Lease extensions go with pulls and acks**: Cloudflare names pulls
+//!   and acks when it moved pull consumers to per-queue limits; the
+//!   emulator limits extensions per queue too, in the leases' bucket, and
+//!   leaves them out of the per-credential window.
+//! - **The credential stands for the user**: Cloudflare counts its 1,200
+//!   requests per user or account token, across the dashboard, keys and
+//!   tokens; the emulator counts per API token, or per e-mail and global
+//!   key, and cannot know that two of them belong to one user.
+//! - **Two buckets per queue**, one for pulled messages and one for
+//!   settled or extended leases, each of 5,000 a second: Cloudflare gives
+//!   one figure, "5,000 messages per second", for pulls and acks.
+//! - **During a block** the `Ratelimit` header says `r=0` and counts `t`
+//!   down to the end of the block, so that a client reading only the
+//!   header waits for it.
+//! - **A call larger than a bucket's burst** (only with a burst configured
+//!   below 100) is served once the bucket is full and leaves it in debt,
+//!   rather than being refused for ever.
 //!
 //! # Conformance
 //!
