@@ -148,27 +148,41 @@ impl RawQueue {
         let pulled: PullResult = self.post(&self.pull_url, self.pull_body.clone()).await?;
         let t2 = Instant::now();
         let expected = pulled.messages.len();
-        if expected > 0 {
-            let acks = AckBody {
-                acks: pulled
-                    .messages
-                    .iter()
-                    .map(|m| AckLease {
-                        lease_id: &m.lease_id,
-                    })
-                    .collect(),
-            };
-            let body = Bytes::from(serde_json::to_vec(&acks)?);
-            let result: AckResult = self.post(&self.ack_url, body).await?;
-            if result.ack_count != expected {
-                return Err(format!(
-                    "ack on {}: acked {} of {expected} leases",
-                    self.name, result.ack_count
-                )
-                .into());
-            }
-        }
+        self.ack(&pulled.messages).await?;
         let t3 = Instant::now();
         Ok((t1 - t0, t2 - t1, t3 - t2, expected))
+    }
+
+    /// Pulls up to 100 and acks what it pulled, without a push: how many it acked.
+    pub(crate) async fn pull_and_ack(&self) -> Result<usize> {
+        let pulled: PullResult = self.post(&self.pull_url, self.pull_body.clone()).await?;
+        self.ack(&pulled.messages).await?;
+        Ok(pulled.messages.len())
+    }
+
+    /// Acks every pulled message; fewer acked is an error.
+    async fn ack(&self, messages: &[Leased]) -> Result<()> {
+        let expected = messages.len();
+        if expected == 0 {
+            return Ok(());
+        }
+        let acks = AckBody {
+            acks: messages
+                .iter()
+                .map(|m| AckLease {
+                    lease_id: &m.lease_id,
+                })
+                .collect(),
+        };
+        let body = Bytes::from(serde_json::to_vec(&acks)?);
+        let result: AckResult = self.post(&self.ack_url, body).await?;
+        if result.ack_count != expected {
+            return Err(format!(
+                "ack on {}: acked {} of {expected} leases",
+                self.name, result.ack_count
+            )
+            .into());
+        }
+        Ok(())
     }
 }

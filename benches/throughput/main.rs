@@ -17,11 +17,13 @@
 //! Environment:
 //! - `CFQ_BENCH_MESSAGES`: messages cycled per measured run (default 30,000);
 //! - `CFQ_BENCH_BACKLOG`: messages in the memory backlog (default 100,000);
+//! - `CFQ_BENCH_DISTANT_MESSAGES`: messages per drain at a 100 ms round trip
+//!   (default 2,000; each run takes about a second per 500);
 //! - `CFQ_BENCH_MEMORY_ONLY=1`: set by the bench for its child: run only the
 //!   memory measurement and print it as one `MEMORY key=value ...` line.
 //!
 //! Layout: each measurement is a module that prints its progress and returns
-//! its figures ([`cycle`], [`memory`]); [`baseline`] is the bare-reqwest
+//! its figures ([`cycle`], [`distance`], [`memory`]); [`baseline`] is the bare-reqwest
 //! driver, [`common`] what any measurement can use, and [`report`] the final
 //! table, a section per measurement. A new measurement over the same emulator
 //! is one more module, one call in [`run`] and one section in [`report`].
@@ -29,6 +31,7 @@
 mod baseline;
 mod common;
 mod cycle;
+mod distance;
 mod memory;
 mod report;
 
@@ -40,6 +43,7 @@ use cf_queues_emulator::Emulator;
 use crate::common::{BATCH, Result, env_count};
 
 const DEFAULT_MESSAGES: usize = 30_000;
+const DEFAULT_DISTANT_MESSAGES: usize = 2_000;
 
 fn main() -> ExitCode {
     // Arguments (`cargo bench` passes `--bench`) are ignored.
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
 async fn run() -> Result<()> {
     let messages = env_count("CFQ_BENCH_MESSAGES", DEFAULT_MESSAGES)?;
     let backlog = memory::backlog_from_env()?;
+    let distant = env_count("CFQ_BENCH_DISTANT_MESSAGES", DEFAULT_DISTANT_MESSAGES)?;
     let rounds = messages.div_ceil(BATCH);
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let started = Instant::now();
@@ -81,6 +86,7 @@ async fn run() -> Result<()> {
     let emulator = Emulator::new().start().await?;
     let client = emulator.client()?;
     let throughput = cycle::measure(&emulator, &client, rounds).await?;
+    let distance = distance::measure(&emulator, &client, distant).await?;
     let memory = memory::measure(&emulator, &client, backlog).await?;
 
     report::print(&report::Report {
@@ -88,6 +94,7 @@ async fn run() -> Result<()> {
         messages: rounds * BATCH,
         rounds,
         throughput: &throughput,
+        distance: &distance,
         memory: &memory,
     });
     println!("(bench took {:.1} s)", started.elapsed().as_secs_f64());

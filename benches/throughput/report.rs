@@ -2,6 +2,7 @@
 
 use crate::common::{BATCH, MB, percent, thousands};
 use crate::cycle::{REPEATS, Throughput};
+use crate::distance::{Distance, ROUND_TRIP};
 use crate::memory::{BACKLOG_BODY_BYTES, Figures, GLIBC_TUNABLES, Memory};
 
 /// The goal for the end-to-end figure on a 2-core machine.
@@ -20,12 +21,47 @@ pub(crate) struct Report<'a> {
     pub messages: usize,
     pub rounds: usize,
     pub throughput: &'a Throughput,
+    pub distance: &'a Distance,
     pub memory: &'a Figures,
 }
 
 pub(crate) fn print(r: &Report<'_>) {
     throughput(r);
+    distance(r.distance);
     memory(r.memory);
+}
+
+fn distance(d: &Distance) {
+    let rtt = ROUND_TRIP.as_secs_f64();
+    // One pull and one ack per batch, one call at a time.
+    let bound = BATCH as f64 / (2.0 * rtt);
+    println!();
+    println!(
+        "pull + ack loop at a {} ms round trip, one call at a time ({} messages per drain; medians of {REPEATS})",
+        ROUND_TRIP.as_millis(),
+        thousands(d.messages as f64)
+    );
+    println!(
+        "{:<WIDTH$}: {:>7} msg/s   ratio client/base = {:.2}",
+        "via cf_queues client",
+        thousands(d.client),
+        d.client / d.raw
+    );
+    println!(
+        "{:<WIDTH$}: {:>7} msg/s   {:.0}% of 100 messages per 2 round trips ({} msg/s); Cloudflare allows 5,000",
+        "via bare reqwest (base)",
+        thousands(d.raw),
+        percent_f(d.raw, bound),
+        thousands(bound)
+    );
+}
+
+fn percent_f(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
 }
 
 fn throughput(r: &Report<'_>) {

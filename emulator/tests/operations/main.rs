@@ -1,5 +1,6 @@
 //! The emulator's operations end to end, through the client and over raw
-//! HTTP: Cloudflare's shapes, codes and semantics.
+//! HTTP: Cloudflare's shapes, codes and semantics, at a distance and under
+//! Cloudflare's rate limits.
 #![allow(missing_docs, unreachable_pub)]
 
 mod distance;
