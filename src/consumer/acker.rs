@@ -1,24 +1,19 @@
 //! The acker: gathers acks and retries, and sends them by size or after
-//! the flush interval, retrying failed flushes before it gives up on them.
+//! the flush interval. Each chunk is flushed by a task of its own
+//! ([`flush`](super::flush)), so a failing chunk never holds up the others;
+//! at shutdown the last flushes get the flush timeout, no more.
 
-use std::collections::HashSet;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::Instrument as _;
 
+use super::flush;
 use super::shared::{Action, ConsumerState};
-use crate::counters::add;
-use crate::error::Error;
-use crate::request::Acks;
 use crate::time::{after, sleep_until};
-
-/// The longest server-requested wait honoured between flush attempts; a
-/// longer one falls back to the backoff (as the client's retry policy does).
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// One message's settlement, on its way to the API.
 #[derive(Debug)]
@@ -124,35 +119,70 @@ impl Inbox {
     }
 }
 
-/// Runs until told to finish.
+/// Runs until told to finish; then gives the flushes still on their way
+/// the flush timeout, and what is unsent after it is counted unflushed.
 pub(crate) async fn run(shared: Arc<ConsumerState>) {
     let batch = shared.settings.ack_batch_size;
     let interval = shared.settings.ack_interval;
     let inbox = &shared.inbox;
+    let mut flushes = JoinSet::new();
     loop {
+        while let Some(joined) = flushes.try_join_next() {
+            resume_panic(joined);
+        }
         let mut woken = pin!(inbox.wake.notified());
         woken.as_mut().enable();
         match inbox.next(batch, interval) {
             Next::Finish(done, all) => {
                 for chunk in chunks(all, batch) {
-                    flush(&shared, chunk).await;
+                    flushes.spawn(flush::flush(Arc::clone(&shared), chunk));
+                }
+                let timeout = shared.settings.flush_timeout;
+                let drained = tokio::time::timeout(timeout, async {
+                    while let Some(joined) = flushes.join_next().await {
+                        resume_panic(joined);
+                    }
+                })
+                .await;
+                if drained.is_err() {
+                    tracing::error!(
+                        queue = shared.queue.id(),
+                        flushes = flushes.len(),
+                        timeout_ms = timeout.as_millis() as u64,
+                        "the last acks and retries were not sent within the flush timeout: their messages will be delivered again when their leases expire"
+                    );
+                    // Each cancelled flush counts its settlements as unflushed.
+                    flushes.shutdown().await;
                 }
                 let _ = done.send(());
                 return;
             }
-            Next::Flush(chunk) => flush(&shared, chunk).await,
+            Next::Flush(chunk) => {
+                flushes.spawn(flush::flush(Arc::clone(&shared), chunk));
+            }
             Next::Wait(deadline) => {
                 tokio::select! {
                     () = woken => {}
+                    Some(joined) = flushes.join_next(), if !flushes.is_empty() => resume_panic(joined),
                     () = sleep_until(deadline) => {
                         let all = std::mem::take(&mut inbox.lock().pending);
                         for chunk in chunks(all, batch) {
-                            flush(&shared, chunk).await;
+                            flushes.spawn(flush::flush(Arc::clone(&shared), chunk));
                         }
                     }
                 }
             }
         }
+    }
+}
+
+/// A flush that panicked takes the acker down with it, which the consumer
+/// reports as a crash rather than counting the flush as done.
+fn resume_panic(joined: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = joined
+        && error.is_panic()
+    {
+        std::panic::resume_unwind(error.into_panic());
     }
 }
 
@@ -166,163 +196,4 @@ fn chunks(mut all: Vec<Settlement>, size: usize) -> Vec<Vec<Settlement>> {
         out.push(all);
     }
     out
-}
-
-/// Sends one chunk, trying again after failures; gives up and reports after
-/// the last attempt, or at once after a failure that retrying cannot fix.
-async fn flush(shared: &ConsumerState, chunk: Vec<Settlement>) {
-    let settings = &shared.settings;
-    let mut backoff = settings.error_backoff;
-    backoff.reset();
-    // Whether an earlier attempt may have been applied: a repeat of an
-    // applied ack gets a warning, which then means "settled already" more
-    // likely than "lease lost".
-    let mut resend = false;
-    for attempt in 1..=settings.max_flush_attempts {
-        let error = match send(shared, &chunk, resend).await {
-            Ok(()) => return,
-            Err(error) => error,
-        };
-        add(&shared.counters.settle_errors, 1);
-        resend |= may_have_applied(&error);
-        let last = attempt == settings.max_flush_attempts || !error.is_retryable();
-        if last {
-            give_up(shared, &chunk, &error);
-            return;
-        }
-        let wait = error
-            .retry_after()
-            .filter(|d| *d <= MAX_RETRY_AFTER)
-            .unwrap_or_else(|| backoff.next_wait());
-        tracing::warn!(
-            queue = shared.queue.id(),
-            settlements = chunk.len(),
-            attempt,
-            wait_ms = wait.as_millis() as u64,
-            %error,
-            "flushing acks failed; trying again"
-        );
-        tokio::time::sleep(wait).await;
-    }
-}
-
-/// Whether a failed call may have taken effect all the same: a timeout, a
-/// broken connection, a 5xx, a 429 from something other than the API's
-/// rate limiter. Not a refused connection or the API's own rate limit.
-fn may_have_applied(error: &Error) -> bool {
-    let class = error.retry_class();
-    class.is_retryable() && !class.may_repeat(false, false)
-}
-
-fn give_up(shared: &ConsumerState, chunk: &[Settlement], error: &Error) {
-    tracing::error!(
-        queue = shared.queue.id(),
-        settlements = chunk.len(),
-        %error,
-        "acks and retries could not be flushed: their messages will be delivered again when their leases expire"
-    );
-    add(&shared.counters.unflushed, chunk.len() as u64);
-    shared.finish_many(chunk.iter().map(|s| s.key));
-}
-
-/// Sends one chunk; `resend` when an earlier send of it may have been applied.
-async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Result<(), Error> {
-    let now = Instant::now();
-    // The lease ids stay in the table until the API answered: one lock for
-    // the chunk, and no copy per settlement on its way.
-    let acks = {
-        let mut table = shared.table();
-        let mut acks = Acks::new();
-        for settlement in chunk {
-            let Some((lease, newly_lost)) = table.settling_at(settlement.key, now) else {
-                continue;
-            };
-            if newly_lost {
-                add(&shared.counters.leases_lost, 1);
-                tracing::warn!(
-                    queue = shared.queue.id(),
-                    ?lease,
-                    "settling a message whose lease ran out: it may have been delivered again"
-                );
-            }
-            acks = match settlement.action {
-                Action::Ack => acks.ack(lease),
-                Action::Retry(delay) if !delay.is_zero() => acks.retry_after(lease, delay),
-                Action::Retry(_) | Action::Release => acks.retry(lease),
-            };
-        }
-        acks
-    };
-    let span = tracing::info_span!(
-        "settle",
-        otel.name = %format_args!("settle {}", shared.queue.id()),
-        otel.kind = "client",
-        messaging.system = super::MESSAGING_SYSTEM,
-        messaging.destination.name = shared.queue.id(),
-        messaging.operation.type = "settle",
-        messaging.operation.name = "ack",
-        messaging.batch.message_count = chunk.len(),
-    );
-    add(&shared.counters.settle_requests, 1);
-    let outcome = shared.queue.ack(acks).instrument(span).await?;
-    let warned: HashSet<&str> = outcome
-        .warnings
-        .iter()
-        .filter_map(|w| w.subject.as_deref())
-        .collect();
-    let unattributed = outcome
-        .warnings
-        .iter()
-        .filter(|w| w.subject.is_none())
-        .count();
-    let counters = &shared.counters;
-    let mut table = shared.table();
-    for settlement in chunk {
-        let Some(lease) = table.lease_id(settlement.key) else {
-            continue;
-        };
-        if warned.contains(lease.as_str()) && resend {
-            add(&counters.resend_warnings, 1);
-            tracing::info!(
-                queue = shared.queue.id(),
-                lease = ?lease,
-                "a settlement sent again after an uncertain failure got a warning: most likely the first send applied it"
-            );
-        } else if warned.contains(lease.as_str()) {
-            add(&counters.settle_warnings, 1);
-            tracing::warn!(
-                queue = shared.queue.id(),
-                lease = ?lease,
-                "the API did not apply a settlement (the message was gone or delivered again): it may be handled twice"
-            );
-            if table.mark_lost(settlement.key) {
-                add(&counters.leases_lost, 1);
-            }
-        } else {
-            let counter = match settlement.action {
-                Action::Ack => &counters.acked,
-                Action::Retry(_) => &counters.retried,
-                Action::Release => &counters.released,
-            };
-            add(counter, 1);
-        }
-    }
-    drop(table);
-    shared.finish_many(chunk.iter().map(|s| s.key));
-    if unattributed > 0 {
-        let counter = if resend {
-            &counters.resend_warnings
-        } else {
-            &counters.settle_warnings
-        };
-        add(counter, unattributed as u64);
-        tracing::warn!(
-            queue = shared.queue.id(),
-            warnings = unattributed,
-            acked = ?outcome.acked,
-            retried = ?outcome.retried,
-            "the API warned about settlements without naming them"
-        );
-    }
-    Ok(())
 }

@@ -139,12 +139,46 @@ impl ConsumerBuilder {
         self
     }
 
-    /// How many times a failed ack flush is sent before its acks and
-    /// retries are given up and reported in [`Summary::unflushed`]. Default
-    /// [`DEFAULT_MAX_FLUSH_ATTEMPTS`] (5, each with the client's own
-    /// retries): with the default backoff, about 15 s of trying.
-    pub fn max_flush_attempts(mut self, attempts: u32) -> ConsumerBuilder {
-        self.settings.max_flush_attempts = attempts;
+    /// How long the last acks and retries get at shutdown, after the grace
+    /// period; what is still unsent then is counted in
+    /// [`Summary::unflushed`]. Default [`DEFAULT_FLUSH_TIMEOUT`] (10 s):
+    /// [`Consumer::run`] returns within `grace_period + flush_timeout`,
+    /// inside Kubernetes' default 30 s termination grace.
+    pub fn flush_timeout(mut self, timeout: Duration) -> ConsumerBuilder {
+        self.settings.flush_timeout = timeout;
+        self
+    }
+
+    /// The most pulls on their way at once. The consumer adapts how many it
+    /// keeps in flight: more while pulls come back full and handlers keep
+    /// up, fewer after partial or empty pulls, 429s and errors. Default
+    /// [`DEFAULT_MAX_PULLS_IN_FLIGHT`] (16): at a 200 ms round trip, above
+    /// what Cloudflare serves one queue.
+    pub fn max_pulls_in_flight(mut self, pulls: usize) -> ConsumerBuilder {
+        self.settings.max_pulls_in_flight = pulls;
+        self
+    }
+
+    /// The messages a second the consumer pulls, and separately the leases
+    /// a second it settles or extends, at most. Default
+    /// [`DEFAULT_QUEUE_BUDGET`] (4,900, 98 % of Cloudflare's per-queue limit
+    /// of 5,000 of each): a 429 for the queue costs about a second of
+    /// pulling, so the consumer stays under the limit instead of finding it.
+    /// A 429 with code 10250 lowers the budget for a while. Consumers of one
+    /// queue in several processes share Cloudflare's limit: give each its
+    /// share.
+    pub fn queue_budget(mut self, per_second: u32) -> ConsumerBuilder {
+        self.settings.queue_budget = per_second;
+        self
+    }
+
+    /// The most settlements on their way to the API at once (handled, not
+    /// yet answered); past it, pulling waits. Default
+    /// [`DEFAULT_MAX_PENDING_SETTLEMENTS`] (5,000, a second of Cloudflare's
+    /// per-queue rate): a failing ack endpoint does not let leases pile up.
+    /// At least [`ack_batch_size`](ConsumerBuilder::ack_batch_size).
+    pub fn max_pending_settlements(mut self, settlements: usize) -> ConsumerBuilder {
+        self.settings.max_pending_settlements = settlements;
         self
     }
 
@@ -193,10 +227,12 @@ impl ConsumerBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a batch size outside 1 to 100, a
-    /// visibility timeout of 0 or over 12 hours, a zero limit, a maximum
-    /// lease shorter than the visibility timeout, or an extension margin
-    /// not below it.
+    /// [`Error::InvalidInput`], naming the setting, for a batch size
+    /// outside 1 to 100, a visibility timeout under
+    /// [`MIN_VISIBILITY_TIMEOUT`] (1 s) or over 12 hours, a zero limit, an
+    /// ack batch size above `max_pending_settlements`, a maximum lease
+    /// shorter than the visibility timeout, or an extension margin not
+    /// below it.
     pub fn build(self) -> Result<Consumer> {
         let mut settings = self.settings;
         settings.check(self.queue.client().limits())?;

@@ -1,30 +1,28 @@
-//! The consumer's main task: pulls as flow control allows, hands messages
-//! to handlers (or a stream), backs off on empty pulls and failures, and
-//! shuts down in order.
+//! The consumer's main task: starts the acker and the lease keeper, runs
+//! the [puller](super::puller), hands messages to handlers (or a stream),
+//! and shuts down in order, within the grace period and the flush timeout.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use super::acker;
 use super::lease_keeper;
+use super::puller::Puller;
 use super::shared::{Action, ConsumerState, Part};
 use super::stream::Leased;
 use super::summary::Summary;
 use super::{ConsumerError, MESSAGING_SYSTEM};
 use crate::counters::add;
-use crate::error::{BodyError, Error};
+use crate::error::BodyError;
 use crate::message::{ContentType, PulledMessage};
-use crate::request::PullOptions;
 use crate::time::{after, sleep_until};
 
 /// Spawns the handler of one message; the handle cancels it. It spawns
@@ -57,17 +55,22 @@ pub(crate) async fn drive(
     );
     let acker = spawn_part(&shared, Part::Acker, acker::run(Arc::clone(&shared)));
 
-    let fatal = pull_loop(&shared, &mode, &poison).await;
+    let mut puller = Puller::new(Arc::clone(&shared));
+    let fatal = puller.run(&mode, &poison).await;
     shared.stopping.cancel();
-    // A stream ends here: its holder gets no more messages.
-    drop(mode);
     tracing::info!(queue = shared.queue.id(), "consumer shutting down");
 
-    grace(&shared).await;
-    let (released, aborts) = shared.table().release_all();
+    grace(&shared, &mut puller, &mode, &poison).await;
+    // What is still on its way is dropped: those messages come back when
+    // their leases expire. A stream ends here: its holder gets no more.
+    drop(puller);
+    shared.grace_over.cancel();
+    drop(mode);
+    let (released, aborts, bytes) = shared.table().release_all();
     for abort in aborts {
         abort.abort();
     }
+    shared.handed_back(released.len(), bytes);
     if !released.is_empty() {
         tracing::info!(
             queue = shared.queue.id(),
@@ -137,163 +140,22 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// Waits until every handler settled, or the grace period is over.
-async fn grace(shared: &ConsumerState) {
+/// Waits until every handler settled and every pull on its way landed
+/// (what it brings goes to the handlers too), or the grace period is over.
+async fn grace(shared: &ConsumerState, puller: &mut Puller, mode: &Mode, poison: &PoisonFn) {
     // A grace period too long for the clock waits for every handler.
     let end = after(Instant::now(), shared.settings.grace_period);
     loop {
         let mut idle = pin!(shared.idle.notified());
         idle.as_mut().enable();
-        if shared.table().handling() == 0 {
+        let pulling = puller.has_pulls_in_flight();
+        if shared.table().handling() == 0 && !pulling {
             return;
         }
         tokio::select! {
             () = idle => {}
+            () = puller.land_next(mode, poison), if pulling => {}
             () = sleep_until(end) => return,
-        }
-    }
-}
-
-/// Sleeps, unless the consumer stops first; true if it stopped.
-async fn sleep_or_stop(shared: &ConsumerState, wait: Duration) -> bool {
-    if wait.is_zero() {
-        return shared.stopping.is_cancelled();
-    }
-    tokio::select! {
-        () = shared.stopping.cancelled() => true,
-        () = tokio::time::sleep(wait) => false,
-    }
-}
-
-/// Waits until at least one message may be pulled; how many may be, or
-/// `None` when the consumer stops first.
-async fn reserve(shared: &ConsumerState) -> Option<u32> {
-    let settings = &shared.settings;
-    // Sizes are known only after a pull: the byte limit is soft.
-    loop {
-        let mut freed = pin!(shared.bytes_freed.notified());
-        freed.as_mut().enable();
-        let bytes = shared
-            .counters
-            .in_flight_bytes
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if bytes < settings.max_bytes_in_flight as u64 {
-            break;
-        }
-        tokio::select! {
-            () = shared.stopping.cancelled() => return None,
-            () = freed => {}
-        }
-    }
-    let first = tokio::select! {
-        () = shared.stopping.cancelled() => return None,
-        permit = shared.slots.acquire() => permit.ok()?,
-    };
-    first.forget();
-    let mut count: u32 = 1;
-    // Only this task takes slots: what is free now stays free until taken.
-    let free = shared.slots.available_permits();
-    let extra = (settings.batch_size - 1).min(u32::try_from(free).unwrap_or(u32::MAX));
-    if extra > 0
-        && let Ok(more) = shared.slots.try_acquire_many(extra)
-    {
-        more.forget();
-        count += extra;
-    }
-    Some(count)
-}
-
-/// Pulls until the consumer stops (`None`) or a pull fails in a way that
-/// retrying cannot fix (`Some`).
-async fn pull_loop(shared: &Arc<ConsumerState>, mode: &Mode, poison: &PoisonFn) -> Option<Error> {
-    let settings = &shared.settings;
-    let mut empty = settings.empty_backoff;
-    let mut failing = settings.error_backoff;
-    loop {
-        let count = reserve(shared).await?;
-        let span = tracing::info_span!(
-            "receive",
-            otel.name = %format_args!("receive {}", shared.queue.id()),
-            otel.kind = "client",
-            messaging.system = MESSAGING_SYSTEM,
-            messaging.destination.name = shared.queue.id(),
-            messaging.operation.type = "receive",
-            messaging.operation.name = "pull",
-            messaging.batch.message_count = tracing::field::Empty,
-        );
-        let options = PullOptions::new()
-            .batch_size(count)
-            .visibility_timeout(settings.visibility_timeout);
-        // Lease expiries are estimated from here: the server cannot have
-        // started a lease before the request was sent.
-        let sent = Instant::now();
-        // A pull in flight is not cancelled at shutdown: what it leased is
-        // released with the shutdown's flush instead of coming back only
-        // after its lease.
-        let result = shared.queue.pull(options).instrument(span.clone()).await;
-        if let Ok(batch) = &result {
-            span.record("messaging.batch.message_count", batch.messages.len());
-        }
-        // The receive span ends with the pull, not after a wait.
-        drop(span);
-        let wait = match result {
-            Err(error) => {
-                shared.return_slots(count as usize);
-                add(&shared.counters.pull_errors, 1);
-                if !error.is_retryable() {
-                    tracing::error!(queue = shared.queue.id(), %error, "pull failed for good; the consumer stops");
-                    return Some(error);
-                }
-                let wait = error
-                    .retry_after()
-                    .filter(|d| *d <= Duration::from_secs(60))
-                    .unwrap_or_else(|| failing.next_wait());
-                tracing::warn!(
-                    queue = shared.queue.id(),
-                    %error,
-                    wait_ms = wait.as_millis() as u64,
-                    "pull failed; backing off"
-                );
-                wait
-            }
-            Ok(batch) => {
-                failing.reset();
-                let got = batch.messages.len();
-                let counters = &shared.counters;
-                add(&counters.pulls, 1);
-                add(&counters.received, got as u64);
-                // An answer that does not say keeps the last known backlog.
-                if let Some(backlog) = batch.backlog_count {
-                    counters
-                        .backlog
-                        .store(backlog, std::sync::atomic::Ordering::Relaxed);
-                }
-                let messages = settleable(shared, batch.messages);
-                // The slots were reserved for `count` messages: give back
-                // what is unused, take (or owe) what a longer answer needs.
-                let used = messages.len();
-                let reserved = count as usize;
-                if used < reserved {
-                    shared.return_slots(reserved - used);
-                } else if used > reserved {
-                    shared.take_slots(used - reserved);
-                }
-                dispatch(shared, mode, poison, messages, sent);
-                if got == 0 {
-                    add(&counters.empty_pulls, 1);
-                    empty.next_wait()
-                } else if got < count as usize {
-                    // The queue had fewer visible messages than asked for.
-                    empty.reset();
-                    empty.initial
-                } else {
-                    empty.reset();
-                    Duration::ZERO
-                }
-            }
-        };
-        if sleep_or_stop(shared, wait).await {
-            return None;
         }
     }
 }
@@ -302,7 +164,10 @@ async fn pull_loop(shared: &Arc<ConsumerState>, mode: &Mode, poison: &PoisonFn) 
 /// can be neither acked, retried nor extended (and would make the API
 /// refuse every ack sent with it), so it is counted, logged and left to
 /// come back when the lease it was pulled with expires.
-fn settleable(shared: &ConsumerState, mut messages: Vec<PulledMessage>) -> Vec<PulledMessage> {
+pub(super) fn settleable(
+    shared: &ConsumerState,
+    mut messages: Vec<PulledMessage>,
+) -> Vec<PulledMessage> {
     let before = messages.len();
     messages.retain(|message| {
         let has_lease = !message.lease_id.as_str().is_empty();
@@ -333,7 +198,10 @@ fn undecodable(message: &PulledMessage) -> Option<BodyError> {
     }
 }
 
-fn dispatch(
+/// Hands pulled messages to their handlers (or the stream), also during
+/// the grace period of a shutdown: a message leased then is handled if it
+/// can be, rather than given back unseen.
+pub(super) fn dispatch(
     shared: &Arc<ConsumerState>,
     mode: &Mode,
     poison: &PoisonFn,
@@ -344,10 +212,6 @@ fn dispatch(
         return;
     }
     let registered = shared.register(messages, sent);
-    if shared.stopping.is_cancelled() {
-        // Pulled while shutting down: the tickets release them as they drop.
-        return;
-    }
     let mut batch = Vec::new();
     let mut tasks = Vec::with_capacity(registered.len());
     for (message, ticket) in registered {

@@ -119,12 +119,17 @@
 //! `otel.name` and `otel.kind` for `tracing-opentelemetry`.
 
 mod acker;
+mod budget;
 mod builder;
 mod driver;
 mod error;
+mod flush;
 mod lease_keeper;
+mod lease_table;
 mod outcome;
+mod puller;
 mod retry_delay;
+mod round_trip;
 mod run;
 mod settings;
 mod shared;
@@ -137,9 +142,10 @@ pub use outcome::Outcome;
 pub use retry_delay::RetryDelay;
 pub use run::Consumer;
 pub use settings::{
-    DEFAULT_ACK_BATCH_SIZE, DEFAULT_ACK_INTERVAL, DEFAULT_BATCH_SIZE, DEFAULT_GRACE_PERIOD,
-    DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_FLUSH_ATTEMPTS, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_MAX_LEASE, DEFAULT_VISIBILITY_TIMEOUT,
+    DEFAULT_ACK_BATCH_SIZE, DEFAULT_ACK_INTERVAL, DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_TIMEOUT,
+    DEFAULT_GRACE_PERIOD, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LEASE,
+    DEFAULT_MAX_PENDING_SETTLEMENTS, DEFAULT_MAX_PULLS_IN_FLIGHT, DEFAULT_QUEUE_BUDGET,
+    DEFAULT_VISIBILITY_TIMEOUT, MIN_VISIBILITY_TIMEOUT,
 };
 pub use stream::{LeaseStream, Leased};
 pub use summary::{ConsumerMonitor, Summary};

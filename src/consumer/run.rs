@@ -210,6 +210,7 @@ impl Consumer {
     pub fn stream(self) -> LeaseStream {
         let (sender, receiver) = mpsc::unbounded_channel();
         let token = self.shared.stopping.clone();
+        let grace_over = self.shared.grace_over.clone();
         let task = tokio::spawn(driver::drive(
             self.shared,
             Mode::Stream(sender),
@@ -218,6 +219,7 @@ impl Consumer {
         LeaseStream {
             receiver,
             token,
+            grace_over,
             task: Some(task),
         }
     }

@@ -3,6 +3,7 @@
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
 use std::any::Any;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -11,10 +12,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::acker::{Inbox, Settlement};
-use super::lease_keeper::LeaseTable;
+use super::budget::Budget;
+use super::lease_table::LeaseTable;
+use super::round_trip::RoundTrip;
 use super::settings::Settings;
 use super::summary::ConsumerCounters;
+use crate::codes;
 use crate::counters::{add, sub};
+use crate::error::Error;
 use crate::message::PulledMessage;
 use crate::queue::Queue;
 
@@ -41,8 +46,17 @@ pub(crate) struct ConsumerState {
     /// while no more were free: paid back before any slot is freed. A lock,
     /// so that taking and paying back cannot interleave and move the limit.
     slot_debt: Mutex<usize>,
-    /// Woken when bytes in flight go down.
-    pub bytes_freed: Notify,
+    /// Woken when bytes in flight or settlements on their way go down.
+    pub room: Notify,
+    /// The queue's budget of messages pulled a second.
+    pub pulled_budget: Budget,
+    /// The queue's budget of leases settled or extended a second.
+    pub leases_budget: Budget,
+    /// The round trip observed on the consumer's calls.
+    pub round_trip: RoundTrip,
+    /// Cancelled when the grace period of the shutdown is over: a stream
+    /// yields nothing more.
+    pub grace_over: CancellationToken,
     /// Woken when the last handler settles.
     pub idle: Notify,
     /// Settlements on their way to the acker.
@@ -52,6 +66,9 @@ pub(crate) struct ConsumerState {
     /// The panic of the consumer's own task (the acker, the keeper), to be
     /// resumed once the consumer has shut down.
     crash: Mutex<Option<Box<dyn Any + Send>>>,
+    /// When the API's block of the credential ends (429 / 971 with a long
+    /// `Retry-After`), as last reported.
+    blocked_until: Mutex<Option<Instant>>,
 }
 
 /// The consumer's own tasks besides the puller.
@@ -68,6 +85,8 @@ impl ConsumerState {
         stopping: CancellationToken,
     ) -> ConsumerState {
         let slots = Semaphore::new(settings.max_in_flight);
+        let pulled_budget = Budget::new(settings.queue_budget);
+        let leases_budget = Budget::new(settings.queue_budget);
         ConsumerState {
             queue,
             settings,
@@ -76,11 +95,16 @@ impl ConsumerState {
             keeper_wake: Notify::new(),
             slots,
             slot_debt: Mutex::new(0),
-            bytes_freed: Notify::new(),
+            room: Notify::new(),
+            pulled_budget,
+            leases_budget,
+            round_trip: RoundTrip::default(),
+            grace_over: CancellationToken::new(),
             idle: Notify::new(),
             inbox: Inbox::default(),
             stopping,
             crash: Mutex::default(),
+            blocked_until: Mutex::default(),
         }
     }
 
@@ -103,6 +127,44 @@ impl ConsumerState {
             add(&self.counters.unflushed, lost.len() as u64);
             self.finish_many(lost.into_iter().map(|s| s.key));
         }
+    }
+
+    /// The block of the credential this error reports, if it is one (429
+    /// with code 971 and a `Retry-After` longer than a minute, up to the
+    /// five minutes Cloudflare blocks for): how long to wait. The first
+    /// call to report a block counts it in `Summary::blocked`.
+    pub(crate) fn blocked_for(&self, error: &Error) -> Option<Duration> {
+        let wait = error.retry_after()?;
+        let block = error.status() == Some(429)
+            && error.codes().contains(&codes::API_RATE_LIMITED)
+            && wait > Duration::from_secs(60);
+        if !block {
+            return None;
+        }
+        let until = Instant::now() + wait;
+        let mut blocked = self
+            .blocked_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if blocked.is_none_or(|end| end <= Instant::now()) {
+            add(&self.counters.blocked, 1);
+            tracing::warn!(
+                queue = self.queue.id(),
+                wait_s = wait.as_secs(),
+                "the API blocks this credential: pulling stops and settlements wait until the block ends"
+            );
+        }
+        *blocked = Some(blocked.map_or(until, |end| end.max(until)));
+        Some(wait)
+    }
+
+    /// When the block of the credential ends, if one runs.
+    pub(crate) fn block_ends(&self) -> Option<Instant> {
+        let blocked = self
+            .blocked_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        blocked.filter(|end| *end > Instant::now())
     }
 
     /// The panic of a task of the consumer's own, if one panicked.
@@ -151,21 +213,54 @@ impl ConsumerState {
         registered
     }
 
-    /// Sends a handled message's settlement to the acker; false when it was
-    /// settled or released already.
+    /// Sends a handled message's settlement to the acker, and frees its
+    /// slot: the ack's round trip is not charged to the handlers. False when
+    /// it was settled or released already.
     pub(crate) fn settle(&self, key: u64, action: Action) -> bool {
-        let idle = {
+        let (idle, freed) = {
             let mut table = self.table();
-            if !table.begin_settle(key) {
+            let Some(freed) = table.begin_settle(key, Instant::now()) else {
                 return false;
-            }
-            table.handling() == 0
+            };
+            (table.handling() == 0, freed)
         };
+        if let Some(bytes) = freed {
+            self.handed_back(1, bytes);
+        }
         self.send_settlement(key, action);
         if idle {
             self.idle.notify_waiters();
         }
         true
+    }
+
+    /// Messages whose handlers are done with them: their slots and bytes
+    /// are free.
+    pub(crate) fn handed_back(&self, count: usize, bytes: u64) {
+        if count == 0 {
+            return;
+        }
+        self.return_slots(count);
+        sub(&self.counters.in_flight_bytes, bytes);
+        self.room.notify_waiters();
+    }
+
+    /// The margin to extend leases by, for the round trip observed so far.
+    pub(crate) fn margin(&self) -> Duration {
+        self.round_trip
+            .margin(self.settings.margin(), self.settings.visibility_timeout)
+    }
+
+    /// Counts a refused call in `counter` when it was a 429, and lowers
+    /// `budget` when the queue's own limit refused it (code 10250).
+    pub(crate) fn note_refusal(&self, error: &Error, counter: &AtomicU64, budget: &Budget) {
+        if error.status() != Some(429) {
+            return;
+        }
+        add(counter, 1);
+        if error.codes().contains(&codes::QUEUE_OVERLOADED) {
+            budget.lower();
+        }
     }
 
     pub(crate) fn send_settlement(&self, key: u64, action: Action) {
@@ -188,8 +283,11 @@ impl ConsumerState {
 
     /// Lets a lease expire on purpose; false when it was settled already.
     pub(crate) fn leave(&self, key: u64) -> bool {
-        if !self.table().begin_settle(key) {
+        let Some(freed) = self.table().begin_settle(key, Instant::now()) else {
             return false;
+        };
+        if let Some(bytes) = freed {
+            self.handed_back(1, bytes);
         }
         add(&self.counters.left, 1);
         self.finish(key);
@@ -204,26 +302,30 @@ impl ConsumerState {
         self.finish_many([key]);
     }
 
-    /// Forgets leases whose fate is known, and frees their slots together:
-    /// freed one by one, they would wake the puller for pulls of one.
+    /// Forgets leases whose fate is known, and frees the slots of those
+    /// still with a handler together: freed one by one, they would wake the
+    /// puller for pulls of one.
     pub(crate) fn finish_many(&self, keys: impl IntoIterator<Item = u64>) {
-        let (mut count, mut bytes) = (0, 0);
+        let (mut count, mut handling, mut bytes) = (0, 0, 0);
         {
             let mut table = self.table();
             for key in keys {
                 if let Some(entry) = table.remove(key) {
                     count += 1;
-                    bytes += entry.bytes;
+                    if entry.holds_slot {
+                        handling += 1;
+                        bytes += entry.bytes;
+                    }
                 }
             }
         }
         if count == 0 {
             return;
         }
-        self.return_slots(count);
         sub(&self.counters.in_flight, count as u64);
-        sub(&self.counters.in_flight_bytes, bytes);
-        self.bytes_freed.notify_waiters();
+        self.handed_back(handling, bytes);
+        // Settlements on their way went down too.
+        self.room.notify_waiters();
     }
 
     /// Frees `n` flow-control slots, less what over-full pulls still owe.

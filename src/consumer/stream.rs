@@ -187,6 +187,7 @@ pub(crate) fn settle_ticket(ticket: Ticket, outcome: Outcome) -> bool {
 pub struct LeaseStream {
     pub(crate) receiver: mpsc::UnboundedReceiver<Leased>,
     pub(crate) token: CancellationToken,
+    pub(crate) grace_over: CancellationToken,
     pub(crate) task: Option<JoinHandle<Result<Summary, ConsumerError>>>,
 }
 
@@ -220,7 +221,9 @@ impl futures_util::Stream for LeaseStream {
     type Item = Leased;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Leased>> {
-        if self.token.is_cancelled() {
+        // During a shutdown the stream yields what it holds and what the
+        // pulls on their way bring, until the grace period ends.
+        if self.grace_over.is_cancelled() {
             self.receiver.close();
             while self.receiver.try_recv().is_ok() {}
             return Poll::Ready(None);

@@ -71,9 +71,29 @@ pub struct Summary {
     /// Ack and retry calls that failed (after the client's own retries); their
     /// acks were tried again.
     pub settle_errors: u64,
-    /// Acks and retries given up after the last flush attempt: their
-    /// messages come back after their leases expire.
+    /// Acks and retries sent more than once by the consumer (each resend
+    /// counts the settlements it carried), after a flush failed.
+    pub settlement_resends: u64,
+    /// Acks and retries given up: their flush failed in a way retrying
+    /// cannot fix, their lease could no longer be kept (the maximum lease
+    /// passed), or the shutdown's flush timeout ran out. Their messages come
+    /// back after their leases expire.
     pub unflushed: u64,
+    /// Pulls refused with 429 (the queue's limit, code 10250, or the API's,
+    /// code 971), after the client's own retries.
+    pub rate_limited_pulls: u64,
+    /// Ack and retry calls refused with 429.
+    pub rate_limited_settles: u64,
+    /// Extension calls refused with 429.
+    pub rate_limited_extends: u64,
+    /// Blocks of the credential waited out: a 429 with code 971 whose
+    /// `Retry-After` (up to five minutes) is longer than the client's retries
+    /// wait. Pulling stops until it ends; settlements are sent after it.
+    pub blocked: u64,
+    /// Pulls on their way now.
+    pub pulls_in_flight: u64,
+    /// The most pulls on their way at once so far.
+    pub max_pulls_in_flight: u64,
     /// The queue's backlog as reported by the last pull that reported one
     /// (an answer without `message_backlog_count` leaves it as it was).
     pub backlog: u64,
@@ -106,7 +126,14 @@ crate::counters::live_counters!(
     unsettleable,
     settle_requests,
     settle_errors,
+    settlement_resends,
     unflushed,
+    rate_limited_pulls,
+    rate_limited_settles,
+    rate_limited_extends,
+    blocked,
+    pulls_in_flight,
+    max_pulls_in_flight,
     backlog,
     in_flight,
     in_flight_bytes,

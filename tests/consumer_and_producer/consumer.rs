@@ -312,7 +312,11 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
             .only(Operation::Pull),
     );
     emulator.inject(Fault::status(503).times(2).only(Operation::Pull));
-    let consumer = Consumer::builder(queue.clone()).build().expect("settings");
+    let consumer = Consumer::builder(queue.clone())
+        // One pull at a time: this test pins the single puller's waits.
+        .max_pulls_in_flight(1)
+        .build()
+        .expect("settings");
     let monitor = consumer.monitor();
     let stop = consumer.shutdown_token();
     let started = Instant::now();
@@ -376,11 +380,14 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
     );
     assert_eq!(emulator.metrics("flakyacks").backlog_count, 0);
 
-    // When every attempt fails, the acks are reported, not lost silently.
+    // When every attempt fails, the acks are tried while their leases can
+    // be kept (the 10 s maximum lease: at 0.1, 1.1, 3.1 and 7.1 s; the next
+    // would come at 15.1 s), then reported, not lost silently.
     push_texts(&queue, 4).await;
     emulator.inject(Fault::status(500).times(100).only(Operation::Ack));
     let consumer = Consumer::builder(queue.clone())
-        .max_flush_attempts(3)
+        .visibility_timeout(Duration::from_secs(10))
+        .max_lease(Duration::from_secs(10))
         .build()
         .expect("settings");
     let monitor = consumer.monitor();
@@ -398,11 +405,12 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
     assert_eq!(
         (
             summary.settle_errors,
+            summary.settlement_resends,
             summary.unflushed,
             summary.acked,
             summary.in_flight
         ),
-        (3, 4, 0, 0)
+        (4, 12, 4, 0, 0)
     );
     emulator.clear_faults();
 }
@@ -415,7 +423,11 @@ async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
         .await
         .expect("emulator");
     let queue = queue(&emulator, "unknown");
-    let consumer = Consumer::builder(queue).build().expect("settings");
+    let consumer = Consumer::builder(queue)
+        // One pull at a time: with more, each of the first ones fails alike.
+        .max_pulls_in_flight(1)
+        .build()
+        .expect("settings");
     let error = consumer.run(ack_now).await.expect_err("no such queue");
     let ConsumerError::Stopped { error, summary } = error else {
         panic!("stopped by the pull: {error}");
@@ -431,6 +443,9 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
     push_texts(&queue, 50).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let consumer = Consumer::builder(queue.clone())
+        // One pull at a time: with more, the byte limit is passed by
+        // what the pulls on their way bring (the bound the docs give).
+        .max_pulls_in_flight(1)
         .max_in_flight(7)
         .ack_interval(Duration::from_millis(1))
         .visibility_timeout(LONG_LEASE)
@@ -473,6 +488,9 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
     let bulky = queue_with_bulky_messages(&emulator).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let consumer = Consumer::builder(bulky)
+        // One pull at a time: with more, the byte limit is passed by
+        // what the pulls on their way bring (the bound the docs give).
+        .max_pulls_in_flight(1)
         .batch_size(2)
         .max_bytes_in_flight(1_000)
         .ack_interval(Duration::from_millis(1))

@@ -260,6 +260,8 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
     push_texts(&queue(&emulator, "cut"), 5).await;
     let gate = shut_gate(&emulator).await;
     let consumer = Consumer::builder(gate.queue(&emulator, "cut"))
+        // One pull at a time: this test pins the single puller's waits.
+        .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
     let monitor = consumer.monitor();

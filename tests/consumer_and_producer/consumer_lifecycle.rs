@@ -74,6 +74,8 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
     let emulator = emulator().await;
     let queue = queue(&emulator, "idle");
     let consumer = Consumer::builder(queue.clone())
+        // One pull at a time: this test pins the single puller's waits.
+        .max_pulls_in_flight(1)
         .empty_backoff(Duration::from_millis(100), Duration::from_millis(800))
         .build()
         .expect("valid settings");
@@ -211,14 +213,16 @@ async fn a_stream_handle_extends_its_lease_on_the_server() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_shutdown_waits_for_the_pull_on_its_way_and_releases_what_it_brings() {
+async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
     let emulator = emulator().await;
     let queue = queue(&emulator, "inflightpull");
     push_texts(&queue, 5).await;
-    emulator.inject(Fault::stall_only(Duration::from_secs(10)).only(Operation::Pull));
+    emulator.inject(Fault::stall_only(Duration::from_secs(5)).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
         .max_lease(LONG_LEASE)
+        // The one pull is the stalled one.
+        .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
     let monitor = consumer.monitor();
@@ -229,19 +233,47 @@ async fn a_shutdown_waits_for_the_pull_on_its_way_and_releases_what_it_brings() 
     assert_eq!(monitor.snapshot().received, 0, "the pull is stalled");
     stop.cancel();
     let s = run.await.expect("task").expect("no fatal error");
+    // The pull lands at 5 s, within the 10 s grace period; the acks go at once.
     assert_eq!(
         started.elapsed(),
-        Duration::from_secs(10),
+        Duration::from_secs(5),
         "the pull was awaited"
     );
     assert_eq!(
         (s.received, s.handled, s.released, s.acked, s.in_flight),
-        (5, 0, 5, 0, 0)
+        (5, 5, 0, 5, 0),
+        "handled, not released unseen"
     );
-    let back = queue
-        .pull(PullOptions::new().batch_size(10))
-        .await
-        .expect("pull");
-    let attempts: Vec<u32> = back.messages.iter().map(|m| m.attempts).collect();
-    assert_eq!(attempts, [2; 5], "released at once, none lost");
+    assert_eq!(emulator.metrics("inflightpull").backlog_count, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pull_on_its_way_past_the_grace_period_is_dropped() {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, "slowpull");
+    push_texts(&queue, 5).await;
+    emulator.inject(Fault::stall_only(Duration::from_secs(30)).only(Operation::Pull));
+    let consumer = Consumer::builder(queue.clone())
+        .visibility_timeout(LONG_LEASE)
+        .max_lease(LONG_LEASE)
+        .max_pulls_in_flight(1)
+        .grace_period(Duration::from_secs(2))
+        .build()
+        .expect("valid settings");
+    let stop = consumer.shutdown_token();
+    let started = Instant::now();
+    let run = tokio::spawn(consumer.run(ack_now));
+    tokio::time::sleep(SECOND).await;
+    stop.cancel();
+    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(3),
+        "the grace period bounds it"
+    );
+    assert_eq!((s.received, s.released, s.unflushed), (0, 0, 0));
+    // Nothing was deleted unseen: the messages come back when the leases
+    // the dropped pull took expire.
+    assert_eq!(emulator.metrics("slowpull").backlog_count, 5);
+    assert_eq!(emulator.dead_lettered("slowpull"), 0);
 }

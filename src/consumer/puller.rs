@@ -1,0 +1,269 @@
+//! The puller: keeps several pulls on their way, as many as keep the
+//! handlers fed within flow control and the queue's budget, and adapts that
+//! number while the consumer runs: more while pulls come back full, fewer
+//! after partial or empty pulls, 429s and errors.
+//!
+//! One call at a time gets at most 100 messages per round trip (1,000 a
+//! second at 100 ms); Cloudflare serves a queue 5,000 a second. So pulls
+//! overlap, and the queue's budget ([`Budget`](super::budget::Budget)), not
+//! the round trip, paces a busy consumer.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::MESSAGING_SYSTEM;
+use super::driver::{Mode, PoisonFn, dispatch, settleable};
+use super::shared::ConsumerState;
+use crate::backoff::Backoff;
+use crate::counters::{add, sub};
+use crate::error::{Error, Result};
+use crate::request::PullOptions;
+use crate::response::PulledBatch;
+
+/// A pull that came back: how many messages it asked for, when it was
+/// sent, and its answer.
+pub(crate) struct Landed {
+    asked: u32,
+    sent: Instant,
+    result: Result<PulledBatch>,
+}
+
+/// The pulls on their way, and what decides the next ones.
+pub(crate) struct Puller {
+    shared: Arc<ConsumerState>,
+    pulls: FuturesUnordered<BoxFuture<'static, Landed>>,
+    /// How many pulls to keep on their way now.
+    target: usize,
+    /// No pull starts before this (after a partial or empty pull, a
+    /// failure, a 429).
+    next_launch: Instant,
+    empty: Backoff,
+    failing: Backoff,
+}
+
+impl Puller {
+    pub(crate) fn new(shared: Arc<ConsumerState>) -> Puller {
+        let settings = &shared.settings;
+        // Half the maximum: a busy queue reaches full speed within a round
+        // trip, an empty one costs a few empty pulls before backing off.
+        let target = settings.max_pulls_in_flight.div_ceil(2).max(1);
+        let (empty, failing) = (settings.empty_backoff, settings.error_backoff);
+        Puller {
+            shared,
+            pulls: FuturesUnordered::new(),
+            target,
+            next_launch: Instant::now(),
+            empty,
+            failing,
+        }
+    }
+
+    /// Pulls until the consumer stops (`None`) or a pull fails in a way
+    /// that retrying cannot fix (`Some`). The pulls still on their way stay
+    /// here, for [`Puller::land_in_flight`].
+    pub(crate) async fn run(&mut self, mode: &Mode, poison: &PoisonFn) -> Option<Error> {
+        let shared = Arc::clone(&self.shared);
+        loop {
+            // Enabled before the last look, so that room freed after it wakes us.
+            let mut room = pin!(shared.room.notified());
+            room.as_mut().enable();
+            while self.launch() {}
+            let waiting = self.next_launch > Instant::now();
+            tokio::select! {
+                biased;
+                () = shared.stopping.cancelled() => return None,
+                Some(landed) = self.pulls.next(), if !self.pulls.is_empty() => {
+                    if let Err(fatal) = self.landed(landed, mode, poison) {
+                        return Some(fatal);
+                    }
+                }
+                () = room => {}
+                () = tokio::time::sleep_until(self.next_launch), if waiting => {}
+            }
+        }
+    }
+
+    /// Whether pulls are still on their way.
+    pub(crate) fn has_pulls_in_flight(&self) -> bool {
+        !self.pulls.is_empty()
+    }
+
+    /// Waits for the next pull on its way and hands over what it brought;
+    /// for the shutdown's grace period, which launches no more.
+    pub(crate) async fn land_next(&mut self, mode: &Mode, poison: &PoisonFn) {
+        if let Some(landed) = self.pulls.next().await {
+            // A pull that fails for good now changes nothing: the consumer stops anyway.
+            let _ = self.landed(landed, mode, poison);
+        }
+    }
+
+    /// Starts one pull if every limit allows it; whether it did.
+    fn launch(&mut self) -> bool {
+        let shared = &self.shared;
+        let settings = &shared.settings;
+        if self.pulls.len() >= self.target || Instant::now() < self.next_launch {
+            return false;
+        }
+        if let Some(end) = shared.block_ends() {
+            self.next_launch = end;
+            return false;
+        }
+        // Sizes are known only after a pull: the byte limit is soft, by up
+        // to what the pulls on their way bring.
+        let bytes = shared.counters.in_flight_bytes.load(Ordering::Relaxed);
+        if bytes >= settings.max_bytes_in_flight as u64
+            || shared.table().settling() >= settings.max_pending_settlements
+        {
+            return false;
+        }
+        // Only this task takes slots: what is free now stays free until taken.
+        let free = shared.slots.available_permits();
+        let asked = settings
+            .batch_size
+            .min(u32::try_from(free).unwrap_or(u32::MAX));
+        if asked == 0 {
+            return false;
+        }
+        match shared.slots.try_acquire_many(asked) {
+            Ok(permits) => permits.forget(),
+            Err(_) => return false,
+        }
+        let wait = shared.pulled_budget.reserve(asked as usize);
+        let in_flight = self.pulls.len() as u64 + 1;
+        add(&shared.counters.pulls_in_flight, 1);
+        shared
+            .counters
+            .max_pulls_in_flight
+            .fetch_max(in_flight, Ordering::Relaxed);
+        self.pulls
+            .push(Box::pin(pull(Arc::clone(shared), asked, wait)));
+        true
+    }
+
+    /// Takes in a pull that came back: hands its messages over and decides
+    /// the next pulls; `Err` when it failed in a way retrying cannot fix.
+    fn landed(&mut self, landed: Landed, mode: &Mode, poison: &PoisonFn) -> Result<(), Error> {
+        let shared = Arc::clone(&self.shared);
+        let settings = &shared.settings;
+        let Landed {
+            asked,
+            sent,
+            result,
+        } = landed;
+        sub(&shared.counters.pulls_in_flight, 1);
+        let now = Instant::now();
+        let batch = match result {
+            Ok(batch) => batch,
+            Err(error) => {
+                shared.return_slots(asked as usize);
+                shared.pulled_budget.refund(asked as usize);
+                add(&shared.counters.pull_errors, 1);
+                shared.note_refusal(
+                    &error,
+                    &shared.counters.rate_limited_pulls,
+                    &shared.pulled_budget,
+                );
+                if !error.is_retryable() {
+                    tracing::error!(queue = shared.queue.id(), %error, "pull failed for good; the consumer stops");
+                    return Err(error);
+                }
+                self.target = (self.target / 2).max(1);
+                let wait = shared.blocked_for(&error).unwrap_or_else(|| {
+                    error
+                        .retry_after()
+                        .filter(|d| *d <= Duration::from_secs(60))
+                        .unwrap_or_else(|| self.failing.next_wait())
+                });
+                self.next_launch = self.next_launch.max(now + wait);
+                tracing::warn!(
+                    queue = shared.queue.id(),
+                    %error,
+                    wait_ms = wait.as_millis() as u64,
+                    "pull failed; backing off"
+                );
+                return Ok(());
+            }
+        };
+        self.failing.reset();
+        shared
+            .round_trip
+            .observe(now.saturating_duration_since(sent));
+        let got = batch.messages.len();
+        let counters = &shared.counters;
+        add(&counters.pulls, 1);
+        add(&counters.received, got as u64);
+        // An answer that does not say keeps the last known backlog.
+        if let Some(backlog) = batch.backlog_count {
+            counters.backlog.store(backlog, Ordering::Relaxed);
+        }
+        let reserved = asked as usize;
+        if got < reserved {
+            shared.pulled_budget.refund(reserved - got);
+        }
+        let messages = settleable(&shared, batch.messages);
+        // The slots were reserved for `asked` messages: give back what is
+        // unused, take (or owe) what a longer answer needs.
+        let used = messages.len();
+        if used < reserved {
+            shared.return_slots(reserved - used);
+        } else if used > reserved {
+            shared.take_slots(used - reserved);
+        }
+        dispatch(&shared, mode, poison, messages, sent);
+        if got == 0 {
+            // The backlog count includes leased and delayed messages, so it
+            // cannot say whether more will come: back off, one pull at a time.
+            add(&counters.empty_pulls, 1);
+            self.target = 1;
+            self.next_launch = self.next_launch.max(now + self.empty.next_wait());
+        } else if got < reserved {
+            self.empty.reset();
+            self.target = self.target.saturating_sub(1).max(1);
+            self.next_launch = self.next_launch.max(now + self.empty.initial);
+        } else {
+            self.empty.reset();
+            self.target = (self.target + 1).min(settings.max_pulls_in_flight);
+        }
+        Ok(())
+    }
+}
+
+/// One pull of `asked` messages, sent after `wait` (the budget's).
+async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed {
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
+    let span = tracing::info_span!(
+        "receive",
+        otel.name = %format_args!("receive {}", shared.queue.id()),
+        otel.kind = "client",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = shared.queue.id(),
+        messaging.operation.type = "receive",
+        messaging.operation.name = "pull",
+        messaging.batch.message_count = tracing::field::Empty,
+    );
+    let options = PullOptions::new()
+        .batch_size(asked)
+        .visibility_timeout(shared.settings.visibility_timeout);
+    // Lease expiries are estimated from here: the server cannot have
+    // started a lease before the request was sent.
+    let sent = Instant::now();
+    let result = shared.queue.pull(options).instrument(span.clone()).await;
+    if let Ok(batch) = &result {
+        span.record("messaging.batch.message_count", batch.messages.len());
+    }
+    Landed {
+        asked,
+        sent,
+        result,
+    }
+}
