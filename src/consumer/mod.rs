@@ -39,49 +39,106 @@
 //! | setting | default | why |
 //! |---|---|---|
 //! | [`batch_size`](ConsumerBuilder::batch_size) | 100 | the API's maximum: fewest requests |
-//! | [`visibility_timeout`](ConsumerBuilder::visibility_timeout) | 30 s | Cloudflare's default; extended while handlers run |
-//! | [`max_in_flight`](ConsumerBuilder::max_in_flight) | 1,000 messages | Pub/Sub's default; pulls and flushes overlap |
+//! | [`visibility_timeout`](ConsumerBuilder::visibility_timeout) | 30 s (at least 1 s) | Cloudflare's default; extended while handlers run |
+//! | [`max_in_flight`](ConsumerBuilder::max_in_flight) | 2,000 messages | at 200 ms, the pulls on their way hold 1,000 at Cloudflare's rate; as many again for handlers |
+//! | [`max_pulls_in_flight`](ConsumerBuilder::max_pulls_in_flight) | 16 | 8,000 messages a second at 200 ms: the budget, not the round trip, paces |
+//! | [`queue_budget`](ConsumerBuilder::queue_budget) | 4,900 a second | 98 % of Cloudflare's per-queue limit, for pulls and for settlements |
 //! | [`max_bytes_in_flight`](ConsumerBuilder::max_bytes_in_flight) | 100 MB (soft) | Pub/Sub's default; bounds memory |
 //! | [`ack_batch_size`](ConsumerBuilder::ack_batch_size) | 100 | like a pull; no documented limit |
 //! | [`ack_interval`](ConsumerBuilder::ack_interval) | 100 ms | short next to a lease, gathers acks under load |
+//! | [`max_pending_settlements`](ConsumerBuilder::max_pending_settlements) | 5,000 | a second of Cloudflare's rate; a failing ack endpoint stops pulling |
 //! | [`retry_delay`](ConsumerBuilder::retry_delay) | 1 s, doubling, at most 5 min | spares a failing dependency |
 //! | [`empty_backoff`](ConsumerBuilder::empty_backoff) | 100 ms to 5 s | short polling only; bounded latency |
 //! | [`error_backoff`](ConsumerBuilder::error_backoff) | 1 s to 30 s | after the client's own retries, outages last |
 //! | [`max_lease`](ConsumerBuilder::max_lease) | 1 hour | Pub/Sub's default; slower is likely stuck |
-//! | [`extend_margin`](ConsumerBuilder::extend_margin) | a third of the visibility timeout | room for an extension and its retries |
-//! | [`grace_period`](ConsumerBuilder::grace_period) | 10 s | fits Kubernetes' 30 s termination grace |
-//! | [`max_flush_attempts`](ConsumerBuilder::max_flush_attempts) | 5 | about 15 s of trying, then reported |
+//! | [`extend_margin`](ConsumerBuilder::extend_margin) | a third of the visibility timeout, raised to 4 round trips | room for an extension and its retries |
+//! | [`grace_period`](ConsumerBuilder::grace_period) | 10 s | with `flush_timeout`, fits Kubernetes' 30 s termination grace |
+//! | [`flush_timeout`](ConsumerBuilder::flush_timeout) | 10 s | the last acks' time after the grace period |
+//!
+//! # At a distance
+//!
+//! Cloudflare is tens to hundreds of milliseconds away, and one call at a
+//! time gets at most 100 messages per round trip (1,000 a second at 100 ms)
+//! where Cloudflare serves a queue 5,000. So every kind of call overlaps:
+//!
+//! - **Pulls.** Up to [`max_pulls_in_flight`](ConsumerBuilder::max_pulls_in_flight)
+//!   are on their way at once. The consumer starts with half, adds one for
+//!   each pull that comes back full, drops one after a partial pull (and
+//!   waits the first step of `empty_backoff`), falls back to one after an
+//!   empty pull (backing off as the empty pulls go on), and halves after a
+//!   429 or an error. Full pulls follow each other without a pause.
+//! - **The queue's budget.** Cloudflare refuses a call over its per-queue
+//!   limit whole (429, code 10250), which costs about a second of pulling,
+//!   so the consumer paces itself below it: each pull reserves the messages
+//!   it asks for (and gets back what it did not receive), each ack and
+//!   extension the leases it lists, from a budget of
+//!   [`queue_budget`](ConsumerBuilder::queue_budget) a second each. A 10250
+//!   lowers the budget for a while. Consumers of one queue in several
+//!   processes share Cloudflare's limit: give each its share.
+//! - **Flow control.** `max_in_flight` counts the messages asked for by
+//!   pulls on their way and those with their handlers. A message frees its
+//!   slot when its handler settles it, so an ack's round trip is not charged
+//!   to the handlers (a message whose lease ran out keeps its slot until
+//!   its late ack lands, so the consumer does not pull it again first);
+//!   settlements on their way are bounded by `max_pending_settlements`.
+//!   The byte limit is soft: what the pulls on their way bring is estimated
+//!   from the sizes seen so far, so it can be passed by what they bring
+//!   beyond the estimate, at most `max_pulls_in_flight × batch_size`
+//!   messages.
+//! - **Acks and retries** are flushed by size or after the interval, each
+//!   chunk by a task of its own, so a failing chunk is tried again on its
+//!   own (with `error_backoff`) and never holds up other settlements,
+//!   pulls or the shutdown beyond its bound. A settlement is tried as long
+//!   as its lease can be kept (`max_lease` after its pull); its lease keeps
+//!   being extended while it waits.
+//! - **Extensions** overlap too, each with a deadline of half the margin:
+//!   a slow or failed one is tried again before its leases expire. The
+//!   margin grows to cover four observed round trips, and the consumer
+//!   warns when the visibility timeout is too short for that.
 //!
 //! # Leases
 //!
-//! Each message's lease is extended while its handler runs, a margin
-//! before it expires (a third of the visibility timeout by default), up to
-//! a maximum total lease ([`ConsumerBuilder::max_lease`]). Expiry is
-//! estimated on tokio's monotonic clock from when the pull (or the
-//! extension) was sent, never from wall-clock time. A lease that runs out
-//! before its message is settled (an extension failed, the maximum was
-//! reached, a flush came late) is still settled, since Cloudflare accepts
-//! late acks, and is counted in [`Summary::leases_lost`] and logged as a
-//! possible duplicate delivery.
+//! Each message's lease is extended while its handler runs and while its
+//! settlement is on its way, a margin before it expires, up to a maximum
+//! total lease ([`ConsumerBuilder::max_lease`]). Expiry is estimated on
+//! tokio's monotonic clock from when the pull (or the extension) was sent,
+//! never from wall-clock time. A lease that runs out before its message is
+//! settled (an extension failed, the maximum was reached, a flush came
+//! late) is still settled, since Cloudflare accepts late acks, and is
+//! counted in [`Summary::leases_lost`] and logged as a possible duplicate
+//! delivery.
 //!
 //! # Failures
 //!
 //! Rate limits (429), server errors and network failures on pull back off
-//! (honouring `Retry-After` up to 60 s) and carry on. Acks and retries that
-//! fail are flushed again with backoff, up to
-//! [`ConsumerBuilder::max_flush_attempts`], then reported in
-//! [`Summary::unflushed`]. A pull that fails in a way retrying cannot fix
-//! (bad credentials, a missing queue) stops the consumer with
-//! [`ConsumerError::Stopped`], after the same orderly shutdown.
+//! (honouring `Retry-After` up to 60 s) and carry on; 429s are counted by
+//! call in [`Summary`]. A block of the credential (429 with code 971 and a
+//! `Retry-After` of minutes, after 1,200 other requests of the token in
+//! five minutes) stops pulling until it ends; settlements are sent after
+//! it, and it is counted in [`Summary::blocked`]. Acks and retries that
+//! fail are flushed again with backoff while their leases can be kept,
+//! then reported in [`Summary::unflushed`]. A pull that fails in a way
+//! retrying cannot fix (bad credentials, a missing queue) stops the
+//! consumer with [`ConsumerError::Stopped`], after the same orderly
+//! shutdown.
 //!
 //! Settlements are at least once on the wire. A flush that failed in a way
 //! that may have reached the API anyway (a timeout, a 5xx) is sent again,
 //! as the client's own retries do, and the API answers a repeat of an ack
 //! it applied with a warning, not an error. A warning on such a resend is
 //! counted in [`Summary::resend_warnings`]: most likely settled already,
-//! else the lease was lost. A warning on a first send (the client's own
-//! retries included, which the consumer cannot tell apart) is counted in
-//! [`Summary::settle_warnings`] and [`Summary::leases_lost`].
+//! else the lease was lost (a warning on extending such a lease stops its
+//! extensions and is left for the resend to count). A warning on a first
+//! send (the client's own retries included, which the consumer cannot tell
+//! apart) is counted in [`Summary::settle_warnings`] and
+//! [`Summary::leases_lost`]. Warnings in the old list form name no lease:
+//! an extension is sent again in halves until each answer is about one
+//! lease, and an ack's counts say how many of its settlements were not
+//! applied.
+//!
+//! Every retry the consumer sends carries its delay, `delay_seconds: 0`
+//! included (releases, [`RetryDelay::none`]): without one, the queue's own
+//! retry delay would apply.
 //!
 //! A pulled message without a lease id can be neither settled nor
 //! extended: it is not handled, but logged, counted in
@@ -91,16 +148,19 @@
 //! # Shutdown
 //!
 //! Cancel the token ([`Consumer::shutdown_token`], or the one given to
-//! [`ConsumerBuilder::shutdown_token`]): the consumer stops pulling, lets
-//! the handlers in flight finish within the grace period (their leases are
-//! still extended), then releases the rest (retried with no delay, their
-//! handler tasks cancelled), flushes every pending ack and retry, and
-//! returns a [`Summary`].
+//! [`ConsumerBuilder::shutdown_token`]): the consumer stops pulling, and
+//! for the grace period lets the handlers in flight finish (their leases
+//! are still extended) and the pulls on their way land; what they bring
+//! goes to the handlers too (a stream keeps yielding until the grace
+//! period ends), rather than being released unseen. Then the pulls still
+//! on their way are dropped (their messages come back when their leases
+//! expire), the messages still with handlers are released (retried with no
+//! delay, their handler tasks cancelled), and the pending acks and retries
+//! get the flush timeout; what is unsent after it is counted in
+//! [`Summary::unflushed`].
 //!
-//! A pull already on its way is awaited, not cancelled, so that what it
-//! leased is released rather than hidden until its lease expires: the
-//! shutdown can take as long as that pull, which the client's timeouts and
-//! retries bound. The messages it brings are released, never handled.
+//! So [`Consumer::run`] returns within `grace_period + flush_timeout` (20 s
+//! by default), plus the time the last answers take to be read.
 //!
 //! # Poison messages
 //!

@@ -47,6 +47,13 @@ pub(crate) struct Puller {
     next_launch: Instant,
     empty: Backoff,
     failing: Backoff,
+    /// Messages asked for by the pulls on their way.
+    asked_in_flight: usize,
+    /// The mean body size of the messages pulled so far, to estimate what
+    /// the pulls on their way will bring against the byte limit.
+    mean_bytes: f64,
+    /// Messages the mean is over (it stops moving much after a few thousand).
+    sized: f64,
 }
 
 impl Puller {
@@ -63,6 +70,9 @@ impl Puller {
             next_launch: Instant::now(),
             empty,
             failing,
+            asked_in_flight: 0,
+            mean_bytes: 0.0,
+            sized: 0.0,
         }
     }
 
@@ -116,10 +126,12 @@ impl Puller {
             self.next_launch = end;
             return false;
         }
-        // Sizes are known only after a pull: the byte limit is soft, by up
-        // to what the pulls on their way bring.
-        let bytes = shared.counters.in_flight_bytes.load(Ordering::Relaxed);
-        if bytes >= settings.max_bytes_in_flight as u64
+        // Sizes are known only after a pull: what the pulls on their way
+        // will bring is estimated from the sizes seen so far, so the byte
+        // limit is soft by what they bring beyond the estimate.
+        let bytes = shared.counters.in_flight_bytes.load(Ordering::Relaxed) as f64;
+        let coming = self.asked_in_flight as f64 * self.mean_bytes;
+        if bytes + coming >= settings.max_bytes_in_flight as f64
             || shared.table().settling() >= settings.max_pending_settlements
         {
             return false;
@@ -137,6 +149,7 @@ impl Puller {
             Err(_) => return false,
         }
         let wait = shared.pulled_budget.reserve(asked as usize);
+        self.asked_in_flight += asked as usize;
         let in_flight = self.pulls.len() as u64 + 1;
         add(&shared.counters.pulls_in_flight, 1);
         shared
@@ -159,6 +172,7 @@ impl Puller {
             result,
         } = landed;
         sub(&shared.counters.pulls_in_flight, 1);
+        self.asked_in_flight = self.asked_in_flight.saturating_sub(asked as usize);
         let now = Instant::now();
         let batch = match result {
             Ok(batch) => batch,
@@ -207,6 +221,11 @@ impl Puller {
         let reserved = asked as usize;
         if got < reserved {
             shared.pulled_budget.refund(reserved - got);
+        }
+        if got > 0 {
+            let total: usize = batch.messages.iter().map(|m| m.body().raw().len()).sum();
+            self.sized = (self.sized + got as f64).min(10_000.0);
+            self.mean_bytes += (total as f64 / got as f64 - self.mean_bytes) * (got as f64 / self.sized);
         }
         let messages = settleable(&shared, batch.messages);
         // The slots were reserved for `asked` messages: give back what is

@@ -66,7 +66,11 @@ impl Acks {
         self
     }
 
-    /// Puts a message back on the queue at once.
+    /// Puts a message back on the queue, with no `delay_seconds`: the
+    /// queue's consumer setting `retry_delay` then applies (none, by
+    /// default). To make it visible at once whatever that setting says,
+    /// use [`Acks::retry_after`] with [`Duration::ZERO`], which sends
+    /// `delay_seconds: 0`.
     pub fn retry(mut self, lease: impl Into<LeaseId>) -> Acks {
         self.retries.push((lease.into(), None));
         self
