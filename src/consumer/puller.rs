@@ -131,9 +131,10 @@ impl Puller {
         // limit is soft by what they bring beyond the estimate.
         let bytes = shared.counters.in_flight_bytes.load(Ordering::Relaxed) as f64;
         let coming = self.asked_in_flight as f64 * self.mean_bytes;
-        if bytes + coming >= settings.max_bytes_in_flight as f64
-            || shared.table().settling() >= settings.max_pending_settlements
-        {
+        let full = bytes + coming >= settings.max_bytes_in_flight as f64
+            || shared.table().settling() >= settings.max_pending_settlements;
+        shared.wants_room.store(full, Ordering::Relaxed);
+        if full {
             return false;
         }
         // Only this task takes slots: what is free now stays free until taken.
@@ -141,7 +142,9 @@ impl Puller {
         let asked = settings
             .batch_size
             .min(u32::try_from(free).unwrap_or(u32::MAX));
-        if asked == 0 {
+        // While pulls are on their way, wait for a full batch of slots
+        // rather than send pulls of a few messages each.
+        if asked == 0 || (asked < settings.batch_size && !self.pulls.is_empty()) {
             return false;
         }
         match shared.slots.try_acquire_many(asked) {
@@ -225,7 +228,8 @@ impl Puller {
         if got > 0 {
             let total: usize = batch.messages.iter().map(|m| m.body().raw().len()).sum();
             self.sized = (self.sized + got as f64).min(10_000.0);
-            self.mean_bytes += (total as f64 / got as f64 - self.mean_bytes) * (got as f64 / self.sized);
+            self.mean_bytes +=
+                (total as f64 / got as f64 - self.mean_bytes) * (got as f64 / self.sized);
         }
         let messages = settleable(&shared, batch.messages);
         // The slots were reserved for `asked` messages: give back what is
@@ -252,6 +256,16 @@ impl Puller {
             self.target = (self.target + 1).min(settings.max_pulls_in_flight);
         }
         Ok(())
+    }
+}
+
+impl Drop for Puller {
+    fn drop(&mut self) {
+        // Pulls dropped on their way (past the grace period) are no longer in flight.
+        sub(
+            &self.shared.counters.pulls_in_flight,
+            self.pulls.len() as u64,
+        );
     }
 }
 

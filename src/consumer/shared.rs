@@ -3,7 +3,7 @@
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
 use std::any::Any;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -46,8 +46,13 @@ pub(crate) struct ConsumerState {
     /// while no more were free: paid back before any slot is freed. A lock,
     /// so that taking and paying back cannot interleave and move the limit.
     slot_debt: Mutex<usize>,
-    /// Woken when bytes in flight or settlements on their way go down.
+    /// Woken when a pull may start: a full batch of slots is free (or the
+    /// first one, when no pull is on its way), or, while the puller waits
+    /// for them, bytes in flight or settlements on their way went down.
     pub room: Notify,
+    /// The puller waits for bytes in flight or settlements on their way to
+    /// go down, not for slots: every settlement must wake it.
+    pub wants_room: AtomicBool,
     /// The queue's budget of messages pulled a second.
     pub pulled_budget: Budget,
     /// The queue's budget of leases settled or extended a second.
@@ -96,6 +101,7 @@ impl ConsumerState {
             slots,
             slot_debt: Mutex::new(0),
             room: Notify::new(),
+            wants_room: AtomicBool::new(false),
             pulled_budget,
             leases_budget,
             round_trip: RoundTrip::default(),
@@ -242,7 +248,18 @@ impl ConsumerState {
         }
         self.return_slots(count);
         sub(&self.counters.in_flight_bytes, bytes);
-        self.room.notify_waiters();
+        // A wake-up per settled message would cost more than the message,
+        // and would start pulls of one: the puller is woken when a pull is
+        // worth starting.
+        let free = self.slots.available_permits();
+        let before = free.saturating_sub(count);
+        let batch = self.settings.batch_size as usize;
+        if before == 0
+            || (before < batch && free >= batch)
+            || self.wants_room.load(Ordering::Relaxed)
+        {
+            self.room.notify_waiters();
+        }
     }
 
     /// The margin to extend leases by, for the round trip observed so far.
@@ -324,8 +341,10 @@ impl ConsumerState {
         }
         sub(&self.counters.in_flight, count as u64);
         self.handed_back(handling, bytes);
-        // Settlements on their way went down too.
-        self.room.notify_waiters();
+        if self.wants_room.load(Ordering::Relaxed) {
+            // Settlements on their way went down.
+            self.room.notify_waiters();
+        }
     }
 
     /// Frees `n` flow-control slots, less what over-full pulls still owe.
