@@ -3,6 +3,7 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod consumer;
+mod consumer_distance;
 mod consumer_faults;
 mod consumer_lifecycle;
 mod producer;

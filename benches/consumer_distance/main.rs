@@ -1,0 +1,184 @@
+//! Issue 19's benchmarks: the consumer at a distance, against the emulator
+//! with a round trip ([`Latency`](cf_queues_emulator::Latency)) and
+//! Cloudflare's rate limits, each figure beside the bare pull + ack loop
+//! (one call at a time) measured in the same run.
+//!
+//! Run with `cargo bench --bench consumer_distance --features consumer`.
+//!
+//! - Steady state at 100 ms and at 200 ms, per-queue limits on: default
+//!   settings, a no-op handler, a warm-up, then 30 s measured. Goal: at
+//!   least 4,750 msg/s (95 % of Cloudflare's 5,000 a second per queue), and
+//!   429s at most 1 % of the consumer's requests.
+//! - A drain of 20,000 messages at 200 ms, no limits, from the consumer's
+//!   start to the `Summary` `run` returns (the ramp-up counts). Goal: at
+//!   least 4,500 msg/s.
+//! - `CFQ_BENCH_CALLGRIND=1`: a fixed workload for callgrind (see
+//!   `callgrind.rs` and `scripts/callgrind-consumer.sh`).
+//!
+//! Each queue is filled at no distance and with the limits off, then both
+//! are switched on: filling it through the API would spend the
+//! per-credential budget (1,200 requests per 5 minutes), which pulls and
+//! acks do not draw on. The per-credential and per-IP figures stay
+//! Cloudflare's.
+//!
+//! The emulator counts the requests it receives; the 429s among them are
+//! counted from the client's own events (`count.rs`).
+//!
+//! Environment: `CFQ_BENCH_WARMUP_SECS` (default 5), `CFQ_BENCH_STEADY_SECS`
+//! (30), `CFQ_BENCH_BARE_SECS` (10, each bare loop's window),
+//! `CFQ_BENCH_DRAIN_MESSAGES` (20,000), `CFQ_BENCH_VERBOSE=1` (each
+//! consumer run's `Summary`), `CFQ_BENCH_QUEUE_RATE` (5,000: the per-queue
+//! limit, lower to see 429s counted). With the defaults a run takes about three
+//! minutes, most of it the 30 s windows.
+
+#[allow(dead_code)]
+#[path = "../throughput/common.rs"]
+mod common;
+
+mod callgrind;
+mod count;
+mod steady;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cf_queues_emulator::Emulator;
+
+use crate::common::{Result, env_count, thousands};
+use crate::count::RateLimited;
+use crate::steady::{Window, bare_steady, consumer_drain, consumer_steady};
+
+const ROUND_TRIPS: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(200)];
+const DRAIN_ROUND_TRIP: Duration = Duration::from_millis(200);
+
+fn main() -> ExitCode {
+    let result = if std::env::var_os("CFQ_BENCH_SERVE").is_some() {
+        callgrind::serve()
+    } else if std::env::var_os("CFQ_BENCH_CALLGRIND").is_some() {
+        callgrind::measure()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(Into::into)
+            .and_then(|runtime| runtime.block_on(run()))
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("consumer_distance bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn seconds(name: &str, default: usize) -> Result<Duration> {
+    Ok(Duration::from_secs(env_count(name, default)? as u64))
+}
+
+/// One round trip's figures.
+struct AtDistance {
+    round_trip: Duration,
+    bare: Window,
+    consumer: Window,
+}
+
+async fn run() -> Result<()> {
+    let warm_up = seconds("CFQ_BENCH_WARMUP_SECS", 5)?;
+    let window = seconds("CFQ_BENCH_STEADY_SECS", 30)?;
+    let bare_window = seconds("CFQ_BENCH_BARE_SECS", 10)?;
+    let drain_messages = env_count("CFQ_BENCH_DRAIN_MESSAGES", 20_000)?;
+    let verbose = std::env::var_os("CFQ_BENCH_VERBOSE").is_some();
+    let counter = RateLimited::install()?;
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let emulator = Emulator::new().start().await?;
+    let client = emulator.client()?;
+
+    let mut rows = Vec::new();
+    for round_trip in ROUND_TRIPS {
+        let ms = round_trip.as_millis();
+        println!("at a {ms} ms round trip, per-queue limits on:");
+        let bare = bare_steady(&emulator, &client, round_trip, bare_window, &counter).await?;
+        println!(
+            "  bare pull + ack loop: {} msg/s, {} requests, {} 429s",
+            thousands(bare.rate()),
+            bare.requests,
+            bare.rate_limited
+        );
+        let (consumer, summary) =
+            consumer_steady(&emulator, &client, round_trip, warm_up, window, &counter).await?;
+        println!(
+            "  consumer: {} msg/s over {:.0} s after {} s of warm-up, {} requests, {} 429s ({:.2} %)",
+            thousands(consumer.rate()),
+            consumer.seconds,
+            warm_up.as_secs(),
+            thousands(consumer.requests as f64),
+            consumer.rate_limited,
+            consumer.rate_limited_percent()
+        );
+        if verbose {
+            println!("  consumer summary: {summary:?}");
+        }
+        rows.push(AtDistance {
+            round_trip,
+            bare,
+            consumer,
+        });
+    }
+
+    println!(
+        "a drain of {} messages at {} ms, no limits:",
+        thousands(drain_messages as f64),
+        DRAIN_ROUND_TRIP.as_millis()
+    );
+    let (drain, summary) =
+        consumer_drain(&emulator, &client, DRAIN_ROUND_TRIP, drain_messages).await?;
+    println!(
+        "  consumer: {} msg/s, {:.1} s from start to Summary, {} requests",
+        thousands(drain.rate()),
+        drain.seconds,
+        thousands(drain.requests as f64)
+    );
+    if verbose {
+        println!("  consumer summary: {summary:?}");
+    }
+    // The bare loop has no ramp-up: its steady rate at the same round trip
+    // is its drain rate.
+    let drain_baseline = rows
+        .iter()
+        .find(|row| row.round_trip == DRAIN_ROUND_TRIP)
+        .map(|row| row.bare.rate())
+        .unwrap_or_default();
+
+    println!();
+    println!(
+        "consumer_distance bench: {} s of warm-up, {} s windows (bare loop {} s), {cores} cores",
+        warm_up.as_secs(),
+        window.as_secs(),
+        bare_window.as_secs()
+    );
+    println!("| measurement | consumer | bare pull + ack loop, same run | ratio | goal |");
+    println!("|---|---:|---:|---:|---|");
+    for row in &rows {
+        println!(
+            "| steady state, {} ms, per-queue limits | {} msg/s, 429s {:.2} % of {} requests | {} msg/s | {:.2} | >= 4,750 msg/s, 429s <= 1 % |",
+            row.round_trip.as_millis(),
+            thousands(row.consumer.rate()),
+            row.consumer.rate_limited_percent(),
+            thousands(row.consumer.requests as f64),
+            thousands(row.bare.rate()),
+            row.consumer.rate() / row.bare.rate()
+        );
+    }
+    println!(
+        "| drain of {}, {} ms, no limits, start to Summary | {} msg/s ({:.1} s) | {} msg/s | {:.2} | >= 4,500 msg/s |",
+        thousands(drain_messages as f64),
+        DRAIN_ROUND_TRIP.as_millis(),
+        thousands(drain.rate()),
+        drain.seconds,
+        thousands(drain_baseline),
+        drain.rate() / drain_baseline
+    );
+    emulator.shutdown().await?;
+    Ok(())
+}

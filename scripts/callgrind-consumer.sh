@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Issue 19's instruction count: the consumer's instructions per message
+# against the bare pull + ack loop's, and against the consumer of a parent
+# commit, each the median of three runs under callgrind.
+#
+# The workload is the consumer_distance bench's callgrind mode
+# (CFQ_BENCH_CALLGRIND=1): a fixed number of messages at no distance and
+# without limits, on a current_thread runtime; the emulator serves from a
+# child process that valgrind does not follow, so only the client's
+# instructions are counted.
+#
+# The parent commit is built in a worktree of its own with a target
+# directory of its own, so that neither build disturbs the other. A parent
+# without the bench gets this commit's copy of it (its callgrind path must
+# then compile against the parent's consumer).
+#
+# Usage:
+#   scripts/callgrind-consumer.sh [N]   # the parent is HEAD~N (default 1)
+#
+# Environment: CFQ_BENCH_MESSAGES (default 3000) messages per run, RUNS
+# (default 3) runs of each, WORK (default target/callgrind) for the parent's
+# worktree, its target directory and the callgrind output.
+# Needs valgrind, python3 and jq.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BACK=${1:-1}
+RUNS=${RUNS:-3}
+export CFQ_BENCH_MESSAGES=${CFQ_BENCH_MESSAGES:-3000}
+WORK=${WORK:-$ROOT/target/callgrind}
+PARENT=$(git rev-parse "HEAD~$BACK")
+mkdir -p "$WORK"
+
+# The bench executable of the tree in $1, built into the target directory $2.
+build() {
+    (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench --bench consumer_distance \
+        --features consumer --no-run --message-format=json) |
+        jq -r 'select(.reason == "compiler-artifact" and .target.name == "consumer_distance" and .executable != null) | .executable' |
+        tail -n 1
+}
+
+PARENT_TREE=$WORK/parent-$PARENT
+if [ ! -d "$PARENT_TREE" ]; then
+    git worktree add --detach "$PARENT_TREE" "$PARENT" >/dev/null
+fi
+if [ ! -d "$PARENT_TREE/benches/consumer_distance" ]; then
+    cp -r "$ROOT/benches/consumer_distance" "$PARENT_TREE/benches/"
+    if ! grep -q 'name = "consumer_distance"' "$PARENT_TREE/Cargo.toml"; then
+        printf '\n[[bench]]\nname = "consumer_distance"\npath = "benches/consumer_distance/main.rs"\nharness = false\nrequired-features = ["consumer"]\n' \
+            >>"$PARENT_TREE/Cargo.toml"
+    fi
+fi
+
+echo "building HEAD ($(git rev-parse --short HEAD)) and the parent HEAD~$BACK (${PARENT:0:7})..." >&2
+CURRENT_BIN=$(build "$ROOT" "${CARGO_TARGET_DIR:-$ROOT/target}")
+PARENT_BIN=$(build "$PARENT_TREE" "$WORK/parent-target")
+
+# Instructions of one run of side $2 of executable $1, output file $3.
+instructions() {
+    CFQ_BENCH_CALLGRIND=1 CFQ_BENCH_ONLY="$2" \
+        valgrind --tool=callgrind --callgrind-out-file="$3" "$1" >"$3.log" 2>&1
+    awk '/^(summary|totals):/ { print $2; exit }' "$3"
+}
+
+declare -A COUNTS
+for run in $(seq 1 "$RUNS"); do
+    for side in consumer bare parent; do
+        bin=$CURRENT_BIN
+        what=$side
+        if [ "$side" = parent ]; then
+            bin=$PARENT_BIN
+            what=consumer
+        fi
+        n=$(instructions "$bin" "$what" "$WORK/$side.$run.out")
+        echo "run $run: $side $n instructions" >&2
+        COUNTS[$side]="${COUNTS[$side]:-} $n"
+    done
+done
+
+python3 - "$CFQ_BENCH_MESSAGES" "${COUNTS[consumer]}" "${COUNTS[bare]}" "${COUNTS[parent]}" <<'EOF'
+import statistics, sys
+messages = int(sys.argv[1])
+consumer, bare, parent = ([int(n) / messages for n in arg.split()] for arg in sys.argv[2:5])
+c, b, p = statistics.median(consumer), statistics.median(bare), statistics.median(parent)
+print(f"instructions per message, median of {len(consumer)} runs of {messages:,} messages:")
+print(f"  consumer {c:,.0f}   bare pull + ack loop {b:,.0f}   parent's consumer {p:,.0f}")
+print(f"  consumer/bare {c / b:.3f} (goal <= 1.35)   consumer/parent {c / p:.3f} (goal <= 1.10)")
+EOF
