@@ -15,7 +15,10 @@
 # then compile against the parent's consumer).
 #
 # Usage:
-#   scripts/callgrind-consumer.sh [N]   # the parent is HEAD~N (default 1)
+#   scripts/callgrind-consumer.sh [N | REV]   # the parent is HEAD~N (default 1), or REV
+#
+# Lines of the bench marked `callgrind: not in older consumers` are removed
+# from the parent's copy when its consumer lacks `max_pulls_in_flight`.
 #
 # Environment: CFQ_BENCH_MESSAGES (default 3000) messages per run, RUNS
 # (default 3) runs of each, WORK (default target/callgrind) for the parent's
@@ -29,7 +32,11 @@ BACK=${1:-1}
 RUNS=${RUNS:-3}
 export CFQ_BENCH_MESSAGES=${CFQ_BENCH_MESSAGES:-3000}
 WORK=${WORK:-$ROOT/target/callgrind}
-PARENT=$(git rev-parse "HEAD~$BACK")
+if [[ "$BACK" =~ ^[0-9]+$ ]]; then
+    PARENT=$(git rev-parse "HEAD~$BACK")
+else
+    PARENT=$(git rev-parse "$BACK")
+fi
 mkdir -p "$WORK"
 
 # The bench executable of the tree in $1, built into the target directory $2.
@@ -46,13 +53,16 @@ if [ ! -d "$PARENT_TREE" ]; then
 fi
 if [ ! -d "$PARENT_TREE/benches/consumer_distance" ]; then
     cp -r "$ROOT/benches/consumer_distance" "$PARENT_TREE/benches/"
+    if ! grep -q 'fn max_pulls_in_flight' "$PARENT_TREE/src/consumer/builder.rs"; then
+        sed -i '/callgrind: not in older consumers/d' "$PARENT_TREE"/benches/consumer_distance/*.rs
+    fi
     if ! grep -q 'name = "consumer_distance"' "$PARENT_TREE/Cargo.toml"; then
         printf '\n[[bench]]\nname = "consumer_distance"\npath = "benches/consumer_distance/main.rs"\nharness = false\nrequired-features = ["consumer"]\n' \
             >>"$PARENT_TREE/Cargo.toml"
     fi
 fi
 
-echo "building HEAD ($(git rev-parse --short HEAD)) and the parent HEAD~$BACK (${PARENT:0:7})..." >&2
+echo "building HEAD ($(git rev-parse --short HEAD)) and the parent ${PARENT:0:7}..." >&2
 CURRENT_BIN=$(build "$ROOT" "${CARGO_TARGET_DIR:-$ROOT/target}")
 PARENT_BIN=$(build "$PARENT_TREE" "$WORK/parent-target")
 

@@ -110,11 +110,11 @@ async fn workload(side: &str, client: &Client, messages: usize) -> Result<usize>
     if side == "bare" {
         return drain(&queue).await;
     }
-    // TODO(issue 19): a fixed number of pulls in flight, so that runs
-    // compare like with like: `.max_pulls_in_flight(N)` here once it
-    // exists (and whatever pins the adaptive count to N). Until then the
-    // consumer has exactly one pull in flight.
-    let consumer = Consumer::builder(queue).build()?;
+    // A fixed number of pulls in flight, so that runs compare like with
+    // like: one, as the consumers before pulls overlapped had.
+    let consumer = Consumer::builder(queue)
+        .max_pulls_in_flight(1) // callgrind: not in older consumers
+        .build()?;
     let stop = consumer.shutdown_token();
     // The last handler stops the consumer: polling a monitor would add a
     // timer's work to the count.

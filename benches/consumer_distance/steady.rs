@@ -180,12 +180,9 @@ pub(crate) async fn consumer_steady(
         requests: emulator.requests_received() - requests,
         rate_limited: counter.get() - limited,
     };
-    // TODO(issue 19): once `Summary` has `rate_limited_pulls`,
-    // `rate_limited_settles` and `rate_limited_extends`, report their sum
-    // over the window beside the count from the client's events (both
-    // should agree; the events count the client's own retries too):
-    //     let by_summary = |s: &Summary| s.rate_limited_pulls + s.rate_limited_settles + s.rate_limited_extends;
-    //     let summary_429s = by_summary(&after) - by_summary(&before);
+    // The 429s are counted from the client's events, which see each
+    // attempt, its own retries included: at least what `Summary`'s
+    // `rate_limited_*` counters (calls that failed after those retries) say.
     let visible = emulator.metrics(&name).backlog_count;
     stop.cancel();
     let summary = run.await??;

@@ -4,8 +4,8 @@
 //! gives, and pass once pulls, flushes and extensions overlap and the
 //! shutdown is bounded.
 //!
-//! The tests that need settings or counters the rework adds are in
-//! `needs_new_api` at the bottom, compiled out until it lands.
+//! The tests of the settings and counters the rework added are in
+//! `settings_and_counters` at the bottom.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -87,7 +87,6 @@ fn terminal(s: &Summary) -> u64 {
 /// and the pull loop leased the same messages again while their first
 /// handlers still ran.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn one_slow_extension_answer_loses_no_lease() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "slowextend");
@@ -115,7 +114,6 @@ async fn one_slow_extension_answer_loses_no_lease() {
 /// (about 15 s) while the keeper let go of the leases: the messages came
 /// back and were handled twice, and the acks were counted unflushed.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn acks_failing_for_25_seconds_handle_no_message_twice() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "failingacks");
@@ -149,7 +147,6 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
 /// unhandled, and each release used an attempt: on its last one a message
 /// was dead-lettered (deleted, without a dead-letter queue) unseen.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn shutdown_deletes_no_message_no_handler_saw() {
     let clock = TokioClock::starting_now();
     let emulator = Emulator::new()
@@ -187,7 +184,6 @@ async fn shutdown_deletes_no_message_no_handler_saw() {
 /// took every slot with settlements that never flushed: the consumer
 /// stopped. Either `build` refuses it, or the consumer drains the queue.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
     let emulator = emulator().await;
     let queue = queue(&emulator, "sizeonly");
@@ -247,7 +243,6 @@ fn first_pull_then_none(
 /// out and counted every one lost. Here the server answers the list form
 /// to every call of more than one lease, and extends single leases.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn a_list_form_extension_warning_marks_no_lease_lost() {
     let mut pulls = 0;
     let server = scripted(move |operation, body| match operation {
@@ -298,7 +293,6 @@ async fn a_list_form_extension_warning_marks_no_lease_lost() {
 /// `settle_warnings` on top of the acks it came with, so three messages
 /// ended in four counters.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
     let mut pulls = 0;
     let mut acks = 0;
@@ -347,7 +341,6 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
 /// gone). That warning says "most likely settled already", as a warning on
 /// the resend does: a resend warning, not a lost lease.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_warning() {
     let mut pulls = 0;
     let mut applied = false;
@@ -408,7 +401,6 @@ async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_w
 /// keeper sends at most one extension per 100 ms: no lease that short can
 /// be kept over a network anyway, so more calls only flood the API.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() {
     let mut pulls = 0;
     let server = scripted(move |operation, body| match operation {
@@ -463,7 +455,6 @@ fn retries_sent(server: &crate::support::Scripted) -> Vec<serde_json::Value> {
 /// Cloudflare the queue's own `retry_delay` applied instead of "visible at
 /// once": a release at shutdown, and a retry under `RetryDelay::none()`.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
     let mut pulls = 0;
     let server = scripted(move |operation, body| match operation {
@@ -585,7 +576,6 @@ async fn through_a_five_minute_block() -> Blocked {
 /// of five minutes made every call fail, pulls kept being sent through it,
 /// and the acks were given up before it ended.
 #[tokio::test(start_paused = true)]
-#[ignore = "issue 19: fails until the consumer is reworked"]
 async fn a_five_minute_block_stops_pulling_until_it_ends_then_acks_everything() {
     let Blocked {
         summary: s,
@@ -602,11 +592,10 @@ async fn a_five_minute_block_stops_pulling_until_it_ends_then_acks_everything() 
     assert_eq!(emulator.metrics("blocked").backlog_count, 0);
 }
 
-/// What the rework adds to the public API: `flush_timeout`,
+/// What the rework added to the public API: `flush_timeout`,
 /// `max_pulls_in_flight`, `queue_budget`, `max_pending_settlements`,
 /// `MIN_VISIBILITY_TIMEOUT` and the new `Summary` fields.
-#[cfg(any())]
-mod needs_new_api {
+mod settings_and_counters {
     use super::*;
     use cf_queues::consumer::MIN_VISIBILITY_TIMEOUT;
     use cf_queues_emulator::Latency;
