@@ -68,7 +68,9 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
             add(&shared.counters.settlement_resends, chunk.len() as u64);
         }
         tokio::time::sleep(shared.leases_budget.reserve(chunk.len())).await;
-        let error = match send(shared, &chunk, resend).await {
+        // Boxed, so that the flush task spawned per chunk stays small: the
+        // ack call's future is large, and spawning copies the task's.
+        let error = match Box::pin(send(shared, &chunk, resend)).await {
             Ok(()) => {
                 unsent.armed = false;
                 return;

@@ -138,7 +138,7 @@ impl Puller {
             return false;
         }
         // Only this task takes slots: what is free now stays free until taken.
-        let free = shared.slots.available_permits();
+        let free = shared.free_slots();
         let asked = settings
             .batch_size
             .min(u32::try_from(free).unwrap_or(u32::MAX));
@@ -147,10 +147,7 @@ impl Puller {
         if asked == 0 || (asked < settings.batch_size && !self.pulls.is_empty()) {
             return false;
         }
-        match shared.slots.try_acquire_many(asked) {
-            Ok(permits) => permits.forget(),
-            Err(_) => return false,
-        }
+        shared.take_slots(asked as usize);
         let wait = shared.pulled_budget.reserve(asked as usize);
         self.asked_in_flight += asked as usize;
         let in_flight = self.pulls.len() as u64 + 1;
@@ -290,7 +287,11 @@ async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed 
     // Lease expiries are estimated from here: the server cannot have
     // started a lease before the request was sent.
     let sent = Instant::now();
-    let result = shared.queue.pull(options).instrument(span.clone()).await;
+    // Boxed, so that the future the puller keeps per pull stays small: the
+    // call's own is large, and would be copied as the pull is started.
+    let result = Box::pin(shared.queue.pull(options))
+        .instrument(span.clone())
+        .await;
     if let Ok(batch) = &result {
         span.record("messaging.batch.message_count", batch.messages.len());
     }

@@ -165,8 +165,6 @@ impl Settings {
                 "must be more than 0 and less than the visibility timeout",
             ));
         }
-        // Semaphores hold at most this many permits.
-        self.max_in_flight = self.max_in_flight.min(tokio::sync::Semaphore::MAX_PERMITS);
         self.max_delay = limits.max_delay;
         Ok(())
     }

@@ -3,11 +3,11 @@
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -40,12 +40,11 @@ pub(crate) struct ConsumerState {
     table: Mutex<LeaseTable>,
     /// Woken when leases are added, so that the keeper looks at the new due times.
     pub keeper_wake: Notify,
-    /// One permit per message that may still be leased.
-    pub slots: Semaphore,
-    /// Slots owed by pulls that returned more messages than they asked for
-    /// while no more were free: paid back before any slot is freed. A lock,
-    /// so that taking and paying back cannot interleave and move the limit.
-    slot_debt: Mutex<usize>,
+    /// Flow-control slots free: messages that may still be asked for.
+    /// Below zero while pulls that returned more than they asked for owe
+    /// slots. Only the puller takes slots, so an atomic is enough: what is
+    /// free when it looks stays free until it takes it.
+    free_slots: AtomicI64,
     /// Woken when a pull may start: a full batch of slots is free (or the
     /// first one, when no pull is on its way), or, while the puller waits
     /// for them, bytes in flight or settlements on their way went down.
@@ -89,7 +88,7 @@ impl ConsumerState {
         settings: Settings,
         stopping: CancellationToken,
     ) -> ConsumerState {
-        let slots = Semaphore::new(settings.max_in_flight);
+        let free_slots = AtomicI64::new(slots(settings.max_in_flight));
         let pulled_budget = Budget::new(settings.queue_budget);
         let leases_budget = Budget::new(settings.queue_budget);
         ConsumerState {
@@ -98,8 +97,7 @@ impl ConsumerState {
             counters: Arc::default(),
             table: Mutex::default(),
             keeper_wake: Notify::new(),
-            slots,
-            slot_debt: Mutex::new(0),
+            free_slots,
             room: Notify::new(),
             wants_room: AtomicBool::new(false),
             pulled_budget,
@@ -251,7 +249,7 @@ impl ConsumerState {
         // A wake-up per settled message would cost more than the message,
         // and would start pulls of one: the puller is woken when a pull is
         // worth starting.
-        let free = self.slots.available_permits();
+        let free = self.free_slots();
         let before = free.saturating_sub(count);
         let batch = self.settings.batch_size as usize;
         if before == 0
@@ -347,36 +345,21 @@ impl ConsumerState {
         }
     }
 
-    /// Frees `n` flow-control slots, less what over-full pulls still owe.
+    /// Frees `n` flow-control slots; what over-full pulls owe is paid first.
     pub(crate) fn return_slots(&self, n: usize) {
-        let mut debt = self
-            .slot_debt
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let paid = (*debt).min(n);
-        *debt -= paid;
-        if n > paid {
-            self.slots.add_permits(n - paid);
-        }
+        self.free_slots.fetch_add(slots(n), Ordering::Relaxed);
     }
 
     /// Takes `n` slots beyond those reserved, for messages a pull returned
-    /// beyond what it asked for: the free ones now, the rest owed, so that
-    /// `max_in_flight` holds once they are settled.
+    /// beyond what it asked for: owed when none are free (the count goes
+    /// below zero), so that `max_in_flight` holds once they are settled.
     pub(crate) fn take_slots(&self, n: usize) {
-        let mut debt = self
-            .slot_debt
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let free = self.slots.available_permits().min(n);
-        let taken = u32::try_from(free)
-            .ok()
-            .and_then(|free| self.slots.try_acquire_many(free).ok())
-            .map_or(0, |permits| {
-                permits.forget();
-                free
-            });
-        *debt += n - taken;
+        self.free_slots.fetch_sub(slots(n), Ordering::Relaxed);
+    }
+
+    /// How many slots are free now.
+    pub(crate) fn free_slots(&self) -> usize {
+        usize::try_from(self.free_slots.load(Ordering::Relaxed)).unwrap_or(0)
     }
 
     /// The retry delay of a message delivered `attempts` times.
@@ -442,4 +425,9 @@ impl std::fmt::Debug for Ticket {
             .field("attempts", &self.attempts)
             .finish_non_exhaustive()
     }
+}
+
+/// A count of slots as the signed counter holds it.
+fn slots(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
