@@ -336,7 +336,12 @@ impl Pass {
         if let Some(quota) = quota
             && state.cap.is_none_or(|cap| self.basis >= cap.basis)
         {
-            let reset = quota.reset.unwrap_or(UNKNOWN_RESET);
+            let mut reset = quota.reset.unwrap_or(UNKNOWN_RESET);
+            if quota.remaining == 0 {
+                // "Nothing left, more now" would have one call after
+                // another probe the server at the pace of its answers.
+                reset = reset.max(UNKNOWN_RESET);
+            }
             state.cap = Some(Cap {
                 basis: self.basis,
                 last: (self.basis + quota.remaining).saturating_sub(self.in_flight_before),
