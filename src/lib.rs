@@ -171,7 +171,6 @@ pub mod request;
 pub mod response;
 mod response_cap;
 pub mod retry;
-#[cfg(any(feature = "consumer", feature = "producer"))]
 mod time;
 mod tls;
 

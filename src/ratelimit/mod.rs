@@ -233,6 +233,7 @@ impl Limiter {
     /// How long one push request to `queue` would wait now, without
     /// reserving anything: for a sender that keeps filling its batch
     /// meanwhile (the producer).
+    #[cfg(feature = "producer")]
     pub(crate) fn peek(&self, queue: &str, now: Instant) -> Duration {
         let mut wait = Duration::ZERO;
         if let Some(requests) = &self.requests {

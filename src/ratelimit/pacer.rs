@@ -235,10 +235,11 @@ impl Pacer {
                 }
             };
             tracing::debug!(?wait, "waiting for the credential's API budget");
-            tokio::select! {
-                () = &mut changed => {}
-                () = crate::time::sleep_until(until) => {
-                    if to_deadline {
+            match until {
+                None => changed.await,
+                Some(at) => {
+                    let timed_out = tokio::time::timeout_at(at, &mut changed).await.is_err();
+                    if timed_out && to_deadline {
                         return Err(Denied::Deadline);
                     }
                 }
