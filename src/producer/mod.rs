@@ -445,6 +445,7 @@ impl ProducerBuilder {
         let counters = Arc::new(ProducerCounters::default());
         let worker = Worker {
             planner: BatchPlanner::new(*self.queue.client().limits()),
+            queue_id: Arc::from(self.queue.id()),
             queue: self.queue,
             receiver,
             linger: self.linger,

@@ -105,7 +105,7 @@ async fn ready(
     flow: Arc<Flow>,
     permits: Arc<Semaphore>,
     client: Client,
-    queue_id: String,
+    queue_id: Arc<str>,
 ) -> Option<Ready> {
     flow.slot().await;
     let permit = permits.acquire_owned().await.ok()?;
@@ -128,6 +128,8 @@ async fn ready(
 /// The producer's task: owns the buffer's receiving end and the open batch.
 pub(super) struct Worker {
     pub(super) queue: Queue,
+    /// The queue's id, shared: asked for on every turn of the loop.
+    pub(super) queue_id: Arc<str>,
     pub(super) receiver: mpsc::Receiver<Queued>,
     pub(super) planner: BatchPlanner<SenderReply>,
     pub(super) linger: Duration,
@@ -176,7 +178,7 @@ impl Worker {
                 Arc::clone(&self.flow),
                 Arc::clone(&self.permits),
                 self.queue.client().clone(),
-                self.queue.id().to_owned(),
+                Arc::clone(&self.queue_id),
             );
             tokio::select! {
                 biased;
