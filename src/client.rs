@@ -278,7 +278,8 @@ impl ClientBuilder {
     }
 
     /// How long one call may take in all: the client-side rate-limit wait,
-    /// every attempt and every retry wait (default: no limit beyond the
+    /// the waits for the pacing by the server's headers, every attempt and
+    /// every retry wait (default: no limit beyond the
     /// per-attempt timeout). A retry wait that would end past it is not
     /// started, and the call returns its last real error; an attempt still
     /// running when it passes ends the call with [`Error::Timeout`]. One

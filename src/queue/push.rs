@@ -30,13 +30,19 @@ impl Queue {
     /// # Errors
     ///
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a message over the size limit or a delay
-    /// over 24 hours, before sending; otherwise what the call met:
+    /// over 24 hours, before sending; [`Error::RateLimited`](crate::Error::RateLimited), unsent, when the
+    /// credential's API budget comes back only after longer than the retry
+    /// policy waits (see [`RateLimits`](crate::ratelimit::RateLimits));
+    /// otherwise what the call met:
     /// [`Error::Api`](crate::Error::Api), [`Error::Transport`](crate::Error::Transport), [`Error::Timeout`](crate::Error::Timeout), ...
+    /// [`Error::may_have_landed`](crate::Error::may_have_landed) tells whether the message may have
+    /// landed all the same.
     ///
     /// # Cancellation
     ///
     /// A push whose future is dropped, or whose deadline passed, after the
-    /// request was sent may still have landed.
+    /// request was sent may still have landed. Dropped while it waits for
+    /// the API budget, it was not sent and takes nothing from the budget.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
         let result = self

@@ -345,7 +345,10 @@ impl Pass {
             }
             state.cap = Some(Cap {
                 basis: self.basis,
-                last: (self.basis + quota.remaining).saturating_sub(self.in_flight_before),
+                last: self
+                    .basis
+                    .saturating_add(quota.remaining)
+                    .saturating_sub(self.in_flight_before),
                 reset_at: later(now, reset),
             });
         }
@@ -360,7 +363,7 @@ impl Pass {
     fn release(&mut self, state: &mut State) {
         if !self.done {
             self.done = true;
-            state.in_flight -= u64::from(self.counted);
+            state.in_flight = state.in_flight.saturating_sub(u64::from(self.counted));
         }
     }
 }
@@ -428,6 +431,24 @@ mod tests {
         // Once `t` passed, one call goes to learn the new figures.
         tokio::time::advance(Duration::from_secs(5)).await;
         assert_eq!(admitted(&pacer, 10), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn absurd_figures_do_not_panic() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let first = pacer.try_admit(true, now).expect("first");
+        let max = u64::MAX;
+        first.answered(OK, &figures(max, max, Some((max, max))), &[]);
+        assert_eq!(
+            admitted(&pacer, 1_000),
+            1_000,
+            "a burst of 1 % of all of them"
+        );
+        let pass = pacer.try_admit(false, now).expect("uncounted");
+        pass.answered(OK, &figures(0, max, Some((1, 1))), &[]);
+        let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
+        assert_eq!(denied.map(drop), Err(Denied::Exhausted(LONGEST_WAIT)));
     }
 
     #[tokio::test(start_paused = true)]
