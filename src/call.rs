@@ -1,5 +1,6 @@
-//! The one path every call takes: client-side rate limit, attempts,
-//! retry waits, all inside one deadline.
+//! The one path every call takes: client-side rate limit, the pacing by
+//! the server's rate-limit headers before each attempt, attempts, retry
+//! waits, all inside one deadline.
 //!
 //! # Where retries live, and why here
 //!
@@ -22,8 +23,18 @@
 //! retry, the timeout carries the error that caused it
 //! ([`Error::Timeout`]'s `last_error`), so the real failure is never lost.
 //! A deadline too far away to represent (`Duration::MAX`) means none.
+//!
+//! # Pacing
+//!
+//! Before each attempt of a call that counts against the credential's
+//! limit, the client's [`Pacer`] says whether it may go (it decides; this
+//! path only asks), and every answer's `Ratelimit` headers, 429s included,
+//! go back to it. A wait the server's figures impose that is longer than
+//! the retry policy honours is not started: the call fails with
+//! [`Error::RateLimited`], unsent.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -33,7 +44,7 @@ use crate::attempt::recorded;
 use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::ratelimit::Limiter;
+use crate::ratelimit::{Denied, Limiter, Pacer, Pass};
 use crate::retry::RetryPolicy;
 
 /// Everything one call needs besides the request itself.
@@ -44,6 +55,14 @@ pub(crate) struct Call<'a> {
     pub deadline: Option<Duration>,
     /// Client-side push limits, for pushes.
     pub limiter: Option<&'a Limiter>,
+    /// The pacing by the server's headers, unless turned off.
+    pub pacer: Option<&'a Arc<Pacer>>,
+    /// The pacer's pass for the first attempt, when the caller waited for
+    /// it itself (the producer, which fills its batch meanwhile).
+    pub first_pass: Option<Pass>,
+    /// Told of every failed attempt, retried or not (the producer lowers
+    /// its batches in flight on a 429).
+    pub observe: Option<&'a (dyn Fn(&Error) + Send + Sync)>,
     /// Messages a push sends, for the rate limits.
     pub messages: usize,
     /// The largest response body accepted.
@@ -52,7 +71,7 @@ pub(crate) struct Call<'a> {
 
 impl Call<'_> {
     /// Runs the call: `send` makes one attempt of the generated request.
-    pub(crate) async fn run<E, F, Fut>(self, mut send: F) -> Result<E::Result>
+    pub(crate) async fn run<E, F, Fut>(mut self, mut send: F) -> Result<E::Result>
     where
         E: Envelope,
         F: FnMut() -> Fut,
@@ -66,17 +85,21 @@ impl Call<'_> {
         );
         async {
             let ends = self.deadline.and_then(|d| Instant::now().checked_add(d));
+            let mut first_pass = self.first_pass.take();
             self.throttle(ends).await?;
             let mut attempt: u32 = 0;
             let mut last_error: Option<Error> = None;
             loop {
                 attempt += 1;
-                let outcome = self.attempt(attempt, ends, send()).await;
+                let outcome = self.attempt(attempt, ends, first_pass.take(), send()).await;
                 tracing::Span::current().record("attempts", attempt);
                 let error = match outcome {
                     Ok(result) => return Ok(result),
                     Err(error) => error.after(last_error.take()),
                 };
+                if let Some(observe) = self.observe {
+                    observe(&error);
+                }
                 let wait = self
                     .retry
                     .wait_before(
@@ -108,16 +131,32 @@ impl Call<'_> {
         &self,
         attempt: u32,
         ends: Option<Instant>,
+        pass: Option<Pass>,
         request: Fut,
     ) -> Result<E::Result>
     where
         E: Envelope,
         Fut: Future<Output = RawOutcome<E>>,
     {
+        let pass = match (pass, self.pacer) {
+            (Some(pass), _) => Some(pass),
+            (None, Some(pacer)) => Some(self.pace(pacer, attempt, ends).await?),
+            (None, None) => None,
+        };
         let attempt_span = tracing::debug_span!("attempt", attempt);
         let run = async {
             let (outcome, exchange) = recorded(self.response_cap, request).await;
-            finish(self.operation, attempt, outcome, exchange)
+            let answer = pass.and_then(|pass| {
+                exchange
+                    .status
+                    .map(|status| (pass, status, exchange.headers.clone()))
+            });
+            let result = finish(self.operation, attempt, outcome, exchange);
+            if let Some((pass, status, headers)) = answer {
+                let codes = result.as_ref().err().map(Error::codes).unwrap_or_default();
+                pass.answered(status, &headers, &codes);
+            }
+            result
         }
         .instrument(attempt_span);
         match ends {
@@ -126,6 +165,23 @@ impl Call<'_> {
                 .await
                 .unwrap_or_else(|_| Err(self.timeout(attempt))),
         }
+    }
+
+    /// Waits until the pacer lets attempt number `attempt` go.
+    async fn pace(&self, pacer: &Arc<Pacer>, attempt: u32, ends: Option<Instant>) -> Result<Pass> {
+        let counted = self.operation.counts_against_api_limit();
+        let max_wait = self.retry.max_retry_after;
+        pacer
+            .admit(counted, ends, max_wait)
+            .await
+            .map_err(|denied| match denied {
+                Denied::Deadline => self.timeout(attempt - 1),
+                Denied::Exhausted(retry_after) => Error::RateLimited {
+                    operation: self.operation,
+                    retry_after,
+                    attempts: attempt - 1,
+                },
+            })
     }
 
     /// Waits for the client-side push limits, unless the wait would outlast the deadline.
@@ -201,6 +257,9 @@ mod tests {
             retry,
             deadline: None,
             limiter: Some(limiter),
+            pacer: None,
+            first_pass: None,
+            observe: None,
             messages: 1,
             response_cap: 1024,
         }

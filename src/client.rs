@@ -9,15 +9,17 @@ use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
 use crate::limits::Limits;
 use crate::queue::Queue;
-use crate::ratelimit::{Limiter, RateLimits};
+use crate::ratelimit::{Limiter, Pacer, RateLimits};
 use crate::raw;
 use crate::retry::RetryPolicy;
 use crate::tls;
 
 /// A client for one Cloudflare account's queues.
 ///
-/// Cheap to clone: clones share the connection pool. Get a [`Queue`] handle
-/// with [`Client::queue`].
+/// Cheap to clone: clones share the connection pool and the pacing by the
+/// server's rate-limit headers (see [`RateLimits`]), so build one client
+/// per credential and clone it. Get a [`Queue`] handle with
+/// [`Client::queue`].
 ///
 /// ```no_run
 /// # async fn demo() -> cf_queues::Result<()> {
@@ -40,6 +42,7 @@ struct Inner {
     retry: RetryPolicy,
     deadline: Option<Duration>,
     limiter: Option<Limiter>,
+    pacer: Option<Arc<Pacer>>,
     max_response_bytes: Option<usize>,
 }
 
@@ -108,6 +111,10 @@ impl Client {
         self.inner.limiter.as_ref()
     }
 
+    pub(crate) fn pacer(&self) -> Option<&Arc<Pacer>> {
+        self.inner.pacer.as_ref()
+    }
+
     /// The generated client, for calls the ergonomic layer does not cover.
     /// It authenticates like this client and never follows redirects, but
     /// does not retry, rate-limit or check limits: that is this layer's job.
@@ -173,7 +180,7 @@ impl ClientBuilder {
             max_response_bytes: None,
             retry: RetryPolicy::default(),
             deadline: None,
-            rate_limits: RateLimits::none(),
+            rate_limits: RateLimits::default(),
         }
     }
 
@@ -271,7 +278,8 @@ impl ClientBuilder {
     }
 
     /// How long one call may take in all: the client-side rate-limit wait,
-    /// every attempt and every retry wait (default: no limit beyond the
+    /// the waits for the pacing by the server's headers, every attempt and
+    /// every retry wait (default: no limit beyond the
     /// per-attempt timeout). A retry wait that would end past it is not
     /// started, and the call returns its last real error; an attempt still
     /// running when it passes ends the call with [`Error::Timeout`]. One
@@ -281,7 +289,12 @@ impl ClientBuilder {
         self
     }
 
-    /// Client-side rate limits for pushes (default: none); see [`RateLimits::cloudflare`].
+    /// How calls are paced and limited (default [`RateLimits::default`]:
+    /// paced by the server's `Ratelimit` headers, so that the client never
+    /// triggers Cloudflare's five-minute block on its own, and no
+    /// client-side limit). [`RateLimits::none`] turns all of it off;
+    /// [`RateLimits::cloudflare`] adds the documented limits on the
+    /// client's side.
     pub fn rate_limits(mut self, limits: RateLimits) -> ClientBuilder {
         self.rate_limits = limits;
         self
@@ -371,6 +384,7 @@ impl ClientBuilder {
                 retry: self.retry,
                 deadline: self.deadline,
                 limiter: Limiter::new(self.rate_limits),
+                pacer: self.rate_limits.paces().then(Arc::default),
                 max_response_bytes: self.max_response_bytes,
             }),
         })
@@ -393,6 +407,7 @@ impl fmt::Debug for ClientBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("retry", &self.retry)
             .field("deadline", &self.deadline)
+            .field("rate_limits", &self.rate_limits)
             .finish_non_exhaustive()
     }
 }

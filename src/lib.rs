@@ -27,6 +27,13 @@
 //! A [`Message`] is text or JSON, with an optional delay. A [`Batch`](crate::batch::Batch) pushes
 //! up to 100 messages in one request.
 //!
+//! Pushes (and every call but pulls, acks and lease extensions) count
+//! against Cloudflare's limit of 1,200 requests per five minutes per token,
+//! and going over it blocks every call of the token for five minutes. Each
+//! [`Client`] paces those calls by the `Ratelimit` headers the API answers
+//! with, so that it never goes over on its own; see
+//! [`RateLimits`](crate::ratelimit::RateLimits).
+//!
 //! ```no_run
 //! # async fn demo() -> cf_queues::Result<()> {
 //! use std::time::Duration;
@@ -79,7 +86,10 @@
 //! ([`limits`]) fails with [`Error::InvalidInput`] before anything is sent. A
 //! failure from the API, including `success: false` inside a 2xx, is
 //! [`Error::Api`] with the HTTP status and every Cloudflare error code; an HTML
-//! or empty error page keeps its status and a snippet of the body.
+//! or empty error page keeps its status and a snippet of the body. A call the
+//! rate limits hold back for longer than the retry policy waits fails unsent
+//! with [`Error::RateLimited`]; [`Error::may_have_landed`] tells whether a
+//! failed push may have landed all the same.
 //!
 //! ```no_run
 //! # async fn demo(queue: cf_queues::Queue) {
@@ -171,7 +181,6 @@ pub mod request;
 pub mod response;
 mod response_cap;
 pub mod retry;
-#[cfg(any(feature = "consumer", feature = "producer"))]
 mod time;
 mod tls;
 

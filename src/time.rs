@@ -1,5 +1,5 @@
 //! Instants that settings of `Duration::MAX` cannot overflow, and sleeps
-//! that may last forever: the consumer's and the producer's timers.
+//! that may last forever: the consumer's, the producer's and the pacer's timers.
 //!
 //! `Instant + Duration` panics past what the clock can represent, and a
 //! user may well say "never" with `Duration::MAX`.
@@ -24,6 +24,7 @@ pub(crate) fn after_or_far(at: Instant, wait: Duration) -> Instant {
 }
 
 /// Sleeps until `at`, or forever.
+#[cfg(any(feature = "consumer", feature = "producer"))]
 pub(crate) async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,

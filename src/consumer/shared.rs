@@ -134,14 +134,18 @@ impl ConsumerState {
     }
 
     /// The block of the credential this error reports, if it is one (429
-    /// with code 971 and a `Retry-After` longer than a minute, up to the
-    /// five minutes Cloudflare blocks for): how long to wait. The first
+    /// with code 971, or [`Error::RateLimited`], and a `Retry-After` longer
+    /// than a minute, up to the five minutes Cloudflare blocks for): how
+    /// long to wait. The first
     /// call to report a block counts it in `Summary::blocked`.
     pub(crate) fn blocked_for(&self, error: &Error) -> Option<Duration> {
         let wait = error.retry_after()?;
-        let block = error.status() == Some(429)
-            && error.codes().contains(&codes::API_RATE_LIMITED)
-            && wait > Duration::from_secs(60);
+        // Refused by the API (429 / 971), or held back unsent by the
+        // client's pacing, which knows of the block from an earlier answer.
+        let refused =
+            error.status() == Some(429) && error.codes().contains(&codes::API_RATE_LIMITED);
+        let held = matches!(error, Error::RateLimited { .. });
+        let block = (refused || held) && wait > Duration::from_secs(60);
         if !block {
             return None;
         }

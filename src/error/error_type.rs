@@ -115,6 +115,29 @@ pub enum Error {
         last_error: Option<Box<Error>>,
     },
 
+    /// The call was not sent: by the server's own figures (its `Ratelimit`
+    /// header, or a 429 with code 971 and its `Retry-After`), the
+    /// credential's API budget comes back only after `retry_after`, longer
+    /// than the retry policy waits
+    /// ([`RetryPolicy::max_retry_after`](crate::retry::RetryPolicy::max_retry_after)),
+    /// as during Cloudflare's five-minute block. See
+    /// [`RateLimits`](crate::ratelimit::RateLimits).
+    #[error(
+        "{operation} not sent: the credential's API budget comes back in {}s, longer than the retry policy waits{}",
+        retry_after.as_secs(),
+        after_attempts(*attempts)
+    )]
+    #[non_exhaustive]
+    RateLimited {
+        /// The operation.
+        operation: Operation,
+        /// How long until the budget comes back.
+        retry_after: Duration,
+        /// How many requests were sent before, retries included (0 when it
+        /// was the first attempt that was held).
+        attempts: u32,
+    },
+
     /// A received message body could not be decoded as asked.
     #[error(transparent)]
     Body(#[from] BodyError),
@@ -188,7 +211,8 @@ impl Error {
             Error::Transport { operation, .. }
             | Error::Decode { operation, .. }
             | Error::ResponseTooLarge { operation, .. }
-            | Error::Timeout { operation, .. } => Some(*operation),
+            | Error::Timeout { operation, .. }
+            | Error::RateLimited { operation, .. } => Some(*operation),
             _ => None,
         }
     }
@@ -201,7 +225,8 @@ impl Error {
             Error::Transport { attempts, .. }
             | Error::Decode { attempts, .. }
             | Error::ResponseTooLarge { attempts, .. }
-            | Error::Timeout { attempts, .. } => *attempts,
+            | Error::Timeout { attempts, .. }
+            | Error::RateLimited { attempts, .. } => *attempts,
             _ => 0,
         }
     }
@@ -210,10 +235,16 @@ impl Error {
     /// retry loop read. Bad input, configuration, undecodable answers and
     /// body errors are [`RetryClass::Permanent`]; a missed deadline is
     /// [`RetryClass::Transient`] (the cut-off request may have landed), or
-    /// [`RetryClass::NotSent`] when it passed before any request was sent.
+    /// [`RetryClass::NotSent`] when it passed before any request was sent;
+    /// a call held back by [`Error::RateLimited`] is
+    /// [`RetryClass::Throttled`], refused before taking effect.
     pub fn retry_class(&self) -> RetryClass {
         match self {
             Error::Api(api) => api.class,
+            Error::RateLimited { retry_after, .. } => RetryClass::Throttled {
+                after: Some(*retry_after),
+                refused: true,
+            },
             Error::Transport { class, .. } => *class,
             Error::Timeout { attempts: 0, .. } => RetryClass::NotSent,
             Error::Timeout { .. } => RetryClass::Transient,
@@ -258,9 +289,47 @@ impl Error {
         })
     }
 
-    /// How long the server asked to wait before trying again, if it said.
+    /// How long the server asked to wait before trying again, if it said:
+    /// its `Retry-After`, or for [`Error::RateLimited`] how long until the
+    /// budget comes back.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.as_api().and_then(|api| api.retry_after)
+        match self {
+            Error::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => self.as_api().and_then(|api| api.retry_after),
+        }
+    }
+
+    /// Whether the request may have taken effect (for a push: whether the
+    /// message may have landed), so that sending it again may duplicate it.
+    ///
+    /// `false` when it surely did not: bad input or configuration (nothing
+    /// was sent), a refused connection, a call held back by the rate limits,
+    /// a 429 with code 10250 or 971, or any other 4xx answer but 408 and
+    /// 409. `true` for 5xx, 408, 409 and code-less 429 answers (whatever
+    /// `x-should-retry` says), timeouts after sending, broken connections,
+    /// and successes whose answer could not be read.
+    pub fn may_have_landed(&self) -> bool {
+        match self {
+            Error::Api(api) => {
+                // The status and codes, not `x-should-retry`: the server's
+                // advice on retrying says nothing about what happened.
+                let codes: Vec<u32> = api.codes().collect();
+                let class = RetryClass::of_answer(api.status, &codes, None, None);
+                matches!(
+                    class,
+                    RetryClass::Transient | RetryClass::Throttled { refused: false, .. }
+                )
+            }
+            Error::Transport { class, .. } => *class != RetryClass::NotSent,
+            Error::Timeout { attempts, .. } => *attempts > 0,
+            Error::Decode { status, .. } | Error::ResponseTooLarge { status, .. } => {
+                (200..300).contains(status)
+            }
+            Error::InvalidInput { .. }
+            | Error::Config(_)
+            | Error::RateLimited { .. }
+            | Error::Body(_) => false,
+        }
     }
 
     /// The API failure behind this error, if it is one.

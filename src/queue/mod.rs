@@ -130,6 +130,9 @@ impl Queue {
             retry: self.retry_policy(),
             deadline: self.deadline(),
             limiter: self.client.limiter(),
+            pacer: self.client.pacer(),
+            first_pass: None,
+            observe: None,
             messages,
             response_cap,
         }

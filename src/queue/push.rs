@@ -30,13 +30,19 @@ impl Queue {
     /// # Errors
     ///
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a message over the size limit or a delay
-    /// over 24 hours, before sending; otherwise what the call met:
+    /// over 24 hours, before sending; [`Error::RateLimited`](crate::Error::RateLimited), unsent, when the
+    /// credential's API budget comes back only after longer than the retry
+    /// policy waits (see [`RateLimits`](crate::ratelimit::RateLimits));
+    /// otherwise what the call met:
     /// [`Error::Api`](crate::Error::Api), [`Error::Transport`](crate::Error::Transport), [`Error::Timeout`](crate::Error::Timeout), ...
+    /// [`Error::may_have_landed`](crate::Error::may_have_landed) tells whether the message may have
+    /// landed all the same.
     ///
     /// # Cancellation
     ///
     /// A push whose future is dropped, or whose deadline passed, after the
-    /// request was sent may still have landed.
+    /// request was sent may still have landed. Dropped while it waits for
+    /// the API budget, it was not sent and takes nothing from the budget.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
         let result = self
@@ -86,7 +92,7 @@ impl Queue {
             .delay
             .map(|d| limits.delay_seconds(&"delay", d))
             .transpose()?;
-        self.send_batch(messages, delay_seconds).await
+        self.send_batch(messages, delay_seconds, None, None).await
     }
 
     /// Pushes a batch cut by a [`BatchPlanner`]; returns its tags with the outcome.
@@ -114,14 +120,30 @@ impl Queue {
     /// As for [`Queue::push`].
     pub async fn push_planned<T>(&self, batch: PlannedBatch<T>) -> (Vec<T>, Result<PushReceipt>) {
         let PlannedBatch { wires, .. } = &batch;
-        let result = self.send_batch(wires.clone(), None).await;
+        let result = self.send_batch(wires.clone(), None, None, None).await;
         (batch.into_tags(), result)
+    }
+
+    /// Pushes a planned batch it does not take, so that it can be sent
+    /// again, tells `observe` of every failed attempt, and sends the first
+    /// attempt with `pass` when the caller already waited for the pacer.
+    #[cfg(feature = "producer")]
+    pub(crate) async fn push_planned_observed<T>(
+        &self,
+        batch: &PlannedBatch<T>,
+        observe: &(dyn Fn(&crate::Error) + Send + Sync),
+        pass: Option<crate::ratelimit::Pass>,
+    ) -> Result<PushReceipt> {
+        self.send_batch(batch.wires.clone(), None, Some(observe), pass)
+            .await
     }
 
     async fn send_batch(
         &self,
         messages: Vec<types::QueueMessage>,
         delay_seconds: Option<u32>,
+        observe: Option<&(dyn Fn(&crate::Error) + Send + Sync)>,
+        pass: Option<crate::ratelimit::Pass>,
     ) -> Result<PushReceipt> {
         let count = messages.len();
         let body: types::BatchRequest = built(
@@ -129,10 +151,10 @@ impl Queue {
                 .messages(messages)
                 .delay_seconds(delay_seconds),
         )?;
-        let result = self
-            .call(Operation::Batch, count, self.small_response_cap())
-            .run(send!(self, push_batch, body))
-            .await?;
+        let mut call = self.call(Operation::Batch, count, self.small_response_cap());
+        call.observe = observe;
+        call.first_pass = pass;
+        let result = call.run(send!(self, push_batch, body)).await?;
         Ok(result.into())
     }
 

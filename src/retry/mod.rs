@@ -112,7 +112,11 @@ impl RetryPolicy {
     }
 
     /// The longest server-requested wait (`retry-after-ms`, `Retry-After`)
-    /// that is honoured (default 60 s); a longer one falls back to the backoff.
+    /// that is honoured (default 60 s). After a 429, a longer one ends the
+    /// call at once (retrying within it would be refused too; the error's
+    /// [`retry_after`](crate::Error::retry_after) says how long); after any
+    /// other failure, it falls back to the backoff. The pacing by the
+    /// server's headers does not wait longer than this either.
     pub fn max_retry_after(mut self, max: Duration) -> RetryPolicy {
         self.max_retry_after = max;
         self
@@ -157,12 +161,14 @@ impl RetryPolicy {
         if retry > self.max_retries || !class.may_repeat(operation.is_idempotent(), repeat_unsafe) {
             return None;
         }
-        if let Some(asked) = asked
-            && asked <= self.max_retry_after
-        {
-            return Some(asked);
+        match asked {
+            Some(asked) if asked <= self.max_retry_after => Some(asked),
+            // A rate limit that lasts longer than we wait (Cloudflare's
+            // five-minute block) refuses every attempt until it ends: the
+            // call fails at once, with the wait in `Error::retry_after`.
+            Some(_) if matches!(class, RetryClass::Throttled { .. }) => None,
+            _ => Some(self.backoff_for(retry)),
         }
-        Some(self.backoff_for(retry))
     }
 
     fn backoff_for(&self, retry: u32) -> Duration {
@@ -263,5 +269,19 @@ mod tests {
             wait(Duration::from_secs(120)) <= Some(Duration::from_millis(500)),
             "a longer wait falls back to the backoff"
         );
+        let block = policy.wait_before(
+            1,
+            Operation::Batch,
+            RetryClass::of_answer(429, &[971], None, Some(Duration::from_secs(300))),
+            Some(Duration::from_secs(300)),
+        );
+        assert_eq!(block, None, "a five-minute block is not waited out");
+        let short = policy.wait_before(
+            1,
+            Operation::Batch,
+            RetryClass::of_answer(429, &[971], None, Some(Duration::from_secs(2))),
+            Some(Duration::from_secs(2)),
+        );
+        assert_eq!(short, Some(Duration::from_secs(2)));
     }
 }

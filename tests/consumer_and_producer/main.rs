@@ -2,6 +2,7 @@
 //! paused clock. What they log and trace is tested in `tests/logs/`.
 #![allow(missing_docs, unreachable_pub)]
 
+mod budget;
 mod consumer;
 mod consumer_distance;
 mod consumer_faults;

@@ -299,12 +299,19 @@ fn a_runtime_shut_down_under_the_producer_drops_every_sender_and_logs_them_all()
             .await
             .expect("joined")
             .expect("the producer's thread ended");
+        let mut may_have_landed = 0;
         for send in sends {
             match send.await.expect("task") {
-                Err(ProducerError::Dropped) => {}
+                Err(error @ ProducerError::Dropped { .. }) => {
+                    may_have_landed += usize::from(error.may_have_landed());
+                }
                 other => panic!("{other:?}"),
             }
         }
+        assert_eq!(
+            may_have_landed, 100,
+            "the batch on its way may have landed; the open batch was not sent"
+        );
         let text = log.text();
         assert!(
             text.contains("messages=150 in_flight=100"),

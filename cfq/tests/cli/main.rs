@@ -4,6 +4,7 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod admin;
+mod budget;
 mod drain;
 mod messages;
 #[cfg(unix)]

@@ -4,10 +4,33 @@
 //!
 //! A batch is cut by a [`BatchPlanner`] (at most 100 messages and 256 KB,
 //! counted as the API counts them) and sent as soon as it is full, or once
-//! its first message has waited the linger. Up to
-//! [`ProducerBuilder::max_concurrent_batches`] batches are in flight at
-//! once; a bounded buffer in front of the batches makes senders wait
-//! (backpressure) instead of growing without bound.
+//! its first message has waited the linger, and a slot and the API budget
+//! are there. Up to [`ProducerBuilder::max_concurrent_batches`] batches are
+//! in flight at once; a bounded buffer in front of the batches makes
+//! senders wait (backpressure) instead of growing without bound.
+//!
+//! # Within Cloudflare's API budget
+//!
+//! Pushes over the REST API count against Cloudflare's limit of 1,200
+//! requests per five minutes per token (or user), and going over it blocks
+//! every call of that token, the pulls and acks of a consumer sharing it
+//! included, for five minutes. The client paces its calls by the server's
+//! `Ratelimit` headers (see [`RateLimits`](crate::ratelimit::RateLimits)),
+//! so a producer never goes over on its own: it sends about 3.86 batches a
+//! second at most, which with full batches of 100 is about **386 messages
+//! a second per token**, whatever the concurrency. To push more, use more
+//! tokens (one client, and so one producer, per token), or push from a
+//! Worker binding, which this limit does not cover.
+//!
+//! While a batch waits for the budget or for a free slot, it keeps filling,
+//! up to 100 messages or 256 KB: under a steady load the budget goes to
+//! full batches rather than to small ones sent early. A batch refused with
+//! a 429 (code 971 or 10250) lowers the number of batches in flight, which
+//! climbs back by one after as many successes as batches allowed in
+//! flight. A five-minute block triggered anyway (by another process on the
+//! same token) holds the batches: none is sent until it ends, and the one
+//! refused is sent again then, since it did not land (at most
+//! [`MAX_BLOCKS_HELD`] times).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -34,7 +57,7 @@
 //! |---|---|---|
 //! | [`linger`](ProducerBuilder::linger) | 5 ms | little latency next to a push, time for a batch to fill |
 //! | [`max_buffered`](ProducerBuilder::max_buffered) | 1,000 messages | ten batches: keeps the batches in flight busy, bounds memory |
-//! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip, far from 429s |
+//! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip; the API budget, not this, bounds the pace |
 //!
 //! # Retries
 //!
@@ -52,7 +75,17 @@
 //! callers still get their outcomes. If the runtime shuts down first, every
 //! message without an outcome yet, buffered or in a batch on its way, is
 //! counted in a `tracing` error (batches on their way may have landed), and
-//! its caller gets [`ProducerError::Dropped`]: never a silent loss.
+//! its caller gets [`ProducerError::Dropped`], which says whether it may
+//! have landed: never a silent loss.
+//!
+//! # Did it land?
+//!
+//! [`ProducerError::may_have_landed`] tells each sender whether its message
+//! may have been pushed all the same (a batch whose answer was lost, a 5xx,
+//! a timeout), so that it can choose to send it again and risk a
+//! duplicate, or not.
+
+mod worker;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -60,16 +93,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio::time::Instant;
-use tracing::Instrument as _;
 
-use crate::batch::{BatchPlanner, PlannedBatch, Rejected};
-use crate::counters::add;
+use crate::batch::BatchPlanner;
 use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::queue::Queue;
 use crate::response::PushReceipt;
-use crate::time::{after, sleep_until};
+use worker::{Flow, Worker};
 
 /// The default linger: a push takes tens of milliseconds, so 5 ms adds
 /// little latency while letting concurrent senders fill a batch.
@@ -79,6 +109,11 @@ pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
 pub const DEFAULT_MAX_BUFFERED: usize = 1_000;
 /// The default number of batches in flight at once.
 pub const DEFAULT_MAX_CONCURRENT_BATCHES: usize = 4;
+/// How many five-minute blocks a batch refused by one is held through and
+/// sent again after: a token blocked again and again is shared with a
+/// process that does not pace itself, and after three blocks (a quarter of
+/// an hour) its senders learn of it.
+pub const MAX_BLOCKS_HELD: u32 = 3;
 
 /// Why a message sent to a [`Producer`] did not land.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -89,17 +124,22 @@ pub enum ProducerError {
     #[error("the message was refused before sending: {0}")]
     Rejected(Arc<Error>),
     /// The batch carrying the message failed; every message of that batch
-    /// gets this error. [`Error::retry_class`] tells whether it may have
-    /// landed anyway.
+    /// gets this error. [`ProducerError::may_have_landed`] tells whether it
+    /// may have landed anyway.
     #[error("the batch carrying the message failed: {0}")]
     Failed(Arc<Error>),
     /// The producer was closed before it took the message, which is handed back.
     #[error("the producer is closed")]
     Closed(Box<Message>),
     /// The producer's task ended (its runtime shut down) before the
-    /// message's outcome was known: it may or may not have landed.
-    #[error("the producer stopped before the message's outcome was known")]
-    Dropped,
+    /// message's outcome was known.
+    #[error("the producer stopped before the message's outcome was known{}", if *may_have_landed { " (it may have landed)" } else { " (it was not sent)" })]
+    #[non_exhaustive]
+    Dropped {
+        /// Whether its batch was on its way (it may have landed), rather
+        /// than the message still waiting in the producer (it did not).
+        may_have_landed: bool,
+    },
 }
 
 impl ProducerError {
@@ -107,7 +147,38 @@ impl ProducerError {
     pub fn error(&self) -> Option<&Error> {
         match self {
             ProducerError::Rejected(error) | ProducerError::Failed(error) => Some(error),
-            ProducerError::Closed(_) | ProducerError::Dropped => None,
+            ProducerError::Closed(_) | ProducerError::Dropped { .. } => None,
+        }
+    }
+
+    /// Whether the message may have landed despite this error, so that
+    /// sending it again may duplicate it: see [`Error::may_have_landed`]
+    /// for a failed batch; a rejected message, one the closed producer
+    /// handed back, and one still waiting when the producer stopped did
+    /// not land.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use cf_queues::Message;
+    /// use cf_queues::producer::Producer;
+    /// # let emulator = cf_queues_emulator::Emulator::new().start().await?;
+    /// # let queue = emulator.client()?.queue("events")?;
+    /// let producer = Producer::builder(queue).build()?;
+    /// let message = Message::text("order 17");
+    /// if let Err(error) = producer.send(message.clone()).await {
+    ///     if !error.may_have_landed() {
+    ///         // Surely not pushed: sending it again cannot duplicate it.
+    ///         producer.send(message).await?;
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn may_have_landed(&self) -> bool {
+        match self {
+            ProducerError::Failed(error) => error.may_have_landed(),
+            ProducerError::Dropped { may_have_landed } => *may_have_landed,
+            ProducerError::Rejected(_) | ProducerError::Closed(_) => false,
         }
     }
 }
@@ -128,6 +199,13 @@ pub struct ProducerStats {
     pub rejected: u64,
     /// Messages in batches on their way.
     pub in_flight: u64,
+    /// Push attempts refused with a 429 (retried or not).
+    pub throttled: u64,
+    /// Times the batches in flight allowed were lowered after a 429 with
+    /// code 971 or 10250.
+    pub slowdowns: u64,
+    /// Batches held through a five-minute block and sent again after it.
+    pub held: u64,
 }
 
 crate::counters::live_counters!(
@@ -139,10 +217,21 @@ crate::counters::live_counters!(
         failed,
         rejected,
         in_flight,
+        throttled,
+        slowdowns,
+        held,
     }
 );
 
 type SenderReply = oneshot::Sender<Result<PushReceipt, ProducerError>>;
+
+/// A reply for a message that will not be sent: its producer stopped
+/// before sending it.
+fn not_sent(reply: SenderReply) {
+    let _ = reply.send(Err(ProducerError::Dropped {
+        may_have_landed: false,
+    }));
+}
 
 enum Queued {
     Message(Message, SenderReply),
@@ -217,7 +306,9 @@ impl Producer {
     /// [`ProducerError::Rejected`] for a message that breaks a limit on its
     /// own, [`ProducerError::Failed`] when its batch failed,
     /// [`ProducerError::Closed`] after [`Producer::close`], and
-    /// [`ProducerError::Dropped`] when the runtime shut down first.
+    /// [`ProducerError::Dropped`] when the runtime shut down first. Each
+    /// says whether the message may have landed
+    /// ([`ProducerError::may_have_landed`]).
     ///
     /// # Cancellation
     ///
@@ -242,13 +333,21 @@ impl Producer {
             // Only the handles keep the producer open: once they are all
             // dropped it flushes, even while outcomes are awaited.
             drop(sender);
-            outcome.await.unwrap_or(Err(ProducerError::Dropped))
+            // A reply dropped unsent: the producer's task died with its
+            // runtime, maybe with the batch on its way.
+            outcome.await.unwrap_or(Err(ProducerError::Dropped {
+                may_have_landed: true,
+            }))
         }
     }
 
     /// Sends what is buffered now, without waiting for the linger, and
     /// waits until every message handed over before this call has its
     /// outcome. After [`Producer::close`] it returns at once.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future stops the wait only: the messages are sent.
     pub async fn flush(&self) {
         let (done, flushed) = oneshot::channel();
         if self.sender.send(Queued::Flush(done)).await.is_ok() {
@@ -310,7 +409,10 @@ impl ProducerBuilder {
 
     /// How many batches may be on their way at once; at least 1. Default
     /// [`DEFAULT_MAX_CONCURRENT_BATCHES`] (4): enough to hide a push's round
-    /// trip under load, few enough to stay far from Cloudflare's 429s.
+    /// trip under load. It does not set the pace: the client's pacing by
+    /// the API budget does (about 3.86 batches a second per token at
+    /// Cloudflare's figures). A 429 with code 971 or 10250 halves it for a
+    /// while.
     pub fn max_concurrent_batches(mut self, batches: usize) -> ProducerBuilder {
         self.max_concurrent_batches = batches;
         self
@@ -343,13 +445,20 @@ impl ProducerBuilder {
         let counters = Arc::new(ProducerCounters::default());
         let worker = Worker {
             planner: BatchPlanner::new(*self.queue.client().limits()),
+            queue_id: Arc::from(self.queue.id()),
             queue: self.queue,
             receiver,
             linger: self.linger,
+            flow: Arc::new(Flow::new(max_batches)),
             permits: Arc::new(Semaphore::new(max_batches)),
             max_batches: max_batches as u32,
             counters: Arc::clone(&counters),
+            sealed: None,
+            linger_ends: None,
+            linger_over: false,
+            flushes: Vec::new(),
             closers: Vec::new(),
+            drained: false,
             finished: false,
         };
         tokio::spawn(worker.run());
@@ -358,163 +467,5 @@ impl ProducerBuilder {
             closed: Arc::new(AtomicBool::new(false)),
             counters,
         })
-    }
-}
-
-/// The producer's task: owns the buffer's receiving end and the open batch.
-struct Worker {
-    queue: Queue,
-    receiver: mpsc::Receiver<Queued>,
-    planner: BatchPlanner<SenderReply>,
-    linger: Duration,
-    permits: Arc<Semaphore>,
-    max_batches: u32,
-    counters: Arc<ProducerCounters>,
-    closers: Vec<oneshot::Sender<()>>,
-    finished: bool,
-}
-
-impl Worker {
-    async fn run(mut self) {
-        let mut deadline: Option<Instant> = None;
-        loop {
-            let item = tokio::select! {
-                biased;
-                item = self.receiver.recv() => item,
-                () = sleep_until(deadline) => {
-                    deadline = None;
-                    self.send_open().await;
-                    continue;
-                }
-            };
-            match item {
-                Some(Queued::Message(message, reply)) => {
-                    add(&self.counters.accepted, 1);
-                    match self.planner.add(reply, message) {
-                        Err(Rejected { tag, error }) => {
-                            add(&self.counters.rejected, 1);
-                            let _ = tag.send(Err(ProducerError::Rejected(Arc::new(error))));
-                        }
-                        Ok(Some(full)) => self.dispatch(full).await,
-                        Ok(None) => {}
-                    }
-                    if self.planner.is_full() {
-                        deadline = None;
-                        self.send_open().await;
-                    } else if self.planner.pending() == 1 {
-                        // This message opened a batch: its linger starts now.
-                        // A linger too long for the clock means: only when
-                        // full, flushed or closed.
-                        deadline = after(Instant::now(), self.linger);
-                    }
-                }
-                Some(Queued::Flush(done)) => {
-                    deadline = None;
-                    self.send_open().await;
-                    let all = Arc::clone(&self.permits);
-                    let max = self.max_batches;
-                    // The semaphore is fair: this waits for the batches sent
-                    // so far, not for later ones.
-                    tokio::spawn(async move {
-                        let _all = all.acquire_many(max).await;
-                        let _ = done.send(());
-                    });
-                }
-                Some(Queued::Close(done)) => {
-                    // What is in the buffer still goes; nothing more comes in.
-                    self.receiver.close();
-                    self.closers.push(done);
-                }
-                None => {
-                    self.send_open().await;
-                    let _all = self.permits.acquire_many(self.max_batches).await;
-                    self.finished = true;
-                    for done in self.closers.drain(..) {
-                        let _ = done.send(());
-                    }
-                    return;
-                }
-            }
-        }
-    }
-
-    async fn send_open(&mut self) {
-        if let Some(batch) = self.planner.take() {
-            self.dispatch(batch).await;
-        }
-    }
-
-    /// Sends a batch once a slot is free, in a task of its own.
-    async fn dispatch(&mut self, batch: PlannedBatch<SenderReply>) {
-        let Ok(permit) = Arc::clone(&self.permits).acquire_owned().await else {
-            return;
-        };
-        let count = batch.len() as u64;
-        add(&self.counters.batches, 1);
-        add(&self.counters.in_flight, count);
-        let queue = self.queue.clone();
-        let counters = Arc::clone(&self.counters);
-        let span = tracing::info_span!(
-            "send",
-            otel.name = %format_args!("send {}", queue.id()),
-            otel.kind = "producer",
-            messaging.system = "cloudflare_queues",
-            messaging.destination.name = queue.id(),
-            messaging.operation.type = "send",
-            messaging.operation.name = "send",
-            messaging.batch.message_count = count,
-        );
-        tokio::spawn(
-            async move {
-                let (replies, result) = queue.push_planned(batch).await;
-                match result {
-                    Ok(receipt) => {
-                        add(&counters.landed, count);
-                        for reply in replies {
-                            let _ = reply.send(Ok(receipt));
-                        }
-                    }
-                    Err(error) => {
-                        add(&counters.failed, count);
-                        tracing::warn!(messages = count, %error, "a batch push failed");
-                        let error = Arc::new(error);
-                        for reply in replies {
-                            let _ = reply.send(Err(ProducerError::Failed(Arc::clone(&error))));
-                        }
-                    }
-                }
-                counters.in_flight.fetch_sub(count, Ordering::Relaxed);
-                drop(permit);
-            }
-            .instrument(span),
-        );
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        // Only a runtime shutting down ends the task early. The buffer's
-        // items hold replies too; flushes and closes there are not messages.
-        let mut buffered = self.planner.pending() as u64;
-        while let Ok(item) = self.receiver.try_recv() {
-            if matches!(item, Queued::Message(..)) {
-                buffered += 1;
-            }
-        }
-        // Batches already spawned die with the runtime as well: they count
-        // until their outcome is sent, which now never happens.
-        let in_flight = self.counters.in_flight.load(Ordering::Relaxed);
-        let messages = buffered + in_flight;
-        if messages > 0 {
-            tracing::error!(
-                queue = self.queue.id(),
-                messages,
-                in_flight,
-                "the producer stopped with messages whose outcome is unknown (those in flight may have landed); their senders get ProducerError::Dropped"
-            );
-        }
     }
 }

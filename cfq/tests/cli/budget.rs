@@ -1,0 +1,64 @@
+//! `cfq push --file` and `cfq replay` under a per-credential window small
+//! enough to reach in a test (4 requests a second, then a five-minute
+//! block): both are paced by the emulator's `Ratelimit` headers, so they
+//! finish without ever being blocked, however many batches they send.
+
+use std::time::{Duration, Instant};
+
+use cf_queues_emulator::{Emulator, RateLimitModel};
+
+use crate::support::{TOKEN, cfq, pull_all_texts, run, temp_dir};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
+    let model = RateLimitModel::cloudflare().per_credential(
+        4,
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+    );
+    let emulator = Emulator::new()
+        .token(TOKEN)
+        .rate_limits(model)
+        .start()
+        .await
+        .expect("emulator starts");
+    let dir = temp_dir("budget");
+    let file = dir.join("lines.txt");
+    let lines: Vec<String> = (1..=500).map(|i| format!("line {i}")).collect();
+    std::fs::write(&file, lines.join("\n")).expect("write");
+
+    // Five batches at 4 a second, aiming 3: no burst of five goes at once.
+    let started = Instant::now();
+    let mut push = cfq(&emulator);
+    push.args(["push", "--queue", "paced", "--file"]).arg(&file);
+    let pushed = run(push).await;
+    pushed.expect_code(0);
+    assert_eq!(pushed.one()["pushed"], 500);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "paced: {:?}",
+        started.elapsed()
+    );
+
+    let drained = dir.join("drained.ndjson");
+    let mut drain = cfq(&emulator);
+    drain
+        .args(["drain", "--queue", "paced", "--to"])
+        .arg(&drained);
+    run(drain).await.expect_code(0);
+
+    let mut replay = cfq(&emulator);
+    replay
+        .arg("replay")
+        .arg(&drained)
+        .args(["--to", "replayed"]);
+    let replayed = run(replay).await;
+    replayed.expect_code(0);
+    assert_eq!(replayed.one()["pushed"], 500);
+
+    // Never blocked: a blocked token would refuse these pulls for 300 s.
+    let mut bodies = pull_all_texts(&emulator, "replayed").await;
+    bodies.sort_by_key(|b| b.trim_start_matches("line ").parse::<u32>().unwrap_or(0));
+    assert_eq!(bodies, lines);
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -1,0 +1,391 @@
+//! The producer's task: takes messages from the buffer into the open batch,
+//! and sends a batch once it is due (full, lingered, flushed or closing) and
+//! a slot and the API budget are there, filling it meanwhile.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use super::{MAX_BLOCKS_HELD, ProducerCounters, ProducerError, Queued, SenderReply, not_sent};
+use crate::batch::{BatchPlanner, PlannedBatch, Rejected};
+use crate::client::Client;
+use crate::codes;
+use crate::counters::add;
+use crate::error::Error;
+use crate::queue::Queue;
+use crate::ratelimit::Pass;
+use crate::time::{after, sleep_until};
+
+/// The longest a batch refused by a block waits before it is sent again,
+/// whatever `Retry-After` said: Cloudflare's block is five minutes, and a
+/// figure of days is a server's mistake that must not hold senders forever.
+const LONGEST_HOLD: Duration = Duration::from_secs(3600);
+
+/// How many batches may be in flight now: the setting, halved after a 429
+/// with code 971 or 10250, and raised back by one after as many successes
+/// as it allows.
+#[derive(Debug)]
+pub(super) struct Flow {
+    max: usize,
+    limit: AtomicUsize,
+    in_flight: AtomicUsize,
+    successes: AtomicUsize,
+    freed: Notify,
+}
+
+impl Flow {
+    pub(super) fn new(max: usize) -> Flow {
+        Flow {
+            max,
+            limit: AtomicUsize::new(max),
+            in_flight: AtomicUsize::new(0),
+            successes: AtomicUsize::new(0),
+            freed: Notify::new(),
+        }
+    }
+
+    /// Halves the limit (at least 1); whether it was lowered.
+    fn slow_down(&self) -> bool {
+        self.successes.store(0, Ordering::Relaxed);
+        self.limit
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |limit| {
+                (limit > 1).then_some(limit / 2)
+            })
+            .is_ok()
+    }
+
+    fn succeeded(&self) {
+        let limit = self.limit.load(Ordering::Acquire);
+        if limit >= self.max {
+            return;
+        }
+        if self.successes.fetch_add(1, Ordering::AcqRel) + 1 >= limit {
+            self.successes.store(0, Ordering::Relaxed);
+            let _ = self
+                .limit
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |limit| {
+                    (limit < self.max).then_some(limit + 1)
+                });
+        }
+    }
+
+    fn finished(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.freed.notify_waiters();
+    }
+
+    /// Waits until one more batch may be in flight.
+    async fn slot(&self) {
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if self.in_flight.load(Ordering::Acquire) < self.limit.load(Ordering::Acquire) {
+                return;
+            }
+            freed.await;
+        }
+    }
+}
+
+/// What a batch due to go needs: its slot, and the pacer's pass when the
+/// client paces.
+type Ready = (OwnedSemaphorePermit, Option<Pass>);
+
+/// Waits until a batch may go now: a slot under the flow's limit, a
+/// permit, the client-side limits and the pacing by the API budget (as
+/// long as that takes: the producer holds its batches through a block).
+/// Takes the pass only as it returns, so it may be dropped (a message came
+/// in) and started again without spending anything.
+async fn ready(
+    flow: Arc<Flow>,
+    permits: Arc<Semaphore>,
+    client: Client,
+    queue_id: Arc<str>,
+) -> Option<Ready> {
+    flow.slot().await;
+    let permit = permits.acquire_owned().await.ok()?;
+    if let Some(limiter) = client.limiter() {
+        loop {
+            let wait = limiter.peek(&queue_id, Instant::now());
+            if wait.is_zero() {
+                break;
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+    let pass = match client.pacer() {
+        Some(pacer) => Some(pacer.admit(true, None, Duration::MAX).await.ok()?),
+        None => None,
+    };
+    Some((permit, pass))
+}
+
+/// The producer's task: owns the buffer's receiving end and the open batch.
+pub(super) struct Worker {
+    pub(super) queue: Queue,
+    /// The queue's id, shared: asked for on every turn of the loop.
+    pub(super) queue_id: Arc<str>,
+    pub(super) receiver: mpsc::Receiver<Queued>,
+    pub(super) planner: BatchPlanner<SenderReply>,
+    pub(super) linger: Duration,
+    pub(super) flow: Arc<Flow>,
+    pub(super) permits: Arc<Semaphore>,
+    pub(super) max_batches: u32,
+    pub(super) counters: Arc<ProducerCounters>,
+    /// A batch closed by a message that did not fit in it; it goes first.
+    pub(super) sealed: Option<PlannedBatch<SenderReply>>,
+    /// When the open batch's linger ends (`None`: never, or no batch).
+    pub(super) linger_ends: Option<Instant>,
+    pub(super) linger_over: bool,
+    /// Flushes waiting for the batches holding the messages before them to go.
+    pub(super) flushes: Vec<oneshot::Sender<()>>,
+    pub(super) closers: Vec<oneshot::Sender<()>>,
+    /// The buffer is closed and empty.
+    pub(super) drained: bool,
+    pub(super) finished: bool,
+}
+
+impl Worker {
+    pub(super) async fn run(mut self) {
+        loop {
+            if self.sealed.is_none() && self.planner.pending() == 0 {
+                self.release_flushes();
+                if self.drained {
+                    let _all = self.permits.acquire_many(self.max_batches).await;
+                    self.finished = true;
+                    for done in self.closers.drain(..) {
+                        let _ = done.send(());
+                    }
+                    return;
+                }
+            }
+            let due = self.sealed.is_some()
+                || (self.planner.pending() > 0
+                    && (self.planner.is_full()
+                        || self.linger_over
+                        || self.drained
+                        || !self.flushes.is_empty()));
+            // While a batch waits to go, the open one keeps filling; a full
+            // one stops taking messages, and the buffer pushes back.
+            let take = !self.drained && self.sealed.is_none() && !self.planner.is_full();
+            let lingering = self.linger_ends.is_some() && !self.linger_over;
+            let ready = ready(
+                Arc::clone(&self.flow),
+                Arc::clone(&self.permits),
+                self.queue.client().clone(),
+                Arc::clone(&self.queue_id),
+            );
+            tokio::select! {
+                biased;
+                Some((permit, pass)) = ready, if due => self.dispatch(permit, pass),
+                item = self.receiver.recv(), if take => self.take(item),
+                () = sleep_until(self.linger_ends), if lingering => self.linger_over = true,
+                else => {
+                    // Only a closed semaphore gets here, and it is never closed.
+                    tracing::error!("the producer's slots are gone; it stops");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn take(&mut self, item: Option<Queued>) {
+        match item {
+            Some(Queued::Message(message, reply)) => {
+                add(&self.counters.accepted, 1);
+                match self.planner.add(reply, message) {
+                    Err(Rejected { tag, error }) => {
+                        add(&self.counters.rejected, 1);
+                        let _ = tag.send(Err(ProducerError::Rejected(Arc::new(error))));
+                    }
+                    Ok(Some(full)) => {
+                        self.sealed = Some(full);
+                        self.start_linger();
+                    }
+                    Ok(None) if self.planner.pending() == 1 => self.start_linger(),
+                    Ok(None) => {}
+                }
+            }
+            Some(Queued::Flush(done)) => self.flushes.push(done),
+            Some(Queued::Close(done)) => {
+                // What is in the buffer still goes; nothing more comes in.
+                self.receiver.close();
+                self.closers.push(done);
+            }
+            None => self.drained = true,
+        }
+    }
+
+    /// A message opened a batch: its linger starts now. A linger too long
+    /// for the clock means: only when full, flushed or closed.
+    fn start_linger(&mut self) {
+        self.linger_ends = after(Instant::now(), self.linger);
+        self.linger_over = false;
+    }
+
+    /// Lets the flushes waiting for the batches sent so far wait for them:
+    /// the semaphore is fair, so this waits for those, not for later ones.
+    fn release_flushes(&mut self) {
+        for done in self.flushes.drain(..) {
+            let all = Arc::clone(&self.permits);
+            let max = self.max_batches;
+            tokio::spawn(async move {
+                let _all = all.acquire_many(max).await;
+                let _ = done.send(());
+            });
+        }
+    }
+
+    /// Sends the batch that is due, in a task of its own.
+    fn dispatch(&mut self, permit: OwnedSemaphorePermit, pass: Option<Pass>) {
+        let batch = match self.sealed.take() {
+            Some(sealed) => sealed,
+            None => {
+                self.linger_ends = None;
+                self.linger_over = false;
+                let Some(open) = self.planner.take() else {
+                    return;
+                };
+                open
+            }
+        };
+        let count = batch.len() as u64;
+        add(&self.counters.batches, 1);
+        add(&self.counters.in_flight, count);
+        self.flow.in_flight.fetch_add(1, Ordering::AcqRel);
+        let queue = self.queue.clone();
+        let counters = Arc::clone(&self.counters);
+        let flow = Arc::clone(&self.flow);
+        let span = tracing::info_span!(
+            "send",
+            otel.name = %format_args!("send {}", queue.id()),
+            otel.kind = "producer",
+            messaging.system = "cloudflare_queues",
+            messaging.destination.name = queue.id(),
+            messaging.operation.type = "send",
+            messaging.operation.name = "send",
+            messaging.batch.message_count = count,
+        );
+        tokio::spawn(
+            async move {
+                let result = send(&queue, &batch, &counters, &flow, pass).await;
+                let replies = batch.into_tags();
+                match result {
+                    Ok(receipt) => {
+                        flow.succeeded();
+                        add(&counters.landed, count);
+                        for reply in replies {
+                            let _ = reply.send(Ok(receipt));
+                        }
+                    }
+                    Err(error) => {
+                        add(&counters.failed, count);
+                        tracing::warn!(messages = count, %error, may_have_landed = error.may_have_landed(), "a batch push failed");
+                        let error = Arc::new(error);
+                        for reply in replies {
+                            let _ = reply.send(Err(ProducerError::Failed(Arc::clone(&error))));
+                        }
+                    }
+                }
+                counters.in_flight.fetch_sub(count, Ordering::Relaxed);
+                flow.finished();
+                drop(permit);
+            }
+            .instrument(span),
+        );
+    }
+}
+
+/// Pushes one batch through the queue's call path, which retries it as
+/// its policy says; a batch refused by a five-minute block (which did not
+/// land) is held until the block ends and sent again.
+async fn send(
+    queue: &Queue,
+    batch: &PlannedBatch<SenderReply>,
+    counters: &ProducerCounters,
+    flow: &Flow,
+    mut pass: Option<Pass>,
+) -> crate::Result<crate::response::PushReceipt> {
+    let observe = |error: &Error| {
+        if error.status() == Some(429) {
+            add(&counters.throttled, 1);
+            let codes = error.codes();
+            if codes
+                .iter()
+                .any(|c| [codes::API_RATE_LIMITED, codes::QUEUE_OVERLOADED].contains(c))
+                && flow.slow_down()
+            {
+                add(&counters.slowdowns, 1);
+            }
+        }
+    };
+    let max_wait = queue.retry_policy().max_retry_after;
+    let mut blocks = 0;
+    loop {
+        let result = queue
+            .push_planned_observed(batch, &observe, pass.take())
+            .await;
+        match &result {
+            Err(error) if blocks < MAX_BLOCKS_HELD && is_block(error, max_wait) => {
+                blocks += 1;
+                add(&counters.held, 1);
+                let wait = error.retry_after().unwrap_or(max_wait).min(LONGEST_HOLD);
+                tracing::warn!(
+                    messages = batch.len(),
+                    wait_s = wait.as_secs(),
+                    "the token is blocked: the batch is held until the block ends"
+                );
+                tokio::time::sleep(wait).await;
+            }
+            _ => return result,
+        }
+    }
+}
+
+/// A refusal for the rate that lasts longer than the retry policy waits
+/// (Cloudflare's five-minute block), of a batch that did not land.
+fn is_block(error: &Error, max_wait: Duration) -> bool {
+    error.is_rate_limited()
+        && !error.may_have_landed()
+        && error.retry_after().is_some_and(|wait| wait > max_wait)
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // Only a runtime shutting down ends the task early. What it holds
+        // was not sent: its senders hear so. Flushes and closes in the
+        // buffer are not messages.
+        let mut buffered = 0u64;
+        let held = self.sealed.take().into_iter().chain(self.planner.take());
+        for reply in held.flat_map(PlannedBatch::into_tags) {
+            buffered += 1;
+            not_sent(reply);
+        }
+        while let Ok(item) = self.receiver.try_recv() {
+            if let Queued::Message(_, reply) = item {
+                buffered += 1;
+                not_sent(reply);
+            }
+        }
+        // Batches already spawned die with the runtime as well: they count
+        // until their outcome is sent, which now never happens.
+        let in_flight = self.counters.in_flight.load(Ordering::Relaxed);
+        let messages = buffered + in_flight;
+        if messages > 0 {
+            tracing::error!(
+                queue = self.queue.id(),
+                messages,
+                in_flight,
+                "the producer stopped with messages whose outcome is unknown (those in flight may have landed); their senders get ProducerError::Dropped"
+            );
+        }
+    }
+}

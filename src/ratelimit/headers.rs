@@ -1,0 +1,237 @@
+//! Reading the `Ratelimit` and `Ratelimit-Policy` headers (the IETF
+//! httpapi draft's structured form, which Cloudflare's API sends:
+//! `Ratelimit: "default";r=50;t=30`, `Ratelimit-Policy: "default";q=1200;w=300`).
+//!
+//! Tolerant by design: a header that is missing or that this reader cannot
+//! make sense of gives `None`, which the pacer takes as "no information",
+//! never as "nothing left". Several policies in one header are allowed; the
+//! one named `default` is read, else the first. Parameters may come in any
+//! order, unknown ones are skipped.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+/// What is left of the window, from `Ratelimit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Quota {
+    /// `r`: the requests the server still admits in the window.
+    pub remaining: u64,
+    /// `t`: how long until the server admits more, if it said.
+    pub reset: Option<Duration>,
+}
+
+/// The window itself, from `Ratelimit-Policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Policy {
+    /// `q`: the requests admitted per window; at least 1.
+    pub quota: u64,
+    /// `w`: the window; at least one second.
+    pub window: Duration,
+}
+
+/// The quota an answer announces, if it announces one that can be read.
+pub(crate) fn quota(headers: &HeaderMap) -> Option<Quota> {
+    let item = chosen(headers, "ratelimit")?;
+    Some(Quota {
+        remaining: param(&item, "r")?,
+        reset: param(&item, "t").map(Duration::from_secs),
+    })
+}
+
+/// The policy an answer announces, if it announces one that can be read.
+pub(crate) fn policy(headers: &HeaderMap) -> Option<Policy> {
+    let item = chosen(headers, "ratelimit-policy")?;
+    let quota = param(&item, "q").filter(|&q| q > 0)?;
+    let window = param(&item, "w").filter(|&w| w > 0)?;
+    Some(Policy {
+        quota,
+        window: Duration::from_secs(window),
+    })
+}
+
+/// One list member: its name and its `key=value` parameters.
+struct Item {
+    name: String,
+    params: Vec<(String, String)>,
+}
+
+/// The member named `default` of every `name` header line together, else
+/// the first member.
+fn chosen(headers: &HeaderMap, name: &str) -> Option<Item> {
+    let mut first = None;
+    for value in headers.get_all(name) {
+        let Ok(text) = value.to_str() else { continue };
+        for item in split_outside_quotes(text, ',').filter_map(item) {
+            if item.name == "default" {
+                return Some(item);
+            }
+            first.get_or_insert(item);
+        }
+    }
+    first
+}
+
+/// `"name";k=v;k=v` or `name;k=v`: the parts split at `;` outside quotes.
+fn item(text: &str) -> Option<Item> {
+    let mut parts = split_outside_quotes(text, ';');
+    let name = unquote(parts.next()?.trim());
+    if name.is_empty() {
+        return None;
+    }
+    let params = parts
+        .filter_map(|part| {
+            let (key, value) = part.split_once('=')?;
+            Some((key.trim().to_ascii_lowercase(), unquote(value.trim())))
+        })
+        .collect();
+    Some(Item { name, params })
+}
+
+/// The first parameter `key` that is a non-negative integer.
+fn param(item: &Item, key: &str) -> Option<u64> {
+    item.params
+        .iter()
+        .filter(|(k, _)| k == key)
+        .find_map(|(_, v)| v.parse::<u64>().ok())
+}
+
+fn unquote(text: &str) -> String {
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
+        None => text.to_owned(),
+    }
+}
+
+/// Splits at `separator` where it is not inside a quoted string (a name
+/// may hold one).
+fn split_outside_quotes(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let mut quoted = false;
+        let mut escaped = false;
+        for (i, c) in current.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                c if c == separator && !quoted => {
+                    rest = Some(&current[i + c.len_utf8()..]);
+                    return Some(&current[..i]);
+                }
+                _ => {}
+            }
+        }
+        rest = None;
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn cloudflare_s_headers() {
+        let map = headers(&[
+            ("ratelimit", "\"default\";r=1150;t=42"),
+            ("ratelimit-policy", "\"default\";q=1200;w=300"),
+        ]);
+        assert_eq!(
+            quota(&map),
+            Some(Quota {
+                remaining: 1150,
+                reset: Some(Duration::from_secs(42))
+            })
+        );
+        assert_eq!(
+            policy(&map),
+            Some(Policy {
+                quota: 1200,
+                window: Duration::from_secs(300)
+            })
+        );
+    }
+
+    #[test]
+    fn any_order_unknown_parameters_and_spaces() {
+        let map = headers(&[
+            ("ratelimit", " default ; t=5 ;x=\"y\"; r=7 "),
+            ("ratelimit-policy", "default;w=60;pk=:YWJj:;q=100"),
+        ]);
+        assert_eq!(
+            quota(&map),
+            Some(Quota {
+                remaining: 7,
+                reset: Some(Duration::from_secs(5))
+            })
+        );
+        assert_eq!(policy(&map).map(|p| p.quota), Some(100));
+    }
+
+    #[test]
+    fn default_wins_else_the_first() {
+        let map = headers(&[
+            ("ratelimit", "\"burst\";r=1;t=1, \"default\";r=900;t=30"),
+            ("ratelimit-policy", "\"burst\";q=10;w=1"),
+            ("ratelimit-policy", "\"daily\";q=1000;w=86400"),
+        ]);
+        assert_eq!(quota(&map).map(|q| q.remaining), Some(900));
+        assert_eq!(
+            policy(&map).map(|p| (p.quota, p.window)),
+            Some((10, Duration::from_secs(1))),
+            "no default: the first, across header lines"
+        );
+        let quoted_comma = headers(&[("ratelimit", "\"a,b\";r=3, \"default\";r=4")]);
+        assert_eq!(quota(&quoted_comma).map(|q| q.remaining), Some(4));
+    }
+
+    #[test]
+    fn missing_or_malformed_is_no_information() {
+        assert_eq!(quota(&HeaderMap::new()), None);
+        assert_eq!(policy(&HeaderMap::new()), None);
+        for bad in [
+            "",
+            "default",
+            ";r=1",
+            "default;r=-1",
+            "default;r=1.5",
+            "default;r",
+            "\"default;r=3",
+            "default;r=99999999999999999999999",
+        ] {
+            let mut map = HeaderMap::new();
+            map.insert("ratelimit", HeaderValue::from_static(bad));
+            assert_eq!(quota(&map), None, "{bad:?}");
+        }
+        let no_reset = headers(&[("ratelimit", "default;r=3;t=soon")]);
+        assert_eq!(
+            quota(&no_reset),
+            Some(Quota {
+                remaining: 3,
+                reset: None
+            })
+        );
+        for bad in ["default;q=0;w=300", "default;q=1200;w=0", "default;q=1200"] {
+            let mut map = HeaderMap::new();
+            map.insert("ratelimit-policy", HeaderValue::from_static(bad));
+            assert_eq!(policy(&map), None, "{bad:?}");
+        }
+        let mut binary = HeaderMap::new();
+        binary.insert(
+            "ratelimit",
+            HeaderValue::from_bytes(b"default;r=\xff").expect("opaque bytes are a header value"),
+        );
+        assert_eq!(quota(&binary), None);
+    }
+}

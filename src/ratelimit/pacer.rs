@@ -1,0 +1,575 @@
+//! The pacer: the one place that decides when a call that counts against
+//! the credential's limit may be sent, from the server's own figures
+//! (`Ratelimit`, `Ratelimit-Policy`, and a 429 with code 971).
+//!
+//! # What it guarantees, and how
+//!
+//! Two rules, both checked before every counted attempt:
+//!
+//! - **Never more than `r` before the next answer.** Each answer says how
+//!   many requests the server still admits (`r`) as of when it counted
+//!   that request. Calls the server may not have counted by then are those
+//!   in flight when the answered call was sent, and those sent after it, so
+//!   the answer allows `r` minus those. Counted calls are numbered as they
+//!   are sent; an answer turns into a cap on that number, and the freshest
+//!   answer (the one sent last) sets it. Past the cap, nothing goes until
+//!   a new answer raises it or `t` passes, after which one call goes to
+//!   learn the new figures. Each cap is sound on its own while this client
+//!   is the credential's only user.
+//! - **At most q/w per second on average, a few per cent below the window.**
+//!   A token bucket of [`BURST_PER_CENT`] of the quota that refills so that
+//!   the burst plus a window's refill is the quota less [`MARGIN_PER_CENT`]:
+//!   no window of `w` seconds ever holds more than that, so a steady sender
+//!   is never stopped by the window (as one that spent its quota in a burst
+//!   would be for the rest of it), and the margin absorbs the difference
+//!   between when a call is sent and when the server counts it.
+//!
+//! Until the first answer, only one counted call is in flight: its answer
+//! says whether the server sends the headers at all. A server that sends
+//! none is not paced (a missing header is no information, not zero).
+//! Calls that do not count ([`Operation::counts_against_api_limit`]) are
+//! never held, but their answers are read: they carry the same figures.
+//!
+//! [`Operation::counts_against_api_limit`]: crate::operation::Operation::counts_against_api_limit
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::headers::{self, Policy};
+use crate::codes;
+use crate::time::after;
+
+/// How far below the quota the pacer aims, in per cent of the quota (at
+/// least one request): 2.5 % of 1,200 is 30 requests, or the time a
+/// backlogged sender spends on 30 requests (about 8 s at Cloudflare's
+/// figures) of difference between when calls are sent and when they are
+/// counted, before the window could be exceeded.
+pub const MARGIN_PER_CENT: f64 = 2.5;
+/// The burst the pacer lets through at once, in per cent of the quota (at
+/// least one request): 12 of 1,200, so that a few calls in a row (a
+/// command-line tool's) do not wait, while a steady sender still gets
+/// 96.5 % of the quota.
+pub const BURST_PER_CENT: f64 = 1.0;
+/// When an exhausted quota says nothing about when it comes back (no `t`),
+/// the wait before one call goes to learn it.
+const UNKNOWN_RESET: Duration = Duration::from_secs(1);
+/// The longest wait the pacer computes: a server figure beyond it (a `t`
+/// of years) is taken as this, which is still "exhausted" to every caller.
+const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// `wait` after `now`, the wait capped at [`LONGEST_WAIT`].
+fn later(now: Instant, wait: Duration) -> Instant {
+    after(now, wait.min(LONGEST_WAIT)).unwrap_or(now)
+}
+
+/// The shared pacing state of one client and its clones.
+#[derive(Debug, Default)]
+pub(crate) struct Pacer {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Counted calls sent so far; the last one's number.
+    sent: u64,
+    /// Counted calls sent and not answered.
+    in_flight: u64,
+    /// Whether any answer came back.
+    answered: bool,
+    /// The freshest answer's figures: the calls numbered up to `cap` may go.
+    cap: Option<Cap>,
+    /// The average pace, once the policy is known.
+    bucket: Option<Bucket>,
+    /// A 429 with code 971 asked every counted call to wait until then.
+    paused_until: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cap {
+    /// The number of the last counted call sent before the answered one
+    /// was (or the answered one itself): fresher answers have larger ones.
+    basis: u64,
+    last: u64,
+    /// When the server admits more than the cap: then one more call goes.
+    reset_at: Instant,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    policy: Policy,
+    capacity: f64,
+    per_second: f64,
+    tokens: f64,
+    updated: Instant,
+}
+
+impl Bucket {
+    fn new(policy: Policy, now: Instant) -> Bucket {
+        let quota = policy.quota as f64;
+        let aim = (quota - (quota * MARGIN_PER_CENT / 100.0).ceil().max(1.0)).max(1.0);
+        let capacity = (quota * BURST_PER_CENT / 100.0).floor().clamp(1.0, aim);
+        // A quota of a request or two leaves no room for a burst and a
+        // refill: the refill wins, and the cap on `r` stays the guard.
+        let refill = if aim > capacity { aim - capacity } else { aim };
+        Bucket {
+            policy,
+            capacity,
+            per_second: refill / policy.window.as_secs_f64(),
+            tokens: capacity,
+            updated: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.capacity);
+        self.updated = now;
+    }
+
+    /// How long until a whole token is there.
+    fn wait(&self) -> Duration {
+        if self.tokens >= 1.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(((1.0 - self.tokens) / self.per_second).min(1e9))
+        }
+    }
+}
+
+/// Why a counted call may not go yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Until an answer comes back (the first one, or one that raises the cap).
+    Answer,
+    /// Until `at`; `server` when it is the server's figure (an exhausted
+    /// quota or a 429), not the client's own pace.
+    Until { at: Instant, server: bool },
+}
+
+/// Why [`Pacer::admit`] gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Denied {
+    /// The wait would outlast the deadline, or did.
+    Deadline,
+    /// The server's figures say the budget comes back only after this
+    /// long, longer than the caller waits.
+    Exhausted(Duration),
+}
+
+/// A call let through: it must report its answer with [`Pass::answered`].
+/// Dropped unanswered (no answer came, or the call was dropped while in
+/// flight), it still counts as sent, and frees its place in flight.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    pacer: Arc<Pacer>,
+    counted: bool,
+    basis: u64,
+    in_flight_before: u64,
+    done: bool,
+}
+
+impl Pacer {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lets one call through now, or says how long it must wait. A call
+    /// that does not count always goes.
+    pub(crate) fn try_admit(self: &Arc<Self>, counted: bool, now: Instant) -> Result<Pass, Wait> {
+        let mut state = self.lock();
+        if counted {
+            state.check(now)?;
+            state.take(now);
+        }
+        let in_flight_before = state.in_flight - u64::from(counted);
+        Ok(Pass {
+            pacer: Arc::clone(self),
+            counted,
+            basis: state.sent,
+            in_flight_before,
+            done: false,
+        })
+    }
+
+    /// Waits until a counted call (or any call, when `counted` is false)
+    /// may go, within the deadline `ends`, and lets it through. A wait the
+    /// server's figures impose that is longer than `max_server_wait` is not
+    /// started.
+    ///
+    /// # Cancellation
+    ///
+    /// Nothing is taken until the call is let through, so a call dropped
+    /// while it waits leaves the budget as it was.
+    pub(crate) async fn admit(
+        self: &Arc<Self>,
+        counted: bool,
+        ends: Option<Instant>,
+        max_server_wait: Duration,
+    ) -> Result<Pass, Denied> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let now = Instant::now();
+            let wait = match self.try_admit(counted, now) {
+                Ok(pass) => return Ok(pass),
+                Err(wait) => wait,
+            };
+            let (until, to_deadline) = match wait {
+                Wait::Answer => (ends, true),
+                Wait::Until { at, server } => {
+                    let long = at.saturating_duration_since(now);
+                    if server && long > max_server_wait {
+                        return Err(Denied::Exhausted(long));
+                    }
+                    if ends.is_some_and(|end| at >= end) {
+                        return Err(Denied::Deadline);
+                    }
+                    (Some(at), false)
+                }
+            };
+            tracing::debug!(?wait, "waiting for the credential's API budget");
+            match until {
+                None => changed.await,
+                Some(at) => {
+                    let timed_out = tokio::time::timeout_at(at, &mut changed).await.is_err();
+                    if timed_out && to_deadline {
+                        return Err(Denied::Deadline);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl State {
+    fn check(&mut self, now: Instant) -> Result<(), Wait> {
+        if let Some(at) = self.paused_until {
+            if at > now {
+                return Err(Wait::Until { at, server: true });
+            }
+            self.paused_until = None;
+        }
+        if !self.answered && self.in_flight > 0 {
+            return Err(Wait::Answer);
+        }
+        if let Some(cap) = &mut self.cap
+            && self.sent >= cap.last
+        {
+            if cap.reset_at > now {
+                return Err(Wait::Until {
+                    at: cap.reset_at,
+                    server: true,
+                });
+            }
+            // The server admits more by now: one call goes to learn how many.
+            cap.last = self.sent + 1;
+            cap.reset_at = later(now, UNKNOWN_RESET);
+        }
+        if let Some(bucket) = &mut self.bucket {
+            bucket.refill(now);
+            let wait = bucket.wait();
+            if !wait.is_zero() {
+                return Err(Wait::Until {
+                    at: later(now, wait),
+                    server: false,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, now: Instant) {
+        self.sent += 1;
+        self.in_flight += 1;
+        if let Some(bucket) = &mut self.bucket {
+            bucket.refill(now);
+            bucket.tokens -= 1.0;
+        }
+    }
+}
+
+impl Pass {
+    /// Reads an answer's figures: `status` and `headers` as received, and
+    /// the Cloudflare codes of a failure.
+    pub(crate) fn answered(mut self, status: StatusCode, headers: &HeaderMap, codes: &[u32]) {
+        let now = Instant::now();
+        let pacer = Arc::clone(&self.pacer);
+        let mut state = pacer.lock();
+        self.release(&mut state);
+        state.answered = true;
+        let sent_so_far = state.sent as f64;
+        if let Some(policy) = headers::policy(headers) {
+            match &mut state.bucket {
+                Some(bucket) if bucket.policy == policy => {}
+                bucket => {
+                    let mut fresh = Bucket::new(policy, now);
+                    match bucket {
+                        Some(old) => {
+                            old.refill(now);
+                            fresh.tokens = old.tokens.min(fresh.capacity);
+                        }
+                        // The calls sent before the policy was known are
+                        // in the window too.
+                        None => fresh.tokens -= sent_so_far,
+                    }
+                    *bucket = Some(fresh);
+                }
+            }
+        }
+        let asked = crate::retry::retry_after(headers);
+        let blocked =
+            status == StatusCode::TOO_MANY_REQUESTS && codes.contains(&codes::API_RATE_LIMITED);
+        let quota = headers::quota(headers).or_else(|| {
+            // A block announced without the header: nothing is left until
+            // the `Retry-After` it gives.
+            blocked.then_some(headers::Quota {
+                remaining: 0,
+                reset: asked,
+            })
+        });
+        if let Some(quota) = quota
+            && state.cap.is_none_or(|cap| self.basis >= cap.basis)
+        {
+            let mut reset = quota.reset.unwrap_or(UNKNOWN_RESET);
+            if quota.remaining == 0 {
+                // "Nothing left, more now" would have one call after
+                // another probe the server at the pace of its answers.
+                reset = reset.max(UNKNOWN_RESET);
+            }
+            state.cap = Some(Cap {
+                basis: self.basis,
+                last: self
+                    .basis
+                    .saturating_add(quota.remaining)
+                    .saturating_sub(self.in_flight_before),
+                reset_at: later(now, reset),
+            });
+        }
+        if blocked && let Some(asked) = asked {
+            let until = later(now, asked);
+            state.paused_until = Some(state.paused_until.map_or(until, |at| at.max(until)));
+        }
+        drop(state);
+        pacer.changed.notify_waiters();
+    }
+
+    fn release(&mut self, state: &mut State) {
+        if !self.done {
+            self.done = true;
+            state.in_flight = state.in_flight.saturating_sub(u64::from(self.counted));
+        }
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if !self.done {
+            let pacer = Arc::clone(&self.pacer);
+            let mut state = pacer.lock();
+            self.release(&mut state);
+            drop(state);
+            pacer.changed.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    const OK: StatusCode = StatusCode::OK;
+
+    fn figures(r: u64, t: u64, policy: Option<(u64, u64)>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let value = |text: String| HeaderValue::from_str(&text).expect("a header value");
+        headers.insert("ratelimit", value(format!("\"default\";r={r};t={t}")));
+        if let Some((q, w)) = policy {
+            headers.insert(
+                "ratelimit-policy",
+                value(format!("\"default\";q={q};w={w}")),
+            );
+        }
+        headers
+    }
+
+    fn admitted(pacer: &Arc<Pacer>, calls: usize) -> usize {
+        let now = Instant::now();
+        (0..calls)
+            .take_while(|_| pacer.try_admit(true, now).map(std::mem::forget).is_ok())
+            .count()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_allows_r_less_the_calls_it_may_not_have_counted() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let a = pacer.try_admit(true, now).expect("the first goes");
+        a.answered(OK, &figures(10, 5, None), &[]);
+        let b = pacer.try_admit(true, now).expect("within r");
+        let c = pacer.try_admit(true, now).expect("within r");
+        // C was sent while B was in flight: B may come after it at the server.
+        c.answered(OK, &figures(5, 5, None), &[]);
+        assert_eq!(admitted(&pacer, 10), 4, "5 left, less B still in flight");
+        let at = now + Duration::from_secs(5);
+        assert_eq!(
+            pacer.try_admit(true, now).map(drop),
+            Err(Wait::Until { at, server: true })
+        );
+        // B's answer is older than C's: it does not raise the cap.
+        b.answered(OK, &figures(9, 5, None), &[]);
+        assert!(pacer.try_admit(true, now).is_err());
+        // Once `t` passed, one call goes to learn the new figures.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(admitted(&pacer, 10), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn absurd_figures_do_not_panic() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let first = pacer.try_admit(true, now).expect("first");
+        let max = u64::MAX;
+        first.answered(OK, &figures(max, max, Some((max, max))), &[]);
+        assert_eq!(
+            admitted(&pacer, 1_000),
+            1_000,
+            "a burst of 1 % of all of them"
+        );
+        let pass = pacer.try_admit(false, now).expect("uncounted");
+        pass.answered(OK, &figures(0, max, Some((1, 1))), &[]);
+        let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
+        assert_eq!(denied.map(drop), Err(Denied::Exhausted(LONGEST_WAIT)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_that_do_not_count_are_never_held_but_read() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let first = pacer.try_admit(true, now).expect("first");
+        first.answered(OK, &figures(0, 30, None), &[]);
+        assert!(pacer.try_admit(true, now).is_err());
+        let pull = pacer.try_admit(false, now).expect("a pull is not held");
+        pull.answered(OK, &figures(3, 30, None), &[]);
+        assert_eq!(admitted(&pacer, 10), 3, "the pull's answer raised the cap");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_call_goes_alone_and_no_headers_mean_no_pacing() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let first = pacer.try_admit(true, now).expect("first");
+        assert_eq!(pacer.try_admit(true, now).map(drop), Err(Wait::Answer));
+        drop(first); // no answer came: the next one tries
+        let second = pacer.try_admit(true, now).expect("second");
+        second.answered(OK, &HeaderMap::new(), &[]);
+        assert_eq!(admitted(&pacer, 5_000), 5_000, "no figures, no pacing");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_block_holds_every_counted_call_and_is_not_waited_out() {
+        let pacer = Arc::new(Pacer::default());
+        let start = Instant::now();
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("300"));
+        let pass = pacer.try_admit(true, start).expect("first");
+        pass.answered(
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers,
+            &[codes::API_RATE_LIMITED],
+        );
+        let at = start + Duration::from_secs(300);
+        assert_eq!(
+            pacer.try_admit(true, start).map(drop),
+            Err(Wait::Until { at, server: true })
+        );
+        let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
+        assert_eq!(
+            denied.map(drop),
+            Err(Denied::Exhausted(Duration::from_secs(300)))
+        );
+        assert_eq!(start.elapsed(), Duration::ZERO, "failed at once");
+        assert!(pacer.try_admit(false, start).is_ok(), "pulls still go");
+        let waited = pacer.admit(true, None, Duration::from_secs(600)).await;
+        assert!(waited.is_ok());
+        assert_eq!(start.elapsed(), Duration::from_secs(300));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_dropped_takes_nothing() {
+        let pacer = Arc::new(Pacer::default());
+        let start = Instant::now();
+        let first = pacer.try_admit(true, start).expect("first");
+        first.answered(OK, &figures(0, 5, None), &[]);
+        let cut = tokio::time::timeout(
+            Duration::from_secs(1),
+            pacer.admit(true, None, Duration::from_secs(60)),
+        )
+        .await;
+        assert!(cut.is_err(), "still waiting when dropped");
+        tokio::time::advance(Duration::from_secs(4)).await;
+        assert_eq!(
+            admitted(&pacer, 10),
+            1,
+            "the probe after `t` is still there"
+        );
+        let ends = Some(Instant::now() + Duration::from_millis(10));
+        let late = pacer.admit(true, ends, Duration::from_secs(60)).await;
+        assert_eq!(
+            late.map(drop),
+            Err(Denied::Deadline),
+            "a wait past the deadline is not started"
+        );
+    }
+
+    /// A follower sending as fast as the pacer lets it, against a server
+    /// counting Cloudflare's sliding window and answering at once: over
+    /// three windows it never goes over, and gets more than 95 % of the quota.
+    #[tokio::test(start_paused = true)]
+    async fn a_follower_never_exceeds_the_window_and_uses_most_of_it() {
+        const QUOTA: usize = 1_200;
+        let window = Duration::from_secs(300);
+        let pacer = Arc::new(Pacer::default());
+        let start = Instant::now();
+        let mut counted: VecDeque<Instant> = VecDeque::new();
+        let mut most = 0;
+        let mut sent = 0;
+        while start.elapsed() < 3 * window {
+            let now = Instant::now();
+            match pacer.try_admit(true, now) {
+                Ok(pass) => {
+                    while counted.front().is_some_and(|&at| at + window <= now) {
+                        counted.pop_front();
+                    }
+                    assert!(
+                        counted.len() < QUOTA,
+                        "over the window at {:?}",
+                        start.elapsed()
+                    );
+                    counted.push_back(now);
+                    most = most.max(counted.len());
+                    sent += 1;
+                    let reset = counted
+                        .front()
+                        .map_or(0, |&at| (at + window - now).as_secs_f64().ceil() as u64);
+                    let left = (QUOTA - counted.len()) as u64;
+                    pass.answered(OK, &figures(left, reset, Some((1_200, 300))), &[]);
+                }
+                Err(Wait::Until { at, .. }) => tokio::time::advance(at - now).await,
+                Err(Wait::Answer) => panic!("nothing is in flight"),
+            }
+        }
+        assert!(most <= 1_170, "2.5 % below the quota: {most}");
+        let share = f64::from(sent) / (3.0 * QUOTA as f64);
+        assert!(share > 0.95, "{sent} calls, {share:.3} of the quota");
+    }
+}
