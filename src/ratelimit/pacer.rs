@@ -26,7 +26,11 @@
 //!
 //! Until the first answer, only one counted call is in flight: its answer
 //! says whether the server sends the headers at all. A server that sends
-//! none is not paced (a missing header is no information, not zero).
+//! none is not paced (a missing header is no information, not zero). A
+//! success that carries neither header, as the freshest answer, says the
+//! server stopped sending them (an emulator whose limits were switched
+//! off, say): the figures read before are forgotten, so that they do not
+//! pace a server that no longer limits by them. A block still runs out.
 //! Calls that do not count ([`Operation::counts_against_api_limit`]) are
 //! never held, but their answers are read: they carry the same figures.
 //!
@@ -323,6 +327,11 @@ impl Pass {
                 }
             }
         }
+        let figures = headers::quota(headers).is_some() || headers::policy(headers).is_some();
+        if !figures && status.is_success() && state.cap.is_none_or(|cap| self.basis >= cap.basis) {
+            state.cap = None;
+            state.bucket = None;
+        }
         let asked = crate::retry::retry_after(headers);
         let blocked =
             status == StatusCode::TOO_MANY_REQUESTS && codes.contains(&codes::API_RATE_LIMITED);
@@ -472,6 +481,22 @@ mod tests {
         drop(first); // no answer came: the next one tries
         let second = pacer.try_admit(true, now).expect("second");
         second.answered(OK, &HeaderMap::new(), &[]);
+        assert_eq!(admitted(&pacer, 5_000), 5_000, "no figures, no pacing");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn figures_gone_from_a_success_pace_no_more() {
+        let pacer = Arc::new(Pacer::default());
+        let now = Instant::now();
+        let first = pacer.try_admit(true, now).expect("first");
+        first.answered(OK, &figures(0, 300, Some((1_200, 300))), &[]);
+        assert_eq!(admitted(&pacer, 10), 0, "nothing left");
+        // An error without the headers says nothing; a success without them does.
+        let ack = pacer.try_admit(false, now).expect("never held");
+        ack.answered(StatusCode::BAD_GATEWAY, &HeaderMap::new(), &[]);
+        assert_eq!(admitted(&pacer, 10), 0, "still nothing left");
+        let ack = pacer.try_admit(false, now).expect("never held");
+        ack.answered(OK, &HeaderMap::new(), &[]);
         assert_eq!(admitted(&pacer, 5_000), 5_000, "no figures, no pacing");
     }
 
