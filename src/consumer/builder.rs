@@ -166,7 +166,7 @@ impl ConsumerBuilder {
     /// pulling, so the consumer stays under the limit instead of finding it.
     /// A 429 with code 10250 lowers the budget for a while. Consumers of one
     /// queue in several processes share Cloudflare's limit: give each its
-    /// share.
+    /// share. `u32::MAX` paces nothing (against a local server, say).
     pub fn queue_budget(mut self, per_second: u32) -> ConsumerBuilder {
         self.settings.queue_budget = per_second;
         self
