@@ -44,7 +44,7 @@ use crate::attempt::recorded;
 use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::ratelimit::{Denied, Limiter, Pacer, Pass};
+use crate::ratelimit::{Denied, Figures, Limiter, Pacer, Pass};
 use crate::retry::RetryPolicy;
 
 /// Everything one call needs besides the request itself.
@@ -146,15 +146,17 @@ impl Call<'_> {
         let attempt_span = tracing::debug_span!("attempt", attempt);
         let run = async {
             let (outcome, exchange) = recorded(self.response_cap, request).await;
+            // The figures are read before the answer is consumed: three
+            // numbers, not a copy of its headers.
             let answer = pass.and_then(|pass| {
                 exchange
                     .status
-                    .map(|status| (pass, status, exchange.headers.clone()))
+                    .map(|status| (pass, status, Figures::read(&exchange.headers)))
             });
             let result = finish(self.operation, attempt, outcome, exchange);
-            if let Some((pass, status, headers)) = answer {
+            if let Some((pass, status, figures)) = answer {
                 let codes = result.as_ref().err().map(Error::codes).unwrap_or_default();
-                pass.answered(status, &headers, &codes);
+                pass.answered(status, figures, &codes);
             }
             result
         }

@@ -30,6 +30,27 @@ pub(crate) struct Policy {
     pub window: Duration,
 }
 
+/// What one answer's headers say about the credential's budget, read
+/// once, before the answer is consumed: the pacer keeps these three
+/// figures, not the headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Figures {
+    pub quota: Option<Quota>,
+    pub policy: Option<Policy>,
+    /// `Retry-After`, as the retry layer reads it.
+    pub retry_after: Option<Duration>,
+}
+
+impl Figures {
+    pub(crate) fn read(headers: &HeaderMap) -> Figures {
+        Figures {
+            quota: quota(headers),
+            policy: policy(headers),
+            retry_after: crate::retry::retry_after(headers),
+        }
+    }
+}
+
 /// The quota an answer announces, if it announces one that can be read.
 pub(crate) fn quota(headers: &HeaderMap) -> Option<Quota> {
     let item = chosen(headers, "ratelimit")?;

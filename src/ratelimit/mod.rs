@@ -5,6 +5,7 @@
 mod headers;
 mod pacer;
 
+pub(crate) use headers::Figures;
 pub use pacer::{BURST_PER_CENT, MARGIN_PER_CENT};
 pub(crate) use pacer::{Denied, Pacer, Pass};
 

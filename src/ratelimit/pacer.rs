@@ -40,11 +40,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::headers::{self, Policy};
+use super::headers::{self, Figures, Policy};
 use crate::codes;
 use crate::time::after;
 
@@ -300,16 +299,16 @@ impl State {
 }
 
 impl Pass {
-    /// Reads an answer's figures: `status` and `headers` as received, and
+    /// Reads an answer's figures: its `status`, what its headers said, and
     /// the Cloudflare codes of a failure.
-    pub(crate) fn answered(mut self, status: StatusCode, headers: &HeaderMap, codes: &[u32]) {
+    pub(crate) fn answered(mut self, status: StatusCode, figures: Figures, codes: &[u32]) {
         let now = Instant::now();
         let pacer = Arc::clone(&self.pacer);
         let mut state = pacer.lock();
         self.release(&mut state);
         state.answered = true;
         let sent_so_far = state.sent as f64;
-        if let Some(policy) = headers::policy(headers) {
+        if let Some(policy) = figures.policy {
             match &mut state.bucket {
                 Some(bucket) if bucket.policy == policy => {}
                 bucket => {
@@ -327,15 +326,15 @@ impl Pass {
                 }
             }
         }
-        let figures = headers::quota(headers).is_some() || headers::policy(headers).is_some();
-        if !figures && status.is_success() && state.cap.is_none_or(|cap| self.basis >= cap.basis) {
+        let silent = figures.quota.is_none() && figures.policy.is_none();
+        if silent && status.is_success() && state.cap.is_none_or(|cap| self.basis >= cap.basis) {
             state.cap = None;
             state.bucket = None;
         }
-        let asked = crate::retry::retry_after(headers);
+        let asked = figures.retry_after;
         let blocked =
             status == StatusCode::TOO_MANY_REQUESTS && codes.contains(&codes::API_RATE_LIMITED);
-        let quota = headers::quota(headers).or_else(|| {
+        let quota = figures.quota.or_else(|| {
             // A block announced without the header: nothing is left until
             // the `Retry-After` it gives.
             blocked.then_some(headers::Quota {
@@ -394,7 +393,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
-    use reqwest::header::HeaderValue;
+    use reqwest::header::{HeaderMap, HeaderValue};
 
     const OK: StatusCode = StatusCode::OK;
 
@@ -411,6 +410,10 @@ mod tests {
         headers
     }
 
+    fn read(r: u64, t: u64, policy: Option<(u64, u64)>) -> Figures {
+        Figures::read(&figures(r, t, policy))
+    }
+
     fn admitted(pacer: &Arc<Pacer>, calls: usize) -> usize {
         let now = Instant::now();
         (0..calls)
@@ -423,11 +426,11 @@ mod tests {
         let pacer = Arc::new(Pacer::default());
         let now = Instant::now();
         let a = pacer.try_admit(true, now).expect("the first goes");
-        a.answered(OK, &figures(10, 5, None), &[]);
+        a.answered(OK, read(10, 5, None), &[]);
         let b = pacer.try_admit(true, now).expect("within r");
         let c = pacer.try_admit(true, now).expect("within r");
         // C was sent while B was in flight: B may come after it at the server.
-        c.answered(OK, &figures(5, 5, None), &[]);
+        c.answered(OK, read(5, 5, None), &[]);
         assert_eq!(admitted(&pacer, 10), 4, "5 left, less B still in flight");
         let at = now + Duration::from_secs(5);
         assert_eq!(
@@ -435,7 +438,7 @@ mod tests {
             Err(Wait::Until { at, server: true })
         );
         // B's answer is older than C's: it does not raise the cap.
-        b.answered(OK, &figures(9, 5, None), &[]);
+        b.answered(OK, read(9, 5, None), &[]);
         assert!(pacer.try_admit(true, now).is_err());
         // Once `t` passed, one call goes to learn the new figures.
         tokio::time::advance(Duration::from_secs(5)).await;
@@ -448,14 +451,14 @@ mod tests {
         let now = Instant::now();
         let first = pacer.try_admit(true, now).expect("first");
         let max = u64::MAX;
-        first.answered(OK, &figures(max, max, Some((max, max))), &[]);
+        first.answered(OK, read(max, max, Some((max, max))), &[]);
         assert_eq!(
             admitted(&pacer, 1_000),
             1_000,
             "a burst of 1 % of all of them"
         );
         let pass = pacer.try_admit(false, now).expect("uncounted");
-        pass.answered(OK, &figures(0, max, Some((1, 1))), &[]);
+        pass.answered(OK, read(0, max, Some((1, 1))), &[]);
         let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
         assert_eq!(denied.map(drop), Err(Denied::Exhausted(LONGEST_WAIT)));
     }
@@ -465,10 +468,10 @@ mod tests {
         let pacer = Arc::new(Pacer::default());
         let now = Instant::now();
         let first = pacer.try_admit(true, now).expect("first");
-        first.answered(OK, &figures(0, 30, None), &[]);
+        first.answered(OK, read(0, 30, None), &[]);
         assert!(pacer.try_admit(true, now).is_err());
         let pull = pacer.try_admit(false, now).expect("a pull is not held");
-        pull.answered(OK, &figures(3, 30, None), &[]);
+        pull.answered(OK, read(3, 30, None), &[]);
         assert_eq!(admitted(&pacer, 10), 3, "the pull's answer raised the cap");
     }
 
@@ -480,7 +483,7 @@ mod tests {
         assert_eq!(pacer.try_admit(true, now).map(drop), Err(Wait::Answer));
         drop(first); // no answer came: the next one tries
         let second = pacer.try_admit(true, now).expect("second");
-        second.answered(OK, &HeaderMap::new(), &[]);
+        second.answered(OK, Figures::default(), &[]);
         assert_eq!(admitted(&pacer, 5_000), 5_000, "no figures, no pacing");
     }
 
@@ -489,14 +492,14 @@ mod tests {
         let pacer = Arc::new(Pacer::default());
         let now = Instant::now();
         let first = pacer.try_admit(true, now).expect("first");
-        first.answered(OK, &figures(0, 300, Some((1_200, 300))), &[]);
+        first.answered(OK, read(0, 300, Some((1_200, 300))), &[]);
         assert_eq!(admitted(&pacer, 10), 0, "nothing left");
         // An error without the headers says nothing; a success without them does.
         let ack = pacer.try_admit(false, now).expect("never held");
-        ack.answered(StatusCode::BAD_GATEWAY, &HeaderMap::new(), &[]);
+        ack.answered(StatusCode::BAD_GATEWAY, Figures::default(), &[]);
         assert_eq!(admitted(&pacer, 10), 0, "still nothing left");
         let ack = pacer.try_admit(false, now).expect("never held");
-        ack.answered(OK, &HeaderMap::new(), &[]);
+        ack.answered(OK, Figures::default(), &[]);
         assert_eq!(admitted(&pacer, 5_000), 5_000, "no figures, no pacing");
     }
 
@@ -509,7 +512,7 @@ mod tests {
         let pass = pacer.try_admit(true, start).expect("first");
         pass.answered(
             StatusCode::TOO_MANY_REQUESTS,
-            &headers,
+            Figures::read(&headers),
             &[codes::API_RATE_LIMITED],
         );
         let at = start + Duration::from_secs(300);
@@ -534,7 +537,7 @@ mod tests {
         let pacer = Arc::new(Pacer::default());
         let start = Instant::now();
         let first = pacer.try_admit(true, start).expect("first");
-        first.answered(OK, &figures(0, 5, None), &[]);
+        first.answered(OK, read(0, 5, None), &[]);
         let cut = tokio::time::timeout(
             Duration::from_secs(1),
             pacer.admit(true, None, Duration::from_secs(60)),
@@ -587,7 +590,7 @@ mod tests {
                         .front()
                         .map_or(0, |&at| (at + window - now).as_secs_f64().ceil() as u64);
                     let left = (QUOTA - counted.len()) as u64;
-                    pass.answered(OK, &figures(left, reset, Some((1_200, 300))), &[]);
+                    pass.answered(OK, read(left, reset, Some((1_200, 300))), &[]);
                 }
                 Err(Wait::Until { at, .. }) => tokio::time::advance(at - now).await,
                 Err(Wait::Answer) => panic!("nothing is in flight"),
