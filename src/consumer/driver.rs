@@ -200,18 +200,18 @@ fn undecodable(message: &PulledMessage) -> Option<BodyError> {
 
 /// Hands pulled messages to their handlers (or the stream), also during
 /// the grace period of a shutdown: a message leased then is handled if it
-/// can be, rather than given back unseen.
+/// can be, rather than given back unseen. Returns their body bytes in all.
 pub(super) fn dispatch(
     shared: &Arc<ConsumerState>,
     mode: &Mode,
     poison: &PoisonFn,
     messages: Vec<PulledMessage>,
     sent: Instant,
-) {
+) -> u64 {
     if messages.is_empty() {
-        return;
+        return 0;
     }
-    let registered = shared.register(messages, sent);
+    let (registered, bytes) = shared.register(messages, sent);
     let mut batch = Vec::new();
     let mut tasks = Vec::with_capacity(registered.len());
     for (message, ticket) in registered {
@@ -250,6 +250,7 @@ pub(super) fn dispatch(
     for (key, abort) in tasks {
         table.set_abort(key, abort);
     }
+    bytes
 }
 
 /// The span of one handler call, after OpenTelemetry's messaging conventions.

@@ -222,12 +222,6 @@ impl Puller {
         if got < reserved {
             shared.pulled_budget.refund(reserved - got);
         }
-        if got > 0 {
-            let total: usize = batch.messages.iter().map(|m| m.body().raw().len()).sum();
-            self.sized = (self.sized + got as f64).min(10_000.0);
-            self.mean_bytes +=
-                (total as f64 / got as f64 - self.mean_bytes) * (got as f64 / self.sized);
-        }
         let messages = settleable(&shared, batch.messages);
         // The slots were reserved for `asked` messages: give back what is
         // unused, take (or owe) what a longer answer needs.
@@ -237,7 +231,12 @@ impl Puller {
         } else if used > reserved {
             shared.take_slots(used - reserved);
         }
-        dispatch(&shared, mode, poison, messages, sent);
+        let bytes = dispatch(&shared, mode, poison, messages, sent);
+        if used > 0 {
+            self.sized = (self.sized + used as f64).min(10_000.0);
+            self.mean_bytes +=
+                (bytes as f64 / used as f64 - self.mean_bytes) * (used as f64 / self.sized);
+        }
         if got == 0 {
             // The backlog count includes leased and delayed messages, so it
             // cannot say whether more will come: back off, one pull at a time.

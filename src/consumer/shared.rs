@@ -190,13 +190,14 @@ impl ConsumerState {
     }
 
     /// Registers the messages of a pull sent at `pulled_at`; each comes back
-    /// with its ticket. Their flow-control slots were taken by the puller.
+    /// with its ticket, and with them their body bytes in all. Their
+    /// flow-control slots were taken by the puller.
     pub(crate) fn register(
         self: &Arc<Self>,
         messages: Vec<PulledMessage>,
         pulled_at: Instant,
-    ) -> Vec<(PulledMessage, Ticket)> {
-        let margin = self.settings.margin();
+    ) -> (Vec<(PulledMessage, Ticket)>, u64) {
+        let margin = self.margin();
         let lease = self.settings.visibility_timeout;
         let mut registered = Vec::with_capacity(messages.len());
         let mut bytes_total = 0;
@@ -218,7 +219,7 @@ impl ConsumerState {
         add(&self.counters.in_flight, registered.len() as u64);
         add(&self.counters.in_flight_bytes, bytes_total);
         self.keeper_wake.notify_one();
-        registered
+        (registered, bytes_total)
     }
 
     /// Sends a handled message's settlement to the acker, and frees its

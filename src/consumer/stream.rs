@@ -139,7 +139,7 @@ impl Leased {
         add(&shared.counters.extended, 1);
         shared
             .table()
-            .extended(self.ticket.key, sent, by, shared.settings.margin());
+            .extended(self.ticket.key, sent, by, shared.margin());
         Ok(true)
     }
 }
