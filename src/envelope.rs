@@ -55,7 +55,54 @@ envelope!(
     MetricsEnvelope => Metrics,
     PurgeQueueEnvelope => QueueDetails,
     PurgeStatusEnvelope => PurgeStatusResult,
+    QueueEnvelope => QueueDetails,
+    ConsumerEnvelope => QueueConsumer,
 );
+
+/// The envelopes whose `result` is a list (or, for a deletion, nothing of
+/// use): `null` or absent decodes as empty.
+macro_rules! list_envelope {
+    ($($envelope:ident => $result:ty),* $(,)?) => {$(
+        impl Envelope for types::$envelope {
+            type Result = $result;
+            fn into_parts(self) -> Parts<Self::Result> {
+                Parts {
+                    success: self.success,
+                    errors: self.errors.unwrap_or_default(),
+                    messages: self.messages.unwrap_or_default(),
+                    result: self.result.map(Into::into),
+                }
+            }
+        }
+    )*};
+}
+list_envelope!(
+    ConsumerListEnvelope => Vec<types::QueueConsumer>,
+    DeleteEnvelope => Value,
+);
+
+/// One page of the queue list: the queues and where the page stands, which
+/// the list envelope carries beside `result`.
+#[derive(Debug, Default)]
+pub(crate) struct QueuePage {
+    pub queues: Vec<types::QueueDetails>,
+    pub info: Option<types::ResultInfo>,
+}
+
+impl Envelope for types::QueueListEnvelope {
+    type Result = QueuePage;
+    fn into_parts(self) -> Parts<Self::Result> {
+        Parts {
+            success: self.success,
+            errors: self.errors.unwrap_or_default(),
+            messages: self.messages.unwrap_or_default(),
+            result: Some(QueuePage {
+                queues: self.result.unwrap_or_default(),
+                info: self.result_info,
+            }),
+        }
+    }
+}
 
 pub(crate) type RawOutcome<E> =
     std::result::Result<ResponseValue<E>, progenitor_client::Error<types::FailureEnvelope>>;

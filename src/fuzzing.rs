@@ -13,6 +13,7 @@ use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::message::Body;
 use crate::operation::Operation;
 use crate::raw::types;
+use crate::resources::Consumer;
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo, peeked, previewed,
@@ -76,6 +77,26 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
         Operation::PurgeStatus => decode::<types::PurgeStatusEnvelope>(operation, status, body)
             .map(PurgeStatus::from)
             .is_ok(),
+        Operation::ListQueues => decode::<types::QueueListEnvelope>(operation, status, body)
+            .map(|page| page.queues.into_iter().for_each(|q| drop(QueueInfo::from(q))))
+            .is_ok(),
+        Operation::CreateQueue
+        | Operation::GetQueue
+        | Operation::UpdateQueue
+        | Operation::EditQueue => decode::<types::QueueEnvelope>(operation, status, body)
+            .map(QueueInfo::from)
+            .is_ok(),
+        Operation::ListConsumers => decode::<types::ConsumerListEnvelope>(operation, status, body)
+            .map(|list| list.into_iter().for_each(|c| drop(Consumer::from(c))))
+            .is_ok(),
+        Operation::CreateConsumer | Operation::GetConsumer | Operation::UpdateConsumer => {
+            decode::<types::ConsumerEnvelope>(operation, status, body)
+                .map(Consumer::from)
+                .is_ok()
+        }
+        Operation::DeleteQueue | Operation::DeleteConsumer => {
+            decode::<types::DeleteEnvelope>(operation, status, body).is_ok()
+        }
     }
 }
 

@@ -178,6 +178,7 @@ pub mod producer;
 mod queue;
 pub mod ratelimit;
 pub mod request;
+pub mod resources;
 pub mod response;
 mod response_cap;
 pub mod retry;

@@ -1,16 +1,18 @@
-//! [`Operation`]: the twelve operations of Cloudflare's published Queues
-//! messages API, named once for the whole crate.
+//! [`Operation`]: the twenty-three operations of Cloudflare's published
+//! Queues API that the crate covers (twelve on a queue's messages, eleven
+//! managing queues and their consumers), named once for the whole crate.
 
 use std::fmt;
 
-/// One operation of the Queues messages API.
+/// One operation of the Queues API: on a queue's messages, or managing
+/// queues and their consumers.
 ///
 /// Errors name the operation they come from, the retry rules read whether
 /// it is safe to repeat, and the emulator aims faults at one.
 ///
 /// ```
 /// use cf_queues::operation::Operation;
-/// assert_eq!(Operation::Pull.path(), "/messages/pull");
+/// assert_eq!(Operation::Pull.path(), "/accounts/{account_id}/queues/{queue_id}/messages/pull");
 /// assert_eq!(Operation::Pull.to_string(), "pull");
 /// assert_eq!(Operation::from_operation_id("pull_messages"), Some(Operation::Pull));
 /// ```
@@ -41,11 +43,34 @@ pub enum Operation {
     PurgeQueue,
     /// `GET /purge`: the status of the last purge of the whole queue.
     PurgeStatus,
+    /// `GET /accounts/{account_id}/queues`: one page of the account's queues.
+    ListQueues,
+    /// `POST /accounts/{account_id}/queues`: create a queue.
+    CreateQueue,
+    /// `GET .../queues/{queue_id}`: a queue with its settings.
+    GetQueue,
+    /// `PUT .../queues/{queue_id}`: replace a queue's configuration.
+    UpdateQueue,
+    /// `PATCH .../queues/{queue_id}`: change some of a queue's settings.
+    EditQueue,
+    /// `DELETE .../queues/{queue_id}`: delete a queue and its messages.
+    DeleteQueue,
+    /// `GET .../queues/{queue_id}/consumers`: a queue's consumers.
+    ListConsumers,
+    /// `POST .../queues/{queue_id}/consumers`: create a queue's consumer
+    /// (`http_pull` enables HTTP pull).
+    CreateConsumer,
+    /// `GET .../consumers/{consumer_id}`: one consumer.
+    GetConsumer,
+    /// `PUT .../consumers/{consumer_id}`: replace a consumer's configuration.
+    UpdateConsumer,
+    /// `DELETE .../consumers/{consumer_id}`: delete a consumer.
+    DeleteConsumer,
 }
 
 impl Operation {
-    /// Every operation, in the order of Cloudflare's published description.
-    pub const ALL: [Operation; 12] = [
+    /// Every operation: [`Operation::MESSAGES`], then [`Operation::MANAGEMENT`].
+    pub const ALL: [Operation; 23] = [
         Operation::Push,
         Operation::Batch,
         Operation::Pull,
@@ -58,6 +83,51 @@ impl Operation {
         Operation::Metrics,
         Operation::PurgeQueue,
         Operation::PurgeStatus,
+        Operation::ListQueues,
+        Operation::CreateQueue,
+        Operation::GetQueue,
+        Operation::UpdateQueue,
+        Operation::EditQueue,
+        Operation::DeleteQueue,
+        Operation::ListConsumers,
+        Operation::CreateConsumer,
+        Operation::GetConsumer,
+        Operation::UpdateConsumer,
+        Operation::DeleteConsumer,
+    ];
+
+    /// The operations on a queue's messages, under
+    /// `/accounts/{account_id}/queues/{queue_id}`, in the order of
+    /// Cloudflare's published description.
+    pub const MESSAGES: [Operation; 12] = [
+        Operation::Push,
+        Operation::Batch,
+        Operation::Pull,
+        Operation::Ack,
+        Operation::Peek,
+        Operation::Purge,
+        Operation::Extend,
+        Operation::Preview,
+        Operation::DeletePreviewed,
+        Operation::Metrics,
+        Operation::PurgeQueue,
+        Operation::PurgeStatus,
+    ];
+
+    /// The operations that manage queues and their consumers, in the order
+    /// of Cloudflare's published description of them.
+    pub const MANAGEMENT: [Operation; 11] = [
+        Operation::ListQueues,
+        Operation::CreateQueue,
+        Operation::GetQueue,
+        Operation::UpdateQueue,
+        Operation::EditQueue,
+        Operation::DeleteQueue,
+        Operation::ListConsumers,
+        Operation::CreateConsumer,
+        Operation::GetConsumer,
+        Operation::UpdateConsumer,
+        Operation::DeleteConsumer,
     ];
 
     /// The `operationId` of the operation in the crate's OpenAPI fragment,
@@ -76,6 +146,17 @@ impl Operation {
             Operation::Metrics => "get_metrics",
             Operation::PurgeQueue => "purge_queue",
             Operation::PurgeStatus => "get_purge_status",
+            Operation::ListQueues => "list_queues",
+            Operation::CreateQueue => "create_queue",
+            Operation::GetQueue => "get_queue",
+            Operation::UpdateQueue => "update_queue",
+            Operation::EditQueue => "edit_queue",
+            Operation::DeleteQueue => "delete_queue",
+            Operation::ListConsumers => "list_consumers",
+            Operation::CreateConsumer => "create_consumer",
+            Operation::GetConsumer => "get_consumer",
+            Operation::UpdateConsumer => "update_consumer",
+            Operation::DeleteConsumer => "delete_consumer",
         }
     }
 
@@ -86,29 +167,79 @@ impl Operation {
             .find(|op| op.operation_id() == id)
     }
 
-    /// The HTTP method: `GET` or `POST`.
+    /// The HTTP method: `GET`, `POST`, `PUT`, `PATCH` or `DELETE`.
     pub const fn method(self) -> &'static str {
         match self {
-            Operation::Metrics | Operation::PurgeStatus => "GET",
+            Operation::Metrics
+            | Operation::PurgeStatus
+            | Operation::ListQueues
+            | Operation::GetQueue
+            | Operation::ListConsumers
+            | Operation::GetConsumer => "GET",
+            Operation::UpdateQueue | Operation::UpdateConsumer => "PUT",
+            Operation::EditQueue => "PATCH",
+            Operation::DeleteQueue | Operation::DeleteConsumer => "DELETE",
             _ => "POST",
         }
     }
 
-    /// The path under `/accounts/{account_id}/queues/{queue_id}`.
+    /// The path template, as in Cloudflare's published description (below
+    /// the API's base URL `https://api.cloudflare.com/client/v4`), with
+    /// `{account_id}`, `{queue_id}` and `{consumer_id}` for the parameters.
     pub const fn path(self) -> &'static str {
         match self {
-            Operation::Push => "/messages",
-            Operation::Batch => "/messages/batch",
-            Operation::Pull => "/messages/pull",
-            Operation::Ack => "/messages/ack",
-            Operation::Peek => "/messages/peek",
-            Operation::Purge => "/messages/purge",
-            Operation::Extend => "/messages/extend",
-            Operation::Preview => "/messages/preview",
-            Operation::DeletePreviewed => "/messages/preview/ack",
-            Operation::Metrics => "/metrics",
-            Operation::PurgeQueue | Operation::PurgeStatus => "/purge",
+            Operation::Push => "/accounts/{account_id}/queues/{queue_id}/messages",
+            Operation::Batch => "/accounts/{account_id}/queues/{queue_id}/messages/batch",
+            Operation::Pull => "/accounts/{account_id}/queues/{queue_id}/messages/pull",
+            Operation::Ack => "/accounts/{account_id}/queues/{queue_id}/messages/ack",
+            Operation::Peek => "/accounts/{account_id}/queues/{queue_id}/messages/peek",
+            Operation::Purge => "/accounts/{account_id}/queues/{queue_id}/messages/purge",
+            Operation::Extend => "/accounts/{account_id}/queues/{queue_id}/messages/extend",
+            Operation::Preview => "/accounts/{account_id}/queues/{queue_id}/messages/preview",
+            Operation::DeletePreviewed => {
+                "/accounts/{account_id}/queues/{queue_id}/messages/preview/ack"
+            }
+            Operation::Metrics => "/accounts/{account_id}/queues/{queue_id}/metrics",
+            Operation::PurgeQueue | Operation::PurgeStatus => {
+                "/accounts/{account_id}/queues/{queue_id}/purge"
+            }
+            Operation::ListQueues | Operation::CreateQueue => "/accounts/{account_id}/queues",
+            Operation::GetQueue
+            | Operation::UpdateQueue
+            | Operation::EditQueue
+            | Operation::DeleteQueue => "/accounts/{account_id}/queues/{queue_id}",
+            Operation::ListConsumers | Operation::CreateConsumer => {
+                "/accounts/{account_id}/queues/{queue_id}/consumers"
+            }
+            Operation::GetConsumer | Operation::UpdateConsumer | Operation::DeleteConsumer => {
+                "/accounts/{account_id}/queues/{queue_id}/consumers/{consumer_id}"
+            }
         }
+    }
+
+    /// Whether the operation works on a queue's messages (one of
+    /// [`Operation::MESSAGES`]) rather than managing queues and consumers.
+    pub const fn is_messages(self) -> bool {
+        !self.is_management()
+    }
+
+    /// Whether the operation manages queues or consumers (one of
+    /// [`Operation::MANAGEMENT`]).
+    pub const fn is_management(self) -> bool {
+        matches!(
+            self,
+            Operation::ListQueues
+                | Operation::CreateQueue
+                | Operation::GetQueue
+                | Operation::UpdateQueue
+                | Operation::EditQueue
+                | Operation::DeleteQueue
+                | Operation::ListConsumers
+                | Operation::CreateConsumer
+                | Operation::GetConsumer
+                | Operation::UpdateConsumer
+                | Operation::DeleteConsumer
+        )
     }
 
     /// A short readable name, as `Display` shows it: `push`, `batch push`, `pull`, …
@@ -126,6 +257,17 @@ impl Operation {
             Operation::Metrics => "metrics",
             Operation::PurgeQueue => "purge queue",
             Operation::PurgeStatus => "purge status",
+            Operation::ListQueues => "list queues",
+            Operation::CreateQueue => "create queue",
+            Operation::GetQueue => "get queue",
+            Operation::UpdateQueue => "update queue",
+            Operation::EditQueue => "edit queue",
+            Operation::DeleteQueue => "delete queue",
+            Operation::ListConsumers => "list consumers",
+            Operation::CreateConsumer => "create consumer",
+            Operation::GetConsumer => "get consumer",
+            Operation::UpdateConsumer => "update consumer",
+            Operation::DeleteConsumer => "delete consumer",
         }
     }
 
@@ -133,12 +275,22 @@ impl Operation {
     ///
     /// A push repeated after a lost answer can duplicate a message, and a
     /// purge of the whole queue repeated later deletes what was pushed in
-    /// between; the others are safe (a repeated ack or purge by ref finds
-    /// its leases or refs used and reports them as warnings).
+    /// between. A create or delete of a queue or consumer repeated after it
+    /// landed fails (the name is taken, the queue is gone) where the first
+    /// succeeded: the client reads back what happened instead of repeating
+    /// it. The others are safe: a repeated ack or purge by ref finds its
+    /// leases or refs used and reports them as warnings, and a repeated
+    /// update writes the same configuration again.
     pub const fn is_idempotent(self) -> bool {
         !matches!(
             self,
-            Operation::Push | Operation::Batch | Operation::PurgeQueue
+            Operation::Push
+                | Operation::Batch
+                | Operation::PurgeQueue
+                | Operation::CreateQueue
+                | Operation::DeleteQueue
+                | Operation::CreateConsumer
+                | Operation::DeleteConsumer
         )
     }
 
@@ -146,7 +298,8 @@ impl Operation {
     /// (1,200 requests per five minutes per user or token, see
     /// developers.cloudflare.com/fundamentals/api/reference/limits).
     ///
-    /// Every call does but pulls, acks and lease extensions: since April
+    /// Every call does, management calls included, but pulls, acks and
+    /// lease extensions: since April
     /// 2025 these are limited per queue instead (5,000 messages a second,
     /// Cloudflare's pull-consumer page). Cloudflare names pulls and acks;
     /// that extensions, which a pull consumer sends beside them, go with
@@ -182,7 +335,7 @@ mod tests {
         for op in Operation::ALL {
             assert_eq!(Operation::from_operation_id(op.operation_id()), Some(op));
         }
-        assert_eq!(Operation::from_operation_id("delete_queue"), None);
+        assert_eq!(Operation::from_operation_id("queues-delete"), None);
     }
 
     #[test]
@@ -193,8 +346,32 @@ mod tests {
             .collect();
         assert_eq!(
             unsafe_ops,
-            [Operation::Push, Operation::Batch, Operation::PurgeQueue]
+            [
+                Operation::Push,
+                Operation::Batch,
+                Operation::PurgeQueue,
+                Operation::CreateQueue,
+                Operation::DeleteQueue,
+                Operation::CreateConsumer,
+                Operation::DeleteConsumer,
+            ]
         );
+    }
+
+    #[test]
+    fn all_is_messages_then_management_and_each_is_one_or_the_other() {
+        let joined: Vec<Operation> = Operation::MESSAGES
+            .into_iter()
+            .chain(Operation::MANAGEMENT)
+            .collect();
+        assert_eq!(joined, Operation::ALL);
+        for op in Operation::MESSAGES {
+            assert!(op.is_messages() && !op.is_management(), "{op}");
+            assert!(op.path().starts_with("/accounts/{account_id}/queues/{queue_id}/"));
+        }
+        for op in Operation::MANAGEMENT {
+            assert!(op.is_management() && !op.is_messages(), "{op}");
+        }
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use crate::error::{Error, Result};
 use crate::message::{
-    PeekedMessage, PreviewedMessage, PulledMessage, count_u32, count_u64, known_u32, known_u64,
+    PeekedMessage, PreviewedMessage, PulledMessage, count_u64, known_u32, known_u64,
 };
 use crate::raw::types;
+use crate::resources::{Consumer, QueueSettings};
 
 /// Best-effort queue metrics: returned with pushes and pulls, and by
 /// [`Queue::metrics`](crate::Queue::metrics).
@@ -217,7 +218,10 @@ impl From<types::PreviewAckResult> for PreviewedOutcome {
     }
 }
 
-/// The queue a purge of the whole queue started on, as the API described it.
+/// A queue as the API describes it: what [`Queue::info`](crate::Queue::info),
+/// [`Queue::edit`](crate::Queue::edit), [`Client::queues`](crate::Client::queues)
+/// and a purge of the whole queue return. Read tolerantly: a field the API
+/// leaves out is `None`, empty or zero.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct QueueInfo {
@@ -229,21 +233,38 @@ pub struct QueueInfo {
     pub created_on: Option<String>,
     /// When the queue was last changed, as the API wrote it.
     pub modified_on: Option<String>,
-    /// How many consumers the queue has.
-    pub consumers: u32,
-    /// How many producers the queue has.
-    pub producers: u32,
+    /// The queue's settings, as far as the API gave them.
+    pub settings: QueueSettings,
+    /// The queue's consumer (a queue has at most one), as far as the API
+    /// listed it; [`Queue::consumers`](crate::Queue::consumers) asks for it.
+    pub consumers: Vec<Consumer>,
+    /// How many consumers the queue has: the API's count, or the consumers
+    /// listed when it gave none.
+    pub consumers_total_count: u32,
+    /// How many producers (Workers, R2 buckets) the queue has.
+    pub producers_total_count: u32,
 }
 
 impl From<types::QueueDetails> for QueueInfo {
     fn from(q: types::QueueDetails) -> Self {
+        let consumers: Vec<Consumer> = q
+            .consumers
+            .unwrap_or_default()
+            .into_iter()
+            .map(Consumer::from)
+            .collect();
+        let listed = u32::try_from(consumers.len()).unwrap_or(u32::MAX);
+        let listed_producers =
+            u32::try_from(q.producers.as_ref().map_or(0, Vec::len)).unwrap_or(u32::MAX);
         QueueInfo {
-            queue_id: q.queue_id,
+            queue_id: q.queue_id.filter(|id| !id.is_empty()),
             queue_name: q.queue_name,
             created_on: q.created_on,
             modified_on: q.modified_on,
-            consumers: count_u32(q.consumers_total_count),
-            producers: count_u32(q.producers_total_count),
+            settings: q.settings.map(QueueSettings::from).unwrap_or_default(),
+            consumers_total_count: known_u32(q.consumers_total_count).unwrap_or(listed),
+            producers_total_count: known_u32(q.producers_total_count).unwrap_or(listed_producers),
+            consumers,
         }
     }
 }

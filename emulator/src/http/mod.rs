@@ -168,7 +168,6 @@ impl From<ErrorAnswer> for Refusal {
 type Handler = fn(&App, Incoming) -> Result<Answer, ErrorAnswer>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
-    const QUEUE: &str = "/accounts/{account_id}/queues/{queue_id}";
     let routes: [(Operation, Handler); 12] = [
         (Operation::Push, handlers::push),
         (Operation::Batch, handlers::batch),
@@ -196,7 +195,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
                 methods.fallback(|State(app): State<Arc<App>>, request: Request| async move {
                     refuse(&app, ErrorAnswer::method_not_allowed(), request.into_body()).await
                 });
-            router.route(&format!("{QUEUE}{path}"), methods)
+            router.route(path, methods)
         });
     Router::new()
         .merge(operations.clone())

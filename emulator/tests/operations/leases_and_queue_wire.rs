@@ -22,6 +22,13 @@ fn path(queue: &str, op: &str) -> String {
     format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{queue}{op}")
 }
 
+/// The path of `op` on `queue` of the emulator's account.
+fn op_path(queue: &str, op: Operation) -> String {
+    op.path()
+        .replace("{account_id}", EMULATOR_ACCOUNT_ID)
+        .replace("{queue_id}", queue)
+}
+
 /// A request with the accepted token: status, content type and body (JSON
 /// when it parses, the text otherwise).
 async fn send(
@@ -458,7 +465,7 @@ async fn shared_steps_apply_to_the_new_operations() {
     ];
     for (op, body) in &operations {
         let method = Method::from_bytes(op.method().as_bytes()).expect("method");
-        let target = path("shared", op.path());
+        let target = op_path("shared", *op);
         let body = (method == Method::POST).then(|| body.clone());
         // Served at the bare path too, as the other operations are.
         let bare = emulator
@@ -487,7 +494,7 @@ async fn shared_steps_apply_to_the_new_operations() {
             .request(method.clone(), &url)
             .bearer_auth("wrong-token");
         assert_eq!(wrong.send().await.expect("request").status().as_u16(), 403);
-        let bad_id = path("not-alnum", op.path());
+        let bad_id = op_path("not-alnum", *op);
         let (status, _, got) = send(&emulator, method.clone(), &bad_id, body.clone()).await;
         assert_eq!((status, failure(&got).0), (400, Some(10107)), "{op}");
         let (status, _, got) = send(&strict, method.clone(), &target, body.clone()).await;

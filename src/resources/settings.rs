@@ -1,0 +1,260 @@
+//! The settings of a queue and of its HTTP pull consumer: one type each,
+//! read from the API and written to it.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::limits::Limits;
+use crate::message::known_u32;
+use crate::raw::types;
+
+/// The longest `message_retention_period`: 14 days (Cloudflare's limits page
+/// and `wrangler queues create --help`).
+pub const MAX_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
+/// The shortest `message_retention_period`: 60 seconds (same sources).
+pub const MIN_RETENTION: Duration = Duration::from_secs(60);
+/// The most retries a consumer may have: 100 (Cloudflare's limits page).
+pub const MAX_RETRIES_LIMIT: u32 = 100;
+
+/// A queue's settings: what [`Queue::info`](crate::Queue::info) reads and
+/// [`Queue::edit`](crate::Queue::edit) writes.
+///
+/// Every field is optional: when read, `None` is a setting the API left
+/// out; when written, `None` leaves the setting as it is.
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::resources::QueueSettings;
+/// let settings = QueueSettings::new()
+///     .delivery_delay(Duration::from_secs(30))
+///     .message_retention_period(Duration::from_secs(24 * 3600));
+/// assert_eq!(settings.delivery_paused, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueSettings {
+    /// The delay of every message pushed without one (at most 24 hours like
+    /// any delay, rounded up to whole seconds).
+    pub delivery_delay: Option<Duration>,
+    /// Whether delivery to consumers is paused: pushes are kept, pulls get
+    /// nothing until it is resumed.
+    pub delivery_paused: Option<bool>,
+    /// How long an unconsumed message is kept (60 s to 14 days, rounded up
+    /// to whole seconds; Cloudflare's default is 4 days).
+    pub message_retention_period: Option<Duration>,
+}
+
+impl QueueSettings {
+    /// No setting: written, it changes nothing.
+    pub fn new() -> QueueSettings {
+        QueueSettings::default()
+    }
+
+    /// Sets the delay of messages pushed without one.
+    pub fn delivery_delay(mut self, delay: Duration) -> QueueSettings {
+        self.delivery_delay = Some(delay);
+        self
+    }
+
+    /// Pauses (`true`) or resumes (`false`) delivery.
+    pub fn delivery_paused(mut self, paused: bool) -> QueueSettings {
+        self.delivery_paused = Some(paused);
+        self
+    }
+
+    /// Sets how long an unconsumed message is kept.
+    pub fn message_retention_period(mut self, period: Duration) -> QueueSettings {
+        self.message_retention_period = Some(period);
+        self
+    }
+
+    /// Whether no setting is given.
+    pub fn is_empty(&self) -> bool {
+        self == &QueueSettings::default()
+    }
+
+    /// The wire form, after checking every value against its limit.
+    pub(crate) fn to_wire(&self, limits: &Limits) -> Result<types::QueueSettingsRequest> {
+        let delivery_delay = self
+            .delivery_delay
+            .map(|d| limits.delay_seconds(&"settings.delivery_delay", d))
+            .transpose()?;
+        let message_retention_period = self
+            .message_retention_period
+            .map(|period| {
+                if !(MIN_RETENTION..=MAX_RETENTION).contains(&period) {
+                    return Err(Error::invalid(
+                        "settings.message_retention_period",
+                        format!(
+                            "{} s is outside Cloudflare's range of 60 s to 14 days (1,209,600 s)",
+                            period.as_secs_f64()
+                        ),
+                    ));
+                }
+                // Rounded up, as delays are; within range, it fits a u32.
+                let secs = period.as_secs() + u64::from(period.subsec_nanos() > 0);
+                Ok(u32::try_from(secs).unwrap_or(u32::MAX))
+            })
+            .transpose()?;
+        Ok(types::QueueSettingsRequest {
+            delivery_delay,
+            delivery_paused: self.delivery_paused,
+            message_retention_period,
+        })
+    }
+}
+
+impl From<types::QueueSettings> for QueueSettings {
+    fn from(s: types::QueueSettings) -> Self {
+        QueueSettings {
+            delivery_delay: seconds(s.delivery_delay),
+            delivery_paused: s.delivery_paused,
+            message_retention_period: seconds(s.message_retention_period),
+        }
+    }
+}
+
+/// How a queue's HTTP pull consumer delivers: what
+/// [`Queue::enable_http_pull`](crate::Queue::enable_http_pull) writes and
+/// [`HttpPullConsumer::settings`](crate::resources::HttpPullConsumer) reads.
+///
+/// Every field is optional: `None` leaves the setting to Cloudflare's
+/// default (batch size 5 … see the table), and, when read, is a setting the
+/// API left out.
+///
+/// | setting | Cloudflare's default | limit |
+/// |---|---|---|
+/// | `batch_size` | 5 (pulls that give none) | 1 to 100 |
+/// | `max_retries` | 3 | 0 to 100 |
+/// | `retry_delay` | 0 (retries that give none) | at most 24 h, rounded up to whole seconds |
+/// | `visibility_timeout` | 30 s (pulls that give none) | 1 ms to 12 h, rounded up to whole milliseconds |
+/// | `dead_letter_queue` | none: messages out of retries are deleted | a queue **name** |
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::resources::HttpPullSettings;
+/// let settings = HttpPullSettings::new()
+///     .max_retries(5)
+///     .visibility_timeout(Duration::from_secs(60))
+///     .dead_letter_queue("orders-dlq");
+/// assert_eq!(settings.batch_size, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpPullSettings {
+    /// The messages a pull that gives no `batch_size` returns at most.
+    pub batch_size: Option<u32>,
+    /// The retries before a message is deleted or dead-lettered.
+    pub max_retries: Option<u32>,
+    /// The delay of a retry that gives none.
+    pub retry_delay: Option<Duration>,
+    /// The lease of a pull that gives no visibility timeout.
+    pub visibility_timeout: Option<Duration>,
+    /// The **name** of the queue that receives messages out of retries.
+    pub dead_letter_queue: Option<String>,
+}
+
+impl HttpPullSettings {
+    /// No setting: Cloudflare's defaults.
+    pub fn new() -> HttpPullSettings {
+        HttpPullSettings::default()
+    }
+
+    /// Sets the default batch size of pulls.
+    pub fn batch_size(mut self, size: u32) -> HttpPullSettings {
+        self.batch_size = Some(size);
+        self
+    }
+
+    /// Sets the retries before a message is deleted or dead-lettered.
+    pub fn max_retries(mut self, retries: u32) -> HttpPullSettings {
+        self.max_retries = Some(retries);
+        self
+    }
+
+    /// Sets the default delay of retries.
+    pub fn retry_delay(mut self, delay: Duration) -> HttpPullSettings {
+        self.retry_delay = Some(delay);
+        self
+    }
+
+    /// Sets the default lease of pulls.
+    pub fn visibility_timeout(mut self, timeout: Duration) -> HttpPullSettings {
+        self.visibility_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the dead-letter queue, by its **name** (not its id).
+    pub fn dead_letter_queue(mut self, name: impl Into<String>) -> HttpPullSettings {
+        self.dead_letter_queue = Some(name.into());
+        self
+    }
+
+    /// The wire form of a create or update, after checking every value.
+    pub(crate) fn to_wire(&self, limits: &Limits) -> Result<types::HttpPullConsumerRequest> {
+        let batch_size = self
+            .batch_size
+            .map(|n| limits.batch_size(&"settings.batch_size", n))
+            .transpose()?;
+        if let Some(retries) = self.max_retries.filter(|r| *r > MAX_RETRIES_LIMIT) {
+            return Err(Error::invalid(
+                "settings.max_retries",
+                format!("{retries} is over Cloudflare's limit of {MAX_RETRIES_LIMIT}"),
+            ));
+        }
+        let retry_delay = self
+            .retry_delay
+            .map(|d| limits.delay_seconds(&"settings.retry_delay", d))
+            .transpose()?;
+        let visibility_timeout_ms = self
+            .visibility_timeout
+            .map(|t| {
+                limits.visibility_timeout_ms(t).map_err(|e| match e {
+                    Error::InvalidInput { reason, .. } => Error::InvalidInput {
+                        field: "settings.visibility_timeout".into(),
+                        reason,
+                    },
+                    other => other,
+                })
+            })
+            .transpose()?;
+        let dead_letter_queue = self
+            .dead_letter_queue
+            .as_deref()
+            .map(|name| check_name("dead_letter_queue", name).map(|()| name.to_owned()))
+            .transpose()?;
+        let settings = types::HttpPullConsumerSettings {
+            batch_size,
+            max_retries: self.max_retries,
+            retry_delay,
+            visibility_timeout_ms,
+        };
+        let empty = settings == types::HttpPullConsumerSettings::default();
+        Ok(types::HttpPullConsumerRequest {
+            dead_letter_queue,
+            settings: (!empty).then_some(settings),
+            type_: types::HttpPullConsumerRequestType::HttpPull,
+        })
+    }
+}
+
+/// Checks a queue name before it is sent: not empty. Cloudflare publishes
+/// no other rule (it answers 11003 InvalidQueueName to a name it refuses),
+/// so none is guessed here.
+pub(crate) fn check_name(field: &str, name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid(field, "a queue name cannot be empty"));
+    }
+    Ok(())
+}
+
+/// A number of seconds the API wrote, as a duration; `None` when absent or
+/// not a count.
+pub(crate) fn seconds(n: Option<f64>) -> Option<Duration> {
+    known_u32(n).map(|s| Duration::from_secs(u64::from(s)))
+}
+
+/// A number of milliseconds the API wrote, as a duration.
+pub(crate) fn millis(n: Option<f64>) -> Option<Duration> {
+    crate::message::known_u64(n).map(Duration::from_millis)
+}
