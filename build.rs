@@ -13,7 +13,10 @@ use std::{env, fs, path::PathBuf, process::ExitCode};
 use serde_yaml::{Mapping, Value};
 
 /// The fragment's files; the first gives the merged description its `info`.
-const SPECS: [&str; 2] = ["openapi/queues-messages.yaml", "openapi/queues-management.yaml"];
+const SPECS: [&str; 2] = [
+    "openapi/queues-messages.yaml",
+    "openapi/queues-management.yaml",
+];
 
 fn main() -> ExitCode {
     for spec in SPECS {
@@ -76,14 +79,19 @@ fn merge(into: &mut Value, doc: Value) -> Result<(), String> {
     let Value::Mapping(mut doc) = doc else {
         return Err("not a mapping".into());
     };
-    let into = into.as_mapping_mut().ok_or("the first file is not a mapping")?;
+    let into = into
+        .as_mapping_mut()
+        .ok_or("the first file is not a mapping")?;
     if let Some(paths) = doc.remove("paths") {
         extend(into, "paths", paths, "path")?;
     }
     if let Some(Value::Mapping(components)) = doc.remove("components") {
         let target = section(into, "components")?;
         for (kind, entries) in components {
-            let kind = kind.as_str().ok_or("a components key is not a string")?.to_owned();
+            let kind = kind
+                .as_str()
+                .ok_or("a components key is not a string")?
+                .to_owned();
             extend(target, &kind, entries, &kind)?;
         }
     }

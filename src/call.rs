@@ -67,6 +67,10 @@ pub(crate) struct Call<'a> {
     pub messages: usize,
     /// The largest response body accepted.
     pub response_cap: usize,
+    /// For a pull on a queue this client enabled HTTP pull on lately: until
+    /// when a "HTTP pull not enabled" answer is Cloudflare's propagation
+    /// delay, tried again with backoff, rather than the queue's state.
+    pub pull_grace_until: Option<Instant>,
 }
 
 impl Call<'_> {
@@ -108,6 +112,7 @@ impl Call<'_> {
                         error.retry_class(),
                         error.retry_after(),
                     )
+                    .or_else(|| self.propagation_wait(attempt, &error))
                     .filter(|wait| fits(ends, *wait));
                 let Some(wait) = wait else {
                     tracing::warn!(attempts = attempt, error = %error, "call failed");
@@ -211,6 +216,16 @@ impl Call<'_> {
         Ok(())
     }
 
+    /// The wait before trying a pull again that met "HTTP pull not enabled"
+    /// within the propagation window after this client enabled it: the
+    /// policy's backoff, cut to the window's end. `None` outside it.
+    fn propagation_wait(&self, attempt: u32, error: &Error) -> Option<Duration> {
+        let until = self.pull_grace_until?;
+        let left = until.checked_duration_since(Instant::now())?;
+        (error.is_pull_disabled() && !left.is_zero())
+            .then(|| self.retry.backoff_for(attempt).min(left))
+    }
+
     fn timeout(&self, attempts: u32) -> Error {
         Error::Timeout {
             operation: self.operation,
@@ -264,6 +279,7 @@ mod tests {
             observe: None,
             messages: 1,
             response_cap: 1024,
+            pull_grace_until: None,
         }
     }
 

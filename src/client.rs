@@ -11,6 +11,7 @@ use crate::limits::Limits;
 use crate::queue::Queue;
 use crate::ratelimit::{Limiter, Pacer, RateLimits};
 use crate::raw;
+use crate::resources::RecentlyEnabled;
 use crate::retry::RetryPolicy;
 use crate::tls;
 
@@ -44,6 +45,9 @@ struct Inner {
     limiter: Option<Limiter>,
     pacer: Option<Arc<Pacer>>,
     max_response_bytes: Option<usize>,
+    /// The queues this client enabled HTTP pull on lately, for the pulls
+    /// that meet Cloudflare's propagation delay.
+    recently_enabled: RecentlyEnabled,
 }
 
 impl Client {
@@ -113,6 +117,10 @@ impl Client {
 
     pub(crate) fn pacer(&self) -> Option<&Arc<Pacer>> {
         self.inner.pacer.as_ref()
+    }
+
+    pub(crate) fn recently_enabled(&self) -> &RecentlyEnabled {
+        &self.inner.recently_enabled
     }
 
     /// The generated client, for calls the ergonomic layer does not cover.
@@ -386,6 +394,7 @@ impl ClientBuilder {
                 limiter: Limiter::new(self.rate_limits),
                 pacer: self.rate_limits.paces().then(Arc::default),
                 max_response_bytes: self.max_response_bytes,
+                recently_enabled: RecentlyEnabled::default(),
             }),
         })
     }

@@ -72,6 +72,23 @@ pub const FREE_TIER_LIMIT_EXCEEDED: u32 = 10253;
 /// UnknownInternalError.
 pub const UNKNOWN_INTERNAL_ERROR: u32 = 15000;
 
+// Seen on the live API by third-party integrations, not in Cloudflare's
+// code table (see the "Seen on the live API" notes in `queues-facts.md`).
+
+/// InvalidRequestBody: a body the API refuses as a whole.
+pub const INVALID_REQUEST_BODY: u32 = 10026;
+/// An invalid bulk (batch) push body.
+pub const INVALID_BATCH_BODY: u32 = 10013;
+/// InvalidQueueName: a name the API does not accept for a queue.
+pub const INVALID_QUEUE_NAME: u32 = 11003;
+/// FeatureFlagNotSet: the account lacks a feature the call needs.
+pub const FEATURE_FLAG_NOT_SET: u32 = 10105;
+/// The code of "messages cannot be pulled unless http_pull mode is
+/// enabled", answered with HTTP 405: the queue has no HTTP pull consumer
+/// (or it was enabled moments ago). See
+/// [`Error::is_pull_disabled`](crate::Error::is_pull_disabled).
+pub const HTTP_PULL_NOT_ENABLED: u32 = 0;
+
 /// Codes of a request refused for its rate: it did not take effect, so
 /// repeating it cannot duplicate anything.
 pub(crate) const RATE_LIMITED: [u32; 2] = [QUEUE_OVERLOADED, API_RATE_LIMITED];

@@ -78,7 +78,11 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             .map(PurgeStatus::from)
             .is_ok(),
         Operation::ListQueues => decode::<types::QueueListEnvelope>(operation, status, body)
-            .map(|page| page.queues.into_iter().for_each(|q| drop(QueueInfo::from(q))))
+            .map(|page| {
+                page.queues
+                    .into_iter()
+                    .for_each(|q| drop(QueueInfo::from(q)))
+            })
             .is_ok(),
         Operation::CreateQueue
         | Operation::GetQueue

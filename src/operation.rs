@@ -367,7 +367,10 @@ mod tests {
         assert_eq!(joined, Operation::ALL);
         for op in Operation::MESSAGES {
             assert!(op.is_messages() && !op.is_management(), "{op}");
-            assert!(op.path().starts_with("/accounts/{account_id}/queues/{queue_id}/"));
+            assert!(
+                op.path()
+                    .starts_with("/accounts/{account_id}/queues/{queue_id}/")
+            );
         }
         for op in Operation::MANAGEMENT {
             assert!(op.is_management() && !op.is_messages(), "{op}");

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::classify::RetryClass;
+use crate::codes;
 use crate::operation::Operation;
 
 use super::error_type::after_attempts;
@@ -46,6 +47,16 @@ impl ApiError {
     pub fn codes(&self) -> impl Iterator<Item = u32> + '_ {
         self.errors.iter().filter_map(|e| e.code)
     }
+
+    /// Whether this is the answer to a pull on a queue without HTTP pull:
+    /// 405 with code 0 (as seen on the live API), or a 405 whose message
+    /// names `http_pull` mode when a proxy dropped the code.
+    pub fn is_pull_disabled(&self) -> bool {
+        self.status == 405
+            && self.errors.iter().any(|e| {
+                e.code == Some(codes::HTTP_PULL_NOT_ENABLED) || e.message.contains("http_pull")
+            })
+    }
 }
 
 impl fmt::Display for ApiError {
@@ -71,6 +82,13 @@ impl fmt::Display for ApiError {
         for (i, detail) in self.errors.iter().enumerate() {
             f.write_str(if i == 0 { ": " } else { "; " })?;
             write!(f, "{detail}")?;
+        }
+        if self.is_pull_disabled() {
+            f.write_str(
+                "; HTTP pull is not enabled on this queue: enable it with Queue::enable_http_pull, \
+                 `cfq consumer enable` or `wrangler queues consumer http add <queue>` \
+                 (Cloudflare may answer so for a short while after it was enabled)",
+            )?;
         }
         Ok(())
     }

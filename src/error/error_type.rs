@@ -141,6 +141,41 @@ pub enum Error {
     /// A received message body could not be decoded as asked.
     #[error(transparent)]
     Body(#[from] BodyError),
+
+    /// No queue of the account has this name
+    /// ([`Client::queue_by_name`](crate::Client::queue_by_name)).
+    #[error("no queue is named {name:?} in this account")]
+    #[non_exhaustive]
+    UnknownQueueName {
+        /// The name looked up.
+        name: String,
+    },
+
+    /// Several queues answered to one name, which Cloudflare does not
+    /// allow: the handle would be a guess, so none is given.
+    #[error("{} queues are named {name:?}: {}", queue_ids.len(), queue_ids.join(", "))]
+    #[non_exhaustive]
+    AmbiguousQueueName {
+        /// The name looked up.
+        name: String,
+        /// The ids of the queues of that name.
+        queue_ids: Vec<String>,
+    },
+
+    /// The queue's consumer is a Worker (or another kind than HTTP pull),
+    /// and a queue has one consumer: HTTP pull cannot be enabled, and is
+    /// not, until that consumer is removed. Nothing was replaced.
+    #[error(
+        "queue {queue_id} is consumed by {consumer}: a queue has one consumer, so HTTP pull cannot be enabled; \
+         remove that consumer first (wrangler queues consumer remove), nothing was changed"
+    )]
+    #[non_exhaustive]
+    OtherConsumer {
+        /// The queue.
+        queue_id: String,
+        /// What consumes it, such as `the Worker "shop"`.
+        consumer: String,
+    },
 }
 
 fn previously(last_error: Option<&Error>) -> String {
@@ -282,11 +317,24 @@ impl Error {
         })
     }
 
-    /// Whether the queue (or the path) does not exist: HTTP 404, or code 10104.
+    /// Whether the queue (or the path) does not exist: HTTP 404, code
+    /// 10104, or a name no queue has ([`Error::UnknownQueueName`]).
     pub fn is_not_found(&self) -> bool {
-        self.as_api().is_some_and(|api| {
-            api.status == 404 || api.codes().any(|c| c == codes::QUEUE_NOT_FOUND)
-        })
+        matches!(self, Error::UnknownQueueName { .. })
+            || self.as_api().is_some_and(|api| {
+                api.status == 404 || api.codes().any(|c| c == codes::QUEUE_NOT_FOUND)
+            })
+    }
+
+    /// Whether the queue cannot be pulled from because HTTP pull is not
+    /// enabled on it: HTTP 405 with code 0 and "messages cannot be pulled
+    /// unless http_pull mode is enabled". Enable it with
+    /// [`Queue::enable_http_pull`](crate::Queue::enable_http_pull) (or
+    /// `cfq consumer enable`, or `wrangler queues consumer http add`).
+    /// Cloudflare also answers so for a short while after it was enabled;
+    /// a pull within 60 s after this client enabled it is tried again.
+    pub fn is_pull_disabled(&self) -> bool {
+        self.as_api().is_some_and(ApiError::is_pull_disabled)
     }
 
     /// How long the server asked to wait before trying again, if it said:
@@ -328,7 +376,10 @@ impl Error {
             Error::InvalidInput { .. }
             | Error::Config(_)
             | Error::RateLimited { .. }
-            | Error::Body(_) => false,
+            | Error::Body(_)
+            | Error::UnknownQueueName { .. }
+            | Error::AmbiguousQueueName { .. }
+            | Error::OtherConsumer { .. } => false,
         }
     }
 

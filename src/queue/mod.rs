@@ -7,10 +7,13 @@
 
 use std::time::Duration;
 
+mod account;
 mod admin;
 mod browse;
+mod http_pull;
 mod pull;
 mod push;
+mod resource;
 
 use crate::call::Call;
 use crate::client::Client;
@@ -59,6 +62,8 @@ const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
 pub struct Queue {
     client: Client,
     queue_id: String,
+    /// The name, when the handle was obtained by name or by creating it.
+    name: Option<String>,
     retry: Option<RetryPolicy>,
     deadline: Option<Option<Duration>>,
 }
@@ -68,14 +73,28 @@ impl Queue {
         Queue {
             client,
             queue_id,
+            name: None,
             retry: None,
             deadline: None,
         }
     }
 
+    /// This handle, remembering the queue's name.
+    pub(crate) fn named(mut self, name: String) -> Queue {
+        self.name = Some(name);
+        self
+    }
+
     /// The queue's id.
     pub fn id(&self) -> &str {
         &self.queue_id
+    }
+
+    /// The queue's name, when this handle knows it: obtained with
+    /// [`Client::queue_by_name`] or [`Client::create_queue`]. A handle from
+    /// [`Client::queue`] knows only the id ([`Queue::info`] reads the name).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// The client this handle belongs to.
@@ -123,7 +142,15 @@ impl Queue {
     }
 
     /// The call settings of this handle for one operation.
-    fn call(&self, operation: Operation, messages: usize, response_cap: usize) -> Call<'_> {
+    pub(crate) fn call(
+        &self,
+        operation: Operation,
+        messages: usize,
+        response_cap: usize,
+    ) -> Call<'_> {
+        let pull_grace_until = (operation == Operation::Pull)
+            .then(|| self.client.recently_enabled().until(&self.queue_id))
+            .flatten();
         Call {
             operation,
             queue_id: &self.queue_id,
@@ -135,6 +162,7 @@ impl Queue {
             observe: None,
             messages,
             response_cap,
+            pull_grace_until,
         }
     }
 
@@ -159,7 +187,7 @@ impl Queue {
     }
 
     /// The response cap of a call whose answer carries no messages or tokens.
-    fn small_response_cap(&self) -> usize {
+    pub(crate) fn small_response_cap(&self) -> usize {
         self.client
             .max_response_bytes()
             .unwrap_or(crate::response_cap::SMALL_RESPONSE_BYTES)

@@ -24,7 +24,12 @@
 //! rate-limit headers covers them like pushes.
 
 mod consumer;
-mod settings;
+pub(crate) mod lookup;
+mod recent;
+pub(crate) mod settings;
+
+pub use recent::PROPAGATION_WINDOW;
+pub(crate) use recent::RecentlyEnabled;
 
 pub use consumer::{Consumer, HttpPullConsumer, WorkerConsumer};
 pub use settings::{

@@ -152,12 +152,15 @@ impl RetryPolicy {
         class: RetryClass,
         asked: Option<Duration>,
     ) -> Option<Duration> {
-        let chosen = if operation == Operation::PurgeQueue {
-            self.purges
+        // Creates and deletes of queues and consumers are never repeated
+        // after an ambiguous failure: their callers read back what happened.
+        let repeat_unsafe = if operation.is_push() {
+            self.pushes == PushRetries::AtLeastOnce
+        } else if operation == Operation::PurgeQueue {
+            self.purges == PushRetries::AtLeastOnce
         } else {
-            self.pushes
+            false
         };
-        let repeat_unsafe = chosen == PushRetries::AtLeastOnce;
         if retry > self.max_retries || !class.may_repeat(operation.is_idempotent(), repeat_unsafe) {
             return None;
         }
@@ -171,7 +174,8 @@ impl RetryPolicy {
         }
     }
 
-    fn backoff_for(&self, retry: u32) -> Duration {
+    /// The backoff before retry number `retry`, as the policy sets it.
+    pub(crate) fn backoff_for(&self, retry: u32) -> Duration {
         backoff::doubling(
             self.initial_backoff,
             self.max_backoff,

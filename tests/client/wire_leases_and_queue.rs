@@ -349,7 +349,10 @@ async fn purge_all_sends_the_confirmation_and_reads_the_queue() {
             .expect("purge");
         mock.assert_async().await;
         assert_eq!(info.queue_name.as_deref(), Some("orders"));
-        assert_eq!((info.consumers_total_count, info.producers_total_count), (1, 1));
+        assert_eq!(
+            (info.consumers_total_count, info.producers_total_count),
+            (1, 1)
+        );
     }
 }
 

@@ -1,0 +1,237 @@
+//! HTTP pull: a queue's consumers, and enabling or disabling its HTTP pull
+//! consumer, which decides how messages are delivered.
+
+use super::{Queue, send};
+use crate::error::{Error, Result};
+use crate::operation::Operation;
+use crate::raw::types;
+use crate::resources::{Consumer, HttpPullConsumer, HttpPullSettings};
+
+impl Queue {
+    /// The queue's consumers (`GET .../consumers`): at most one, a Worker
+    /// or its HTTP pull consumer.
+    ///
+    /// # Errors
+    ///
+    /// What the call met ([`Error::is_not_found`] for an unknown queue).
+    /// Retried like any read.
+    ///
+    /// # Cancellation
+    ///
+    /// Reading changes nothing; dropping the future is safe.
+    pub async fn consumers(&self) -> Result<Vec<Consumer>> {
+        let consumers = self
+            .call(Operation::ListConsumers, 0, self.small_response_cap())
+            .run(send!(self, list_consumers))
+            .await?;
+        Ok(consumers.into_iter().map(Consumer::from).collect())
+    }
+
+    /// The queue's HTTP pull consumer, with its settings; `None` when HTTP
+    /// pull is not enabled.
+    ///
+    /// # Errors
+    ///
+    /// As [`Queue::consumers`].
+    ///
+    /// # Cancellation
+    ///
+    /// Reading changes nothing; dropping the future is safe.
+    pub async fn http_pull(&self) -> Result<Option<HttpPullConsumer>> {
+        Ok(self.consumers().await?.into_iter().find_map(|c| match c {
+            Consumer::HttpPull(c) => Some(c),
+            _ => None,
+        }))
+    }
+
+    /// Enables HTTP pull on the queue with these settings, or, when it is
+    /// enabled already, sets them: afterwards the queue's HTTP pull
+    /// consumer has exactly these settings (one left out goes back to
+    /// Cloudflare's default, see [`HttpPullSettings`]).
+    ///
+    /// Reads the consumers first (`GET .../consumers`), then creates the
+    /// consumer (`POST .../consumers` with `type: "http_pull"`) or updates
+    /// it (`PUT .../consumers/{id}`). A create whose answer is lost is not
+    /// repeated: the consumers are read back, and an HTTP pull consumer
+    /// found is the create's success. For the next 60 s
+    /// ([`PROPAGATION_WINDOW`](crate::resources::PROPAGATION_WINDOW)) a
+    /// pull through this client that meets "HTTP pull not enabled"
+    /// (Cloudflare's propagation delay) is tried again with backoff.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::resources::HttpPullSettings;
+    /// let settings = HttpPullSettings::new()
+    ///     .max_retries(5)
+    ///     .visibility_timeout(Duration::from_secs(60))
+    ///     .dead_letter_queue("orders-dlq");
+    /// queue.enable_http_pull(settings).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`] before sending, naming the setting out of
+    /// range; [`Error::OtherConsumer`] when a Worker (or another kind)
+    /// consumes the queue: a queue has one consumer, and it is never
+    /// replaced silently; otherwise what the calls met.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped after the create or update was sent, it may have landed:
+    /// read it back with [`Queue::http_pull`].
+    pub async fn enable_http_pull(&self, settings: HttpPullSettings) -> Result<HttpPullConsumer> {
+        let body = types::ConsumerRequest::from(settings.to_wire(self.client.limits())?);
+        let enabled = match self.consumers().await?.into_iter().next() {
+            Some(Consumer::HttpPull(current)) => self.update_http_pull(&current, body).await?,
+            Some(other) => return Err(self.other_consumer(&other)),
+            None => self.create_http_pull(body).await?,
+        };
+        self.client.recently_enabled().note(&self.queue_id);
+        Ok(with_settings(enabled, settings))
+    }
+
+    /// Disables HTTP pull by deleting the queue's HTTP pull consumer
+    /// (`DELETE .../consumers/{id}`); `Ok(false)` when it was not enabled.
+    /// Pulls then fail with [`Error::is_pull_disabled`].
+    ///
+    /// A deletion whose answer is lost is not repeated: the consumers are
+    /// read back, and no HTTP pull consumer is the deletion's success.
+    ///
+    /// # Errors
+    ///
+    /// What the calls met; the first error when the read-back still finds
+    /// the consumer (or cannot tell).
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped after the deletion was sent, it may have landed: read it
+    /// back with [`Queue::http_pull`].
+    pub async fn disable_http_pull(&self) -> Result<bool> {
+        let Some(current) = self.http_pull().await? else {
+            return Ok(false);
+        };
+        let consumer_id = consumer_id(&current)?;
+        let deleted = self
+            .call(Operation::DeleteConsumer, 0, self.small_response_cap())
+            .run(|| {
+                self.client
+                    .raw()
+                    .delete_consumer()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .consumer_id(consumer_id)
+                    .send()
+            })
+            .await;
+        match deleted {
+            Ok(_) => {}
+            Err(error) if error.may_have_landed() => match self.http_pull().await {
+                Ok(None) => {}
+                _ => return Err(error),
+            },
+            Err(error) => return Err(error),
+        }
+        self.client.recently_enabled().forget(&self.queue_id);
+        Ok(true)
+    }
+
+    async fn create_http_pull(&self, body: types::ConsumerRequest) -> Result<HttpPullConsumer> {
+        let created = self
+            .call(Operation::CreateConsumer, 0, self.small_response_cap())
+            .run(send!(self, create_consumer, body))
+            .await;
+        match created {
+            Ok(consumer) => Ok(as_http_pull(consumer.into())),
+            Err(error) if error.may_have_landed() => {
+                tracing::debug!(%error, queue = %self.queue_id, "create consumer may have landed; reading it back");
+                match self.http_pull().await {
+                    Ok(Some(consumer)) => Ok(consumer),
+                    _ => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn update_http_pull(
+        &self,
+        current: &HttpPullConsumer,
+        body: types::ConsumerRequest,
+    ) -> Result<HttpPullConsumer> {
+        let consumer_id = consumer_id(current)?;
+        let updated = self
+            .call(Operation::UpdateConsumer, 0, self.small_response_cap())
+            .run(|| {
+                self.client
+                    .raw()
+                    .update_consumer()
+                    .account_id(self.client.account_id())
+                    .queue_id(&self.queue_id)
+                    .consumer_id(consumer_id)
+                    .body(body.clone())
+                    .send()
+            })
+            .await?;
+        let mut updated = as_http_pull(updated.into());
+        updated
+            .consumer_id
+            .get_or_insert_with(|| consumer_id.to_owned());
+        Ok(updated)
+    }
+
+    fn other_consumer(&self, other: &Consumer) -> Error {
+        let consumer = match other {
+            Consumer::Worker(worker) => match &worker.script_name {
+                Some(script) => format!("the Worker {script:?}"),
+                None => "a Worker".to_owned(),
+            },
+            other => format!("a consumer of type {:?}", other.kind()),
+        };
+        Error::OtherConsumer {
+            queue_id: self.queue_id.clone(),
+            consumer,
+        }
+    }
+}
+
+/// The consumer's id, which the update and delete paths need.
+fn consumer_id(consumer: &HttpPullConsumer) -> Result<&str> {
+    consumer
+        .consumer_id
+        .as_deref()
+        .ok_or_else(|| Error::Decode {
+            operation: Operation::ListConsumers,
+            status: 200,
+            reason: "the HTTP pull consumer is listed without its consumer_id".to_owned(),
+            snippet: String::new(),
+            attempts: 1,
+        })
+}
+
+/// The answer to a create or update, read tolerantly: an answer that does
+/// not say `type: http_pull` (or says nothing) still describes the
+/// consumer just written.
+fn as_http_pull(consumer: Consumer) -> HttpPullConsumer {
+    match consumer {
+        Consumer::HttpPull(c) => c,
+        other => HttpPullConsumer {
+            consumer_id: other.consumer_id().map(str::to_owned),
+            ..HttpPullConsumer::default()
+        },
+    }
+}
+
+/// The consumer as written: the answer's settings where it gave them, the
+/// requested ones where it left them out (create answers may omit
+/// `dead_letter_queue`).
+fn with_settings(mut consumer: HttpPullConsumer, asked: HttpPullSettings) -> HttpPullConsumer {
+    let got = &mut consumer.settings;
+    got.batch_size = got.batch_size.or(asked.batch_size);
+    got.max_retries = got.max_retries.or(asked.max_retries);
+    got.retry_delay = got.retry_delay.or(asked.retry_delay);
+    got.visibility_timeout = got.visibility_timeout.or(asked.visibility_timeout);
+    got.dead_letter_queue = got.dead_letter_queue.take().or(asked.dead_letter_queue);
+    consumer
+}
