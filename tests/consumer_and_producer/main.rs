@@ -6,6 +6,7 @@ mod budget;
 mod consumer;
 mod consumer_distance;
 mod consumer_faults;
+mod consumer_http_pull;
 mod consumer_lifecycle;
 mod producer;
 mod support;

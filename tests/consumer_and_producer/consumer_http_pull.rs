@@ -1,0 +1,155 @@
+//! The consumer on a queue without HTTP pull (405, code 0): it stops at its
+//! first pull with the hint, unless this client enabled HTTP pull within
+//! Cloudflare's propagation window, where the pull is tried again.
+
+use std::time::Duration;
+
+use cf_queues::consumer::{Consumer, ConsumerError};
+use cf_queues::resources::{HttpPullSettings, PROPAGATION_WINDOW};
+use serde_json::{Value, json};
+
+use crate::support::{ack_now, acked, eventually, failure, pulled, scripted, success};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn not_enabled() -> (u16, Value) {
+    (
+        405,
+        failure(
+            0,
+            "messages cannot be pulled unless http_pull mode is enabled",
+        ),
+    )
+}
+
+/// An HTTP pull consumer as Cloudflare's create answer describes it.
+fn http_pull_consumer() -> Value {
+    json!({
+        "type": "http_pull", "consumer_id": "c0ffee00c0ffee00c0ffee00c0ffee00",
+        "queue_name": "scripted", "settings": {"max_retries": 5}
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_http_pull_the_consumer_stops_at_its_first_pull_with_the_hint() {
+    let server = scripted(|operation, _| match operation {
+        "pull" => not_enabled(),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let consumer = Consumer::builder(server.queue())
+        .ack_interval(HOUR)
+        .build()
+        .expect("valid settings");
+    let stopped = consumer.run(ack_now).await.expect_err("the consumer stops");
+    let ConsumerError::Stopped { error, summary } = &stopped else {
+        panic!("not a stop on the pull's error: {stopped:?}");
+    };
+    assert!(error.is_pull_disabled(), "{error:?}");
+    assert!(!error.is_retryable());
+    let text = stopped.to_string();
+    assert!(text.contains("Queue::enable_http_pull"), "{text}");
+    assert!(text.contains("cfq consumer enable"), "{text}");
+    // The consumer starts with 8 pulls in flight: every one of them is
+    // answered with the error, and none is tried again.
+    let pulls = server.bodies("pull").len();
+    assert!((1..=8).contains(&pulls), "{pulls} pulls: none retried");
+    assert_eq!(summary.received, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_enabling_http_pull_the_not_enabled_answers_of_propagation_are_waited_out() {
+    let mut pulls = 0;
+    let server = scripted(move |operation, body| match operation {
+        // GET .../consumers has no body; POST .../consumers is the create.
+        "consumers" if body.is_null() => (200, success(json!([]))),
+        "consumers" => (200, success(http_pull_consumer())),
+        "pull" => {
+            pulls += 1;
+            match pulls {
+                1..=3 => not_enabled(),
+                4 => (200, pulled(&[("m1", Some("lease-1"))])),
+                _ => (200, pulled(&[])),
+            }
+        }
+        "ack" => (200, acked(body, &[])),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let queue = server.queue();
+    let enabled = queue
+        .enable_http_pull(HttpPullSettings::new().max_retries(5))
+        .await
+        .expect("enabled");
+    assert_eq!(
+        enabled.consumer_id.as_deref(),
+        Some("c0ffee00c0ffee00c0ffee00c0ffee00")
+    );
+    let created = server.bodies("consumers");
+    assert_eq!(
+        created.last(),
+        Some(&json!({"type": "http_pull", "settings": {"max_retries": 5}}))
+    );
+    let started = tokio::time::Instant::now();
+    let consumer = Consumer::builder(queue)
+        .ack_interval(Duration::from_millis(10))
+        .build()
+        .expect("valid settings");
+    let monitor = consumer.monitor();
+    let stop = consumer.shutdown_token();
+    let run = tokio::spawn(consumer.run(ack_now));
+    eventually(
+        "the message acked",
+        Duration::from_millis(100),
+        Duration::from_secs(50),
+        || monitor.snapshot().acked == 1,
+    )
+    .await;
+    assert!(
+        started.elapsed() < PROPAGATION_WINDOW,
+        "{:?}",
+        started.elapsed()
+    );
+    stop.cancel();
+    let summary = run.await.expect("task").expect("no fatal error");
+    assert_eq!((summary.received, summary.acked), (1, 1));
+    assert!(server.bodies("pull").len() >= 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn past_the_propagation_window_a_not_enabled_answer_stops_the_consumer() {
+    let server = scripted(|operation, _| match operation {
+        "consumers" => (200, success(json!([http_pull_consumer()]))),
+        // PUT .../consumers/{consumer_id}
+        "c0ffee00c0ffee00c0ffee00c0ffee00" => (200, success(http_pull_consumer())),
+        "pull" => not_enabled(),
+        _ => (404, failure(7003, "No route for the URI")),
+    })
+    .await;
+    let queue = server.queue();
+    // Enabled already: the call sets its settings (PUT), and the window starts.
+    queue
+        .enable_http_pull(HttpPullSettings::new())
+        .await
+        .expect("settings set");
+    let consumer = Consumer::builder(queue)
+        .ack_interval(HOUR)
+        .build()
+        .expect("valid settings");
+    let started = tokio::time::Instant::now();
+    let stopped = consumer.run(ack_now).await.expect_err("the consumer stops");
+    let ConsumerError::Stopped { error, .. } = &stopped else {
+        panic!("not a stop on the pull's error: {stopped:?}");
+    };
+    assert!(error.is_pull_disabled(), "{error:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= PROPAGATION_WINDOW - Duration::from_secs(1)
+            && waited <= PROPAGATION_WINDOW + Duration::from_secs(5),
+        "tried again within the window only: {waited:?}"
+    );
+    assert!(
+        server.bodies("pull").len() > 1,
+        "tried again inside the window"
+    );
+}
