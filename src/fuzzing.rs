@@ -219,10 +219,38 @@ mod tests {
         ]
     }
 
+    /// The management operations, with an answer of their shape and a
+    /// mistyped one.
+    fn management_operations() -> [(Operation, Value, Value); 4] {
+        let queue = json!({"queue_id": "q", "queue_name": "orders",
+                           "settings": {"delivery_delay": 5, "delivery_paused": true}});
+        let consumer = json!({"type": "http_pull", "consumer_id": "c", "dead_letter_queue": "",
+                              "settings": {"batch_size": 50.0, "visibility_timeout_ms": 6000}});
+        [
+            (
+                Operation::ListQueues,
+                json!([queue]),
+                json!({"queue_id": "q"}),
+            ),
+            (Operation::GetQueue, queue, json!({"settings": [1]})),
+            (Operation::ListConsumers, json!([consumer]), json!("none")),
+            (Operation::CreateConsumer, consumer, json!({"settings": 3})),
+        ]
+    }
+
     #[test]
     fn every_operation_decodes_an_empty_success_and_no_failure() {
         let empty = envelope(json!({}));
-        assert_eq!(decode_response(200, &empty), Operation::ALL.len());
+        let lists = [Operation::ListQueues, Operation::ListConsumers];
+        // An empty list answer is `[]`; `{}` where a list belongs is a decode error.
+        assert_eq!(
+            decode_response(200, &empty),
+            Operation::ALL.len() - lists.len()
+        );
+        for list in lists {
+            assert!(decode_as(list, 200, &envelope(json!([]))), "{list}");
+            assert!(decode_as(list, 200, &envelope(Value::Null)), "{list}");
+        }
         assert_eq!(decode_response(500, &empty), 0);
         let failure = json!({"success": false, "errors": [{"code": 15000, "message": "x"}]});
         assert_eq!(decode_response(503, failure.to_string().as_bytes()), 0);
@@ -230,7 +258,9 @@ mod tests {
 
     #[test]
     fn each_new_operation_reads_its_own_result_type() {
-        for (operation, answer, mistyped) in new_operations() {
+        for (operation, answer, mistyped) in
+            new_operations().into_iter().chain(management_operations())
+        {
             assert!(
                 decode_as(operation, 200, &envelope(answer.clone())),
                 "{operation}"
