@@ -1,7 +1,7 @@
 //! The queue as a resource: reading it, changing its settings, deleting it.
 
 use super::{Queue, send};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, built};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::QueueSettings;
@@ -59,10 +59,10 @@ impl Queue {
         if settings.is_empty() {
             return Err(Error::invalid("settings", "no setting to change was given"));
         }
-        let body = types::QueueUpdateRequest {
-            queue_name: None,
-            settings: Some(settings.to_wire(self.client.limits())?),
-        };
+        let body: types::QueueUpdateRequest = built(
+            types::QueueUpdateRequest::builder()
+                .settings(Some(settings.to_wire(self.client.limits())?)),
+        )?;
         let details = self
             .call(Operation::EditQueue, 0, self.small_response_cap())
             .run(send!(self, edit_queue, body))

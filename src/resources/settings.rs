@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, built};
 use crate::limits::Limits;
 use crate::message::known_u32;
 use crate::raw::types;
@@ -96,11 +96,12 @@ impl QueueSettings {
                 Ok(u32::try_from(secs).unwrap_or(u32::MAX))
             })
             .transpose()?;
-        Ok(types::QueueSettingsRequest {
-            delivery_delay,
-            delivery_paused: self.delivery_paused,
-            message_retention_period,
-        })
+        built(
+            types::QueueSettingsRequest::builder()
+                .delivery_delay(delivery_delay)
+                .delivery_paused(self.delivery_paused)
+                .message_retention_period(message_retention_period),
+        )
     }
 }
 
@@ -223,18 +224,21 @@ impl HttpPullSettings {
             .as_deref()
             .map(|name| check_name("dead_letter_queue", name).map(|()| name.to_owned()))
             .transpose()?;
-        let settings = types::HttpPullConsumerSettings {
-            batch_size,
-            max_retries: self.max_retries,
-            retry_delay,
-            visibility_timeout_ms,
-        };
+        let settings: types::HttpPullConsumerSettings = built(
+            types::HttpPullConsumerSettings::builder()
+                .batch_size(batch_size)
+                .max_retries(self.max_retries)
+                .retry_delay(retry_delay)
+                .visibility_timeout_ms(visibility_timeout_ms),
+        )?;
+        // No settings object at all when none is given, as wrangler sends it.
         let empty = settings == types::HttpPullConsumerSettings::default();
-        Ok(types::HttpPullConsumerRequest {
-            dead_letter_queue,
-            settings: (!empty).then_some(settings),
-            type_: types::HttpPullConsumerRequestType::HttpPull,
-        })
+        built(
+            types::HttpPullConsumerRequest::builder()
+                .dead_letter_queue(dead_letter_queue)
+                .settings((!empty).then_some(settings))
+                .type_(types::HttpPullConsumerRequestType::HttpPull),
+        )
     }
 }
 
