@@ -3,7 +3,7 @@
 //! ```text
 //! cargo xtask drift <published.json|yaml>... [--fragment <yaml>]...
 //!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
-//! cargo xtask additive <fragment-in> <fragment-out>
+//! cargo xtask additive <fragment-in> <fragment-out> [--properties-only]
 //! ```
 //!
 //! `drift` exits 0 when every difference is explained by an exception, 1
@@ -34,9 +34,10 @@ usage:
       --fragment  a fragment file; given once or more, replaces the default files
       --strict    an exception that matches no difference fails the check too
       --verbose   also list the explained differences and their exceptions
-  xtask additive <fragment-in> <fragment-out>
-      Writes a copy of the fragment with an optional property `x_additive_probe`
-      in every object schema and a new operation POST .../messages/xtask-probe.";
+  xtask additive <fragment-in> <fragment-out> [--properties-only]
+      Writes a copy of a fragment file with an optional property `x_additive_probe`
+      in every object schema and a new operation POST .../messages/xtask-probe.
+      --properties-only  only the properties, for the fragment's other files";
 
 #[derive(Debug)]
 enum TaskError {
@@ -254,7 +255,18 @@ fn emit(text: &str) -> Result<(), TaskError> {
 }
 
 fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
-    let [input, output] = args else {
+    let mut probe = additive::Probe::Operation;
+    let mut files = Vec::new();
+    for arg in args {
+        match arg.as_str() {
+            "--properties-only" => probe = additive::Probe::PropertiesOnly,
+            flag if flag.starts_with("--") => {
+                return Err(TaskError::Usage(format!("unknown option {flag}")));
+            }
+            file => files.push(file),
+        }
+    }
+    let [input, output] = files[..] else {
         return Err(TaskError::Usage(
             "additive needs <fragment-in> <fragment-out>".to_owned(),
         ));
@@ -263,14 +275,18 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
         .map_err(|e| TaskError::Io(format!("reading {input}: {e}")))?;
     let mut doc: serde_yaml::Value =
         serde_yaml::from_str(&text).map_err(|e| TaskError::Io(format!("parsing {input}: {e}")))?;
-    let summary = additive::mutate(&mut doc).map_err(|e| TaskError::Io(format!("{input}: {e}")))?;
+    let summary =
+        additive::mutate(&mut doc, probe).map_err(|e| TaskError::Io(format!("{input}: {e}")))?;
     let text = serde_yaml::to_string(&doc).map_err(|e| TaskError::Io(e.to_string()))?;
     std::fs::write(output, text).map_err(|e| TaskError::Io(format!("writing {output}: {e}")))?;
+    let added = match probe {
+        additive::Probe::Operation => format!("; added POST {}", additive::PROBE_PATH),
+        additive::Probe::PropertiesOnly => String::new(),
+    };
     eprintln!(
-        "xtask additive: {} object schemas gained an optional `{}`; added POST {}",
+        "xtask additive: {input}: {} object schemas gained an optional `{}`{added}",
         summary.schemas,
         additive::PROBE_PROPERTY,
-        additive::PROBE_PATH
     );
     Ok(ExitCode::SUCCESS)
 }
