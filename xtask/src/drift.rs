@@ -12,21 +12,23 @@ use serde_json::Value;
 use crate::spec::{Resolver, Shape};
 
 /// The queue's own path. Paths below it are shown without it (`POST
-/// /messages/pull`, `GET /consumers`), as the messages operations always
-/// were; any other path, this one included, is shown in full.
+/// /messages/pull`, `GET /consumers`), so that the lines the exceptions
+/// file names for the messages operations stay as they were; any other
+/// path, this one included, is shown in full.
 pub const PREFIX: &str = "/accounts/{account_id}/queues/{queue_id}";
 /// The parts of Cloudflare's API below [`PREFIX`] the fragment describes,
 /// each with everything below it.
 const SCOPE: [&str; 4] = ["/messages", "/metrics", "/purge", "/consumers"];
-/// The paths not below [`PREFIX`] the fragment describes, exactly these.
-/// Published operations outside both are ignored, so the check also works
-/// on Cloudflare's whole description.
+/// The paths in scope by themselves, not for what is below them: the
+/// account's queues and the queue itself. Published operations outside
+/// these and [`SCOPE`] are ignored, so the check also works on Cloudflare's
+/// whole description.
 const WHOLE: [&str; 2] = ["/accounts/{account_id}/queues", PREFIX];
 
 /// The scope in words, for the report's header.
 pub fn scope_label() -> String {
     format!(
-        "{} and under {PREFIX} {} (shown below it)",
+        "on {}, and under {PREFIX} (shown without it) on {}",
         WHOLE.join(" and "),
         SCOPE.join(", ")
     )

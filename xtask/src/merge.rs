@@ -52,7 +52,7 @@ pub fn merge(docs: Vec<(String, Value)>, overlap: Overlap) -> Result<Value, Stri
             .ok_or_else(|| format!("{first_name}: not a mapping"))?;
         if let Some(paths) = doc.remove("paths") {
             let target = section(into, "paths").map_err(|e| format!("{first_name}: {e}"))?;
-            extend(target, "paths", paths, &name, overlap, &mut origin)?;
+            extend(target, None, paths, &name, overlap, &mut origin)?;
         }
         if let Some(components) = doc.remove("components") {
             let Value::Object(components) = components else {
@@ -61,48 +61,51 @@ pub fn merge(docs: Vec<(String, Value)>, overlap: Overlap) -> Result<Value, Stri
             let target = section(into, "components").map_err(|e| format!("{first_name}: {e}"))?;
             for (kind, entries) in components {
                 let into = section(target, &kind).map_err(|e| format!("{first_name}: {e}"))?;
-                extend(
-                    into,
-                    &format!("components/{kind}"),
-                    entries,
-                    &name,
-                    overlap,
-                    &mut origin,
-                )?;
+                extend(into, Some(&kind), entries, &name, overlap, &mut origin)?;
             }
         }
     }
     Ok(merged)
 }
 
+/// How an error names a path (`kind` none) or a component.
+fn label(kind: Option<&str>, name: &str) -> String {
+    match kind {
+        None => format!("path {name:?}"),
+        Some(kind) => format!("#/components/{kind}/{name}"),
+    }
+}
+
 fn record(doc: &Value, file: &str, origin: &mut BTreeMap<String, String>) {
     if let Some(paths) = doc.get("paths").and_then(Value::as_object) {
         for path in paths.keys() {
-            origin.insert(format!("paths {path}"), file.to_owned());
+            origin.insert(label(None, path), file.to_owned());
         }
     }
     if let Some(components) = doc.get("components").and_then(Value::as_object) {
         for (kind, entries) in components {
             for name in entries.as_object().into_iter().flat_map(Map::keys) {
-                origin.insert(format!("components/{kind} {name}"), file.to_owned());
+                origin.insert(label(Some(kind), name), file.to_owned());
             }
         }
     }
 }
 
+/// Adds a file's paths (`kind` none) or components of one kind.
 fn extend(
     into: &mut Map<String, Value>,
-    what: &str,
+    kind: Option<&str>,
     entries: Value,
     file: &str,
     overlap: Overlap,
     origin: &mut BTreeMap<String, String>,
 ) -> Result<(), String> {
     let Value::Object(entries) = entries else {
-        return Err(format!("{file}: `{what}` is not a mapping"));
+        let section = kind.map_or_else(|| "paths".to_owned(), |k| format!("components.{k}"));
+        return Err(format!("{file}: `{section}` is not a mapping"));
     };
     for (name, value) in entries {
-        let key = format!("{what} {name}");
+        let key = label(kind, &name);
         match into.get(&name) {
             Some(existing) if overlap == Overlap::IfIdentical && *existing == value => {}
             Some(_) => {
@@ -111,7 +114,7 @@ fn extend(
                     Overlap::Forbidden => "is defined in both",
                     Overlap::IfIdentical => "is defined differently in",
                 };
-                return Err(format!("{what} {name:?} {how} {first} and {file}"));
+                return Err(format!("{key} {how} {first} and {file}"));
             }
             None => {
                 origin.insert(key, file.to_owned());
@@ -215,7 +218,7 @@ components:
             Overlap::Forbidden,
         )
         .unwrap_err();
-        assert!(error.contains("components/schemas \"Shared\""), "{error}");
+        assert!(error.contains("#/components/schemas/Shared"), "{error}");
     }
 
     #[test]
