@@ -1,6 +1,10 @@
 //! The additive-change mutation: what Cloudflare does to its description
 //! all the time (a new optional field somewhere, a new operation), applied
 //! to the fragment at once, so that CI can check the crate still compiles.
+//!
+//! The fragment is several files merged by build.rs: each gets the probe
+//! property, and one of them the probe operation ([`Probe::Operation`]),
+//! since a second copy of it would be a path defined twice.
 
 use serde_yaml::{Mapping, Value};
 
@@ -72,18 +76,37 @@ XtaskProbeFailure:
     success: {type: boolean}
 "#;
 
+/// What [`mutate`] adds besides the probe property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The probe operation and its schemas too.
+    Operation,
+    /// Only the property (the fragment's other files).
+    PropertiesOnly,
+}
+
 #[derive(Debug, Default, PartialEq)]
 pub struct ProbeSummary {
     /// Object schemas that gained the probe property.
     pub schemas: usize,
 }
 
-/// Adds the probe operation and its schemas, then an optional string
-/// property [`PROBE_PROPERTY`] to every object schema with `properties`.
-pub fn mutate(doc: &mut Value) -> Result<ProbeSummary, String> {
+/// Adds the probe operation and its schemas (with [`Probe::Operation`]),
+/// then an optional string property [`PROBE_PROPERTY`] to every object
+/// schema with `properties`.
+pub fn mutate(doc: &mut Value, probe: Probe) -> Result<ProbeSummary, String> {
     let root = doc
         .as_mapping_mut()
         .ok_or("the fragment is not a YAML mapping")?;
+    if probe == Probe::Operation {
+        add_operation(root)?;
+    }
+    let mut summary = ProbeSummary::default();
+    walk_document(doc, &mut summary);
+    Ok(summary)
+}
+
+fn add_operation(root: &mut Mapping) -> Result<(), String> {
     let operation: Value = serde_yaml::from_str(PROBE_OPERATION).map_err(|e| e.to_string())?;
     let paths = child_mapping(root, "paths")?;
     if paths.contains_key(PROBE_PATH) {
@@ -100,10 +123,7 @@ pub fn mutate(doc: &mut Value) -> Result<ProbeSummary, String> {
         }
         existing.insert(name, schema);
     }
-
-    let mut summary = ProbeSummary::default();
-    walk_document(doc, &mut summary);
-    Ok(summary)
+    Ok(())
 }
 
 fn child_mapping<'a>(parent: &'a mut Mapping, key: &str) -> Result<&'a mut Mapping, String> {
@@ -290,7 +310,7 @@ components:
     #[test]
     fn every_object_schema_with_properties_gets_the_probe() {
         let mut doc: Value = serde_yaml::from_str(FRAGMENT).unwrap();
-        let summary = mutate(&mut doc).unwrap();
+        let summary = mutate(&mut doc, Probe::Operation).unwrap();
         let envelope = &doc["components"]["schemas"]["Envelope"];
         let result = &envelope["properties"]["result"];
         let message = &result["properties"]["messages"]["items"];
@@ -310,12 +330,30 @@ components:
     #[test]
     fn the_probe_operation_and_its_schemas_are_added_once() {
         let mut doc: Value = serde_yaml::from_str(FRAGMENT).unwrap();
-        mutate(&mut doc).unwrap();
+        mutate(&mut doc, Probe::Operation).unwrap();
         let operation = &doc["paths"][PROBE_PATH]["post"];
         assert_eq!(operation["operationId"].as_str(), Some("xtask_probe"));
         assert!(has_probe(
             &doc["components"]["schemas"]["XtaskProbeRequest"]
         ));
-        assert!(mutate(&mut doc).is_err());
+        assert!(mutate(&mut doc, Probe::Operation).is_err());
+    }
+
+    #[test]
+    fn properties_only_leaves_paths_and_schemas_as_they_were() {
+        let mut doc: Value = serde_yaml::from_str(FRAGMENT).unwrap();
+        let summary = mutate(&mut doc, Probe::PropertiesOnly).unwrap();
+        assert!(doc["paths"].get(PROBE_PATH).is_none());
+        assert!(
+            doc["components"]["schemas"]
+                .get("XtaskProbeRequest")
+                .is_none()
+        );
+        assert!(has_probe(&doc["components"]["schemas"]["Envelope"]));
+        // Envelope, result, message and the inline request only.
+        assert_eq!(summary.schemas, 4);
+        // Once is enough: a second pass finds every property in place.
+        let again = mutate(&mut doc, Probe::PropertiesOnly).unwrap();
+        assert_eq!(again.schemas, 0);
     }
 }

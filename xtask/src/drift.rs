@@ -11,11 +11,28 @@ use serde_json::Value;
 
 use crate::spec::{Resolver, Shape};
 
-/// The part of Cloudflare's API the fragment describes. Paths are shown
-/// without this prefix; published operations outside the scope are ignored,
-/// so the check also works on Cloudflare's whole description.
+/// The queue's own path. Paths below it are shown without it (`POST
+/// /messages/pull`, `GET /consumers`), so that the lines the exceptions
+/// file names for the messages operations stay as they were; any other
+/// path, this one included, is shown in full.
 pub const PREFIX: &str = "/accounts/{account_id}/queues/{queue_id}";
-const SCOPE: [&str; 3] = ["/messages", "/metrics", "/purge"];
+/// The parts of Cloudflare's API below [`PREFIX`] the fragment describes,
+/// each with everything below it.
+const SCOPE: [&str; 4] = ["/messages", "/metrics", "/purge", "/consumers"];
+/// The paths in scope by themselves, not for what is below them: the
+/// account's queues and the queue itself. Published operations outside
+/// these and [`SCOPE`] are ignored, so the check also works on Cloudflare's
+/// whole description.
+const WHOLE: [&str; 2] = ["/accounts/{account_id}/queues", PREFIX];
+
+/// The scope in words, for the report's header.
+pub fn scope_label() -> String {
+    format!(
+        "on {}, and under {PREFIX} (shown without it) on {}",
+        WHOLE.join(" and "),
+        SCOPE.join(", ")
+    )
+}
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -44,7 +61,7 @@ impl fmt::Display for Diff {
 pub struct Report {
     pub diffs: Vec<Diff>,
     pub compared: usize,
-    /// Published operations outside [`SCOPE`].
+    /// Published operations outside [`SCOPE`] and [`WHOLE`].
     pub ignored: usize,
 }
 
@@ -67,14 +84,15 @@ fn operations<'a>(
     };
     let paths = paths.as_object().ok_or("`paths` must be an object")?;
     for (path, item) in paths {
-        let (short, under_prefix) = match strip_prefix(path) {
-            Some(short) => (short, true),
-            None => (path.as_str(), false),
-        };
-        let in_scope = under_prefix
-            && SCOPE
-                .iter()
-                .any(|s| short == *s || short.starts_with(&format!("{s}/")));
+        let blanked = blank_parameters(path);
+        let below = strip_prefix(path).filter(|short| !short.is_empty());
+        let in_scope = WHOLE.iter().any(|w| blank_parameters(w) == blanked)
+            || below.is_some_and(|short| {
+                SCOPE
+                    .iter()
+                    .any(|s| short == *s || short.starts_with(&format!("{s}/")))
+            });
+        let shown = below.unwrap_or(path);
         for method in METHODS {
             let Some(node) = item.get(method) else {
                 continue;
@@ -85,9 +103,9 @@ fn operations<'a>(
             }
             let upper = method.to_ascii_uppercase();
             found.insert(
-                format!("{upper} {}", blank_parameters(path)),
+                format!("{upper} {blanked}"),
                 SpecOperation {
-                    display: format!("{upper} {short}"),
+                    display: format!("{upper} {shown}"),
                     path_item: item,
                     node,
                 },
@@ -620,7 +638,9 @@ components:
 paths:
   /accounts/{account_id}/queues/{queue_id}/metrics:
     get: {responses: {}}
-  /accounts/{account_id}/queues/{queue_id}/consumers:
+  /accounts/{account_id}/queues/{queue_id}/events:
+    get: {responses: {}}
+  /accounts/{account_id}/workers/scripts:
     get: {responses: {}}
 "#;
         let f = r#"
@@ -631,13 +651,97 @@ paths:
         let pd = parse(p, false).unwrap();
         let fd = parse(f, false).unwrap();
         let report = compare(&pd, &fd).unwrap();
-        assert_eq!(report.ignored, 1);
+        assert_eq!(report.ignored, 2);
         let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,
             vec![
                 "GET /metrics: operation only in published",
                 "POST /messages/extend: operation only in fragment",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_management_paths_are_in_scope_and_shown_below_the_queue_or_in_full() {
+        let p = r#"
+paths:
+  /accounts/{account_id}/queues:
+    get: {responses: {}}
+    post: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}:
+    patch: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}/consumers:
+    get: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}/consumers/{consumer_id}:
+    delete: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}/consumersx:
+    get: {responses: {}}
+  /accounts/{account_id}/queues/{queue_id}/messages:
+    post: {responses: {}}
+"#;
+        let f = r#"
+paths:
+  /accounts/{account}/queues:
+    get: {responses: {}}
+"#;
+        let pd = parse(p, false).unwrap();
+        let fd = parse(f, false).unwrap();
+        let report = compare(&pd, &fd).unwrap();
+        assert_eq!((report.compared, report.ignored), (1, 1));
+        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "DELETE /consumers/{consumer_id}: operation only in published",
+                "GET /consumers: operation only in published",
+                "PATCH /accounts/{account_id}/queues/{queue_id}: operation only in published",
+                "POST /accounts/{account_id}/queues: operation only in published",
+                "POST /messages: operation only in published",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_management_operation_is_compared_like_a_messages_one() {
+        let p = r#"
+paths:
+  /accounts/{account_id}/queues/{queue_id}:
+    put:
+      parameters:
+        - {name: queue_id, in: path, required: true, schema: {type: string, maxLength: 32}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                queue_name: {type: string}
+                queue_id: {type: string, readOnly: true}
+      responses: {}
+"#;
+        let f = r#"
+paths:
+  /accounts/{account_id}/queues/{queue_id}:
+    parameters:
+      - {name: queue_id, in: path, required: true, schema: {type: string}}
+    put:
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                queue_name: {type: string}
+      responses: {}
+"#;
+        assert_eq!(
+            lines(p, f),
+            vec![
+                "PUT /accounts/{account_id}/queues/{queue_id} path.queue_id: maxLength 32 vs none",
+                "PUT /accounts/{account_id}/queues/{queue_id} request: body required false vs true",
+                "PUT /accounts/{account_id}/queues/{queue_id} request.queue_id: only in published",
             ]
         );
     }
@@ -711,6 +815,41 @@ paths:
                 "POST /messages/pull request.acks[].id: type string vs integer",
                 "POST /messages/pull request.warnings: type object vs array|object",
                 "POST /messages/pull request.warnings{}: type string vs number",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_one_of_and_an_any_of_of_the_same_alternatives_compare_equal() {
+        let alternatives = r#"
+    HttpPull:
+      type: object
+      required: [type]
+      properties:
+        type: {type: string, enum: [http_pull]}
+        settings: {type: object, properties: {visibility_timeout_ms: {type: number}}}
+    Worker:
+      type: object
+      required: [type, script_name]
+      properties:
+        type: {type: string, enum: [worker]}
+        script_name: {type: string}
+"#;
+        let with = |keyword: &str| {
+            doc(&format!(
+                "      {keyword}:\n        - $ref: '#/components/schemas/HttpPull'\n        - $ref: '#/components/schemas/Worker'\n      discriminator: {{propertyName: type}}\n{alternatives}"
+            ))
+        };
+        assert!(lines(&with("anyOf"), &with("oneOf")).is_empty());
+        // The union is compared, not nothing: one alternative less is seen.
+        let pull_only = doc(&format!(
+            "      oneOf:\n        - $ref: '#/components/schemas/HttpPull'\n{alternatives}"
+        ));
+        assert_eq!(
+            lines(&with("anyOf"), &pull_only),
+            vec![
+                "POST /messages/pull request.script_name: only in published",
+                "POST /messages/pull request.type: enum [\"http_pull\", \"worker\"] vs [\"http_pull\"]",
             ]
         );
     }

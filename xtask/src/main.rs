@@ -1,19 +1,19 @@
 //! Maintenance tasks for cf-queues, run from the repository root:
 //!
 //! ```text
-//! cargo run --manifest-path xtask/Cargo.toml -- drift <published.json|yaml>
-//!     [--fragment openapi/queues-messages.yaml]
+//! cargo xtask drift <published.json|yaml>... [--fragment <yaml>]...
 //!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
-//! cargo run --manifest-path xtask/Cargo.toml -- additive <fragment-in> <fragment-out>
+//! cargo xtask additive <fragment-in> <fragment-out> [--properties-only]
 //! ```
 //!
 //! `drift` exits 0 when every difference is explained by an exception, 1
 //! when one is not (or, with `--strict`, when an exception matches
-//! nothing), 2 on a usage, reading or parsing error.
+//! nothing), 2 on a usage, reading, parsing or merging error.
 
 mod additive;
 mod drift;
 mod exceptions;
+mod merge;
 mod spec;
 
 use std::fmt::Write as _;
@@ -23,16 +23,23 @@ use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage:
-  xtask drift <published.json|yaml> [--fragment <yaml>] [--exceptions <yaml>] [--strict] [--verbose]
-      Compares the fragment (default: openapi/queues-messages.yaml) with a copy of
-      Cloudflare's published description. Every difference not explained by the
-      exceptions file (default: openapi/drift-exceptions.yaml) fails the check.
-      --strict   an exception that matches no difference fails the check too
-      --verbose  also list the explained differences and their exceptions
-  xtask additive <fragment-in> <fragment-out>
-      Writes a copy of the fragment with an optional property `x_additive_probe`
-      in every object schema and a new operation POST .../messages/xtask-probe.";
+  xtask drift <published.json|yaml>... [--fragment <yaml>]... [--exceptions <yaml>] [--strict] [--verbose]
+      Compares the fragment with a copy of Cloudflare's published description.
+      Each side may be several files, merged into one description: the published
+      files may repeat a component only identically; the fragment's files (default:
+      openapi/queues-messages.yaml and openapi/queues-management.yaml, merged as
+      build.rs merges them) may define a path or component only once. Every
+      difference not explained by the exceptions file (default:
+      openapi/drift-exceptions.yaml) fails the check.
+      --fragment  a fragment file; given once or more, replaces the default files
+      --strict    an exception that matches no difference fails the check too
+      --verbose   also list the explained differences and their exceptions
+  xtask additive <fragment-in> <fragment-out> [--properties-only]
+      Writes a copy of a fragment file with an optional property `x_additive_probe`
+      in every object schema and a new operation POST .../messages/xtask-probe.
+      --properties-only  only the properties, for the fragment's other files";
 
+#[derive(Debug)]
 enum TaskError {
     Usage(String),
     Io(String),
@@ -69,9 +76,15 @@ fn repo_root() -> PathBuf {
     manifest.parent().unwrap_or(manifest).to_path_buf()
 }
 
+/// The fragment's files, in the order build.rs merges them.
+const FRAGMENT_FILES: [&str; 2] = [
+    "openapi/queues-messages.yaml",
+    "openapi/queues-management.yaml",
+];
+
 struct DriftArgs {
-    published: PathBuf,
-    fragment: PathBuf,
+    published: Vec<PathBuf>,
+    fragments: Vec<PathBuf>,
     exceptions: PathBuf,
     strict: bool,
     verbose: bool,
@@ -79,8 +92,8 @@ struct DriftArgs {
 
 fn parse_drift_args(args: &[String]) -> Result<DriftArgs, TaskError> {
     let root = repo_root();
-    let mut published = None;
-    let mut fragment = root.join("openapi/queues-messages.yaml");
+    let mut published = Vec::new();
+    let mut fragments = Vec::new();
     let mut exceptions = root.join("openapi/drift-exceptions.yaml");
     let (mut strict, mut verbose) = (false, false);
     let mut rest = args.iter();
@@ -91,33 +104,57 @@ fn parse_drift_args(args: &[String]) -> Result<DriftArgs, TaskError> {
                 .ok_or_else(|| TaskError::Usage(format!("{flag} needs a path")))
         };
         match arg.as_str() {
-            "--fragment" => fragment = value("--fragment")?,
+            "--fragment" => fragments.push(value("--fragment")?),
             "--exceptions" => exceptions = value("--exceptions")?,
             "--strict" => strict = true,
             "--verbose" => verbose = true,
             flag if flag.starts_with("--") => {
                 return Err(TaskError::Usage(format!("unknown option {flag}")));
             }
-            path if published.is_none() => published = Some(PathBuf::from(path)),
-            extra => return Err(TaskError::Usage(format!("unexpected argument {extra:?}"))),
+            path => published.push(PathBuf::from(path)),
         }
     }
-    let published = published.ok_or_else(|| {
-        TaskError::Usage("drift needs the path of Cloudflare's published description".to_owned())
-    })?;
+    if published.is_empty() {
+        return Err(TaskError::Usage(
+            "drift needs the path of Cloudflare's published description".to_owned(),
+        ));
+    }
+    if fragments.is_empty() {
+        fragments = FRAGMENT_FILES.iter().map(|f| root.join(f)).collect();
+    }
     Ok(DriftArgs {
         published,
-        fragment,
+        fragments,
         exceptions,
         strict,
         verbose,
     })
 }
 
+/// Reads and merges one side's files.
+fn load_merged(paths: &[PathBuf], overlap: merge::Overlap) -> Result<serde_json::Value, TaskError> {
+    let mut docs = Vec::with_capacity(paths.len());
+    for path in paths {
+        docs.push((
+            path.display().to_string(),
+            spec::load(path).map_err(TaskError::Io)?,
+        ));
+    }
+    merge::merge(docs, overlap).map_err(|e| TaskError::Io(format!("merging: {e}")))
+}
+
+fn joined(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
 fn run_drift(args: &[String]) -> Result<ExitCode, TaskError> {
     let args = parse_drift_args(args)?;
-    let published = spec::load(&args.published).map_err(TaskError::Io)?;
-    let fragment = spec::load(&args.fragment).map_err(TaskError::Io)?;
+    let published = load_merged(&args.published, merge::Overlap::IfIdentical)?;
+    let fragment = load_merged(&args.fragments, merge::Overlap::Forbidden)?;
     let exceptions = exceptions::load(&args.exceptions).map_err(TaskError::Io)?;
     let report = drift::compare(&published, &fragment).map_err(TaskError::Io)?;
 
@@ -127,10 +164,10 @@ fn run_drift(args: &[String]) -> Result<ExitCode, TaskError> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "drift: {} (published) vs {} (fragment), operations under {}",
-        args.published.display(),
-        args.fragment.display(),
-        drift::PREFIX
+        "drift: {} (published) vs {} (fragment), operations {}",
+        joined(&args.published),
+        joined(&args.fragments),
+        drift::scope_label()
     );
     let _ = writeln!(
         out,
@@ -218,7 +255,18 @@ fn emit(text: &str) -> Result<(), TaskError> {
 }
 
 fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
-    let [input, output] = args else {
+    let mut probe = additive::Probe::Operation;
+    let mut files = Vec::new();
+    for arg in args {
+        match arg.as_str() {
+            "--properties-only" => probe = additive::Probe::PropertiesOnly,
+            flag if flag.starts_with("--") => {
+                return Err(TaskError::Usage(format!("unknown option {flag}")));
+            }
+            file => files.push(file),
+        }
+    }
+    let [input, output] = files[..] else {
         return Err(TaskError::Usage(
             "additive needs <fragment-in> <fragment-out>".to_owned(),
         ));
@@ -227,14 +275,78 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
         .map_err(|e| TaskError::Io(format!("reading {input}: {e}")))?;
     let mut doc: serde_yaml::Value =
         serde_yaml::from_str(&text).map_err(|e| TaskError::Io(format!("parsing {input}: {e}")))?;
-    let summary = additive::mutate(&mut doc).map_err(|e| TaskError::Io(format!("{input}: {e}")))?;
+    let summary =
+        additive::mutate(&mut doc, probe).map_err(|e| TaskError::Io(format!("{input}: {e}")))?;
     let text = serde_yaml::to_string(&doc).map_err(|e| TaskError::Io(e.to_string()))?;
     std::fs::write(output, text).map_err(|e| TaskError::Io(format!("writing {output}: {e}")))?;
+    let added = match probe {
+        additive::Probe::Operation => format!("; added POST {}", additive::PROBE_PATH),
+        additive::Probe::PropertiesOnly => String::new(),
+    };
     eprintln!(
-        "xtask additive: {} object schemas gained an optional `{}`; added POST {}",
+        "xtask additive: {input}: {} object schemas gained an optional `{}`{added}",
         summary.schemas,
         additive::PROBE_PROPERTY,
-        additive::PROBE_PATH
     );
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn drift_takes_several_published_files_and_defaults_to_both_fragment_files() {
+        let parsed = parse_drift_args(&args(&["q.json", "m.json", "--strict"])).unwrap();
+        assert_eq!(
+            parsed.published,
+            vec![PathBuf::from("q.json"), PathBuf::from("m.json")]
+        );
+        assert!(parsed.strict && !parsed.verbose);
+        let root = repo_root();
+        assert_eq!(
+            parsed.fragments,
+            vec![
+                root.join("openapi/queues-messages.yaml"),
+                root.join("openapi/queues-management.yaml"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fragment_given_replaces_the_defaults_and_may_be_repeated() {
+        let parsed = parse_drift_args(&args(&[
+            "q.json",
+            "--fragment",
+            "a.yaml",
+            "--verbose",
+            "--fragment",
+            "b.yaml",
+        ]))
+        .unwrap();
+        assert_eq!(
+            parsed.fragments,
+            vec![PathBuf::from("a.yaml"), PathBuf::from("b.yaml")]
+        );
+        assert!(parsed.verbose);
+    }
+
+    #[test]
+    fn drift_usage_errors() {
+        for bad in [
+            &[][..],
+            &["--strict"],
+            &["q.json", "--fragment"],
+            &["q.json", "--bogus"],
+        ] {
+            assert!(
+                matches!(parse_drift_args(&args(bad)), Err(TaskError::Usage(_))),
+                "{bad:?}"
+            );
+        }
+    }
 }
