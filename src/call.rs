@@ -218,8 +218,14 @@ impl Call<'_> {
 
     /// The wait before trying a pull again that met "HTTP pull not enabled"
     /// within the propagation window after this client enabled it: the
-    /// policy's backoff, cut to the window's end. `None` outside it.
+    /// policy's backoff, cut to the window's end, however many retries the
+    /// policy allows otherwise (the window bounds them). `None` outside it,
+    /// or when the policy allows no retry at all.
     fn propagation_wait(&self, attempt: u32, error: &Error) -> Option<Duration> {
+        // A policy of no retries (`RetryPolicy::none()`) means one request.
+        if self.retry.max_retries == 0 {
+            return None;
+        }
         let until = self.pull_grace_until?;
         let left = until.checked_duration_since(Instant::now())?;
         (error.is_pull_disabled() && !left.is_zero())

@@ -330,7 +330,7 @@ impl Error {
     /// enabled on it: HTTP 405 with code 0 and "messages cannot be pulled
     /// unless http_pull mode is enabled". Enable it with
     /// [`Queue::enable_http_pull`](crate::Queue::enable_http_pull) (or
-    /// `cfq consumer enable`, or `wrangler queues consumer http add`).
+    /// `wrangler queues consumer http add`).
     /// Cloudflare also answers so for a short while after it was enabled;
     /// a pull within 60 s after this client enabled it is tried again.
     pub fn is_pull_disabled(&self) -> bool {

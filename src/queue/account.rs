@@ -7,7 +7,7 @@ use crate::envelope::QueuePage;
 use crate::error::{Result, built};
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::resources::lookup::{NameLookup, Next, after_page};
+use crate::resources::lookup::{NameLookup, Next, after_page, page_ids};
 use crate::resources::settings::check_name;
 use crate::response::QueueInfo;
 use crate::response_cap::SMALL_RESPONSE_BYTES;
@@ -46,12 +46,20 @@ impl Client {
         check_name("name", name)?;
         let mut lookup = NameLookup::new(name);
         let mut number = 1;
+        let mut previous: Option<QueuePage> = None;
         loop {
             let page = self.list_page(number, Some(name)).await?;
+            if previous
+                .as_ref()
+                .is_some_and(|p| page_ids(p) == page_ids(&page))
+            {
+                break; // the same page again: `page` is ignored too
+            }
             match lookup.read(number, &page)? {
                 Next::Page(next) => number = next,
                 Next::Done => break,
             }
+            previous = Some(page);
         }
         let id = lookup.finish()?;
         Ok(self.queue(id)?.named(name.to_owned()))
@@ -64,7 +72,7 @@ impl Client {
     ///
     /// What a list call met; each is retried like any read. At most
     /// 1,000 pages are read (Cloudflare allows 10,000 queues per account,
-    /// 500 pages of 20).
+    /// 500 pages of 20), and the list ends at a page served twice.
     ///
     /// # Cancellation
     ///
@@ -72,14 +80,24 @@ impl Client {
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         let mut queues = Vec::new();
         let mut number = 1;
+        let mut previous: Option<QueuePage> = None;
         loop {
             let page = self.list_page(number, None).await?;
+            if previous
+                .as_ref()
+                .is_some_and(|p| page_ids(p) == page_ids(&page))
+            {
+                // The same page again: a server that ignores `page` and
+                // gives no `result_info` would otherwise be read 1,000 times.
+                return Ok(queues);
+            }
             let next = after_page(number, &page);
-            queues.extend(page.queues.into_iter().map(QueueInfo::from));
+            queues.extend(page.queues.iter().cloned().map(QueueInfo::from));
             match next {
                 Next::Page(n) => number = n,
                 Next::Done => return Ok(queues),
             }
+            previous = Some(page);
         }
     }
 

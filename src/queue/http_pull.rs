@@ -84,12 +84,14 @@ impl Queue {
     pub async fn enable_http_pull(&self, settings: HttpPullSettings) -> Result<HttpPullConsumer> {
         let body = types::ConsumerRequest::from(settings.to_wire(self.client.limits())?);
         let enabled = match self.consumers().await?.into_iter().next() {
-            Some(Consumer::HttpPull(current)) => self.update_http_pull(&current, body).await?,
+            Some(Consumer::HttpPull(current)) => {
+                self.update_http_pull(&current, body, &settings).await?
+            }
             Some(other) => return Err(self.other_consumer(&other)),
-            None => self.create_http_pull(body).await?,
+            None => self.create_http_pull(body, &settings).await?,
         };
         self.client.recently_enabled().note(&self.queue_id);
-        Ok(with_settings(enabled, settings))
+        Ok(enabled)
     }
 
     /// Disables HTTP pull by deleting the queue's HTTP pull consumer
@@ -137,13 +139,17 @@ impl Queue {
         Ok(true)
     }
 
-    async fn create_http_pull(&self, body: types::ConsumerRequest) -> Result<HttpPullConsumer> {
+    async fn create_http_pull(
+        &self,
+        body: types::ConsumerRequest,
+        asked: &HttpPullSettings,
+    ) -> Result<HttpPullConsumer> {
         let created = self
             .call(Operation::CreateConsumer, 0, self.small_response_cap())
             .run(send!(self, create_consumer, body))
             .await;
         match created {
-            Ok(consumer) => Ok(as_http_pull(consumer.into())),
+            Ok(consumer) => Ok(as_written(consumer, asked)),
             Err(error) if error.may_have_landed() => {
                 tracing::debug!(%error, queue = %self.queue_id, "create consumer may have landed; reading it back");
                 match self.http_pull().await {
@@ -159,6 +165,7 @@ impl Queue {
         &self,
         current: &HttpPullConsumer,
         body: types::ConsumerRequest,
+        asked: &HttpPullSettings,
     ) -> Result<HttpPullConsumer> {
         let consumer_id = consumer_id(current)?;
         let updated = self
@@ -174,7 +181,7 @@ impl Queue {
                     .send()
             })
             .await?;
-        let mut updated = as_http_pull(updated.into());
+        let mut updated = as_written(updated, asked);
         updated
             .consumer_id
             .get_or_insert_with(|| consumer_id.to_owned());
@@ -212,26 +219,34 @@ fn consumer_id(consumer: &HttpPullConsumer) -> Result<&str> {
 
 /// The answer to a create or update, read tolerantly: an answer that does
 /// not say `type: http_pull` (or says nothing) still describes the
-/// consumer just written.
-fn as_http_pull(consumer: Consumer) -> HttpPullConsumer {
-    match consumer {
+/// consumer just written, and a setting it leaves out (create answers may
+/// omit `dead_letter_queue`) is the one asked for. A setting it gives,
+/// even `dead_letter_queue: ""` (none), is believed.
+fn as_written(answer: types::QueueConsumer, asked: &HttpPullSettings) -> HttpPullConsumer {
+    let given = answer.settings.clone().unwrap_or_default();
+    let dead_letter_given = answer.dead_letter_queue.is_some();
+    let mut consumer = match Consumer::from(answer) {
         Consumer::HttpPull(c) => c,
         other => HttpPullConsumer {
             consumer_id: other.consumer_id().map(str::to_owned),
             ..HttpPullConsumer::default()
         },
-    }
-}
-
-/// The consumer as written: the answer's settings where it gave them, the
-/// requested ones where it left them out (create answers may omit
-/// `dead_letter_queue`).
-fn with_settings(mut consumer: HttpPullConsumer, asked: HttpPullSettings) -> HttpPullConsumer {
+    };
     let got = &mut consumer.settings;
-    got.batch_size = got.batch_size.or(asked.batch_size);
-    got.max_retries = got.max_retries.or(asked.max_retries);
-    got.retry_delay = got.retry_delay.or(asked.retry_delay);
-    got.visibility_timeout = got.visibility_timeout.or(asked.visibility_timeout);
-    got.dead_letter_queue = got.dead_letter_queue.take().or(asked.dead_letter_queue);
+    if given.batch_size.is_none() {
+        got.batch_size = asked.batch_size;
+    }
+    if given.max_retries.is_none() {
+        got.max_retries = asked.max_retries;
+    }
+    if given.retry_delay.is_none() {
+        got.retry_delay = asked.retry_delay;
+    }
+    if given.visibility_timeout_ms.is_none() {
+        got.visibility_timeout = asked.visibility_timeout;
+    }
+    if !dead_letter_given {
+        got.dead_letter_queue.clone_from(&asked.dead_letter_queue);
+    }
     consumer
 }

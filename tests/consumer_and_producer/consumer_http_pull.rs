@@ -49,7 +49,7 @@ async fn without_http_pull_the_consumer_stops_at_its_first_pull_with_the_hint() 
     assert!(!error.is_retryable());
     let text = stopped.to_string();
     assert!(text.contains("Queue::enable_http_pull"), "{text}");
-    assert!(text.contains("cfq consumer enable"), "{text}");
+    assert!(text.contains("wrangler queues consumer http add"), "{text}");
     // The consumer starts with 8 pulls in flight: every one of them is
     // answered with the error, and none is tried again.
     let pulls = server.bodies("pull").len();
@@ -76,7 +76,7 @@ async fn after_enabling_http_pull_the_not_enabled_answers_of_propagation_are_wai
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let queue = server.queue();
+    let queue = server.queue_with_retries();
     let enabled = queue
         .enable_http_pull(HttpPullSettings::new().max_retries(5))
         .await
@@ -126,7 +126,7 @@ async fn past_the_propagation_window_a_not_enabled_answer_stops_the_consumer() {
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let queue = server.queue();
+    let queue = server.queue_with_retries();
     // Enabled already: the call sets its settings (PUT), and the window starts.
     queue
         .enable_http_pull(HttpPullSettings::new())

@@ -57,6 +57,24 @@ impl Scripted {
             .collect()
     }
 
+    /// A queue on this server whose client retries as by default (with
+    /// quick backoff), for what happens only on a retry.
+    pub fn queue_with_retries(&self) -> Queue {
+        cf_queues::Client::builder()
+            .api_token("scripted-token")
+            .account_id("023e105f4ecef8ad9ca31a8372d0c353")
+            .base_url(&self.base_url)
+            .http_client(reqwest::Client::builder().pool_idle_timeout(None))
+            .retry(RetryPolicy::default().backoff(
+                std::time::Duration::from_millis(10),
+                std::time::Duration::from_millis(500),
+            ))
+            .build()
+            .expect("client")
+            .queue("scripted")
+            .expect("queue id")
+    }
+
     /// A queue on this server whose client makes one request per call.
     pub fn queue(&self) -> Queue {
         let builder = cf_queues::Client::builder()
