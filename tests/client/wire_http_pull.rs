@@ -260,7 +260,6 @@ async fn a_create_answer_without_the_dead_letter_queue_keeps_the_one_asked() {
         }),
         json!({
             "type": "http_pull", "consumer_id": CONSUMER, "created_on": "2024-03-20T16:09:14.154Z", "queue_name": NAME,
-            "dead_letter_queue": "",
             "settings": {"batch_size": 50.0, "max_retries": 3.0, "retry_delay": 10.0, "visibility_timeout_ms": 6000.0}
         }),
     ] {
@@ -304,6 +303,33 @@ async fn a_create_answer_without_the_dead_letter_queue_keeps_the_one_asked() {
     expected.settings = example_settings();
     assert_eq!(enabled, expected);
     assert_eq!(create.calls_async().await, 1);
+}
+
+/// An answer that says `dead_letter_queue: ""` says, by the published
+/// description, that no dead-letter queue is configured: that is not an
+/// answer that left the field out, and the consumer returned should say
+/// none, not the one asked for.
+#[tokio::test]
+#[ignore = "bug: enable_http_pull reports the asked dead-letter queue when the answer says \"\" (none configured); Consumer::from maps \"\" to None before with_settings (src/queue/http_pull.rs) fills it in as if it were left out"]
+async fn a_create_answer_with_no_dead_letter_queue_is_believed() {
+    let server = MockServer::start_async().await;
+    let _list = consumers_mock(&server, json!([])).await;
+    let create = server
+        .mock_async(|when, then| {
+            when.method(POST)
+                .path(consumers_path())
+                .json_body(example_request());
+            let mut answer = example_http_pull(CONSUMER);
+            answer["dead_letter_queue"] = json!("");
+            then.status(200).json_body(success(answer));
+        })
+        .await;
+    let enabled = queue(&server, Auth::Token)
+        .enable_http_pull(example_settings())
+        .await
+        .expect("enabled");
+    assert_eq!(create.calls_async().await, 1);
+    assert_eq!(enabled.settings.dead_letter_queue, None);
 }
 
 /// HTTP pull enabled already: the consumer is updated in place (`PUT` with
@@ -520,14 +546,16 @@ async fn enable_http_pull_checks_settings_before_sending() {
 async fn enable_http_pull_accepts_the_limits() {
     let server = MockServer::start_async().await;
     let _list = consumers_mock(&server, json!([])).await;
+    let body = json!({
+        "type": "http_pull",
+        "settings": {"batch_size": 100, "max_retries": 100, "retry_delay": 86_400, "visibility_timeout_ms": 43_200_000u64}
+    });
     let create = server
         .mock_async(|when, then| {
-            when.method(POST).path(consumers_path()).json_body(json!({
-                "type": "http_pull",
-                "settings": {"batch_size": 100, "max_retries": 100, "retry_delay": 86_400, "visibility_timeout_ms": 43_200_000u64}
-            }));
-            then.status(200)
-                .json_body(success(json!({"type": "http_pull", "consumer_id": CONSUMER})));
+            when.method(POST).path(consumers_path()).json_body(body);
+            then.status(200).json_body(success(
+                json!({"type": "http_pull", "consumer_id": CONSUMER}),
+            ));
         })
         .await;
     let settings = HttpPullSettings::new()
@@ -609,13 +637,14 @@ async fn a_lost_disable_answer_is_read_back_not_repeated() {
             ));
         })
         .await;
-    let delete = server
-        .mock_async(|when, then| {
-            when.method(DELETE).path(consumer_path(CONSUMER));
-            then.status(500)
-                .json_body(failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"));
-        })
-        .await;
+    let delete = answering(
+        &server,
+        DELETE,
+        consumer_path(CONSUMER),
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    )
+    .await;
     let others = catch_all(&server).await;
     let disabled = queue(&server, Auth::Token)
         .disable_http_pull()
@@ -653,12 +682,7 @@ async fn disable_http_pull_needs_the_consumer_id() {
 #[tokio::test]
 async fn a_pull_without_http_pull_fails_at_once_with_the_hint() {
     let server = MockServer::start_async().await;
-    let pull = server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/messages/pull"));
-            then.status(405).json_body(pull_disabled());
-        })
-        .await;
+    let pull = answering(&server, POST, path("/messages/pull"), 405, pull_disabled()).await;
     let error = queue(&server, Auth::Token)
         .pull(PullOptions::new())
         .await
@@ -680,13 +704,14 @@ async fn a_pull_without_http_pull_fails_at_once_with_the_hint() {
 #[tokio::test]
 async fn another_405_is_not_pull_disabled() {
     let server = MockServer::start_async().await;
-    let pull = server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/messages/pull"));
-            then.status(405)
-                .json_body(failure(codes::METHOD_NOT_ALLOWED, "Method not allowed"));
-        })
-        .await;
+    let pull = answering(
+        &server,
+        POST,
+        path("/messages/pull"),
+        405,
+        failure(codes::METHOD_NOT_ALLOWED, "Method not allowed"),
+    )
+    .await;
     let error = queue(&server, Auth::Token)
         .pull(PullOptions::new())
         .await
@@ -703,13 +728,14 @@ async fn another_405_is_not_pull_disabled() {
 async fn a_pull_soon_after_enabling_is_retried_until_it_succeeds() {
     let server = MockServer::start_async().await;
     let _list = consumers_mock(&server, json!([])).await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(consumers_path());
-            then.status(200)
-                .json_body(success(example_http_pull(CONSUMER)));
-        })
-        .await;
+    let create = answering(
+        &server,
+        POST,
+        consumers_path(),
+        200,
+        success(example_http_pull(CONSUMER)),
+    )
+    .await;
     let hits = Arc::new(AtomicUsize::new(0));
     let pull = server
         .mock_async(|when, then| {
@@ -752,19 +778,15 @@ async fn a_pull_soon_after_enabling_is_retried_until_it_succeeds() {
 async fn a_pull_still_disabled_after_the_window_fails() {
     let server = MockServer::start_async().await;
     let _list = consumers_mock(&server, json!([])).await;
-    let _create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(consumers_path());
-            then.status(200)
-                .json_body(success(example_http_pull(CONSUMER)));
-        })
-        .await;
-    let pull = server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/messages/pull"));
-            then.status(405).json_body(pull_disabled());
-        })
-        .await;
+    let _create = answering(
+        &server,
+        POST,
+        consumers_path(),
+        200,
+        success(example_http_pull(CONSUMER)),
+    )
+    .await;
+    let pull = answering(&server, POST, path("/messages/pull"), 405, pull_disabled()).await;
     let queue = paused_client(
         &server,
         RetryPolicy::default().backoff(Duration::from_secs(2), Duration::from_secs(8)),
@@ -817,32 +839,31 @@ async fn the_window_is_per_queue_and_ends_with_a_disable() {
             ));
         })
         .await;
-    let _create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(consumers_path());
-            then.status(200)
-                .json_body(success(example_http_pull(CONSUMER)));
-        })
-        .await;
-    let delete = server
-        .mock_async(|when, then| {
-            when.method(DELETE).path(consumer_path(CONSUMER));
-            then.status(200).json_body(success(json!(null)));
-        })
-        .await;
-    let pull = server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/messages/pull"));
-            then.status(405).json_body(pull_disabled());
-        })
-        .await;
-    let other_pull = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(format!("/accounts/{ACCOUNT}/queues/{OTHER}/messages/pull"));
-            then.status(405).json_body(pull_disabled());
-        })
-        .await;
+    let _create = answering(
+        &server,
+        POST,
+        consumers_path(),
+        200,
+        success(example_http_pull(CONSUMER)),
+    )
+    .await;
+    let delete = answering(
+        &server,
+        DELETE,
+        consumer_path(CONSUMER),
+        200,
+        success(json!(null)),
+    )
+    .await;
+    let pull = answering(&server, POST, path("/messages/pull"), 405, pull_disabled()).await;
+    let other_pull = answering(
+        &server,
+        POST,
+        format!("/accounts/{ACCOUNT}/queues/{OTHER}/messages/pull"),
+        405,
+        pull_disabled(),
+    )
+    .await;
     let client = paused_client(&server, RetryPolicy::default());
     let queue = client.queue(QUEUE).expect("queue id");
     queue
@@ -866,4 +887,39 @@ async fn the_window_is_per_queue_and_ends_with_a_disable() {
     assert!(error.is_pull_disabled());
     assert_eq!(start.elapsed(), Duration::ZERO, "no wait");
     assert_eq!(pull.calls_async().await, 1, "not retried after a disable");
+}
+
+/// `RetryPolicy::none()` promises that every call sends exactly one
+/// request (`Queue::with_retry`'s example says so too): a caller who turned
+/// retries off, to retry in its own way, should get the first "not
+/// enabled" answer at once, even right after enabling.
+#[tokio::test(start_paused = true)]
+#[ignore = "bug: within the propagation window a pull is retried whatever the retry policy: Call::run (src/call.rs) falls back to propagation_wait when wait_before says no, and propagation_wait ignores max_retries, so RetryPolicy::none() sends a request every backoff for 60 s"]
+async fn a_pull_with_retries_off_sends_one_request_even_after_enabling() {
+    let server = MockServer::start_async().await;
+    let _list = consumers_mock(&server, json!([])).await;
+    let _create = answering(
+        &server,
+        POST,
+        consumers_path(),
+        200,
+        success(example_http_pull(CONSUMER)),
+    )
+    .await;
+    let pull = answering(&server, POST, path("/messages/pull"), 405, pull_disabled()).await;
+    let queue = paused_client(&server, RetryPolicy::default())
+        .queue(QUEUE)
+        .expect("queue id");
+    queue
+        .enable_http_pull(HttpPullSettings::new())
+        .await
+        .expect("enabled");
+    let error = queue
+        .with_retry(RetryPolicy::none())
+        .pull(PullOptions::new())
+        .await
+        .expect_err("not enabled yet");
+    assert!(error.is_pull_disabled(), "{error:?}");
+    assert_eq!(error.attempts(), 1);
+    assert_eq!(pull.calls_async().await, 1, "exactly one request");
 }
