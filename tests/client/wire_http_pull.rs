@@ -700,6 +700,31 @@ async fn a_pull_without_http_pull_fails_at_once_with_the_hint() {
     assert_eq!(pull.calls_async().await, 1, "exactly one request");
 }
 
+/// A proxy that dropped the code still leaves the message, which names
+/// `http_pull` mode: it is recognised too.
+#[tokio::test]
+async fn a_pull_disabled_answer_without_its_code_is_recognised() {
+    let server = MockServer::start_async().await;
+    let answer = json!({
+        "success": false,
+        "errors": [{"message": "messages cannot be pulled unless http_pull mode is enabled"}],
+        "messages": [],
+        "result": null
+    });
+    let pull = answering(&server, POST, path("/messages/pull"), 405, answer).await;
+    let error = queue(&server, Auth::Token)
+        .pull(PullOptions::new())
+        .await
+        .expect_err("not enabled");
+    assert!(error.is_pull_disabled(), "{error:?}");
+    assert!(error.codes().is_empty(), "{error:?}");
+    assert!(
+        error.to_string().contains("Queue::enable_http_pull"),
+        "{error}"
+    );
+    assert_eq!(pull.calls_async().await, 1);
+}
+
 /// Other 405s are not taken for it, and carry no hint.
 #[tokio::test]
 async fn another_405_is_not_pull_disabled() {
@@ -820,6 +845,60 @@ async fn a_pull_still_disabled_after_the_window_fails() {
     assert!(again.is_pull_disabled());
     assert_eq!(again.attempts(), 1);
     assert_eq!(pull.calls_async().await, tried + 1, "one more request only");
+}
+
+/// The window is the enabling client's, shared by its clones: another
+/// client on the same account fails at once.
+#[tokio::test(start_paused = true)]
+async fn the_window_is_the_enabling_clients_and_its_clones() {
+    let server = MockServer::start_async().await;
+    let _list = consumers_mock(&server, json!([])).await;
+    let _create = answering(
+        &server,
+        POST,
+        consumers_path(),
+        200,
+        success(example_http_pull(CONSUMER)),
+    )
+    .await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let pull = server
+        .mock_async(|when, then| {
+            when.method(POST).path(path("/messages/pull"));
+            then.respond_with(sequenced(
+                2,
+                (405, pull_disabled()),
+                (200, pulled()),
+                Arc::clone(&hits),
+            ));
+        })
+        .await;
+    let enabling = paused_client(&server, RetryPolicy::default());
+    enabling
+        .queue(QUEUE)
+        .expect("queue id")
+        .enable_http_pull(HttpPullSettings::new())
+        .await
+        .expect("enabled");
+
+    let error = paused_client(&server, RetryPolicy::default())
+        .queue(QUEUE)
+        .expect("queue id")
+        .pull(PullOptions::new())
+        .await
+        .expect_err("another client");
+    assert!(error.is_pull_disabled(), "{error:?}");
+    assert_eq!(pull.calls_async().await, 1, "another client: not retried");
+
+    let batch = enabling
+        .clone()
+        .queue(QUEUE)
+        .expect("queue id")
+        .pull(PullOptions::new())
+        .await
+        .expect("a clone is retried");
+    assert_eq!(batch.messages.len(), 1);
+    assert_eq!(pull.calls_async().await, 3, "one 405, then the batch");
 }
 
 /// The window is the enabled queue's only, and disabling ends it.

@@ -1106,14 +1106,14 @@ impl Scripted {
         Scripted { base_url, lines }
     }
 
-    /// A client on this server with fast retries and a short attempt timeout.
+    /// A client on this server with fast retries and an attempt timeout of 1 s.
     fn client(&self) -> Client {
         Client::builder()
             .api_token(TOKEN)
             .account_id(ACCOUNT)
             .base_url(&self.base_url)
             .retry(quick())
-            .timeout(Duration::from_millis(300))
+            .timeout(Duration::from_secs(1))
             .build()
             .expect("valid test configuration")
     }
@@ -1181,7 +1181,7 @@ async fn a_create_whose_connection_breaks_is_looked_up_not_repeated() {
 #[tokio::test]
 async fn a_create_timed_out_and_not_found_is_the_timeout() {
     let server = Scripted::start(vec![
-        Step::Stall(Duration::from_secs(2)),
+        Step::Stall(Duration::from_secs(3)),
         Step::Respond(200, list_page(&[], None)),
     ]);
     let error = server
