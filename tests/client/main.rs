@@ -12,3 +12,4 @@ mod schema;
 mod support;
 mod wire_leases_and_queue;
 mod wire_messages;
+mod wire_resources;
