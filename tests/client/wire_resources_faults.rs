@@ -1,0 +1,451 @@
+//! Deleting a queue, the management calls under the API budget, lost
+//! answers over a cut or stalled connection, and the codes seen on the live
+//! API. A submodule of `wire_resources`, whose helpers it shares.
+
+use super::*;
+
+/// The live API answers a deletion with `result: null`; an answer without
+/// `result`, or with an empty object, is as good.
+#[tokio::test]
+async fn delete_queue_sends_delete_and_reads_any_result() {
+    for answer in [
+        json!({"success": true, "errors": [], "messages": [], "result": null}),
+        json!({"success": true, "errors": [], "messages": []}),
+        json!({"success": true, "errors": [], "messages": [], "result": {}}),
+    ] {
+        let server = MockServer::start_async().await;
+        let delete = server
+            .mock_async(|when, then| {
+                authenticated(when.method(DELETE).path(path("")), Auth::Token);
+                then.status(200).json_body(answer.clone());
+            })
+            .await;
+        let others = catch_all(&server).await;
+        queue(&server, Auth::Token).delete().await.expect("deleted");
+        assert_eq!(delete.calls_async().await, 1, "{answer}");
+        assert_eq!(others.calls_async().await, 0, "no read-back: {answer}");
+    }
+}
+
+/// A 500 may hide a deletion that landed: it is not repeated, the queue is
+/// read back, and a queue that is gone is the deletion's success.
+#[tokio::test]
+async fn a_lost_delete_answer_and_the_queue_gone_is_ok() {
+    let server = MockServer::start_async().await;
+    let delete = answering(
+        &server,
+        DELETE,
+        path(""),
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    )
+    .await;
+    let get = server
+        .mock_async(|when, then| {
+            authenticated(when.method(GET).path(path("")), Auth::Token);
+            then.status(404)
+                .json_body(failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"));
+        })
+        .await;
+    let others = catch_all(&server).await;
+    queue(&server, Auth::Token)
+        .delete()
+        .await
+        .expect("gone is deleted");
+    assert_eq!(delete.calls_async().await, 1, "exactly one DELETE");
+    assert_eq!(get.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+#[tokio::test]
+async fn a_lost_delete_answer_and_the_queue_still_there_is_the_500() {
+    let server = MockServer::start_async().await;
+    let delete = answering(
+        &server,
+        DELETE,
+        path(""),
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    )
+    .await;
+    let get = answering(&server, GET, path(""), 200, success(example_queue())).await;
+    let others = catch_all(&server).await;
+    let error = queue(&server, Auth::Token)
+        .delete()
+        .await
+        .expect_err("still there");
+    assert_eq!(error.status(), Some(500), "{error:?}");
+    assert_eq!(error.operation(), Some(Operation::DeleteQueue));
+    assert!(error.may_have_landed());
+    assert_eq!(error.attempts(), 1);
+    assert_eq!(delete.calls_async().await, 1, "exactly one DELETE");
+    assert_eq!(get.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+/// A deletion refused with a 404 (the queue never existed) is that 404:
+/// no read-back.
+#[tokio::test]
+async fn a_delete_of_an_unknown_queue_is_not_found() {
+    let server = MockServer::start_async().await;
+    let delete = answering(
+        &server,
+        DELETE,
+        path(""),
+        404,
+        failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"),
+    )
+    .await;
+    let others = catch_all(&server).await;
+    let error = queue(&server, Auth::Token)
+        .delete()
+        .await
+        .expect_err("unknown");
+    assert!(error.is_not_found(), "{error:?}");
+    assert_eq!(delete.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Pacing
+// ---------------------------------------------------------------------------
+
+/// Management calls count against the credential's API limit: an answer
+/// whose `Ratelimit` says nothing is left for 120 s (longer than the
+/// policy's 60 s) holds the next management call and the next push
+/// unsent, as a push's answer would.
+#[tokio::test]
+async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
+    let server = MockServer::start_async().await;
+    let create = server
+        .mock_async(|when, then| {
+            when.method(POST).path(queues_path());
+            then.status(200)
+                .header("ratelimit", "\"default\";r=0;t=120")
+                .header("ratelimit-policy", "\"default\";q=1200;w=300")
+                .json_body(success(example_queue()));
+        })
+        .await;
+    let others = catch_all(&server).await;
+    let client = client(&server, Auth::Token);
+    let queue = client.create_queue(NAME).await.expect("created");
+    for error in [
+        queue.info().await.expect_err("held"),
+        client.queues().await.expect_err("held"),
+        queue.push(Message::text("held")).await.expect_err("held"),
+    ] {
+        match &error {
+            Error::RateLimited {
+                retry_after,
+                attempts: 0,
+                ..
+            } => assert!(
+                *retry_after > Duration::from_secs(110) && *retry_after <= Duration::from_secs(120),
+                "{retry_after:?}"
+            ),
+            other => panic!("not held: {other:?}"),
+        }
+        assert!(!error.may_have_landed());
+    }
+    assert_eq!(create.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0, "nothing sent after");
+}
+
+/// A wait the policy honours (30 s) is waited, on paused time, before the
+/// next management call goes.
+#[tokio::test(start_paused = true)]
+async fn a_short_exhaustion_makes_the_next_management_call_wait() {
+    let server = MockServer::start_async().await;
+    let list = server
+        .mock_async(|when, then| {
+            when.method(GET).path(queues_path());
+            then.status(200)
+                .header("ratelimit", "\"default\";r=0;t=30")
+                .json_body(list_page(&[(NAME, QUEUE)], None));
+        })
+        .await;
+    let get = server
+        .mock_async(|when, then| {
+            when.method(GET).path(path(""));
+            then.status(200)
+                .header("ratelimit", "\"default\";r=100;t=30")
+                .json_body(success(example_queue()));
+        })
+        .await;
+    let client = paused_client(&server, RetryPolicy::none());
+    let queue = client.queue_by_name(NAME).await.expect("found");
+    let start = tokio::time::Instant::now();
+    let info = queue.info().await.expect("read after the wait");
+    let waited = start.elapsed();
+    assert_eq!(info, example_queue_decoded());
+    assert!(
+        waited >= Duration::from_secs(30) && waited < Duration::from_secs(31),
+        "waited {waited:?}"
+    );
+    assert_eq!(list.calls_async().await, 1);
+    assert_eq!(get.calls_async().await, 1);
+}
+
+// ---------------------------------------------------------------------------
+// Lost answers over a scripted connection (reset, timeout)
+// ---------------------------------------------------------------------------
+
+/// What a scripted connection does with the one request it reads.
+enum Step {
+    /// Answer with this status and JSON body, then close.
+    Respond(u16, Value),
+    /// Close without answering: the answer is lost after the request was sent.
+    HangUp,
+    /// Hold the connection this long without answering, then close.
+    Stall(Duration),
+}
+
+/// A TCP server that plays one step per connection, in order, and records
+/// each request's first line (`"POST /accounts/.../queues"`).
+struct Scripted {
+    base_url: String,
+    lines: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Scripted {
+    fn start(steps: Vec<Step>) -> Scripted {
+        use std::io::Write as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base_url = format!("http://{}", listener.local_addr().expect("address"));
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for step in steps {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    return;
+                };
+                let line = read_request_line(&mut stream);
+                seen.lock().expect("not poisoned").push(line);
+                match step {
+                    Step::Respond(status, body) => {
+                        let body = body.to_string();
+                        let response = format!(
+                            "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                        let _ = stream.write_all(response.as_bytes());
+                    }
+                    Step::HangUp => {}
+                    // Held on a thread of its own, so that the next
+                    // connection is served meanwhile.
+                    Step::Stall(hold) => {
+                        std::thread::spawn(move || {
+                            std::thread::sleep(hold);
+                            drop(stream);
+                        });
+                    }
+                }
+            }
+        });
+        Scripted { base_url, lines }
+    }
+
+    /// A client on this server with fast retries and an attempt timeout of 1 s.
+    fn client(&self) -> Client {
+        Client::builder()
+            .api_token(TOKEN)
+            .account_id(ACCOUNT)
+            .base_url(&self.base_url)
+            .retry(quick())
+            .timeout(Duration::from_secs(1))
+            .build()
+            .expect("valid test configuration")
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().expect("not poisoned").clone()
+    }
+}
+
+/// Reads one request (head, then `content-length` bytes of body) and
+/// returns its method and target.
+fn read_request_line(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read as _;
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        data.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&data).to_lowercase();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if data.len() >= end + 4 + length {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&data);
+    let first = text.lines().next().unwrap_or_default();
+    first.trim_end_matches(" HTTP/1.1").to_owned()
+}
+
+/// A create whose connection breaks after it was sent may have landed: it
+/// is not repeated, and the lookup that finds the queue is its success.
+#[tokio::test]
+async fn a_create_whose_connection_breaks_is_looked_up_not_repeated() {
+    let server = Scripted::start(vec![
+        Step::HangUp,
+        Step::Respond(200, list_page(&[(NAME, QUEUE)], None)),
+    ]);
+    let queue = server
+        .client()
+        .create_queue(NAME)
+        .await
+        .expect("found after the reset");
+    assert_eq!(queue.id(), QUEUE);
+    assert_eq!(
+        server.lines(),
+        [
+            format!("POST {}", queues_path()),
+            format!("GET {}?name={NAME}&page=1", queues_path()),
+        ]
+    );
+}
+
+/// A create whose answer times out, and a lookup that does not find it:
+/// the timeout is the error, and says the create may have landed.
+#[tokio::test]
+async fn a_create_timed_out_and_not_found_is_the_timeout() {
+    let server = Scripted::start(vec![
+        Step::Stall(Duration::from_secs(3)),
+        Step::Respond(200, list_page(&[], None)),
+    ]);
+    let error = server
+        .client()
+        .create_queue(NAME)
+        .await
+        .expect_err("not found after the timeout");
+    assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+    assert!(error.may_have_landed());
+    assert_eq!(error.operation(), Some(Operation::CreateQueue));
+    assert_eq!(
+        server.lines(),
+        [
+            format!("POST {}", queues_path()),
+            format!("GET {}?name={NAME}&page=1", queues_path()),
+        ]
+    );
+}
+
+/// A deletion whose connection breaks is read back, not repeated.
+#[tokio::test]
+async fn a_delete_whose_connection_breaks_is_read_back_not_repeated() {
+    let server = Scripted::start(vec![
+        Step::HangUp,
+        Step::Respond(404, failure(codes::QUEUE_NOT_FOUND, "QueueNotFound")),
+    ]);
+    server
+        .client()
+        .queue(QUEUE)
+        .expect("queue id")
+        .delete()
+        .await
+        .expect("gone is deleted");
+    assert_eq!(
+        server.lines(),
+        [format!("DELETE {}", path("")), format!("GET {}", path(""))]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Odds and ends
+// ---------------------------------------------------------------------------
+
+/// A name with characters that mean something in a query is sent encoded,
+/// and the server reads back exactly that name.
+#[tokio::test]
+async fn queue_by_name_encodes_the_name() {
+    const ODD: &str = "a&name=b c+d/é?";
+    let server = MockServer::start_async().await;
+    let lookup = list_mock(
+        &server,
+        &[("page", "1"), ("name", ODD)],
+        list_page(&[(ODD, QUEUE)], None),
+    )
+    .await;
+    let others = catch_all(&server).await;
+    let queue = client(&server, Auth::Token)
+        .queue_by_name(ODD)
+        .await
+        .expect("found");
+    assert_eq!(queue.name(), Some(ODD));
+    assert_eq!(lookup.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+/// Reads and edits are retried after a 500: repeating them changes nothing.
+#[tokio::test]
+async fn reads_and_edits_are_retried_after_a_500() {
+    let server = MockServer::start_async().await;
+    let gets = Arc::new(AtomicUsize::new(0));
+    let get = server
+        .mock_async(|when, then| {
+            when.method(GET).path(path(""));
+            then.respond_with(sequenced(
+                1,
+                (
+                    500,
+                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+                ),
+                (200, success(example_queue())),
+                Arc::clone(&gets),
+            ));
+        })
+        .await;
+    let patches = Arc::new(AtomicUsize::new(0));
+    let patch = server
+        .mock_async(|when, then| {
+            when.method(PATCH)
+                .path(path(""))
+                .json_body(json!({"settings": {"delivery_paused": true}}));
+            then.respond_with(sequenced(
+                2,
+                (
+                    503,
+                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+                ),
+                (200, success(example_queue())),
+                Arc::clone(&patches),
+            ));
+        })
+        .await;
+    let queue = queue(&server, Auth::Token);
+    assert_eq!(queue.info().await.expect("read"), example_queue_decoded());
+    assert_eq!(
+        queue
+            .edit(QueueSettings::new().delivery_paused(true))
+            .await
+            .expect("edited"),
+        example_queue_decoded()
+    );
+    assert_eq!(get.calls_async().await, 2);
+    assert_eq!(patch.calls_async().await, 3);
+}
+
+/// The codes seen on the live API keep their values.
+#[test]
+fn the_codes_seen_on_the_live_api() {
+    assert_eq!(
+        [
+            codes::INVALID_REQUEST_BODY,
+            codes::INVALID_BATCH_BODY,
+            codes::INVALID_QUEUE_NAME,
+            codes::FEATURE_FLAG_NOT_SET,
+            codes::HTTP_PULL_NOT_ENABLED,
+        ],
+        [10_026, 10_013, 11_003, 10_105, 0]
+    );
+}
