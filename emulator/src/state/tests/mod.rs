@@ -82,6 +82,15 @@ fn is_hex(s: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// A lease id, ref or preview id as the live API spells them: a compact
+/// JWE of 159 characters that parses back.
+fn is_token(s: &str) -> bool {
+    s.len() == 159
+        && s.starts_with("eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2Q0JDLUhTNTEyIn0..")
+        && s.split('.').count() == 5
+        && tokens::parse_token(s).is_some()
+}
+
 impl Broker {
     /// A queue of [`ACCOUNT`] that must exist.
     fn queue(&self, name: &str) -> &queue::QueueState {
@@ -200,7 +209,7 @@ fn push_sets_fields_and_metrics() {
     assert_eq!(d[0].timestamp_ms, 1_000);
     assert_eq!(d[2].timestamp_ms, 2_000);
     assert!(is_hex(&d[0].id, 32));
-    assert!(is_hex(&d[0].lease_id, 32));
+    assert!(is_token(&d[0].lease_id));
 }
 
 #[test]
@@ -549,7 +558,7 @@ fn peek_does_not_lease() {
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].attempts, 0);
     assert_eq!(&*p[0].body, b"a");
-    assert!(is_hex(&p[0].peek_ref, 32));
+    assert!(is_token(&p[0].peek_ref));
     let again = b.peek("q", 1, 0);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, p[0].id);
@@ -699,7 +708,7 @@ fn ids_and_leases_unique_over_10k() {
         assert_eq!(d.len(), 10_000);
         for delivery in &d {
             assert!(is_hex(&delivery.id, 32));
-            assert!(is_hex(&delivery.lease_id, 32));
+            assert!(is_token(&delivery.lease_id));
             assert!(lease_ids.insert(delivery.lease_id.clone()));
             if round == 0 {
                 assert!(ids.insert(delivery.id.clone()));
@@ -712,7 +721,7 @@ fn ids_and_leases_unique_over_10k() {
     let p = b.peek("p", usize::MAX, 0);
     let refs: HashSet<_> = p.iter().map(|p| p.peek_ref.clone()).collect();
     assert_eq!(refs.len(), 10_000);
-    assert!(refs.iter().all(|r| is_hex(r, 32)));
+    assert!(refs.iter().all(|r| is_token(r)));
     assert!(refs.is_disjoint(&lease_ids));
     let peeked_ids: HashSet<_> = p.iter().map(|p| p.id.clone()).collect();
     assert_eq!(peeked_ids.len(), 10_000);
