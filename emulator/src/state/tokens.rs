@@ -219,6 +219,16 @@ impl Tokens {
         }
     }
 
+    /// A fresh resource id (a queue's or a consumer's): 32 lowercase hex
+    /// digits of 128 random bits, as Cloudflare's ids look.
+    pub(super) fn resource_id(&mut self) -> String {
+        let random = self.random.u128();
+        let mut out = String::with_capacity(32);
+        push_hex(&mut out, (random >> 64) as u64);
+        push_hex(&mut out, random as u64);
+        out
+    }
+
     /// Derived from the sequence number rather than stored, which saves
     /// memory per queued message.
     pub(super) fn message_id(&self, seq: u64) -> String {

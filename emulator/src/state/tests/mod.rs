@@ -54,6 +54,7 @@ fn broker_with_dlq(max_retries: u32) -> Broker {
     new_broker(BrokerConfig {
         max_retries,
         dead_letter_queues,
+        ..BrokerConfig::default()
     })
 }
 
@@ -531,6 +532,7 @@ fn self_and_chained_dead_letter_queues() {
     let mut b = new_broker(BrokerConfig {
         max_retries: 1,
         dead_letter_queues,
+        ..BrokerConfig::default()
     });
     b.push("a", vec![text("x")], 0);
     b.pull("a", 1, 10, 0);
@@ -735,10 +737,12 @@ fn extreme_inputs_do_not_panic() {
     let mut b = broker_with_dlq(u32::MAX);
     let max = u64::MAX;
     b.push("", vec![delayed("x", max), text("")], max);
-    b.push("", vec![delayed("y", max)], 0);
+    // Pushed within the retention period of the pulls at `max` (a message
+    // pushed at 0 would be gone by then: 4 days of retention).
+    b.push("", vec![delayed("y", max)], max - 1);
     let (d, m) = b.pull("", usize::MAX, max, max);
     assert_eq!(d.len(), 3);
-    assert_eq!(m, metrics(3, 2, 0));
+    assert_eq!(m, metrics(3, 2, max - 1));
     // Time going backwards: the leases (ending at u64::MAX) are live.
     let r = b.ack(
         "",
