@@ -395,10 +395,12 @@ impl Emulator {
             consumer: Some(ConsumerConfig::http_pull()),
             ..QueueConfig::default()
         });
-        let mut declared = EmulatorConfig::default();
-        declared.queues = shorthand
-            .chain(self.config.queues.iter().cloned())
-            .collect();
+        let declared = EmulatorConfig {
+            queues: shorthand
+                .chain(self.config.queues.iter().cloned())
+                .collect(),
+            ..EmulatorConfig::default()
+        };
         let declarations = declared.declarations(self.max_retries, |id| {
             self.dead_letter_queues.get(id).cloned()
         });

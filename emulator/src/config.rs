@@ -42,8 +42,8 @@
 //! consumer = { type = "worker", script_name = "mailer", settings = { batch_size = 50, max_wait_time_ms = 2000 } }
 //! ```
 //!
-//! Every table and field is optional but `queue_name` (and a Worker's
-//! `script_name`); unknown fields are refused, so that a typo is not
+//! Every table and field is optional but `queue_name`, a consumer's `type`
+//! and a Worker's `script_name`; unknown fields are refused, so that a typo is not
 //! silently ignored. Bounds are Cloudflare's: `batch_size` 1 to 100,
 //! `max_retries` 0 to 100, `retry_delay` and `delivery_delay` 0 to 86,400
 //! s, `visibility_timeout_ms` 1 to 43,200,000, `message_retention_period`
@@ -167,7 +167,7 @@ pub enum ConsumerType {
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ConsumerConfig {
-    /// `http_pull` or `worker`.
+    /// `http_pull` or `worker`: required, as in the API.
     #[serde(rename = "type")]
     pub kind: ConsumerType,
     /// The Worker (Worker consumers only, required there).
