@@ -403,7 +403,10 @@ impl Broker {
     }
 
     /// Replaces the configuration of the queue's consumer (its kind
-    /// included), keeping its id and creation time.
+    /// included), keeping its id and creation time; or creates it, with
+    /// the id of the path, when the queue has none (Cloudflare's
+    /// description: "Updates the consumer for a queue, or creates one if it
+    /// does not exist"). Another consumer of the queue: one per queue.
     pub(crate) fn update_consumer<'a>(
         &mut self,
         at: impl Into<At<'a>>,
@@ -413,8 +416,18 @@ impl Broker {
     ) -> Result<Consumer, AccountError> {
         let at = at.into();
         let current = self.get_queue(at)?;
-        let mut consumer = self.get_consumer(at, consumer_id)?;
-        consumer.spec = spec;
+        let consumer = match &current.consumer {
+            Some(existing) if existing.id == consumer_id => Consumer {
+                spec,
+                ..existing.clone()
+            },
+            Some(_) => return Err(AccountError::ConsumerExists),
+            None => Consumer {
+                id: consumer_id.to_owned(),
+                created_ms: now_ms,
+                spec,
+            },
+        };
         self.set_consumer(at, &current, Some(consumer.clone()), now_ms)?;
         Ok(consumer)
     }
