@@ -25,7 +25,7 @@ use cf_queues::limits::Limits;
 ///
 /// By default it listens on `127.0.0.1:0` (a free port), accepts a freshly
 /// generated API token, creates queues on first use, drops a message after
-/// 3 deliveries, and applies the limits in the [module docs](self).
+/// 3 deliveries, and applies the limits in the [crate docs](crate).
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct Emulator {
@@ -162,7 +162,7 @@ impl Emulator {
     }
 
     /// Where time comes from (default: the system clock): a
-    /// [`ManualClock`] moved by hand, or a [`TokioClock`] that follows
+    /// [`ManualClock`](crate::ManualClock) moved by hand, or a [`TokioClock`](crate::TokioClock) that follows
     /// tokio's clock, so that a test on paused time drives the client's
     /// timers and the emulator's expiries alike.
     pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
@@ -258,7 +258,7 @@ impl Emulator {
     }
 
     /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
-    /// (default: no limits); see [Rate limits](self#rate-limits), and
+    /// (default: no limits); see [Rate limits](crate#rate-limits), and
     /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
     pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
         self.rate_limits = Some(model);

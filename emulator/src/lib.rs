@@ -1,13 +1,17 @@
-//! A local emulator of the Cloudflare Queues messages API: the crate `cf-queues-emulator`.
+//! A local emulator of the Cloudflare Queues HTTP API, as a local
+//! Cloudflare account: the crate `cf-queues-emulator`.
 //!
 //! It serves the twelve operations of Cloudflare's published Queues
-//! messages API at Cloudflare's paths, with or without the `/client/v4`
-//! prefix, with Cloudflare's envelopes, field names, error codes and
-//! semantics: delays, leases that expire, late acks, retries, lease
-//! extension, `max_retries` with an optional dead-letter queue, peek and
-//! purge by ref, preview, exact metrics, and purging a whole queue. Any
+//! messages API and the eleven that manage queues and their consumers, at
+//! Cloudflare's paths, with or without the `/client/v4` prefix, with
+//! Cloudflare's envelopes, field names, error codes and semantics: delays,
+//! leases that expire, late acks, retries, lease extension, `max_retries`
+//! with an optional dead-letter queue, peek and purge by ref, preview,
+//! exact metrics, purging a whole queue; queues with names, ids and
+//! settings, and one consumer each, whose settings decide delivery. Any
 //! client written for Cloudflare, the official SDKs included, can be
-//! pointed at its base URL.
+//! pointed at its base URL. The account can be declared in a file
+//! ([`EmulatorConfig`], `cfq emulator --config FILE`).
 //!
 //! Nothing else offers this locally: Miniflare emulates the Worker
 //! bindings of Queues only, and `wrangler dev` has no pull consumers. So a
@@ -51,9 +55,9 @@
 //!
 //! # Operations
 //!
-//! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
-//! `/client/v4` prefix; [`Fault::only`] aims at one by its
-//! [`Operation`].
+//! The messages operations, under `/accounts/{account_id}/queues/{queue_id}`,
+//! with or without the `/client/v4` prefix; [`Fault::only`] aims at any
+//! operation by its [`Operation`].
 //!
 //! | method and path | `Operation` | result |
 //! |---|---|---|
@@ -70,6 +74,29 @@
 //! | `POST /purge` | `PurgeQueue` | the queue object |
 //! | `GET /purge` | `PurgeStatus` | `{completed, started_at}`, both strings |
 //!
+//! The management operations, under `/accounts/{account_id}`:
+//!
+//! | method and path | `Operation` | result |
+//! |---|---|---|
+//! | `GET /queues?page&per_page&name` | `ListQueues` | queue objects, and `result_info` `{count, page, per_page, total_count, total_pages}` |
+//! | `POST /queues` `{queue_name}` | `CreateQueue` | the queue object |
+//! | `GET /queues/{queue_id}` | `GetQueue` | the queue object |
+//! | `PUT /queues/{queue_id}` `{queue_name?, settings?}` | `UpdateQueue` | the queue object; settings left out are reset |
+//! | `PATCH /queues/{queue_id}` `{queue_name?, settings?}` | `EditQueue` | the queue object; settings left out are kept |
+//! | `DELETE /queues/{queue_id}` | `DeleteQueue` | `null` |
+//! | `GET /queues/{queue_id}/consumers` | `ListConsumers` | its consumers (at most one) |
+//! | `POST /queues/{queue_id}/consumers` | `CreateConsumer` | the consumer |
+//! | `GET /queues/{queue_id}/consumers/{consumer_id}` | `GetConsumer` | the consumer |
+//! | `PUT /queues/{queue_id}/consumers/{consumer_id}` | `UpdateConsumer` | the consumer |
+//! | `DELETE /queues/{queue_id}/consumers/{consumer_id}` | `DeleteConsumer` | `null` |
+//!
+//! The queue object is `mq_queue`: `{queue_id, queue_name, created_on,
+//! modified_on, settings: {delivery_delay, delivery_paused,
+//! message_retention_period}, consumers, consumers_total_count, producers:
+//! [], producers_total_count: 0}`; a consumer is `{type, consumer_id,
+//! created_on, queue_name, dead_letter_queue ("" when none), settings}`,
+//! with `script_name` for a Worker. Timestamps are RFC 3339 with
+//! milliseconds.
 //! Every answer is wrapped in Cloudflare's `{success, errors, messages,
 //! result}` envelope, with its field names as sent (camelCase `ackCount`,
 //! `retryCount` and `extendCount` beside snake_case elsewhere). Bodies
@@ -85,9 +112,15 @@
 //! | status and code | when |
 //! |---|---|
 //! | 400, 10107 QueueIDMalformed | an account or queue id that is not 1 to 32 ASCII letters and digits |
-//! | 404, 10104 QueueNotFound | a queue outside the [strict queues](Emulator::strict_queues), when they are set |
+//! | 404, 10104 QueueNotFound | a queue id the account does not have: deleted, outside the [strict queues](Emulator::strict_queues), or any unknown id on a management call |
+//! | 405, 0 "messages cannot be pulled unless http_pull mode is enabled" | a pull, ack or lease extension on a queue without an HTTP pull consumer (as the live API answers a pull) |
+//! | 409, 10252 "queue_delivery_paused" | a pull on a queue whose delivery is paused |
+//! | 409, 11009 "queue name already taken" | a queue created or renamed to a name the account has |
+//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit) |
+//! | 409, 11004 `workers.api.error.consumer_exists` | a consumer created on a queue that has one |
+//! | 404, 7003 | a consumer id the queue does not have |
 //! | 400, 10202 to 10206 | a bad delay, message metadata, message size, batch size or batch count |
-//! | 400, 10207 JSONRequestBodyInvalid | JSON that does not match the operation, with the field's pointer |
+//! | 400, 10207 JSONRequestBodyInvalid | JSON that does not match the operation, with the field's pointer; a setting out of its bounds; a bad `page` or `per_page` |
 //! | 400, 10208 JSONRequestBodyMalformed | a body that is not JSON |
 //! | 413, 10204 or 10205 | a body over [`max_body_bytes`](Emulator::max_body_bytes), refused unread |
 //! | 408, 10201 ClientDisconnected | a body that did not arrive within the [body timeout](Emulator::body_timeout); 400 with 10201 for one cut short |
@@ -114,9 +147,65 @@
 //! - **Accounts.** Queues belong to the account id of the path: the same
 //!   queue id under two account ids names two queues. Any valid account id
 //!   is accepted; [`EmulatorHandle`]'s methods default to
-//!   [`EMULATOR_ACCOUNT_ID`].
+//!   [`EMULATOR_ACCOUNT_ID`], and declared queues belong to it.
+//! - **Queues as resources.** A queue has a name (unique in its account),
+//!   an id and settings. One created by the API gets a fresh id of 32
+//!   lowercase hex digits; a declared one ([`Emulator::config`]) keeps the
+//!   id it declares, so that a restart keeps `CLOUDFLARE_QUEUE_ID` valid.
+//!   A queue created by the API has no consumer until one is created, as
+//!   on Cloudflare. Deleting a queue deletes its messages; its id answers
+//!   404 on every operation from then on, and never springs back into
+//!   being. The list is in creation order, 20 a page unless `per_page` (1
+//!   to 1,000) says otherwise; `name` keeps the queue of exactly that name;
+//!   `total_count` and `total_pages` count the account's queues without
+//!   the filter, as Cloudflare's description says.
+//! - **The lax mode** (the default, for tests): a messages request to an
+//!   unknown, valid queue id brings that queue into being, named after its
+//!   id, with one HTTP pull consumer of the defaults of
+//!   [`Emulator::max_retries`] and [`Emulator::dead_letter_queue`], so that
+//!   any id can be pushed to and pulled from at once. That consumer can be
+//!   changed or deleted like any other (pulls then get 405). Only the
+//!   messages operations bring queues into being, and never an id that was
+//!   deleted or that is another queue's name (a name used as an id answers
+//!   404, as on Cloudflare). With [strict queues](Emulator::strict_queues)
+//!   (`cfq emulator --strict`, or `strict = true` in a configuration) only
+//!   those ids, the declared queues and the API's do.
+//! - **One consumer per queue** (Cloudflare's "how queues work" page:
+//!   "each queue can only have one active consumer"): an HTTP pull
+//!   consumer, which enables pulls, acks and lease extensions over HTTP, or
+//!   a Worker, which is kept and shown but never run. Deleting the HTTP
+//!   pull consumer disables HTTP pull again.
+//! - **Consumer settings decide delivery**, as Cloudflare documents them: a
+//!   pull without `batch_size` or `visibility_timeout_ms` takes the HTTP
+//!   pull consumer's (5 and 30 s by default), and so does an extension
+//!   without `visibility_timeout_ms`; a retry without `delay_seconds` waits
+//!   its `retry_delay` (0 by default; an explicit 0 is 0); its
+//!   `max_retries` (3) ends a message's deliveries, and its
+//!   `dead_letter_queue`, a queue NAME, receives the exhausted messages.
+//!   A dead-letter queue named by a consumer is created if no queue has
+//!   that name (Cloudflare's consumer configuration page: "If there is no
+//!   Queue with the specified name, it will be created automatically"): in
+//!   the lax mode as a queue whose id is that name, otherwise with a fresh
+//!   id and no consumer.
+//! - **Queue settings decide delivery too**: `delivery_delay` delays every
+//!   message pushed without a delay of its own (an explicit 0 is 0; a batch's
+//!   `delay_seconds` counts as the messages' own); `delivery_paused` keeps
+//!   accepting messages and answers pulls with 409 (Cloudflare's
+//!   pause-and-purge page: "Requests to pull messages will receive a `409`
+//!   response, along with an error message stating `queue_delivery_paused`"),
+//!   while peek, preview, acks and extensions go on; and
+//!   `message_retention_period` (4 days by default, 60 s to 14 days) drops
+//!   every message pushed longer ago than that on the emulator's clock,
+//!   delivered or not (its leases, refs and preview ids go stale; it is not
+//!   dead-lettered).
+//! - **Messages as the live API shows them**: ids of 32 lowercase hex
+//!   digits, `timestamp_ms` in milliseconds, `metadata` with
+//!   `CF-sourceMessageSource: "api"`, `CF-Content-Type`, and
+//!   `CF-msg-delay-secs` (a string of seconds, such as `"20"`) on a message
+//!   pushed with a delay, its own or the queue's.
 //! - **`max_retries`.** A message is dropped, or moved to its dead-letter
-//!   queue, when its `attempts` reaches `max_retries` (default 3): it is
+//!   queue, when its `attempts` reaches its consumer's `max_retries`
+//!   (default 3): it is
 //!   delivered at most `max_retries` times. This follows Cloudflare's
 //!   pull-consumer page; its dead-letter page and Miniflare read it as
 //!   `max_retries + 1` deliveries. The pull-consumer page describes the
@@ -168,10 +257,14 @@
 //! - **Dead-letter settings** that would strand messages are refused by
 //!   [`Emulator::start`], before anything is served: an invalid queue id on
 //!   either side, a dead-letter queue missing from the
-//!   [strict queues](Emulator::strict_queues), a queue that is its own
-//!   dead-letter queue (see [Assumptions](#assumptions)).
-//! - **Tokens.** Lease ids, peek refs and preview ids are 128 random bits
-//!   from the operating system: one's own say nothing about anyone else's.
+//!   [strict queues](Emulator::strict_queues) and the declared queues, a
+//!   queue that is its own dead-letter queue (see
+//!   [Assumptions](#assumptions)); and by a consumer's create or update
+//!   (400 with 10207) for a queue named as its own dead-letter queue.
+//! - **Tokens.** Lease ids, peek refs and preview ids look as on the live
+//!   API, compact JWEs of 159 characters (`{"alg":"dir","enc":"A256CBC-HS512"}`),
+//!   and carry 128 random bits from the operating system in their IV: one's
+//!   own say nothing about anyone else's.
 //!   They are capabilities (whoever holds one can ack, retry or purge), so
 //!   a counter that could be guessed from one's own would let one client
 //!   settle another's messages.
@@ -182,11 +275,17 @@
 //!   touched, so every operation costs O(k log n) in the k messages it
 //!   touches, never a scan of the backlog.
 //! - **Memory.** A message is freed when it is acknowledged, and a queue's
-//!   tables shrink when it drains. A queue exists while it holds messages,
-//!   a dead-letter count or the status of a purge; peek refs and preview
-//!   ids expire after an hour (at most 100,000 of each per queue), swept
-//!   even from idle queues. So memory follows what is stored, not what was
-//!   asked.
+//!   tables shrink when it drains. A queue's message state exists while it
+//!   holds messages, a dead-letter count or the status of a purge; peek
+//!   refs and preview ids expire after an hour (at most 100,000 of each per
+//!   queue), swept even from idle queues. A queue's record (name, settings,
+//!   consumer) stays until it is deleted, but past 10,000 queues that
+//!   sprang into being and were never changed, those holding no messages
+//!   are forgotten (and spring back anew, with new `created_on` and consumer
+//!   id, when named again): a client naming a new id in every request
+//!   cannot grow the account without bound. The ids of deleted queues are
+//!   kept, so that they never spring back. So memory follows what is
+//!   stored, not what was asked.
 //!
 //! # Limits under load
 //!
@@ -280,7 +379,8 @@
 //!   developers.cloudflare.com/fundamentals/api/reference/limits: 1,200
 //!   requests per five minutes per user or token), every other call (push,
 //!   batch, peek, purge by ref, preview, preview/ack, metrics, purge of the
-//!   queue and its status) counts against 1,200 requests per sliding
+//!   queue and its status, and every management call:
+//!   [`Operation::counts_against_api_limit`]) counts against 1,200 requests per sliding
 //!   300 s window. The request over it gets 429 with code 971, and then
 //!   every call of that credential, lease calls included, is refused the
 //!   same way for five minutes, `Retry-After` giving the seconds left.
@@ -332,7 +432,56 @@
 //! - **A queue as its own dead-letter queue** is refused at start: exhausted
 //!   messages would come back as new ones forever, so `max_retries` would
 //!   never end anything.
-//! - **Strict queues** are known under every account id.
+//! - **Strict queues** are known under every account id: declared in
+//!   [`EMULATOR_ACCOUNT_ID`], they come into being in another account on
+//!   its first messages request to them.
+//! - **A lax queue comes into being** with the first messages request that
+//!   names it and passes the credential and id checks, whatever becomes of
+//!   that request (refused for its rate, its body, or 405).
+//! - **Calls on a queue without an HTTP pull consumer.** Pulls get 405 with
+//!   code 0, as seen on the live API (alchemy-run/distilled#625); acks and
+//!   lease extensions get the same answer, since they settle what HTTP pull
+//!   leased. Pushes, peek, purge by ref, preview, deleting previewed
+//!   messages, metrics and purging the queue work on any queue, as the
+//!   dashboard shows and deletes the messages of a queue whatever its
+//!   consumer.
+//! - **A paused queue's pull** gets 409 (the pause-and-purge page) with
+//!   code 10252 QueueDisabled, whose recommended action in Cloudflare's
+//!   error-code table is to unpause the queue, and the message
+//!   `queue_delivery_paused`. Acks and extensions of leases granted before
+//!   the pause are served.
+//! - **Conflicts.** A queue name taken answers 409 with 11009 "queue name
+//!   already taken", as third-party tests of the live API record; a second
+//!   consumer answers 409 with 11004 `workers.api.error.consumer_exists`, the
+//!   code wrangler reported for it (cloudflare/workers-sdk#5347), whose
+//!   status no source shows. An invalid name answers 400 with 11003, the
+//!   code and text wrangler reported (cloudflare/workers-sdk#2522).
+//! - **Unknown consumer ids** answer 404 with 7003, Cloudflare's answer for
+//!   an object identifier its API cannot route to. An update (PUT) of an
+//!   unknown consumer id on a queue without a consumer creates it with that
+//!   id (the description: "or creates one if it does not exist").
+//! - **Bounds of the settings**: `batch_size` 1 to 100, `max_retries` 0 to
+//!   100, `retry_delay` and `delivery_delay` 0 to 86,400 s (the limit of a
+//!   message delay), `visibility_timeout_ms` 1 to 43,200,000,
+//!   `message_retention_period` 60 to 1,209,600 s, a Worker's
+//!   `max_concurrency` 1 to 250 and `max_wait_time_ms` 0 to 60,000, all
+//!   whole numbers; beyond them, 400 with 10207 and the field's pointer.
+//!   Settings left out of a consumer take the defaults of a pull request
+//!   (HTTP pull: 5, 3, 0, 30,000) or of Cloudflare's consumer page (Worker:
+//!   batches of 10, 5 s of wait, 3 retries).
+//! - **Retention counts from the push**: a dead-lettered message keeps its
+//!   push time, so its retention in the dead-letter queue counts from it.
+//! - **Peek and preview without `batch_size`** show 5 messages, the
+//!   default of a pull request, whatever the consumer's `batch_size`: they
+//!   deliver nothing.
+//! - **Queue names of lax queues** are their ids, which may hold capitals
+//!   that a created queue's name may not: they are never checked against
+//!   the name rules, but renaming one is.
+//! - **Multiple consumers** (Cloudflare's newer multi-consumer page) are
+//!   not modelled: one consumer per queue.
+//! - **Messages pushed by [`EmulatorHandle::push_from_worker`]** carry the
+//!   same `CF-sourceMessageSource: "api"` as HTTP pushes: no source names
+//!   the value a Worker's messages carry.
 //! - **Purge without confirmation.** A purge of the whole queue whose
 //!   `delete_messages_permanently` is missing, `false` or not a boolean
 //!   gets 400 with 10207 JSONRequestBodyInvalid and the pointer
@@ -345,16 +494,12 @@
 //!   A purge's status is kept for an hour (`PURGE_STATUS_TTL_MS`), then
 //!   reads the same: a purge of a queue id never used again must not hold
 //!   state for ever.
-//! - **The queue object** a purge answers with: the queue id as its name
-//!   (queues exist by id, on first use), `created_on` when the emulator
-//!   first held state for the queue, `modified_on` the purge's time, no
-//!   producers or consumers, and the settings of a queue created with
-//!   defaults (no delivery delay, not paused, 4 days of retention; the
-//!   emulator enforces no retention).
+//! - **The queue object** a purge answers with is the queue's, with
+//!   `modified_on` the purge's time.
 //! - **Extend without `extend`**, and `preview/ack` without `acks` or
 //!   `retries`, are empty lists, as in an ack: the published schema
 //!   requires none of these fields. A missing `visibility_timeout_ms` in an
-//!   extension is 30 s, the default of a pull.
+//!   extension is the HTTP pull consumer's, as for a pull (30 s by default).
 //! - **Retries of previewed messages.** Cloudflare documents only that
 //!   previewed messages deleted through `preview/ack` are not counted as
 //!   delivered; the emulator reads a retry there as "make it visible again
@@ -381,17 +526,31 @@
 //!   below 100) is served once the bucket is full and leaves it in debt,
 //!   rather than being refused for ever.
 //!
+//! # A declared account
+//!
+//! [`Emulator::config`] and [`Emulator::config_file`] declare queues with
+//! their ids, settings and consumers, the round trip and the rate limits,
+//! in the API's field names; the file format, with an example, is in
+//! [`EmulatorConfig`]'s module ([`config`]). The builder's
+//! [`Emulator::strict_queues`], [`Emulator::max_retries`] and
+//! [`Emulator::dead_letter_queue`] are shorthands on top of it: strict
+//! queues are declared queues whose id is their name, with an HTTP pull
+//! consumer, and `max_retries` and `dead_letter_queue` fill in what a
+//! declared pull consumer leaves out, and set the consumer of the queues
+//! that spring into being.
+//!
 //! # Conformance
 //!
 //! CI runs Cloudflare's official Python SDK against `cfq emulator`
 //! (`emulator/tests/conformance/official_sdk.py` in the repository): every
-//! operation, with the same shapes as Cloudflare's, field by field. A
+//! operation, the queue and consumer calls included, with the same shapes
+//! as Cloudflare's, field by field. A
 //! difference between this emulator and Cloudflare that the SDK can see is
 //! a bug of the emulator.
 
 mod builder;
 mod clock;
-mod config;
+pub mod config;
 mod faults;
 mod handle;
 mod http;
