@@ -140,6 +140,13 @@ impl EmulatorHandle {
         self.server.stats()
     }
 
+    /// The id of the queue of this name (in [`EMULATOR_ACCOUNT_ID`]): a
+    /// queue the API created or a configuration declared without an id
+    /// has a fresh one, which the client needs.
+    pub fn queue_id(&self, name: &str) -> Option<String> {
+        self.app.broker().queue_id(EMULATOR_ACCOUNT_ID, name)
+    }
+
     /// A queue's exact metrics, as the server sees them now.
     pub fn metrics(&self, queue: &str) -> Metrics {
         self.metrics_in(EMULATOR_ACCOUNT_ID, queue)
@@ -173,7 +180,9 @@ impl EmulatorHandle {
     }
 
     /// Enqueues a message as a Worker would, with a body the HTTP API cannot
-    /// write (`bytes` or `v8`), to test how consumers decode it.
+    /// write (`bytes` or `v8`), to test how consumers decode it. The queue
+    /// comes into being as on a push; a queue that cannot (deleted, or
+    /// outside the strict queues) gets nothing.
     pub fn push_from_worker(&self, queue: &str, body: WorkerBody) {
         self.push_from_worker_in(EMULATOR_ACCOUNT_ID, queue, body);
     }
@@ -189,8 +198,12 @@ impl EmulatorHandle {
             body,
             delay_ms: 0,
         };
-        self.app
-            .with_broker(|broker, now| broker.push(At { account, queue }, vec![message], now));
+        self.app.with_broker(|broker, now| {
+            let at = At { account, queue };
+            if broker.open_for_messages(at, now).is_ok() {
+                broker.push(at, vec![message], now);
+            }
+        });
     }
 
     /// Stops accepting connections, lets the requests in flight finish

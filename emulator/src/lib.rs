@@ -1,13 +1,17 @@
-//! A local emulator of the Cloudflare Queues messages API: the crate `cf-queues-emulator`.
+//! A local emulator of the Cloudflare Queues HTTP API, as a local
+//! Cloudflare account: the crate `cf-queues-emulator`.
 //!
 //! It serves the twelve operations of Cloudflare's published Queues
-//! messages API at Cloudflare's paths, with or without the `/client/v4`
-//! prefix, with Cloudflare's envelopes, field names, error codes and
-//! semantics: delays, leases that expire, late acks, retries, lease
-//! extension, `max_retries` with an optional dead-letter queue, peek and
-//! purge by ref, preview, exact metrics, and purging a whole queue. Any
+//! messages API and the eleven that manage queues and their consumers, at
+//! Cloudflare's paths, with or without the `/client/v4` prefix, with
+//! Cloudflare's envelopes, field names, error codes and semantics: delays,
+//! leases that expire, late acks, retries, lease extension, `max_retries`
+//! with an optional dead-letter queue, peek and purge by ref, preview,
+//! exact metrics, purging a whole queue; queues with names, ids and
+//! settings, and one consumer each, whose settings decide delivery. Any
 //! client written for Cloudflare, the official SDKs included, can be
-//! pointed at its base URL.
+//! pointed at its base URL. The account can be declared in a file
+//! ([`EmulatorConfig`], `cfq emulator --config FILE`).
 //!
 //! Nothing else offers this locally: Miniflare emulates the Worker
 //! bindings of Queues only, and `wrangler dev` has no pull consumers. So a
@@ -51,9 +55,9 @@
 //!
 //! # Operations
 //!
-//! Under `/accounts/{account_id}/queues/{queue_id}`, with or without the
-//! `/client/v4` prefix; [`Fault::only`] aims at one by its
-//! [`Operation`].
+//! The messages operations, under `/accounts/{account_id}/queues/{queue_id}`,
+//! with or without the `/client/v4` prefix; [`Fault::only`] aims at any
+//! operation by its [`Operation`].
 //!
 //! | method and path | `Operation` | result |
 //! |---|---|---|
@@ -70,6 +74,29 @@
 //! | `POST /purge` | `PurgeQueue` | the queue object |
 //! | `GET /purge` | `PurgeStatus` | `{completed, started_at}`, both strings |
 //!
+//! The management operations, under `/accounts/{account_id}`:
+//!
+//! | method and path | `Operation` | result |
+//! |---|---|---|
+//! | `GET /queues?page&per_page&name` | `ListQueues` | queue objects, and `result_info` `{count, page, per_page, total_count, total_pages}` |
+//! | `POST /queues` `{queue_name}` | `CreateQueue` | the queue object |
+//! | `GET /queues/{queue_id}` | `GetQueue` | the queue object |
+//! | `PUT /queues/{queue_id}` `{queue_name?, settings?}` | `UpdateQueue` | the queue object; settings left out are reset |
+//! | `PATCH /queues/{queue_id}` `{queue_name?, settings?}` | `EditQueue` | the queue object; settings left out are kept |
+//! | `DELETE /queues/{queue_id}` | `DeleteQueue` | `null` |
+//! | `GET /queues/{queue_id}/consumers` | `ListConsumers` | its consumers (at most one) |
+//! | `POST /queues/{queue_id}/consumers` | `CreateConsumer` | the consumer |
+//! | `GET /queues/{queue_id}/consumers/{consumer_id}` | `GetConsumer` | the consumer |
+//! | `PUT /queues/{queue_id}/consumers/{consumer_id}` | `UpdateConsumer` | the consumer |
+//! | `DELETE /queues/{queue_id}/consumers/{consumer_id}` | `DeleteConsumer` | `null` |
+//!
+//! The queue object is `mq_queue`: `{queue_id, queue_name, created_on,
+//! modified_on, settings: {delivery_delay, delivery_paused,
+//! message_retention_period}, consumers, consumers_total_count, producers:
+//! [], producers_total_count: 0}`; a consumer is `{type, consumer_id,
+//! created_on, queue_name, dead_letter_queue ("" when none), settings}`,
+//! with `script_name` for a Worker. Timestamps are RFC 3339 with
+//! milliseconds.
 //! Every answer is wrapped in Cloudflare's `{success, errors, messages,
 //! result}` envelope, with its field names as sent (camelCase `ackCount`,
 //! `retryCount` and `extendCount` beside snake_case elsewhere). Bodies
@@ -85,9 +112,15 @@
 //! | status and code | when |
 //! |---|---|
 //! | 400, 10107 QueueIDMalformed | an account or queue id that is not 1 to 32 ASCII letters and digits |
-//! | 404, 10104 QueueNotFound | a queue outside the [strict queues](Emulator::strict_queues), when they are set |
+//! | 404, 10104 QueueNotFound | a queue id the account does not have: deleted, outside the [strict queues](Emulator::strict_queues), or any unknown id on a management call |
+//! | 405, 0 "messages cannot be pulled unless http_pull mode is enabled" | a pull, ack or lease extension on a queue without an HTTP pull consumer (as the live API answers a pull) |
+//! | 409, 10252 "queue_delivery_paused" | a pull on a queue whose delivery is paused |
+//! | 409, 11009 "queue name already taken" | a queue created or renamed to a name the account has |
+//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit) |
+//! | 409, 11004 `workers.api.error.consumer_exists` | a consumer created on a queue that has one |
+//! | 404, 7003 | a consumer id the queue does not have |
 //! | 400, 10202 to 10206 | a bad delay, message metadata, message size, batch size or batch count |
-//! | 400, 10207 JSONRequestBodyInvalid | JSON that does not match the operation, with the field's pointer |
+//! | 400, 10207 JSONRequestBodyInvalid | JSON that does not match the operation, with the field's pointer; a setting out of its bounds; a bad `page` or `per_page` |
 //! | 400, 10208 JSONRequestBodyMalformed | a body that is not JSON |
 //! | 413, 10204 or 10205 | a body over [`max_body_bytes`](Emulator::max_body_bytes), refused unread |
 //! | 408, 10201 ClientDisconnected | a body that did not arrive within the [body timeout](Emulator::body_timeout); 400 with 10201 for one cut short |
@@ -114,9 +147,65 @@
 //! - **Accounts.** Queues belong to the account id of the path: the same
 //!   queue id under two account ids names two queues. Any valid account id
 //!   is accepted; [`EmulatorHandle`]'s methods default to
-//!   [`EMULATOR_ACCOUNT_ID`].
+//!   [`EMULATOR_ACCOUNT_ID`], and declared queues belong to it.
+//! - **Queues as resources.** A queue has a name (unique in its account),
+//!   an id and settings. One created by the API gets a fresh id of 32
+//!   lowercase hex digits; a declared one ([`Emulator::config`]) keeps the
+//!   id it declares, so that a restart keeps `CLOUDFLARE_QUEUE_ID` valid.
+//!   A queue created by the API has no consumer until one is created, as
+//!   on Cloudflare. Deleting a queue deletes its messages; its id answers
+//!   404 on every operation from then on, and never springs back into
+//!   being. The list is in creation order, 20 a page unless `per_page` (1
+//!   to 1,000) says otherwise; `name` keeps the queue of exactly that name;
+//!   `total_count` and `total_pages` count the account's queues without
+//!   the filter, as Cloudflare's description says.
+//! - **The lax mode** (the default, for tests): a messages request to an
+//!   unknown, valid queue id brings that queue into being, named after its
+//!   id, with one HTTP pull consumer of the defaults of
+//!   [`Emulator::max_retries`] and [`Emulator::dead_letter_queue`], so that
+//!   any id can be pushed to and pulled from at once. That consumer can be
+//!   changed or deleted like any other (pulls then get 405). Only the
+//!   messages operations bring queues into being, and never an id that was
+//!   deleted or that is another queue's name (a name used as an id answers
+//!   404, as on Cloudflare). With [strict queues](Emulator::strict_queues)
+//!   (`cfq emulator --strict`, or `strict = true` in a configuration) only
+//!   those ids, the declared queues and the API's do.
+//! - **One consumer per queue** (Cloudflare's "how queues work" page:
+//!   "each queue can only have one active consumer"): an HTTP pull
+//!   consumer, which enables pulls, acks and lease extensions over HTTP, or
+//!   a Worker, which is kept and shown but never run. Deleting the HTTP
+//!   pull consumer disables HTTP pull again.
+//! - **Consumer settings decide delivery**, as Cloudflare documents them: a
+//!   pull without `batch_size` or `visibility_timeout_ms` takes the HTTP
+//!   pull consumer's (5 and 30 s by default), and so does an extension
+//!   without `visibility_timeout_ms`; a retry without `delay_seconds` waits
+//!   its `retry_delay` (0 by default; an explicit 0 is 0); its
+//!   `max_retries` (3) ends a message's deliveries, and its
+//!   `dead_letter_queue`, a queue NAME, receives the exhausted messages.
+//!   A dead-letter queue named by a consumer is created if no queue has
+//!   that name (Cloudflare's consumer configuration page: "If there is no
+//!   Queue with the specified name, it will be created automatically"): in
+//!   the lax mode as a queue whose id is that name, otherwise with a fresh
+//!   id and no consumer.
+//! - **Queue settings decide delivery too**: `delivery_delay` delays every
+//!   message pushed without a delay of its own (an explicit 0 is 0; a batch's
+//!   `delay_seconds` counts as the messages' own); `delivery_paused` keeps
+//!   accepting messages and answers pulls with 409 (Cloudflare's
+//!   pause-and-purge page: "Requests to pull messages will receive a `409`
+//!   response, along with an error message stating `queue_delivery_paused`"),
+//!   while peek, preview, acks and extensions go on; and
+//!   `message_retention_period` (4 days by default, 60 s to 14 days) drops
+//!   every message pushed longer ago than that on the emulator's clock,
+//!   delivered or not (its leases, refs and preview ids go stale; it is not
+//!   dead-lettered).
+//! - **Messages as the live API shows them**: ids of 32 lowercase hex
+//!   digits, `timestamp_ms` in milliseconds, `metadata` with
+//!   `CF-sourceMessageSource: "api"`, `CF-Content-Type`, and
+//!   `CF-msg-delay-secs` (a string of seconds, such as `"20"`) on a message
+//!   pushed with a delay, its own or the queue's.
 //! - **`max_retries`.** A message is dropped, or moved to its dead-letter
-//!   queue, when its `attempts` reaches `max_retries` (default 3): it is
+//!   queue, when its `attempts` reaches its consumer's `max_retries`
+//!   (default 3): it is
 //!   delivered at most `max_retries` times. This follows Cloudflare's
 //!   pull-consumer page; its dead-letter page and Miniflare read it as
 //!   `max_retries + 1` deliveries. The pull-consumer page describes the
@@ -168,10 +257,14 @@
 //! - **Dead-letter settings** that would strand messages are refused by
 //!   [`Emulator::start`], before anything is served: an invalid queue id on
 //!   either side, a dead-letter queue missing from the
-//!   [strict queues](Emulator::strict_queues), a queue that is its own
-//!   dead-letter queue (see [Assumptions](#assumptions)).
-//! - **Tokens.** Lease ids, peek refs and preview ids are 128 random bits
-//!   from the operating system: one's own say nothing about anyone else's.
+//!   [strict queues](Emulator::strict_queues) and the declared queues, a
+//!   queue that is its own dead-letter queue (see
+//!   [Assumptions](#assumptions)); and by a consumer's create or update
+//!   (400 with 10207) for a queue named as its own dead-letter queue.
+//! - **Tokens.** Lease ids, peek refs and preview ids look as on the live
+//!   API, compact JWEs of 159 characters (`{"alg":"dir","enc":"A256CBC-HS512"}`),
+//!   and carry 128 random bits from the operating system in their IV: one's
+//!   own say nothing about anyone else's.
 //!   They are capabilities (whoever holds one can ack, retry or purge), so
 //!   a counter that could be guessed from one's own would let one client
 //!   settle another's messages.
@@ -182,11 +275,17 @@
 //!   touched, so every operation costs O(k log n) in the k messages it
 //!   touches, never a scan of the backlog.
 //! - **Memory.** A message is freed when it is acknowledged, and a queue's
-//!   tables shrink when it drains. A queue exists while it holds messages,
-//!   a dead-letter count or the status of a purge; peek refs and preview
-//!   ids expire after an hour (at most 100,000 of each per queue), swept
-//!   even from idle queues. So memory follows what is stored, not what was
-//!   asked.
+//!   tables shrink when it drains. A queue's message state exists while it
+//!   holds messages, a dead-letter count or the status of a purge; peek
+//!   refs and preview ids expire after an hour (at most 100,000 of each per
+//!   queue), swept even from idle queues. A queue's record (name, settings,
+//!   consumer) stays until it is deleted, but past 10,000 queues that
+//!   sprang into being and were never changed, those holding no messages
+//!   are forgotten (and spring back anew, with new `created_on` and consumer
+//!   id, when named again): a client naming a new id in every request
+//!   cannot grow the account without bound. The ids of deleted queues are
+//!   kept, so that they never spring back. So memory follows what is
+//!   stored, not what was asked.
 //!
 //! # Limits under load
 //!
@@ -280,7 +379,8 @@
 //!   developers.cloudflare.com/fundamentals/api/reference/limits: 1,200
 //!   requests per five minutes per user or token), every other call (push,
 //!   batch, peek, purge by ref, preview, preview/ack, metrics, purge of the
-//!   queue and its status) counts against 1,200 requests per sliding
+//!   queue and its status, and every management call:
+//!   [`Operation::counts_against_api_limit`]) counts against 1,200 requests per sliding
 //!   300 s window. The request over it gets 429 with code 971, and then
 //!   every call of that credential, lease calls included, is refused the
 //!   same way for five minutes, `Retry-After` giving the seconds left.
@@ -332,7 +432,56 @@
 //! - **A queue as its own dead-letter queue** is refused at start: exhausted
 //!   messages would come back as new ones forever, so `max_retries` would
 //!   never end anything.
-//! - **Strict queues** are known under every account id.
+//! - **Strict queues** are known under every account id: declared in
+//!   [`EMULATOR_ACCOUNT_ID`], they come into being in another account on
+//!   its first messages request to them.
+//! - **A lax queue comes into being** with the first messages request that
+//!   names it and passes the credential and id checks, whatever becomes of
+//!   that request (refused for its rate, its body, or 405).
+//! - **Calls on a queue without an HTTP pull consumer.** Pulls get 405 with
+//!   code 0, as seen on the live API (alchemy-run/distilled#625); acks and
+//!   lease extensions get the same answer, since they settle what HTTP pull
+//!   leased. Pushes, peek, purge by ref, preview, deleting previewed
+//!   messages, metrics and purging the queue work on any queue, as the
+//!   dashboard shows and deletes the messages of a queue whatever its
+//!   consumer.
+//! - **A paused queue's pull** gets 409 (the pause-and-purge page) with
+//!   code 10252 QueueDisabled, whose recommended action in Cloudflare's
+//!   error-code table is to unpause the queue, and the message
+//!   `queue_delivery_paused`. Acks and extensions of leases granted before
+//!   the pause are served.
+//! - **Conflicts.** A queue name taken answers 409 with 11009 "queue name
+//!   already taken", as third-party tests of the live API record; a second
+//!   consumer answers 409 with 11004 `workers.api.error.consumer_exists`, the
+//!   code wrangler reported for it (cloudflare/workers-sdk#5347), whose
+//!   status no source shows. An invalid name answers 400 with 11003, the
+//!   code and text wrangler reported (cloudflare/workers-sdk#2522).
+//! - **Unknown consumer ids** answer 404 with 7003, Cloudflare's answer for
+//!   an object identifier its API cannot route to. An update (PUT) of an
+//!   unknown consumer id on a queue without a consumer creates it with that
+//!   id (the description: "or creates one if it does not exist").
+//! - **Bounds of the settings**: `batch_size` 1 to 100, `max_retries` 0 to
+//!   100, `retry_delay` and `delivery_delay` 0 to 86,400 s (the limit of a
+//!   message delay), `visibility_timeout_ms` 1 to 43,200,000,
+//!   `message_retention_period` 60 to 1,209,600 s, a Worker's
+//!   `max_concurrency` 1 to 250 and `max_wait_time_ms` 0 to 60,000, all
+//!   whole numbers; beyond them, 400 with 10207 and the field's pointer.
+//!   Settings left out of a consumer take the defaults of a pull request
+//!   (HTTP pull: 5, 3, 0, 30,000) or of Cloudflare's consumer page (Worker:
+//!   batches of 10, 5 s of wait, 3 retries).
+//! - **Retention counts from the push**: a dead-lettered message keeps its
+//!   push time, so its retention in the dead-letter queue counts from it.
+//! - **Peek and preview without `batch_size`** show 5 messages, the
+//!   default of a pull request, whatever the consumer's `batch_size`: they
+//!   deliver nothing.
+//! - **Queue names of lax queues** are their ids, which may hold capitals
+//!   that a created queue's name may not: they are never checked against
+//!   the name rules, but renaming one is.
+//! - **Multiple consumers** (Cloudflare's newer multi-consumer page) are
+//!   not modelled: one consumer per queue.
+//! - **Messages pushed by [`EmulatorHandle::push_from_worker`]** carry the
+//!   same `CF-sourceMessageSource: "api"` as HTTP pushes: no source names
+//!   the value a Worker's messages carry.
 //! - **Purge without confirmation.** A purge of the whole queue whose
 //!   `delete_messages_permanently` is missing, `false` or not a boolean
 //!   gets 400 with 10207 JSONRequestBodyInvalid and the pointer
@@ -345,16 +494,12 @@
 //!   A purge's status is kept for an hour (`PURGE_STATUS_TTL_MS`), then
 //!   reads the same: a purge of a queue id never used again must not hold
 //!   state for ever.
-//! - **The queue object** a purge answers with: the queue id as its name
-//!   (queues exist by id, on first use), `created_on` when the emulator
-//!   first held state for the queue, `modified_on` the purge's time, no
-//!   producers or consumers, and the settings of a queue created with
-//!   defaults (no delivery delay, not paused, 4 days of retention; the
-//!   emulator enforces no retention).
+//! - **The queue object** a purge answers with is the queue's, with
+//!   `modified_on` the purge's time.
 //! - **Extend without `extend`**, and `preview/ack` without `acks` or
 //!   `retries`, are empty lists, as in an ack: the published schema
 //!   requires none of these fields. A missing `visibility_timeout_ms` in an
-//!   extension is 30 s, the default of a pull.
+//!   extension is the HTTP pull consumer's, as for a pull (30 s by default).
 //! - **Retries of previewed messages.** Cloudflare documents only that
 //!   previewed messages deleted through `preview/ack` are not counted as
 //!   delivered; the emulator reads a retry there as "make it visible again
@@ -381,15 +526,31 @@
 //!   below 100) is served once the bucket is full and leaves it in debt,
 //!   rather than being refused for ever.
 //!
+//! # A declared account
+//!
+//! [`Emulator::config`] and [`Emulator::config_file`] declare queues with
+//! their ids, settings and consumers, the round trip and the rate limits,
+//! in the API's field names; the file format, with an example, is in
+//! [`EmulatorConfig`]'s module ([`config`]). The builder's
+//! [`Emulator::strict_queues`], [`Emulator::max_retries`] and
+//! [`Emulator::dead_letter_queue`] are shorthands on top of it: strict
+//! queues are declared queues whose id is their name, with an HTTP pull
+//! consumer, and `max_retries` and `dead_letter_queue` fill in what a
+//! declared pull consumer leaves out, and set the consumer of the queues
+//! that spring into being.
+//!
 //! # Conformance
 //!
 //! CI runs Cloudflare's official Python SDK against `cfq emulator`
 //! (`emulator/tests/conformance/official_sdk.py` in the repository): every
-//! operation, with the same shapes as Cloudflare's, field by field. A
+//! operation, the queue and consumer calls included, with the same shapes
+//! as Cloudflare's, field by field. A
 //! difference between this emulator and Cloudflare that the SDK can see is
 //! a bug of the emulator.
 
+mod builder;
 mod clock;
+pub mod config;
 mod faults;
 mod handle;
 mod http;
@@ -398,15 +559,6 @@ mod rate_limits;
 mod server;
 mod state;
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, Hasher};
-use std::io;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::sync::oneshot;
-
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use cf_queues::operation::Operation;
 
@@ -414,445 +566,22 @@ pub use cf_queues::operation::Operation;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+pub use builder::Emulator;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
+pub use config::{
+    BucketConfig, ConfigError, ConsumerConfig, ConsumerSettingsConfig, ConsumerType,
+    EmulatorConfig, LatencyConfig, QueueConfig, QueueSettingsConfig, RateLimitsConfig,
+    WindowConfig,
+};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;
 pub use rate_limits::RateLimitModel;
 pub use server::ServerStats;
 
-use cf_queues::limits::Limits;
-use faults::Faults;
-use http::{AcceptedAuth, App};
-use latency::LatencyState;
-use rate_limits::RateLimiter;
-use server::{ServerLimits, ServerState};
-use state::{Broker, BrokerConfig, RandomSource};
-
-/// The account id [`EmulatorHandle::client`] uses; the emulator accepts any valid id.
+/// The account id [`EmulatorHandle::client`] uses and declared queues
+/// belong to; the emulator accepts any valid id.
 pub const EMULATOR_ACCOUNT_ID: &str = "0123456789abcdef0123456789abcdef";
 
 /// The largest piece a pull or peek answer is written in.
 const MAX_CHUNK_BYTES: usize = 16 * 1024;
-
-/// Configures and starts an emulator.
-///
-/// By default it listens on `127.0.0.1:0` (a free port), accepts a freshly
-/// generated API token, creates queues on first use, drops a message after
-/// 3 deliveries, and applies the limits in the [module docs](self).
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct Emulator {
-    listen: SocketAddr,
-    token: Option<String>,
-    global_key: Option<(String, String)>,
-    open: bool,
-    strict_queues: Option<HashSet<String>>,
-    max_retries: u32,
-    dead_letter_queues: HashMap<String, String>,
-    clock: EmulatorClock,
-    limits: Limits,
-    max_body_bytes: usize,
-    max_connections: usize,
-    header_timeout: Duration,
-    body_timeout: Duration,
-    idle_timeout: Duration,
-    write_timeout: Duration,
-    response_buffer_bytes: usize,
-    shutdown_grace: Duration,
-    latency: Option<Latency>,
-    rate_limits: Option<RateLimitModel>,
-}
-
-impl Default for Emulator {
-    fn default() -> Self {
-        Emulator::new()
-    }
-}
-
-impl Emulator {
-    /// The default configuration.
-    pub fn new() -> Emulator {
-        Emulator {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            token: None,
-            global_key: None,
-            open: false,
-            strict_queues: None,
-            max_retries: 3,
-            dead_letter_queues: HashMap::new(),
-            clock: EmulatorClock::System,
-            limits: Limits::default(),
-            max_body_bytes: 2 * 1024 * 1024,
-            max_connections: 512,
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(120),
-            write_timeout: Duration::from_secs(30),
-            response_buffer_bytes: 64 * 1024,
-            shutdown_grace: Duration::from_secs(5),
-            latency: None,
-            rate_limits: None,
-        }
-    }
-
-    /// The address to listen on (default `127.0.0.1:0`).
-    pub fn listen(mut self, address: SocketAddr) -> Emulator {
-        self.listen = address;
-        self
-    }
-
-    /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
-    pub fn token(mut self, token: impl Into<String>) -> Emulator {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// Also accepts this e-mail and global API key (`X-Auth-Email`, `X-Auth-Key`).
-    pub fn global_api_key(mut self, email: impl Into<String>, key: impl Into<String>) -> Emulator {
-        self.global_key = Some((email.into(), key.into()));
-        self
-    }
-
-    /// Accepts every request, with or without credentials.
-    pub fn without_auth(mut self) -> Emulator {
-        self.open = true;
-        self
-    }
-
-    /// Only these queues exist; others get 404 with code 10104 (QueueNotFound).
-    pub fn strict_queues<I, S>(mut self, queues: I) -> Emulator
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.strict_queues = Some(queues.into_iter().map(Into::into).collect());
-        self
-    }
-
-    /// Deliveries after which a message is dropped or dead-lettered (default 3):
-    /// a message is dropped when its `attempts` reaches this number, as
-    /// Cloudflare's pull-consumer page puts it.
-    pub fn max_retries(mut self, max_retries: u32) -> Emulator {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// Moves messages that exhaust their retries on `queue` to
-    /// `dead_letter_queue`, in the same account. [`Emulator::start`] refuses
-    /// settings that would make messages unreachable: an invalid queue id on
-    /// either side, a dead-letter queue missing from the
-    /// [strict queues](Emulator::strict_queues), a queue that is its own
-    /// dead-letter queue.
-    pub fn dead_letter_queue(
-        mut self,
-        queue: impl Into<String>,
-        dead_letter_queue: impl Into<String>,
-    ) -> Emulator {
-        self.dead_letter_queues
-            .insert(queue.into(), dead_letter_queue.into());
-        self
-    }
-
-    /// Where time comes from (default: the system clock): a
-    /// [`ManualClock`] moved by hand, or a [`TokioClock`] that follows
-    /// tokio's clock, so that a test on paused time drives the client's
-    /// timers and the emulator's expiries alike.
-    pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
-        self.clock = clock.into();
-        self
-    }
-
-    /// The limits the emulator enforces (default: Cloudflare's).
-    pub fn limits(mut self, limits: Limits) -> Emulator {
-        self.limits = limits;
-        self
-    }
-
-    /// Request bodies larger than this are refused (default 2 MiB, eight
-    /// times the largest legal batch, so no legal request is refused).
-    pub fn max_body_bytes(mut self, max: usize) -> Emulator {
-        self.max_body_bytes = max;
-        self
-    }
-
-    /// The most connections open at once (default 512, at least 1).
-    ///
-    /// At the cap, a new connection makes the connection that has waited
-    /// longest without a request in progress close, so slow or silent
-    /// clients cannot lock others out; when every connection is busy, new
-    /// ones wait in the listen backlog. 512 leaves room under the common
-    /// limit of 1,024 open files, so the server never runs out of them.
-    pub fn max_connections(mut self, max: usize) -> Emulator {
-        self.max_connections = max.max(1);
-        self
-    }
-
-    /// How long a client may take to send a request head (default 10 s),
-    /// counted from the connect, or from the head's first byte on a
-    /// keep-alive connection. Local clients send a head at once; 10 s
-    /// leaves room for a loaded CI machine and closes trickling connections.
-    pub fn header_timeout(mut self, timeout: Duration) -> Emulator {
-        self.header_timeout = timeout;
-        self
-    }
-
-    /// How long a client may take to send a request body (default 30 s):
-    /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
-    pub fn body_timeout(mut self, timeout: Duration) -> Emulator {
-        self.body_timeout = timeout;
-        self
-    }
-
-    /// How long a keep-alive connection may wait for its next request
-    /// (default 120 s). Longer than the 90 s after which reqwest's pool
-    /// retires idle connections, so the client, not the server, closes them
-    /// and never sends a request on a connection being closed.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Emulator {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// How long a response may wait for the client to read it (default
-    /// 30 s without progress), after which the connection is closed. A
-    /// client that never reads holds a connection for that long, and no
-    /// more than the response buffer.
-    pub fn write_timeout(mut self, timeout: Duration) -> Emulator {
-        self.write_timeout = timeout;
-        self
-    }
-
-    /// Response bytes a connection may hold before the client reads them
-    /// (default 64 KiB; at least 8 KiB); pull and peek answers are
-    /// serialized only as this buffer drains, in pieces of a quarter of it
-    /// (at most 16 KiB). It also bounds a request head: a client's heads
-    /// are a few hundred bytes, and a larger one gets 431.
-    pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
-        self.response_buffer_bytes = bytes;
-        self
-    }
-
-    /// How long [`EmulatorHandle::shutdown`] lets open requests finish
-    /// before closing their connections (default 5 s): stalled faults and
-    /// half-sent requests do not hold a shutdown longer than that.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Emulator {
-        self.shutdown_grace = grace;
-        self
-    }
-
-    /// Adds a network round trip to every request (default: none, the
-    /// loopback's), so that a client is tested and measured as it runs
-    /// against Cloudflare, tens to hundreds of milliseconds away; see
-    /// [`Latency`] for how the wait is split, and
-    /// [`EmulatorHandle::set_latency`] to change it while serving.
-    pub fn latency(mut self, latency: Latency) -> Emulator {
-        self.latency = Some(latency);
-        self
-    }
-
-    /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
-    /// (default: no limits); see [Rate limits](self#rate-limits), and
-    /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
-    pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
-        self.rate_limits = Some(model);
-        self
-    }
-
-    /// Binds the address and starts serving in the background.
-    ///
-    /// # Errors
-    ///
-    /// The address cannot be bound, the operating system's random number
-    /// generator is not available, or the dead-letter settings would make
-    /// messages unreachable (`ErrorKind::InvalidInput`, naming the setting).
-    pub async fn start(self) -> io::Result<EmulatorHandle> {
-        self.check_dead_letters()?;
-        let random = os_random()?;
-        let listener = tokio::net::TcpListener::bind(self.listen).await?;
-        let address = listener.local_addr()?;
-        if !address.ip().is_loopback() {
-            tracing::warn!(%address, "the emulator listens beyond loopback; it is meant for local development");
-        }
-        let token = if self.open {
-            None
-        } else {
-            Some(self.token.unwrap_or_else(generate_token))
-        };
-        let auth = (!self.open).then(|| AcceptedAuth {
-            token: token.clone(),
-            global_key: self.global_key.clone(),
-        });
-        let app = Arc::new(App {
-            broker: Mutex::new(Broker::new(
-                BrokerConfig {
-                    max_retries: self.max_retries,
-                    dead_letter_queues: self.dead_letter_queues,
-                },
-                random,
-            )),
-            clock: self.clock,
-            faults: Faults::default(),
-            auth,
-            strict_queues: self.strict_queues,
-            limits: self.limits,
-            max_body_bytes: self.max_body_bytes,
-            body_timeout: self.body_timeout,
-            chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
-            requests: Default::default(),
-            rate_limits: Mutex::new(self.rate_limits.map(RateLimiter::new)),
-        });
-        let server = Arc::new(ServerState::new(
-            ServerLimits {
-                max_connections: self.max_connections,
-                header_timeout: self.header_timeout,
-                idle_timeout: self.idle_timeout,
-                write_timeout: self.write_timeout,
-                response_buffer_bytes: self.response_buffer_bytes,
-                shutdown_grace: self.shutdown_grace,
-            },
-            LatencyState::new(self.latency),
-        ));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let router = http::router(Arc::clone(&app));
-        let task = tokio::spawn(server::serve(
-            listener,
-            router,
-            Arc::clone(&server),
-            stopped,
-        ));
-        let host = match address {
-            SocketAddr::V4(v4) if v4.ip().is_unspecified() => format!("127.0.0.1:{}", v4.port()),
-            SocketAddr::V6(v6) if v6.ip().is_unspecified() => format!("[::1]:{}", v6.port()),
-            other => other.to_string(),
-        };
-        Ok(EmulatorHandle {
-            base_url: format!("http://{host}/client/v4"),
-            address,
-            token,
-            global_key: self.global_key,
-            app,
-            server,
-            stop: Some(stop),
-            task: Some(task),
-        })
-    }
-
-    /// Refuses dead-letter settings under which messages could never be
-    /// read again, before anything is served.
-    fn check_dead_letters(&self) -> io::Result<()> {
-        let mut settings: Vec<_> = self.dead_letter_queues.iter().collect();
-        settings.sort();
-        for (queue, dlq) in settings {
-            let refuse = |why: String| {
-                Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("dead-letter setting {queue:?} -> {dlq:?}: {why}"),
-                ))
-            };
-            for (side, id) in [("queue", queue), ("dead-letter queue", dlq)] {
-                if let Err(error) = self.limits.check_id("queue_id", id) {
-                    return refuse(format!("the {side} id is not valid ({error})"));
-                }
-            }
-            if queue == dlq {
-                return refuse(
-                    "a queue cannot be its own dead-letter queue: its exhausted messages \
-                     would come back forever"
-                        .into(),
-                );
-            }
-            if let Some(known) = &self.strict_queues
-                && !known.contains(dlq)
-            {
-                return refuse(format!(
-                    "{dlq:?} is not among the strict queues, so its messages could \
-                     never be pulled"
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// 128 bits from the operating system for the generated API token.
-fn generate_token() -> String {
-    let mut random = [0u8; 16];
-    if getrandom::fill(&mut random).is_err() {
-        // `os_random` checked the generator just before; keyed SipHash
-        // stands in should it fail now.
-        let keys = std::collections::hash_map::RandomState::new();
-        for (i, chunk) in random.chunks_mut(8).enumerate() {
-            let mut hasher = keys.build_hasher();
-            hasher.write_usize(i);
-            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-        }
-    }
-    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cfq_{hex}")
-}
-
-/// The operating system's CSPRNG, checked once here so that the broker's
-/// later draws do not fail. Should it fail later anyway, SipHash with the
-/// standard library's random keys over a counter fills in: still keyed by
-/// a secret, so tokens stay unguessable.
-fn os_random() -> io::Result<RandomSource> {
-    let mut probe = [0u8; 16];
-    getrandom::fill(&mut probe).map_err(io::Error::other)?;
-    let fallback = std::collections::hash_map::RandomState::new();
-    let mut counter = 0u64;
-    Ok(RandomSource::new(move |buf: &mut [u8]| {
-        if getrandom::fill(buf).is_ok() {
-            return;
-        }
-        for chunk in buf.chunks_mut(8) {
-            let mut hasher = fallback.build_hasher();
-            hasher.write_u64(counter);
-            counter = counter.wrapping_add(1);
-            chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
-        }
-    }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn refused(emulator: &Emulator) -> Option<String> {
-        emulator.check_dead_letters().err().map(|e| e.to_string())
-    }
-
-    #[test]
-    fn dead_letter_settings_that_strand_messages_are_refused() {
-        let ok = Emulator::new().dead_letter_queue("work", "dlq");
-        assert_eq!(refused(&ok), None);
-        let strict = ok.clone().strict_queues(["work", "dlq"]);
-        assert_eq!(refused(&strict), None);
-        for (emulator, says) in [
-            (Emulator::new().dead_letter_queue("", ""), "not valid"),
-            (
-                Emulator::new().dead_letter_queue("work", ""),
-                "dead-letter queue id",
-            ),
-            (
-                Emulator::new().dead_letter_queue("wo-rk", "dlq"),
-                "the queue id",
-            ),
-            (
-                Emulator::new().dead_letter_queue("work", &*"d".repeat(33)),
-                "not valid",
-            ),
-            (Emulator::new().dead_letter_queue("work", "work"), "its own"),
-            (ok.strict_queues(["work"]), "strict"),
-        ] {
-            let message = refused(&emulator).unwrap_or_default();
-            assert!(message.contains(says), "{message:?} should say {says:?}");
-        }
-    }
-
-    #[test]
-    fn generated_tokens_differ() {
-        let (a, b) = (generate_token(), generate_token());
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 4 + 32);
-    }
-}

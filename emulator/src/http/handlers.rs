@@ -8,21 +8,54 @@ use serde_json::Value;
 use super::super::rate_limits::QueueBucket;
 use super::super::state::Delivery;
 use super::error_answer::ErrorAnswer;
-use super::parse::{Object, batch_size, delay_ms, leases, parse_message, visibility_ms};
+use super::manage::code;
+use super::parse::{Object, Pushed, batch_size, delay_ms, leases, parse_message, visibility_ms};
+use super::resources::QueueOut;
 use super::stream::{Chunk, Listing};
 use super::wire::{
     AckResult, ExtendResult, MessageMetadata, MessagesOnly, MetricsOut, PeekedFields,
     PreviewAckResult, PullRest, PulledFields, PurgeResult, PurgeStatusResult, PushResult,
-    QueueResult, ResultMetadata, success,
+    ResultMetadata, success,
 };
 use super::{Answer, App, Incoming};
+use crate::state::{Broker, PullSettings};
+use axum::http::StatusCode;
 use cf_queues::codes;
+
+/// Peek and preview show 5 messages when `batch_size` is absent, as a pull
+/// without a consumer setting does.
+const DEFAULT_BROWSE_BATCH: usize = 5;
+
+/// The HTTP pull consumer of the call's queue, or the refusal of a queue
+/// without one: 405 with code 0, as the live API answers a pull there.
+fn http_pull(broker: &Broker, call: &Incoming) -> Result<PullSettings, ErrorAnswer> {
+    broker.access(call.at()).0.ok_or_else(|| {
+        ErrorAnswer::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            code::HTTP_PULL_DISABLED,
+            "messages cannot be pulled unless http_pull mode is enabled",
+        )
+    })
+}
+
+/// Pushes messages, delayed by the queue's `delivery_delay` when they give
+/// no delay of their own.
+fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, ErrorAnswer> {
+    let metrics = app.with_broker(|broker, now| {
+        let queue_delay_ms = u64::from(broker.access(call.at()).1.delivery_delay_s) * 1000;
+        let messages = pushed
+            .into_iter()
+            .map(|p| p.with_queue_delay(queue_delay_ms))
+            .collect();
+        broker.push(call.at(), messages, now)
+    });
+    success(&PushResult::new(metrics)).map(Answer::Json)
+}
 
 /// `POST /messages`.
 pub(super) fn push(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let (message, _) = parse_message(&call.request, "", None, &app.limits)?;
-    let metrics = app.with_broker(|broker, now| broker.push(call.at(), vec![message], now));
-    success(&PushResult::new(metrics)).map(Answer::Json)
+    let pushed = parse_message(&call.request, "", None, &app.limits)?;
+    push_all(app, &call, vec![pushed])
 }
 
 /// `POST /messages/batch`.
@@ -62,9 +95,9 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
                 "a message must be an object",
             ));
         };
-        let (message, counted) = parse_message(item, &pointer, batch_delay, limits)?;
-        total = total.saturating_add(counted);
-        messages.push(message);
+        let pushed = parse_message(item, &pointer, batch_delay, limits)?;
+        total = total.saturating_add(pushed.counted);
+        messages.push(pushed);
     }
     if total > limits.max_batch_bytes {
         return Err(ErrorAnswer::bad_request(
@@ -75,15 +108,28 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
             ),
         ));
     }
-    let metrics = app.with_broker(|broker, now| broker.push(call.at(), messages, now));
-    success(&PushResult::new(metrics)).map(Answer::Json)
+    push_all(app, &call, messages)
 }
 
-/// `POST /messages/pull`.
+/// `POST /messages/pull`: `batch_size` and `visibility_timeout_ms` default
+/// to the HTTP pull consumer's. A queue without one answers 405; a queue
+/// whose delivery is paused, 409 (Cloudflare's pause-and-purge page: "Requests
+/// to pull messages will receive a 409 response, along with an error message
+/// stating `queue_delivery_paused`").
 pub(super) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let batch_size = batch_size(&call.request, &app.limits)?;
-    let visibility = visibility_ms(&call.request, &app.limits)?;
+    let asked_batch = batch_size(&call.request, &app.limits)?;
+    let asked_visibility = visibility_ms(&call.request, &app.limits)?;
     let (deliveries, metrics) = app.with_broker(|broker, now| {
+        let consumer = http_pull(broker, &call)?;
+        if broker.access(call.at()).1.delivery_paused {
+            return Err(ErrorAnswer::new(
+                StatusCode::CONFLICT,
+                codes::QUEUE_DISABLED,
+                "queue_delivery_paused",
+            ));
+        }
+        let batch_size = asked_batch.unwrap_or(consumer.batch_size as usize);
+        let visibility = asked_visibility.unwrap_or(consumer.visibility_timeout_ms);
         let leased = broker.pullable(call.at(), batch_size, now);
         app.limit_queue(&call, QueueBucket::Pulled, leased, now)?;
         Ok(broker.pull(call.at(), batch_size, visibility, now))
@@ -105,7 +151,7 @@ fn pull_shaped(
     let mut items = Vec::with_capacity(deliveries.len());
     for d in deliveries {
         let fields = PulledFields {
-            metadata: MessageMetadata::new(d.kind),
+            metadata: MessageMetadata::new(d.kind, d.delay_ms),
             id: d.id,
             attempts: d.attempts,
             lease_id: d.lease_id,
@@ -118,13 +164,20 @@ fn pull_shaped(
         .map_err(ErrorAnswer::internal)
 }
 
-/// `POST /messages/ack`.
+/// `POST /messages/ack`: a retry without `delay_seconds` waits the HTTP
+/// pull consumer's `retry_delay`. A queue without one answers 405.
 pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let (acks, retries) = acks_and_retries(app, &call.request)?;
-    let leases = acks.len().saturating_add(retries.len());
+    let (acks, asked_retries) = acks_and_retries(app, &call.request)?;
+    let leases = acks.len().saturating_add(asked_retries.len());
     let report = app.with_broker(|broker, now| {
+        let consumer = http_pull(broker, &call)?;
+        let retry_delay_ms = u64::from(consumer.retry_delay_s) * 1000;
+        let retries: Vec<(String, u64)> = asked_retries
+            .into_iter()
+            .map(|(lease, delay)| (lease, delay.unwrap_or(retry_delay_ms)))
+            .collect();
         app.limit_queue(&call, QueueBucket::Leases, leases, now)?;
-        Ok(broker.ack(call.at(), &acks, &retries, now))
+        Ok::<_, ErrorAnswer>(broker.ack(call.at(), &acks, &retries, now))
     })?;
     success(&AckResult {
         ack_count: report.ack_count,
@@ -136,12 +189,12 @@ pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 
 /// `POST /messages/peek`.
 pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let batch_size = batch_size(&call.request, &app.limits)?;
+    let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
     let peeked = app.with_broker(|broker, now| broker.peek(call.at(), batch_size, now));
     let mut items = Vec::with_capacity(peeked.len());
     for p in peeked {
         let fields = PeekedFields {
-            metadata: MessageMetadata::new(p.kind),
+            metadata: MessageMetadata::new(p.kind, p.delay_ms),
             id: p.id,
             attempts: p.attempts,
             peek_ref: p.peek_ref,
@@ -179,13 +232,16 @@ pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     .map(Answer::Json)
 }
 
-/// `POST /messages/extend`.
+/// `POST /messages/extend`: `visibility_timeout_ms` defaults to the HTTP
+/// pull consumer's. A queue without one answers 405.
 pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let ids = lease_ids(&call.request, "extend")?;
-    let visibility = visibility_ms(&call.request, &app.limits)?;
+    let asked_visibility = visibility_ms(&call.request, &app.limits)?;
     let report = app.with_broker(|broker, now| {
+        let consumer = http_pull(broker, &call)?;
+        let visibility = asked_visibility.unwrap_or(consumer.visibility_timeout_ms);
         app.limit_queue(&call, QueueBucket::Leases, ids.len(), now)?;
-        Ok(broker.extend(call.at(), &ids, visibility, now))
+        Ok::<_, ErrorAnswer>(broker.extend(call.at(), &ids, visibility, now))
     })?;
     success(&ExtendResult {
         extend_count: report.extended,
@@ -196,7 +252,7 @@ pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 
 /// `POST /messages/preview`.
 pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let batch_size = batch_size(&call.request, &app.limits)?;
+    let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
     let previewed = app.with_broker(|broker, now| broker.preview(call.at(), batch_size, now));
     pull_shaped(app, call, previewed, &MessagesOnly {})
 }
@@ -204,6 +260,11 @@ pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> 
 /// `POST /messages/preview/ack`.
 pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, retries) = acks_and_retries(app, &call.request)?;
+    // A previewed message retried without a delay is visible again at once.
+    let retries: Vec<(String, u64)> = retries
+        .into_iter()
+        .map(|(id, delay)| (id, delay.unwrap_or(0)))
+        .collect();
     let report =
         app.with_broker(|broker, now| broker.delete_previewed(call.at(), &acks, &retries, now));
     success(&PreviewAckResult {
@@ -238,8 +299,11 @@ pub(super) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
              of the queue is deleted",
         ));
     }
-    let purged = app.with_broker(|broker, now| broker.purge_all(call.at(), now));
-    success(&QueueResult::new(&call.queue, purged)).map(Answer::Json)
+    let record = app.with_broker(|broker, now| {
+        broker.purge_all(call.at(), now);
+        broker.get_queue(call.at())
+    })?;
+    success(&QueueOut::new(&record)).map(Answer::Json)
 }
 
 /// `GET /purge`.
@@ -256,8 +320,9 @@ fn lease_ids(request: &Object, key: &str) -> Result<Vec<String>, ErrorAnswer> {
         .collect())
 }
 
-/// Ids to delete, and ids with the delay (ms) to retry them after.
-type Changes = (Vec<String>, Vec<(String, u64)>);
+/// Ids to delete, and ids with the delay (ms) to retry them after, `None`
+/// when the request gives none.
+type Changes = (Vec<String>, Vec<(String, Option<u64>)>);
 
 /// The `acks` and `retries` of an ack or a deletion of previewed messages.
 fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, ErrorAnswer> {
@@ -266,7 +331,7 @@ fn acks_and_retries(app: &App, request: &Object) -> Result<Changes, ErrorAnswer>
     for (i, (lease, item)) in leases(request, "retries")?.into_iter().enumerate() {
         let pointer = format!("/retries/{i}/delay_seconds");
         let code = codes::MESSAGE_METADATA_INVALID;
-        let delay = delay_ms(item, "delay_seconds", &pointer, code, &app.limits)?.unwrap_or(0);
+        let delay = delay_ms(item, "delay_seconds", &pointer, code, &app.limits)?;
         retries.push((lease, delay));
     }
     Ok((acks, retries))

@@ -6,18 +6,20 @@ mod auth;
 mod body;
 mod error_answer;
 mod handlers;
+mod manage;
 mod parse;
+mod resources;
 mod stream;
 mod wire;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
 use axum::http::header::{ACCEPT, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -37,6 +39,7 @@ use cf_queues::codes;
 use cf_queues::limits::Limits;
 use error_answer::ErrorAnswer;
 use parse::Object;
+pub(crate) use resources::bounds;
 use stream::{Listing, Streamed};
 use wire::json_response;
 
@@ -46,7 +49,6 @@ pub(crate) struct App {
     pub clock: EmulatorClock,
     pub faults: Faults,
     pub auth: Option<AcceptedAuth>,
-    pub strict_queues: Option<HashSet<String>>,
     pub limits: Limits,
     pub max_body_bytes: usize,
     pub body_timeout: Duration,
@@ -168,7 +170,7 @@ impl From<ErrorAnswer> for Refusal {
 type Handler = fn(&App, Incoming) -> Result<Answer, ErrorAnswer>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
-    let routes: [(Operation, Handler); 12] = [
+    let routes: [(Operation, Handler); 23] = [
         (Operation::Push, handlers::push),
         (Operation::Batch, handlers::batch),
         (Operation::Pull, handlers::pull),
@@ -181,8 +183,20 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         (Operation::Metrics, handlers::metrics),
         (Operation::PurgeQueue, handlers::purge_queue),
         (Operation::PurgeStatus, handlers::purge_status),
+        (Operation::ListQueues, manage::list_queues),
+        (Operation::CreateQueue, manage::create_queue),
+        (Operation::GetQueue, manage::get_queue),
+        (Operation::UpdateQueue, manage::update_queue),
+        (Operation::EditQueue, manage::edit_queue),
+        (Operation::DeleteQueue, manage::delete_queue),
+        (Operation::ListConsumers, manage::list_consumers),
+        (Operation::CreateConsumer, manage::create_consumer),
+        (Operation::GetConsumer, manage::get_consumer),
+        (Operation::UpdateConsumer, manage::update_consumer),
+        (Operation::DeleteConsumer, manage::delete_consumer),
     ];
-    // One method router per path: `/purge` serves two operations.
+    // One method router per path: `/purge`, a queue's path and its
+    // consumers' serve several operations.
     let mut paths: BTreeMap<&str, MethodRouter<Arc<App>>> = BTreeMap::new();
     for (op, handler) in routes {
         let methods = paths.remove(op.path()).unwrap_or_default();
@@ -212,10 +226,12 @@ fn operation(
     op: Operation,
     handler: Handler,
 ) -> MethodRouter<Arc<App>> {
-    let method = if op.method() == "GET" {
-        MethodFilter::GET
-    } else {
-        MethodFilter::POST
+    let method = match op.method() {
+        "GET" => MethodFilter::GET,
+        "PUT" => MethodFilter::PUT,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        _ => MethodFilter::POST,
     };
     methods.on(
         method,
@@ -287,8 +303,12 @@ fn respond(answer: Result<Answer, Refusal>) -> Response {
 struct Incoming {
     /// The account named in the path.
     account: String,
-    /// The queue named in the path.
+    /// The queue named in the path; empty for the account's list and create.
     queue: String,
+    /// The consumer named in the path, if any.
+    consumer: Option<String>,
+    /// The query parameters (only the list of queues reads any).
+    query: HashMap<String, String>,
     /// The JSON body; `{}` when the body was empty.
     request: Object,
     /// The connection it came on, whose response buffer a streamed answer
@@ -311,7 +331,7 @@ impl Incoming {
     ) -> Result<Incoming, Refusal> {
         app.requests.fetch_add(1, Ordering::Relaxed);
         let (mut parts, body) = request.into_parts();
-        let (account, queue) = match Incoming::check(app, op, &mut parts, credential).await {
+        let ids = match Incoming::check(app, op, &mut parts, credential).await {
             Ok(ids) => ids,
             Err(failure) => {
                 let unread = !app.drain(body).await;
@@ -370,22 +390,29 @@ impl Incoming {
         let Value::Object(request) = request else {
             return Err(ErrorAnswer::invalid("", "the request body must be a JSON object").into());
         };
+        let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map(|Query(query)| query)
+            .unwrap_or_default();
         Ok(Incoming {
-            account,
-            queue,
+            account: ids.account,
+            queue: ids.queue,
+            consumer: ids.consumer,
+            query,
             request,
             conn: parts.extensions.get::<Arc<Conn>>().cloned(),
             event_stream: accepts_event_stream(&parts.headers),
         })
     }
 
-    /// The steps that need only the head of the request.
+    /// The steps that need only the head of the request. The queue of the
+    /// path must exist: a messages request may bring it into being (the lax
+    /// mode), a management request never does.
     async fn check(
         app: &App,
         op: Operation,
         parts: &mut Parts,
         credential: Option<CredentialKey>,
-    ) -> Result<(String, String), ErrorAnswer> {
+    ) -> Result<PathIds, ErrorAnswer> {
         if let Some(fault) = app.faults.take(op) {
             if let Some(stall) = fault.stall {
                 tokio::time::sleep(stall).await;
@@ -394,13 +421,24 @@ impl Incoming {
                 return Err(ErrorAnswer::Injected(fault));
             }
         }
-        let Ok(Path((account, queue))) =
-            Path::<(String, String)>::from_request_parts(parts, &()).await
+        let Ok(Path(mut params)) =
+            Path::<HashMap<String, String>>::from_request_parts(parts, &()).await
         else {
             return Err(ErrorAnswer::no_route());
         };
+        let ids = PathIds {
+            account: params.remove("account_id").unwrap_or_default(),
+            queue: params.remove("queue_id").unwrap_or_default(),
+            consumer: params.remove("consumer_id"),
+        };
         auth::authenticate(app.auth.as_ref(), &parts.headers)?;
-        for (field, id) in [("account_id", &account), ("queue_id", &queue)] {
+        let has_queue = op.path().contains("{queue_id}");
+        let named = [
+            Some(("account_id", &ids.account)),
+            has_queue.then_some(("queue_id", &ids.queue)),
+            ids.consumer.as_ref().map(|c| ("consumer_id", c)),
+        ];
+        for (field, id) in named.into_iter().flatten() {
             app.limits.check_id(field, id).map_err(|e| {
                 ErrorAnswer::bad_request(
                     codes::QUEUE_ID_MALFORMED,
@@ -408,16 +446,18 @@ impl Incoming {
                 )
             })?;
         }
-        if app
-            .strict_queues
-            .as_ref()
-            .is_some_and(|known| !known.contains(&queue))
-        {
-            return Err(ErrorAnswer::new(
-                StatusCode::NOT_FOUND,
-                codes::QUEUE_NOT_FOUND,
-                "QueueNotFound",
-            ));
+        if has_queue {
+            let at = At {
+                account: &ids.account,
+                queue: &ids.queue,
+            };
+            app.with_broker(|broker, now| {
+                if op.is_messages() {
+                    broker.open_for_messages(at, now).map_err(ErrorAnswer::from)
+                } else {
+                    broker.get_queue(at).map(drop).map_err(ErrorAnswer::from)
+                }
+            })?;
         }
         if let Some(limiter) = app.rate_limiter().as_mut() {
             let address = parts.extensions.get::<Arc<Conn>>().map(|c| c.peer_ip());
@@ -425,7 +465,7 @@ impl Incoming {
                 .admit(address, credential, op, app.clock.now_ms())
                 .map_err(ErrorAnswer::RateLimited)?;
         }
-        Ok((account, queue))
+        Ok(ids)
     }
 
     /// The queue the call applies to.
@@ -435,6 +475,13 @@ impl Incoming {
             queue: &self.queue,
         }
     }
+}
+
+/// The ids a path names.
+struct PathIds {
+    account: String,
+    queue: String,
+    consumer: Option<String>,
 }
 
 /// Whether `Accept` lists `text/event-stream` with a quality above 0.

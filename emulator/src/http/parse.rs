@@ -7,13 +7,31 @@ use super::error_answer::ErrorAnswer;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
 
-/// Parses one pushed message; returns it with the bytes it counts for.
+/// A pushed message as parsed: its delay is known once the queue's
+/// `delivery_delay` is, for a message sent without one.
+pub(super) struct Pushed {
+    pub(super) message: NewMessage,
+    /// The bytes it counts for against the limits.
+    pub(super) counted: usize,
+    /// Its own delay, or its batch's; `None` when neither gave one.
+    pub(super) delay_ms: Option<u64>,
+}
+
+impl Pushed {
+    /// The message, delayed by its own delay or else by the queue's.
+    pub(super) fn with_queue_delay(mut self, queue_delay_ms: u64) -> NewMessage {
+        self.message.delay_ms = self.delay_ms.unwrap_or(queue_delay_ms);
+        self.message
+    }
+}
+
+/// Parses one pushed message.
 pub(super) fn parse_message(
     item: &Map<String, Value>,
     pointer: &str,
     default_delay_ms: Option<u64>,
     limits: &Limits,
-) -> Result<(NewMessage, usize), ErrorAnswer> {
+) -> Result<Pushed, ErrorAnswer> {
     let kind = match item.get("content_type") {
         Some(Value::String(t)) if t == "text" => BodyKind::Text,
         Some(Value::String(t)) if t == "json" => BodyKind::Json,
@@ -61,14 +79,15 @@ pub(super) fn parse_message(
         codes::MESSAGE_METADATA_INVALID,
         limits,
     )?;
-    Ok((
-        NewMessage {
+    Ok(Pushed {
+        message: NewMessage {
             kind,
             body,
-            delay_ms: delay.or(default_delay_ms).unwrap_or(0),
+            delay_ms: 0,
         },
         counted,
-    ))
+        delay_ms: delay.or(default_delay_ms),
+    })
 }
 
 pub(super) fn number(
@@ -112,12 +131,14 @@ pub(super) fn delay_ms(
     Ok(Some((seconds * 1000.0).round() as u64))
 }
 
+/// `batch_size` of a pull, peek or preview: `None` when absent (a pull
+/// then takes its consumer's, peek and preview 5).
 pub(super) fn batch_size(
     request: &Map<String, Value>,
     limits: &Limits,
-) -> Result<usize, ErrorAnswer> {
+) -> Result<Option<usize>, ErrorAnswer> {
     let Some(n) = number(request, "batch_size", "/batch_size")? else {
-        return Ok(5);
+        return Ok(None);
     };
     let max = f64::from(limits.max_pull_batch_size);
     if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
@@ -126,17 +147,17 @@ pub(super) fn batch_size(
             format!("batch_size must be a whole number from 1 to {max}"),
         ));
     }
-    Ok(n as usize)
+    Ok(Some(n as usize))
 }
 
-/// `visibility_timeout_ms` of a pull or an extension, 30 s when absent
-/// (Cloudflare's default for pulls).
+/// `visibility_timeout_ms` of a pull or an extension: `None` when absent
+/// (the HTTP pull consumer's then applies, 30 s by default).
 pub(super) fn visibility_ms(
     request: &Map<String, Value>,
     limits: &Limits,
-) -> Result<u64, ErrorAnswer> {
+) -> Result<Option<u64>, ErrorAnswer> {
     let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
-        return Ok(30_000);
+        return Ok(None);
     };
     let max = limits.max_visibility_timeout.as_millis() as f64;
     // Below 1 ms a lease ends as it is granted: every ack would come late,
@@ -149,7 +170,7 @@ pub(super) fn visibility_ms(
             format!("visibility_timeout_ms must be from 1 to {max}"),
         ));
     }
-    Ok(ms.round() as u64)
+    Ok(Some(ms.round() as u64))
 }
 
 pub(super) type Object = Map<String, Value>;

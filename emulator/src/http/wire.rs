@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::super::clock::rfc3339_ms;
-use super::super::state::{BodyKind, PurgedQueue, QueueStats};
+use super::super::state::{BodyKind, QueueStats};
 use super::error_answer::ErrorAnswer;
 
 // The response shapes, serialized straight to bytes: building a JSON tree
@@ -80,19 +80,30 @@ impl PushResult {
     }
 }
 
+/// A message's `metadata`, as the live API shows it: where it came from,
+/// its content type, and the delay it was pushed with, if any, as a string
+/// of seconds (`"20"`).
 #[derive(Serialize)]
 pub(super) struct MessageMetadata {
     #[serde(rename = "CF-sourceMessageSource")]
     pub(super) source: &'static str,
     #[serde(rename = "CF-Content-Type")]
     pub(super) content_type: &'static str,
+    #[serde(rename = "CF-msg-delay-secs", skip_serializing_if = "Option::is_none")]
+    pub(super) delay_secs: Option<String>,
 }
 
 impl MessageMetadata {
-    pub(super) fn new(kind: BodyKind) -> MessageMetadata {
+    pub(super) fn new(kind: BodyKind, delay_ms: u64) -> MessageMetadata {
+        let delay_secs = match delay_ms {
+            0 => None,
+            ms if ms % 1000 == 0 => Some((ms / 1000).to_string()),
+            ms => Some(format!("{}", ms as f64 / 1000.0)),
+        };
         MessageMetadata {
             source: "api",
             content_type: kind.as_str(),
+            delay_secs,
         }
     }
 }
@@ -154,52 +165,6 @@ pub(super) struct ExtendResult {
 #[derive(Serialize)]
 pub(super) struct PreviewAckResult {
     pub(super) warnings: BTreeMap<String, String>,
-}
-
-/// `mq_queue`: the queue object a purge of the whole queue answers with.
-#[derive(Serialize)]
-pub(super) struct QueueResult<'a> {
-    pub(super) queue_id: &'a str,
-    pub(super) queue_name: &'a str,
-    pub(super) created_on: String,
-    pub(super) modified_on: String,
-    pub(super) producers: [(); 0],
-    pub(super) producers_total_count: u32,
-    pub(super) consumers: [(); 0],
-    pub(super) consumers_total_count: u32,
-    pub(super) settings: QueueSettings,
-}
-
-/// `mq_queue-settings`, with the values of a queue created with defaults.
-#[derive(Serialize)]
-pub(super) struct QueueSettings {
-    pub(super) delivery_delay: u32,
-    pub(super) delivery_paused: bool,
-    pub(super) message_retention_period: u32,
-}
-
-impl<'a> QueueResult<'a> {
-    /// The queue `queue_id` after `purged`. The emulator has no queue names
-    /// (queues exist by id, on first use), so the name is the id; the
-    /// queue was last modified by this purge.
-    pub(super) fn new(queue_id: &'a str, purged: PurgedQueue) -> QueueResult<'a> {
-        QueueResult {
-            queue_id,
-            queue_name: queue_id,
-            created_on: rfc3339_ms(purged.created_ms),
-            modified_on: rfc3339_ms(purged.started_ms),
-            producers: [],
-            producers_total_count: 0,
-            consumers: [],
-            consumers_total_count: 0,
-            settings: QueueSettings {
-                delivery_delay: 0,
-                delivery_paused: false,
-                // Cloudflare's default retention, 4 days (Queues limits page).
-                message_retention_period: 345_600,
-            },
-        }
-    }
 }
 
 /// The result of `GET /purge`: both fields strings, as in Cloudflare's

@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::account::{Policy, Registry};
 use super::queue::{DeadLetterMove, Lease, QueueState};
 use super::refs::Named;
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
@@ -26,6 +27,8 @@ pub(crate) struct Broker {
     /// up to date before it is observed.
     pub(super) feeders: HashMap<String, Vec<String>>,
     pub(super) accounts: HashMap<String, Queues>,
+    /// Every account's queues as resources: names, settings, consumers.
+    pub(super) registry: Registry,
     pub(super) tokens: Tokens,
     /// (due ms, account, queue) for each queue whose peek refs will need
     /// trimming: one entry per queue holding refs, so refs expire even in a
@@ -48,6 +51,7 @@ impl Broker {
             sources.sort_unstable();
         }
         Broker {
+            registry: Registry::new(config.springs.clone()),
             config,
             feeders,
             accounts: HashMap::new(),
@@ -95,6 +99,7 @@ impl Broker {
                     body: Arc::from(message.body),
                     timestamp_ms: now_ms,
                     visible_at_ms: now_ms.saturating_add(message.delay_ms),
+                    delay_ms: message.delay_ms,
                 },
             );
         }
@@ -169,6 +174,7 @@ impl Broker {
                 body: Arc::clone(&stored.body),
                 lease_id: token_string(key),
                 timestamp_ms: stored.timestamp_ms,
+                delay_ms: stored.delay_ms,
             });
         }
         (out, q.metrics())
@@ -200,14 +206,16 @@ impl Broker {
     ) -> AckReport {
         let at = at.into();
         self.prepare(at, now_ms);
-        let Broker {
-            config,
-            accounts,
-            tokens,
+        let Policy {
+            max_retries,
+            dead_letter,
             ..
+        } = self.policy(at);
+        let Broker {
+            accounts, tokens, ..
         } = self;
-        let dlq = config.dead_letter_queues.get(at.queue);
-        let policy = (config.max_retries, dlq.is_some());
+        let dlq = dead_letter.as_deref();
+        let policy = (max_retries, dlq.is_some());
         let mut moved = Vec::new();
         let mut warnings = std::collections::BTreeMap::new();
         let mut warn = |lease_id: &String, reason: &str| {
@@ -361,6 +369,7 @@ impl Broker {
                 body: Arc::clone(&stored.body),
                 peek_ref: token_string(key),
                 timestamp_ms: stored.timestamp_ms,
+                delay_ms: stored.delay_ms,
             });
             q.refs.insert(
                 key,
@@ -441,13 +450,11 @@ impl Broker {
     /// feed it, if they hold nothing readable any more.
     pub(super) fn finish(&mut self, at: At<'_>) {
         self.reclaim(at);
-        if let Some(sources) = self.feeders.get(at.queue).cloned() {
-            for source in &sources {
-                self.reclaim(At {
-                    account: at.account,
-                    queue: source,
-                });
-            }
+        for source in &self.feeders_of(at) {
+            self.reclaim(At {
+                account: at.account,
+                queue: source,
+            });
         }
     }
 
@@ -455,22 +462,62 @@ impl Broker {
     /// it (their expiries add messages here), then the queue itself. Messages
     /// moved into a DLQ are unleased, so one level of feeders is enough.
     fn settle(&mut self, at: At<'_>, now_ms: u64) {
-        let Broker {
-            config,
-            feeders,
-            accounts,
-            tokens,
-            ..
-        } = self;
-        let Some(queues) = accounts.get_mut(at.account) else {
+        if !self.accounts.contains_key(at.account) {
             return;
-        };
-        if let Some(sources) = feeders.get(at.queue) {
-            for source in sources {
-                expire_queue(config, queues, tokens, source, now_ms);
-            }
         }
-        expire_queue(config, queues, tokens, at.queue, now_ms);
+        for source in self.feeders_of(at) {
+            self.expire(
+                At {
+                    account: at.account,
+                    queue: &source,
+                },
+                now_ms,
+            );
+        }
+        self.expire(at, now_ms);
+    }
+
+    /// The queues whose consumers dead-letter into this one (by its name),
+    /// itself left out: the lax defaults' and those of the queues' consumers.
+    pub(super) fn feeders_of(&self, at: At<'_>) -> Vec<String> {
+        let account = self.registry.accounts.get(at.account);
+        let name = account.map_or(at.queue, |a| a.name_of(at.queue));
+        let configured = self.feeders.get(name).into_iter().flatten();
+        let dynamic = account
+            .and_then(|a| a.dlq_sources.get(name))
+            .into_iter()
+            .flatten();
+        let mut sources: Vec<String> = configured
+            .chain(dynamic)
+            .filter(|source| source.as_str() != at.queue)
+            .cloned()
+            .collect();
+        sources.sort_unstable();
+        sources.dedup();
+        sources
+    }
+
+    /// The delivery policy of a queue, from its consumer or the defaults.
+    pub(super) fn policy(&self, at: At<'_>) -> Policy {
+        self.registry.policy(
+            at.account,
+            at.queue,
+            self.config.max_retries,
+            &self.config.dead_letter_queues,
+        )
+    }
+
+    /// Ends the leases of a queue that ran out by `now_ms`, and drops the
+    /// messages older than its retention period, dead-lettering what ran
+    /// out of attempts by its policy.
+    fn expire(&mut self, at: At<'_>, now_ms: u64) {
+        let policy = self.policy(at);
+        let Broker {
+            accounts, tokens, ..
+        } = self;
+        if let Some(queues) = accounts.get_mut(at.account) {
+            expire_queue(&policy, queues, tokens, at.queue, now_ms);
+        }
     }
 
     /// Trims the refs of every queue whose oldest ref has expired by `now_ms`.
@@ -572,18 +619,22 @@ pub(super) fn schedule_sweep(
 }
 
 pub(super) fn expire_queue(
-    config: &BrokerConfig,
+    policy: &Policy,
     queues: &mut Queues,
     tokens: &mut Tokens,
     name: &str,
     now_ms: u64,
 ) {
-    let dlq = config.dead_letter_queues.get(name);
+    let dlq = policy.dead_letter.as_deref();
     let mut moved = Vec::new();
     let Some(q) = queues.get_mut(name) else {
         return;
     };
-    q.expire(now_ms, config.max_retries, dlq.is_some(), &mut moved);
+    // A retention period that reaches back before the epoch drops nothing.
+    if let Some(cutoff_ms) = now_ms.checked_sub(policy.retention_ms) {
+        q.drop_older_than(cutoff_ms);
+    }
+    q.expire(now_ms, policy.max_retries, dlq.is_some(), &mut moved);
     q.trim_refs(now_ms);
     if let Some(dlq) = dlq {
         deliver_dead_letters(queues, tokens, dlq, moved, now_ms);

@@ -25,7 +25,9 @@
 //! - [`refs`]: peek refs and preview ids, bounded in number and age;
 //! - [`tokens`]: message ids, lease ids, peek refs and preview ids.
 
+mod account;
 mod broker;
+mod manage;
 mod preview;
 mod purge_all;
 mod queue;
@@ -37,7 +39,13 @@ mod tokens;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub(crate) use account::{
+    AccountError, Consumer, ConsumerKind, ConsumerSpec, DEFAULT_PER_PAGE, MAX_PER_PAGE,
+    MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord, QueueSettings, Springs,
+    WorkerSettings, bounded, check_queue_name,
+};
 pub(crate) use broker::Broker;
+pub(crate) use manage::{Declared, SettingsChange};
 pub(crate) use tokens::RandomSource;
 
 /// Most peek refs, and most preview ids, remembered per queue; older ones
@@ -149,6 +157,8 @@ pub(crate) struct Delivery {
     pub lease_id: String,
     /// When the message was originally pushed (Unix ms).
     pub timestamp_ms: u64,
+    /// The delay it was pushed with (0: none), for `CF-msg-delay-secs`.
+    pub delay_ms: u64,
 }
 
 /// One message shown by [`Broker::peek`], which leases nothing.
@@ -166,6 +176,8 @@ pub(crate) struct Peeked {
     pub peek_ref: String,
     /// When the message was originally pushed (Unix ms).
     pub timestamp_ms: u64,
+    /// The delay it was pushed with (0: none), for `CF-msg-delay-secs`.
+    pub delay_ms: u64,
 }
 
 /// Backlog figures of one queue, exact at the time they are taken.
@@ -238,17 +250,22 @@ pub(crate) struct BrokerConfig {
     /// A message whose lease expires, or which is retried, with at least this
     /// many attempts is dropped or dead-lettered instead of requeued.
     pub max_retries: u32,
-    /// QueueState id -> the queue that receives its dead-lettered messages, in
-    /// the same account.
+    /// Queue id -> the NAME of the queue that receives its dead-lettered
+    /// messages, in the same account: the lax defaults of queues that
+    /// spring into being (a lax queue's name is its id).
     pub dead_letter_queues: HashMap<String, String>,
+    /// Which unknown queue ids a messages request brings into being.
+    pub springs: Springs,
 }
 
 impl Default for BrokerConfig {
-    /// The service's defaults: three retries and no dead-letter queues.
+    /// The service's defaults: three retries, no dead-letter queues, and
+    /// queues that spring into being on first use.
     fn default() -> Self {
         BrokerConfig {
             max_retries: 3,
             dead_letter_queues: HashMap::new(),
+            springs: Springs::Any,
         }
     }
 }

@@ -56,6 +56,7 @@ impl Broker {
                 body: Arc::clone(&stored.body),
                 lease_id: token_string(key),
                 timestamp_ms: stored.timestamp_ms,
+                delay_ms: stored.delay_ms,
             });
             q.previews.insert(
                 key,

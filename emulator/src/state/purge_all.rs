@@ -36,6 +36,10 @@ impl Broker {
                 started_ms: now_ms,
             },
         };
+        // The queue object the purge answers with says it changed now.
+        if let Some(record) = self.registry.record_mut(at.account, at.queue) {
+            record.modified_ms = now_ms;
+        }
         self.finish(at);
         outcome
     }

@@ -37,6 +37,8 @@ pub(super) struct Stored {
     /// Whether a retry gave the message back since its last delivery, so
     /// that the last lease can no longer take it back by an extension.
     pub(super) released: bool,
+    /// The delay it was pushed with, for its `CF-msg-delay-secs`.
+    pub(super) delay_ms: u64,
 }
 
 /// A message on its way to a dead-letter queue.
@@ -46,6 +48,9 @@ pub(super) struct DeadLetterMove {
     pub(super) body: Arc<[u8]>,
     pub(super) timestamp_ms: u64,
     pub(super) visible_at_ms: u64,
+    /// The delay it was pushed with (0 for a dead-lettered message, which
+    /// enters its new queue at once).
+    pub(super) delay_ms: u64,
 }
 
 /// One queue. Every message sits in exactly one of `ready` (unleased, keyed by
@@ -119,8 +124,23 @@ impl QueueState {
                 issued: Vec::new(),
                 generation: 0,
                 released: false,
+                delay_ms: moved.delay_ms,
             },
         );
+    }
+
+    /// Deletes every message pushed at or before `cutoff_ms`: the queue's
+    /// retention period is over for them (Cloudflare's pause-and-purge
+    /// page: messages "older than the queue message retention period"
+    /// expire, delivered or not). Their leases, refs and preview ids go
+    /// stale; they are not dead-lettered.
+    pub(super) fn drop_older_than(&mut self, cutoff_ms: u64) {
+        while let Some(&(timestamp_ms, seq)) = self.oldest.first() {
+            if timestamp_ms > cutoff_ms {
+                break;
+            }
+            self.remove(seq);
+        }
     }
 
     /// Deletes a message from every index, and forgets all its lease ids.
@@ -173,6 +193,7 @@ impl QueueState {
                     body: stored.body,
                     timestamp_ms: stored.timestamp_ms,
                     visible_at_ms,
+                    delay_ms: 0,
                 });
             }
         }

@@ -7,12 +7,23 @@
 //! through an invertible mixer, as before, gave the mixer's key back from a
 //! single lease id, and with it every other client's.
 //!
+//! On the wire they look like Cloudflare's: compact JWE tokens with the
+//! header `{"alg":"dir","enc":"A256CBC-HS512"}`, 159 characters, as seen on
+//! the live API. The 128 bits are the token's initialization vector; its
+//! ciphertext and tag are derived from them, so that a token has a single
+//! spelling and a client that stores or forwards Cloudflare's tokens (by
+//! length, say) handles the emulator's the same way. Nothing in them is
+//! encrypted: they only carry the key.
+//!
 //! Message ids are not capabilities (no operation accepts one), so they are
 //! derived from the message's sequence number instead of stored.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 const MESSAGE_TAIL: u64 = 0x3c6e_f372_fe94_f82b;
 
@@ -37,29 +48,50 @@ fn push_hex(out: &mut String, word: u64) {
     }
 }
 
-/// A token as clients see it: 32 lowercase hex digits.
+/// The protected header of every token, base64url-encoded:
+/// `{"alg":"dir","enc":"A256CBC-HS512"}`, then the empty encrypted key of
+/// direct encryption.
+const JWE_PREFIX: &str = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2Q0JDLUhTNTEyIn0..";
+
+/// The length of a token: the prefix, a 16-byte IV, a 32-byte ciphertext
+/// and a 32-byte tag (A256CBC-HS512's), base64url-encoded and joined by dots.
+pub(super) const TOKEN_LEN: usize = JWE_PREFIX.len() + 22 + 1 + 43 + 1 + 43;
+
+/// Derived bytes after the IV: not secret (the key is), only random-looking.
+fn derived(token: u128, out: &mut [u8; 64]) {
+    let (high, low) = ((token >> 64) as u64, token as u64);
+    let mut state = mix(high ^ MESSAGE_TAIL) ^ low;
+    for chunk in out.chunks_mut(8) {
+        state = mix(state ^ low);
+        chunk.copy_from_slice(&state.to_le_bytes());
+    }
+}
+
+/// A token as clients see it: a compact JWE of [`TOKEN_LEN`] characters.
 pub(super) fn token_string(token: u128) -> String {
-    let mut out = String::with_capacity(32);
-    push_hex(&mut out, (token >> 64) as u64);
-    push_hex(&mut out, token as u64);
+    let mut tail = [0u8; 64];
+    derived(token, &mut tail);
+    let mut out = String::with_capacity(TOKEN_LEN);
+    out.push_str(JWE_PREFIX);
+    URL_SAFE_NO_PAD.encode_string(token.to_be_bytes(), &mut out);
+    out.push('.');
+    URL_SAFE_NO_PAD.encode_string(&tail[..32], &mut out);
+    out.push('.');
+    URL_SAFE_NO_PAD.encode_string(&tail[32..], &mut out);
     out
 }
 
-/// Parses exactly 32 lowercase hex digits; anything else (upper case, signs,
-/// other lengths) is rejected so every token has a single spelling.
+/// The key of a token [`token_string`] made; anything else (another
+/// length, another header, a changed character anywhere) is rejected, so
+/// every token has a single spelling.
 pub(super) fn parse_token(token: &str) -> Option<u128> {
-    let bytes = token.as_bytes();
-    if bytes.len() != 32 {
+    if token.len() != TOKEN_LEN {
         return None;
     }
-    bytes.iter().try_fold(0u128, |acc, &b| {
-        let nibble = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            _ => return None,
-        };
-        Some((acc << 4) | u128::from(nibble))
-    })
+    let iv = token.strip_prefix(JWE_PREFIX)?.get(..22)?;
+    let bytes: [u8; 16] = URL_SAFE_NO_PAD.decode(iv).ok()?.try_into().ok()?;
+    let key = u128::from_be_bytes(bytes);
+    (token_string(key) == token).then_some(key)
 }
 
 /// A cheap hasher for keys we generate ourselves: sequence numbers (spread
@@ -187,6 +219,16 @@ impl Tokens {
         }
     }
 
+    /// A fresh resource id (a queue's or a consumer's): 32 lowercase hex
+    /// digits of 128 random bits, as Cloudflare's ids look.
+    pub(super) fn resource_id(&mut self) -> String {
+        let random = self.random.u128();
+        let mut out = String::with_capacity(32);
+        push_hex(&mut out, (random >> 64) as u64);
+        push_hex(&mut out, random as u64);
+        out
+    }
+
     /// Derived from the sequence number rather than stored, which saves
     /// memory per queued message.
     pub(super) fn message_id(&self, seq: u64) -> String {
@@ -195,5 +237,32 @@ impl Tokens {
         push_hex(&mut out, head);
         push_hex(&mut out, mix(head ^ MESSAGE_TAIL));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_compact_jwes_that_parse_back_in_one_spelling() {
+        for key in [0, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            let token = token_string(key);
+            assert_eq!(token.len(), 159);
+            let parts: Vec<&str> = token.split('.').collect();
+            assert_eq!(parts.len(), 5);
+            let header = URL_SAFE_NO_PAD.decode(parts[0]).expect("header");
+            assert_eq!(header, br#"{"alg":"dir","enc":"A256CBC-HS512"}"#);
+            assert_eq!(parts[1], "");
+            assert_eq!(parse_token(&token), Some(key));
+            for (i, c) in token.char_indices().skip(JWE_PREFIX.len()) {
+                let other = if c == 'A' { 'B' } else { 'A' };
+                let changed = format!("{}{other}{}", &token[..i], &token[i + 1..]);
+                assert_eq!(parse_token(&changed), None, "changed at {i}");
+            }
+        }
+        assert_eq!(parse_token(""), None);
+        assert_eq!(parse_token(&"a".repeat(159)), None);
+        assert_eq!(parse_token("0123456789abcdef0123456789abcdef"), None);
     }
 }

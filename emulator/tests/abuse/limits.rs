@@ -8,6 +8,8 @@
 
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cf_queues::{Acks, Client, Message, PullOptions};
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, WorkerBody};
 use serde_json::{Value, json};
@@ -377,35 +379,8 @@ async fn a_request_head_over_the_buffer_gets_431_and_is_closed() {
     assert_eq!(emulator.server_stats().open_connections, 0);
 }
 
-/// The inverse of splitmix64's output function, which the emulator once
-/// used to make lease ids from a counter.
-fn unmix(mut z: u64) -> u64 {
-    fn inverse(a: u64) -> u64 {
-        let mut x = a;
-        for _ in 0..6 {
-            x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
-        }
-        x
-    }
-    let unshift = |z: u64, s: u32| (1..=64 / s).fold(z, |acc, _| z ^ (acc >> s));
-    z = unshift(z, 31);
-    z = z.wrapping_mul(inverse(0x94d0_49bb_1331_11eb));
-    z = unshift(z, 27);
-    z = z.wrapping_mul(inverse(0xbf58_476d_1ce4_e5b9));
-    z = unshift(z, 30);
-    z.wrapping_sub(0x9e37_79b9_7f4a_7c15)
-}
-
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 #[tokio::test]
 async fn one_own_lease_id_does_not_forge_another() {
-    assert_eq!(unmix(mix(0x0123_4567_89ab_cdef)), 0x0123_4567_89ab_cdef);
     let emulator = start(|e| e).await;
     let q = emulator
         .client()
@@ -424,20 +399,35 @@ async fn one_own_lease_id_does_not_forge_another() {
         .expect("pull");
     let (mine, theirs) = (&mine.messages[0], &theirs.messages[0]);
     let (my_lease, their_lease) = (mine.lease_id.as_str(), theirs.lease_id.as_str());
-    // The old attack: the first 16 hex digits were mix(counter ^ key), the
-    // first lease had counter 0, so one lease id gave the key, and the
-    // next lease id was mix(1 ^ key), followed by two check words.
-    let head = u64::from_str_radix(&my_lease[..16], 16).expect("hex");
-    let key = unmix(head);
-    let predicted = format!("{:016x}", mix(1 ^ key));
+    // Tokens are compact JWEs of 159 characters, as on the live API, whose
+    // IV carries the 128 random bits. The old attack read a counter out of
+    // one's own lease id and predicted the next: here the next IV is not
+    // one's own plus one, and nothing built from one's own token acks
+    // someone else's message.
+    assert_eq!((my_lease.len(), their_lease.len()), (159, 159));
+    let iv = |lease: &str| -> u128 {
+        let part = lease.split('.').nth(2).expect("an IV part");
+        let bytes = URL_SAFE_NO_PAD.decode(part).expect("base64url");
+        u128::from_be_bytes(bytes.try_into().expect("16 bytes"))
+    };
+    let (my_iv, their_iv) = (iv(my_lease), iv(their_lease));
     assert!(
-        !their_lease.starts_with(&predicted),
+        their_iv.abs_diff(my_iv) > 1 << 64,
         "the next lease id was predicted"
     );
-    // Nothing derived from one's own lease id acks someone else's message.
-    let forged: Vec<String> = (1..64u64)
-        .map(|c| format!("{:016x}{}", mix(c ^ key), &my_lease[16..]))
-        .chain([predicted.repeat(2), their_lease.to_uppercase()])
+    let with_iv = |lease: &str, value: u128| {
+        let mut parts: Vec<String> = lease.split('.').map(str::to_owned).collect();
+        parts[2] = URL_SAFE_NO_PAD.encode(value.to_be_bytes());
+        parts.join(".")
+    };
+    let forged: Vec<String> = (1..64u128)
+        .map(|c| with_iv(my_lease, my_iv.wrapping_add(c)))
+        .chain([
+            with_iv(my_lease, their_iv),
+            with_iv(their_lease, my_iv),
+            their_lease.to_uppercase(),
+            format!("{}x", &their_lease[..158]),
+        ])
         .collect();
     let outcome = q
         .ack(

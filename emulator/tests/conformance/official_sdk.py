@@ -253,8 +253,10 @@ check(result.get("queue_id") == NEW and isinstance(result.get("queue_name"), str
 for key in ("created_on", "modified_on"):
     stamp = result.get(key)
     check(isinstance(stamp, str) and datetime.fromisoformat(stamp.replace("Z", "+00:00")) is not None, f"purge start: {key} timestamp {stamp}")
-check(result.get("producers") == [] and result.get("consumers") == [], "purge start: producer and consumer lists")
-check(result.get("producers_total_count") == 0 and result.get("consumers_total_count") == 0, "purge start: counts")
+# The queue sprang into being on its first push: one HTTP pull consumer.
+lax_consumers = result.get("consumers") or [{}]
+check(result.get("producers") == [] and len(lax_consumers) == 1 and lax_consumers[0].get("type") == "http_pull", "purge start: producer and consumer lists")
+check(result.get("producers_total_count") == 0 and result.get("consumers_total_count") == 1, "purge start: counts")
 settings = result.get("settings", {})
 check(set(settings) == {"delivery_delay", "delivery_paused", "message_retention_period"}, f"purge start: settings keys {sorted(settings)}")
 check(isinstance(settings.get("delivery_paused"), bool), "purge start: delivery_paused boolean")
@@ -272,6 +274,164 @@ status_model = raw_status.parse()
 check(status_model is not None and status_model.completed == "true" and status_model.started_at == started, "purge status: SDK model parses")
 after = client.queues.get_metrics(NEW, account_id=ACCOUNT)
 check(after is not None and (after.backlog_count, after.backlog_bytes, after.oldest_message_timestamp_ms) == (0, 0, 0), "purge start: queue empty")
+
+# Queues and consumers as resources (SDK: queues.create/list/get/edit/update/delete,
+# queues.consumers.create/list/get/update/delete), field by field.
+QUEUE_KEYS = {
+    "queue_id", "queue_name", "created_on", "modified_on", "producers",
+    "producers_total_count", "consumers", "consumers_total_count", "settings",
+}
+SETTINGS_KEYS = {"delivery_delay", "delivery_paused", "message_retention_period"}
+PULL_CONSUMER_KEYS = {"type", "consumer_id", "created_on", "queue_name", "dead_letter_queue", "settings"}
+PULL_SETTINGS_KEYS = {"batch_size", "max_retries", "retry_delay", "visibility_timeout_ms"}
+
+
+def is_hex32(value):
+    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+
+
+def check_queue(result, name, queue_name):
+    check(set(result) == QUEUE_KEYS, f"{name}: queue keys {sorted(result)}")
+    check(is_hex32(result.get("queue_id")), f"{name}: a 32-hex queue_id {result.get('queue_id')!r}")
+    check(result.get("queue_name") == queue_name, f"{name}: queue_name {result.get('queue_name')!r}")
+    check(set(result.get("settings", {})) == SETTINGS_KEYS, f"{name}: settings keys {sorted(result.get('settings', {}))}")
+    for key in ("created_on", "modified_on"):
+        stamp = result.get(key)
+        check(isinstance(stamp, str) and datetime.fromisoformat(stamp.replace("Z", "+00:00")) is not None, f"{name}: {key} {stamp!r}")
+    check(result.get("consumers_total_count") == len(result.get("consumers", [])), f"{name}: consumers_total_count")
+    check(result.get("producers") == [] and result.get("producers_total_count") == 0, f"{name}: no producers")
+
+
+def check_pull_consumer(result, name, queue_name):
+    check(set(result) == PULL_CONSUMER_KEYS, f"{name}: consumer keys {sorted(result)}")
+    check(result.get("type") == "http_pull", f"{name}: type http_pull")
+    check(is_hex32(result.get("consumer_id")), f"{name}: a 32-hex consumer_id")
+    check(result.get("queue_name") == queue_name, f"{name}: the queue's name")
+    check(set(result.get("settings", {})) == PULL_SETTINGS_KEYS, f"{name}: settings keys {sorted(result.get('settings', {}))}")
+
+
+queues = client.queues
+raw_created = queues.with_raw_response.create(account_id=ACCOUNT, queue_name="sdk-resources")
+created = envelope(raw_created, "queues.create")
+check_queue(created, "queues.create", "sdk-resources")
+check(created.get("consumers") == [], "queues.create: no consumer yet")
+check(created.get("settings") == {"delivery_delay": 0, "delivery_paused": False, "message_retention_period": 345600}, f"queues.create: default settings {created.get('settings')}")
+model = raw_created.parse()
+check(model is not None and model.queue_name == "sdk-resources", "queues.create: SDK model parses")
+RID = created.get("queue_id", "")
+try:
+    queues.create(account_id=ACCOUNT, queue_name="sdk-resources")
+    check(False, "queues.create twice: an error")
+except cf.ConflictError as e:
+    body = e.body if isinstance(e.body, dict) else {}
+    check(e.status_code == 409 and (body.get("errors") or [{}])[0].get("code") == 11009, f"queues.create twice: 409/11009 {e.body}")
+try:
+    messages.pull(RID, account_id=ACCOUNT)
+    check(False, "pull without http_pull: an error")
+except cf.APIStatusError as e:
+    body = e.body if isinstance(e.body, dict) else {}
+    first = (body.get("errors") or [{}])[0]
+    check(e.status_code == 405, f"pull without http_pull: 405, got {e.status_code}")
+    check(first.get("code") == 0 and first.get("message") == "messages cannot be pulled unless http_pull mode is enabled", f"pull without http_pull: {first}")
+
+# list: SyncSinglePage of Queue models; the raw body has result_info
+page = queues.list(account_id=ACCOUNT)
+listed = [q.queue_name for q in page]
+check("sdk-resources" in listed and QUEUE in listed and NEW in listed, f"queues.list: created and lax queues {listed}")
+raw_list = queues.with_raw_response.list(account_id=ACCOUNT)
+body = json.loads(raw_list.http_response.text)
+check(set(body) == {"success", "errors", "messages", "result", "result_info"}, f"queues.list: envelope keys {sorted(body)}")
+info = body.get("result_info", {})
+check(set(info) == {"count", "page", "per_page", "total_count", "total_pages"}, f"queues.list: result_info keys {sorted(info)}")
+check(info.get("count") == len(body.get("result", [])) and info.get("page") == 1, f"queues.list: result_info {info}")
+for queue in body.get("result", []):
+    check(set(queue) == QUEUE_KEYS, f"queues.list: queue keys {sorted(queue)}")
+lax = next((q for q in body.get("result", []) if q.get("queue_id") == QUEUE), {})
+check(lax.get("queue_name") == QUEUE and lax.get("consumers_total_count") == 1, f"queues.list: a lax queue named by its id, with its consumer {lax}")
+if lax.get("consumers"):
+    check_pull_consumer(lax["consumers"][0], "queues.list lax consumer", QUEUE)
+
+# get, edit (PATCH: keeps), update (PUT: replaces)
+raw_get = queues.with_raw_response.get(RID, account_id=ACCOUNT)
+check(envelope(raw_get, "queues.get") == created, "queues.get: the queue as created")
+raw_edit = queues.with_raw_response.edit(RID, account_id=ACCOUNT, settings={"delivery_delay": 5, "message_retention_period": 3600})
+edited = envelope(raw_edit, "queues.edit")
+check_queue(edited, "queues.edit", "sdk-resources")
+check(edited.get("settings") == {"delivery_delay": 5, "delivery_paused": False, "message_retention_period": 3600}, f"queues.edit: {edited.get('settings')}")
+edited = envelope(queues.with_raw_response.edit(RID, account_id=ACCOUNT, settings={"delivery_paused": True}), "queues.edit again")
+check(edited.get("settings") == {"delivery_delay": 5, "delivery_paused": True, "message_retention_period": 3600}, f"queues.edit keeps the others: {edited.get('settings')}")
+raw_update = queues.with_raw_response.update(RID, account_id=ACCOUNT, queue_name="sdk-renamed", settings={"delivery_delay": 1})
+updated = envelope(raw_update, "queues.update")
+check_queue(updated, "queues.update", "sdk-renamed")
+check(updated.get("settings") == {"delivery_delay": 1, "delivery_paused": False, "message_retention_period": 345600}, f"queues.update resets the others: {updated.get('settings')}")
+model = raw_update.parse()
+check(model is not None and model.settings is not None and model.settings.delivery_delay == 1, "queues.update: SDK model parses settings")
+
+# consumers: create (http_pull), list, get, update, delete
+consumers = queues.consumers
+raw_consumer = consumers.with_raw_response.create(
+    RID,
+    account_id=ACCOUNT,
+    type="http_pull",
+    dead_letter_queue="sdk-dlq",
+    settings={"batch_size": 10, "max_retries": 5, "retry_delay": 2, "visibility_timeout_ms": 60000},
+)
+consumer = envelope(raw_consumer, "consumers.create")
+check_pull_consumer(consumer, "consumers.create", "sdk-renamed")
+check(consumer.get("dead_letter_queue") == "sdk-dlq", "consumers.create: dead_letter_queue by name")
+check(consumer.get("settings") == {"batch_size": 10, "max_retries": 5, "retry_delay": 2, "visibility_timeout_ms": 60000}, f"consumers.create: settings {consumer.get('settings')}")
+parsed = raw_consumer.parse()
+check(parsed is not None and parsed.type == "http_pull" and parsed.settings.visibility_timeout_ms == 60000, "consumers.create: SDK model parses")
+check(parsed is not None and parsed.created_on is not None, "consumers.create: SDK reads created_on as a date")
+CID = consumer.get("consumer_id", "")
+check(any(q.queue_name == "sdk-dlq" for q in queues.list(account_id=ACCOUNT)), "consumers.create: the dead-letter queue was created by name")
+try:
+    consumers.create(RID, account_id=ACCOUNT, type="worker", script_name="w")
+    check(False, "a second consumer: an error")
+except cf.ConflictError as e:
+    check(e.status_code == 409, "a second consumer: 409")
+listed = [c for c in consumers.list(RID, account_id=ACCOUNT)]
+check(len(listed) == 1 and listed[0].consumer_id == CID, "consumers.list: the one consumer")
+raw_clist = consumers.with_raw_response.list(RID, account_id=ACCOUNT)
+clist = envelope(raw_clist, "consumers.list")
+check(clist == [consumer], f"consumers.list: the consumer as created {clist}")
+got = envelope(consumers.with_raw_response.get(CID, account_id=ACCOUNT, queue_id=RID), "consumers.get")
+check(got == consumer, "consumers.get: the consumer as created")
+# HTTP pull works now, with the consumer's settings (batch 10, a 60 s lease)
+messages.push(RID, account_id=ACCOUNT, body="resource", content_type="text", delay_seconds=0)
+pulled = messages.pull(RID, account_id=ACCOUNT).messages
+check(len(pulled) == 1 and pulled[0].body == "resource", "pull after consumers.create: served")
+raw_cupdate = consumers.with_raw_response.update(CID, account_id=ACCOUNT, queue_id=RID, type="http_pull", settings={"batch_size": 3})
+cupdated = envelope(raw_cupdate, "consumers.update")
+check_pull_consumer(cupdated, "consumers.update", "sdk-renamed")
+check(cupdated.get("consumer_id") == CID and cupdated.get("dead_letter_queue") == "", "consumers.update: same id, configuration replaced")
+check(cupdated.get("settings") == {"batch_size": 3, "max_retries": 3, "retry_delay": 0, "visibility_timeout_ms": 30000}, f"consumers.update: {cupdated.get('settings')}")
+raw_cdelete = consumers.with_raw_response.delete(CID, account_id=ACCOUNT, queue_id=RID)
+cdeleted = json.loads(raw_cdelete.http_response.text)
+check(cdeleted == {"success": True, "errors": [], "messages": [], "result": None}, f"consumers.delete: {cdeleted}")
+check(raw_cdelete.parse().success is True, "consumers.delete: SDK model parses")
+try:
+    messages.pull(RID, account_id=ACCOUNT)
+    check(False, "pull after consumers.delete: an error")
+except cf.APIStatusError as e:
+    check(e.status_code == 405, f"pull after consumers.delete: 405, got {e.status_code}")
+
+# delete the queue: gone, messages included
+raw_delete = queues.with_raw_response.delete(RID, account_id=ACCOUNT)
+deleted = json.loads(raw_delete.http_response.text)
+check(deleted == {"success": True, "errors": [], "messages": [], "result": None}, f"queues.delete: {deleted}")
+check(raw_delete.parse().success is True, "queues.delete: SDK model parses")
+for call, name in (
+    (lambda: queues.get(RID, account_id=ACCOUNT), "queues.get"),
+    (lambda: client.queues.get_metrics(RID, account_id=ACCOUNT), "get_metrics"),
+    (lambda: messages.push(RID, account_id=ACCOUNT, body="x", content_type="text"), "push"),
+):
+    try:
+        call()
+        check(False, f"{name} after queues.delete: an error")
+    except cf.NotFoundError as e:
+        body = e.body if isinstance(e.body, dict) else {}
+        check((body.get("errors") or [{}])[0].get("code") == 10104, f"{name} after queues.delete: 404/10104")
 
 # failures: the SDK maps status codes to its exception classes
 

@@ -294,9 +294,10 @@ async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
         info.modified_on.as_deref(),
         Some("2024-03-20T16:09:15.154Z")
     );
+    // A lax queue has one HTTP pull consumer, and no producers.
     assert_eq!(
         (info.consumers_total_count, info.producers_total_count),
-        (0, 0)
+        (1, 0)
     );
 
     let metrics = q.metrics().await.expect("metrics");

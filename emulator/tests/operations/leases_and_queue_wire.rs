@@ -229,6 +229,19 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     )
     .await;
     let queue = result(status, &body);
+    // The queue sprang into being on its first push, with the default HTTP
+    // pull consumer of a lax queue.
+    let consumer_id = queue["consumers"][0]["consumer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        consumer_id.len() == 32
+            && consumer_id
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{consumer_id:?}"
+    );
     assert_eq!(
         queue,
         json!({
@@ -238,8 +251,20 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
             "modified_on": "2024-03-20T16:09:19.153Z",
             "producers": [],
             "producers_total_count": 0,
-            "consumers": [],
-            "consumers_total_count": 0,
+            "consumers": [{
+                "type": "http_pull",
+                "consumer_id": consumer_id,
+                "created_on": "2024-03-20T16:09:14.154Z",
+                "queue_name": "shapes",
+                "dead_letter_queue": "",
+                "settings": {
+                    "batch_size": 5,
+                    "max_retries": 3,
+                    "retry_delay": 0,
+                    "visibility_timeout_ms": 30_000
+                }
+            }],
+            "consumers_total_count": 1,
             "settings": {
                 "delivery_delay": 0,
                 "delivery_paused": false,

@@ -3,6 +3,8 @@
 //! Cloudflare's rate limits.
 #![allow(missing_docs, unreachable_pub)]
 
+mod account;
+mod account_settings;
 mod distance;
 mod leases_and_queue;
 mod leases_and_queue_wire;

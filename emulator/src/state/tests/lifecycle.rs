@@ -230,3 +230,35 @@ fn lease_ids_and_refs_are_the_random_sources_bytes() {
         );
     }
 }
+
+#[test]
+fn idle_queues_that_sprang_into_being_are_forgotten_past_the_bound() {
+    let mut b = broker();
+    b.open_for_messages("kept", 0).expect("springs");
+    b.push("kept", vec![text("m")], 0);
+    b.open_for_messages("changed", 0).expect("springs");
+    b.update_queue("changed", None, SettingsChange::default(), false, 0)
+        .expect("a management call");
+    for i in 0..super::super::account::MAX_PRISTINE_LAX {
+        b.open_for_messages(format!("idle{i}").as_str(), 0)
+            .expect("springs");
+    }
+    // Past the bound: the idle, never-changed ones are forgotten at once.
+    assert!(b.get_queue("idle0").is_err(), "forgotten");
+    assert!(b.get_queue("kept").is_ok(), "it holds a message");
+    assert!(
+        b.get_queue("changed").is_ok(),
+        "a management call changed it"
+    );
+    let newest = format!("idle{}", super::super::account::MAX_PRISTINE_LAX - 1);
+    assert!(b.get_queue(newest.as_str()).is_ok(), "the one just sprung");
+    assert!(b.registry.pristine <= 2);
+    // A forgotten id springs back anew; a deleted one never does.
+    b.open_for_messages("idle0", 1).expect("springs again");
+    assert_eq!(b.get_queue("idle0").map(|q| q.created_ms), Ok(1));
+    b.delete_queue("idle0").expect("deleted");
+    assert_eq!(
+        b.open_for_messages("idle0", 2),
+        Err(AccountError::QueueNotFound)
+    );
+}

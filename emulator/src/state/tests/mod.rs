@@ -54,6 +54,7 @@ fn broker_with_dlq(max_retries: u32) -> Broker {
     new_broker(BrokerConfig {
         max_retries,
         dead_letter_queues,
+        ..BrokerConfig::default()
     })
 }
 
@@ -80,6 +81,15 @@ fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A lease id, ref or preview id as the live API spells them: a compact
+/// JWE of 159 characters that parses back.
+fn is_token(s: &str) -> bool {
+    s.len() == 159
+        && s.starts_with("eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2Q0JDLUhTNTEyIn0..")
+        && s.split('.').count() == 5
+        && tokens::parse_token(s).is_some()
 }
 
 impl Broker {
@@ -200,7 +210,7 @@ fn push_sets_fields_and_metrics() {
     assert_eq!(d[0].timestamp_ms, 1_000);
     assert_eq!(d[2].timestamp_ms, 2_000);
     assert!(is_hex(&d[0].id, 32));
-    assert!(is_hex(&d[0].lease_id, 32));
+    assert!(is_token(&d[0].lease_id));
 }
 
 #[test]
@@ -522,6 +532,7 @@ fn self_and_chained_dead_letter_queues() {
     let mut b = new_broker(BrokerConfig {
         max_retries: 1,
         dead_letter_queues,
+        ..BrokerConfig::default()
     });
     b.push("a", vec![text("x")], 0);
     b.pull("a", 1, 10, 0);
@@ -549,7 +560,7 @@ fn peek_does_not_lease() {
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].attempts, 0);
     assert_eq!(&*p[0].body, b"a");
-    assert!(is_hex(&p[0].peek_ref, 32));
+    assert!(is_token(&p[0].peek_ref));
     let again = b.peek("q", 1, 0);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, p[0].id);
@@ -699,7 +710,7 @@ fn ids_and_leases_unique_over_10k() {
         assert_eq!(d.len(), 10_000);
         for delivery in &d {
             assert!(is_hex(&delivery.id, 32));
-            assert!(is_hex(&delivery.lease_id, 32));
+            assert!(is_token(&delivery.lease_id));
             assert!(lease_ids.insert(delivery.lease_id.clone()));
             if round == 0 {
                 assert!(ids.insert(delivery.id.clone()));
@@ -712,7 +723,7 @@ fn ids_and_leases_unique_over_10k() {
     let p = b.peek("p", usize::MAX, 0);
     let refs: HashSet<_> = p.iter().map(|p| p.peek_ref.clone()).collect();
     assert_eq!(refs.len(), 10_000);
-    assert!(refs.iter().all(|r| is_hex(r, 32)));
+    assert!(refs.iter().all(|r| is_token(r)));
     assert!(refs.is_disjoint(&lease_ids));
     let peeked_ids: HashSet<_> = p.iter().map(|p| p.id.clone()).collect();
     assert_eq!(peeked_ids.len(), 10_000);
@@ -726,10 +737,12 @@ fn extreme_inputs_do_not_panic() {
     let mut b = broker_with_dlq(u32::MAX);
     let max = u64::MAX;
     b.push("", vec![delayed("x", max), text("")], max);
-    b.push("", vec![delayed("y", max)], 0);
+    // Pushed within the retention period of the pulls at `max` (a message
+    // pushed at 0 would be gone by then: 4 days of retention).
+    b.push("", vec![delayed("y", max)], max - 1);
     let (d, m) = b.pull("", usize::MAX, max, max);
     assert_eq!(d.len(), 3);
-    assert_eq!(m, metrics(3, 2, 0));
+    assert_eq!(m, metrics(3, 2, max - 1));
     // Time going backwards: the leases (ending at u64::MAX) are live.
     let r = b.ack(
         "",

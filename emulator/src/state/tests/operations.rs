@@ -111,7 +111,7 @@ fn preview_leases_nothing() {
     b.push("q", vec![text("a"), text("b"), delayed("later", 1_000)], 0);
     let p = b.preview("q", 10, 1);
     assert_eq!(bodies(&p), ["a", "b"], "delayed messages are not shown");
-    assert!(p.iter().all(|m| m.attempts == 0 && is_hex(&m.lease_id, 32)));
+    assert!(p.iter().all(|m| m.attempts == 0 && is_token(&m.lease_id)));
     assert_eq!(bodies(&b.preview("q", 1, 1)), ["a"], "batch size");
     let (d, _) = b.pull("q", 10, VIS, 2);
     assert_eq!(bodies(&d), ["a", "b"]);

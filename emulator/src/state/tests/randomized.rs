@@ -40,6 +40,7 @@ fn randomized_operations_keep_invariants() {
     let mut b = new_broker(BrokerConfig {
         max_retries: 3,
         dead_letter_queues,
+        ..BrokerConfig::default()
     });
     let names = ["a", "b", "d"];
     let mut rng = Rng(0x1234_5678_9abc_def1);

@@ -1,0 +1,541 @@
+//! [`Emulator`]: the settings of an emulator, and starting it.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::clock::EmulatorClock;
+use super::config::{ConfigError, ConsumerConfig, EmulatorConfig, QueueConfig};
+use super::faults::Faults;
+use super::handle::EmulatorHandle;
+use super::http::{self, AcceptedAuth, App};
+use super::latency::{Latency, LatencyState};
+use super::rate_limits::{RateLimitModel, RateLimiter};
+use super::server::{self, ServerLimits, ServerState};
+use super::state::{Broker, BrokerConfig, RandomSource, Springs};
+use super::{EMULATOR_ACCOUNT_ID, MAX_CHUNK_BYTES};
+use cf_queues::limits::Limits;
+
+/// Configures and starts an emulator.
+///
+/// By default it listens on `127.0.0.1:0` (a free port), accepts a freshly
+/// generated API token, creates queues on first use, drops a message after
+/// 3 deliveries, and applies the limits in the [crate docs](crate).
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Emulator {
+    listen: SocketAddr,
+    token: Option<String>,
+    global_key: Option<(String, String)>,
+    open: bool,
+    strict_queues: Option<HashSet<String>>,
+    max_retries: u32,
+    dead_letter_queues: HashMap<String, String>,
+    clock: EmulatorClock,
+    limits: Limits,
+    max_body_bytes: usize,
+    max_connections: usize,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    idle_timeout: Duration,
+    write_timeout: Duration,
+    response_buffer_bytes: usize,
+    shutdown_grace: Duration,
+    latency: Option<Latency>,
+    rate_limits: Option<RateLimitModel>,
+    config: EmulatorConfig,
+}
+
+impl Default for Emulator {
+    fn default() -> Self {
+        Emulator::new()
+    }
+}
+
+impl Emulator {
+    /// The default configuration.
+    pub fn new() -> Emulator {
+        Emulator {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            global_key: None,
+            open: false,
+            strict_queues: None,
+            max_retries: 3,
+            dead_letter_queues: HashMap::new(),
+            clock: EmulatorClock::System,
+            limits: Limits::default(),
+            max_body_bytes: 2 * 1024 * 1024,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(30),
+            response_buffer_bytes: 64 * 1024,
+            shutdown_grace: Duration::from_secs(5),
+            latency: None,
+            rate_limits: None,
+            config: EmulatorConfig::default(),
+        }
+    }
+
+    /// The address to listen on (default `127.0.0.1:0`).
+    pub fn listen(mut self, address: SocketAddr) -> Emulator {
+        self.listen = address;
+        self
+    }
+
+    /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
+    pub fn token(mut self, token: impl Into<String>) -> Emulator {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Also accepts this e-mail and global API key (`X-Auth-Email`, `X-Auth-Key`).
+    pub fn global_api_key(mut self, email: impl Into<String>, key: impl Into<String>) -> Emulator {
+        self.global_key = Some((email.into(), key.into()));
+        self
+    }
+
+    /// Accepts every request, with or without credentials.
+    pub fn without_auth(mut self) -> Emulator {
+        self.open = true;
+        self
+    }
+
+    /// Only these queues exist (and those declared or created by the API);
+    /// a messages request to another id gets 404 with code 10104
+    /// (QueueNotFound) instead of a new queue.
+    ///
+    /// A shorthand for declaring each as a queue whose id and name are the
+    /// given id, with an HTTP pull consumer (of [`Emulator::max_retries`]
+    /// and [`Emulator::dead_letter_queue`]), so that it can be pulled at
+    /// once. They are declared in [`EMULATOR_ACCOUNT_ID`], and come into
+    /// being in any other account on its first messages request.
+    pub fn strict_queues<I, S>(mut self, queues: I) -> Emulator
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.strict_queues = Some(queues.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Deliveries after which a message is dropped or dead-lettered (default 3):
+    /// a message is dropped when its `attempts` reaches this number, as
+    /// Cloudflare's pull-consumer page puts it.
+    ///
+    /// A shorthand: the `max_retries` of the HTTP pull consumer of the
+    /// queues that spring into being, of the [strict
+    /// queues](Emulator::strict_queues), and of the declared queues whose
+    /// pull consumer leaves it out. A consumer created or updated through
+    /// the API has its own.
+    pub fn max_retries(mut self, max_retries: u32) -> Emulator {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Moves messages that exhaust their retries on the queue of id
+    /// `queue` to the queue NAMED `dead_letter_queue`, in the same account
+    /// (a queue that springs into being is named after its id). A
+    /// shorthand: the dead-letter queue of the HTTP pull consumer of that
+    /// queue when it springs into being, is a [strict
+    /// queue](Emulator::strict_queues), or is declared with a pull consumer
+    /// that leaves it out. [`Emulator::start`] refuses
+    /// settings that would make messages unreachable: an invalid queue id on
+    /// either side, a dead-letter queue missing from the
+    /// [strict queues](Emulator::strict_queues), a queue that is its own
+    /// dead-letter queue.
+    pub fn dead_letter_queue(
+        mut self,
+        queue: impl Into<String>,
+        dead_letter_queue: impl Into<String>,
+    ) -> Emulator {
+        self.dead_letter_queues
+            .insert(queue.into(), dead_letter_queue.into());
+        self
+    }
+
+    /// Where time comes from (default: the system clock): a
+    /// [`ManualClock`](crate::ManualClock) moved by hand, or a [`TokioClock`](crate::TokioClock) that follows
+    /// tokio's clock, so that a test on paused time drives the client's
+    /// timers and the emulator's expiries alike.
+    pub fn clock(mut self, clock: impl Into<EmulatorClock>) -> Emulator {
+        self.clock = clock.into();
+        self
+    }
+
+    /// The limits the emulator enforces (default: Cloudflare's).
+    pub fn limits(mut self, limits: Limits) -> Emulator {
+        self.limits = limits;
+        self
+    }
+
+    /// Request bodies larger than this are refused (default 2 MiB, eight
+    /// times the largest legal batch, so no legal request is refused).
+    pub fn max_body_bytes(mut self, max: usize) -> Emulator {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// The most connections open at once (default 512, at least 1).
+    ///
+    /// At the cap, a new connection makes the connection that has waited
+    /// longest without a request in progress close, so slow or silent
+    /// clients cannot lock others out; when every connection is busy, new
+    /// ones wait in the listen backlog. 512 leaves room under the common
+    /// limit of 1,024 open files, so the server never runs out of them.
+    pub fn max_connections(mut self, max: usize) -> Emulator {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request head (default 10 s),
+    /// counted from the connect, or from the head's first byte on a
+    /// keep-alive connection. Local clients send a head at once; 10 s
+    /// leaves room for a loaded CI machine and closes trickling connections.
+    pub fn header_timeout(mut self, timeout: Duration) -> Emulator {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request body (default 30 s):
+    /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
+    pub fn body_timeout(mut self, timeout: Duration) -> Emulator {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may wait for its next request
+    /// (default 120 s). Longer than the 90 s after which reqwest's pool
+    /// retires idle connections, so the client, not the server, closes them
+    /// and never sends a request on a connection being closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Emulator {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a response may wait for the client to read it (default
+    /// 30 s without progress), after which the connection is closed. A
+    /// client that never reads holds a connection for that long, and no
+    /// more than the response buffer.
+    pub fn write_timeout(mut self, timeout: Duration) -> Emulator {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// Response bytes a connection may hold before the client reads them
+    /// (default 64 KiB; at least 8 KiB); pull and peek answers are
+    /// serialized only as this buffer drains, in pieces of a quarter of it
+    /// (at most 16 KiB). It also bounds a request head: a client's heads
+    /// are a few hundred bytes, and a larger one gets 431.
+    pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
+        self.response_buffer_bytes = bytes;
+        self
+    }
+
+    /// How long [`EmulatorHandle::shutdown`] lets open requests finish
+    /// before closing their connections (default 5 s): stalled faults and
+    /// half-sent requests do not hold a shutdown longer than that.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Emulator {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Adds a network round trip to every request (default: none, the
+    /// loopback's), so that a client is tested and measured as it runs
+    /// against Cloudflare, tens to hundreds of milliseconds away; see
+    /// [`Latency`] for how the wait is split, and
+    /// [`EmulatorHandle::set_latency`] to change it while serving.
+    pub fn latency(mut self, latency: Latency) -> Emulator {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
+    /// (default: no limits); see [Rate limits](crate#rate-limits), and
+    /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
+    pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
+        self.rate_limits = Some(model);
+        self
+    }
+
+    /// Declares the account's queues, their settings and consumers, and
+    /// sets the round trip and the rate limits the configuration gives
+    /// (see [`EmulatorConfig`] for the file format). Queues declared twice
+    /// (by two configurations, or with a [strict
+    /// queue](Emulator::strict_queues)) make [`Emulator::start`] fail.
+    pub fn config(mut self, config: EmulatorConfig) -> Emulator {
+        if let Some(latency) = config.latency {
+            self.latency = Some(latency.latency());
+        }
+        if let Some(limits) = config.rate_limits {
+            self.rate_limits = Some(limits.model());
+        }
+        self.config.strict |= config.strict;
+        self.config.queues.extend(config.queues);
+        self
+    }
+
+    /// [`Emulator::config`] from a TOML file (`cfq emulator --config FILE`).
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or is not a valid configuration: the error
+    /// names the file, and the line and field where it can.
+    pub fn config_file(self, path: impl AsRef<std::path::Path>) -> Result<Emulator, ConfigError> {
+        Ok(self.config(EmulatorConfig::from_file(path)?))
+    }
+
+    /// Binds the address and starts serving in the background.
+    ///
+    /// # Errors
+    ///
+    /// The address cannot be bound, the operating system's random number
+    /// generator is not available, or the dead-letter settings would make
+    /// messages unreachable or a queue is declared twice
+    /// (`ErrorKind::InvalidInput`, naming the setting).
+    pub async fn start(self) -> io::Result<EmulatorHandle> {
+        self.check_dead_letters()?;
+        self.config
+            .check()
+            .map_err(|(i, why)| invalid(format!("queues[{i}]: {why}")))?;
+        let random = os_random()?;
+        let broker = self.broker(random)?;
+        let listener = tokio::net::TcpListener::bind(self.listen).await?;
+        let address = listener.local_addr()?;
+        if !address.ip().is_loopback() {
+            tracing::warn!(%address, "the emulator listens beyond loopback; it is meant for local development");
+        }
+        let token = if self.open {
+            None
+        } else {
+            Some(self.token.unwrap_or_else(generate_token))
+        };
+        let auth = (!self.open).then(|| AcceptedAuth {
+            token: token.clone(),
+            global_key: self.global_key.clone(),
+        });
+        let app = Arc::new(App {
+            broker: Mutex::new(broker),
+            clock: self.clock,
+            faults: Faults::default(),
+            auth,
+            limits: self.limits,
+            max_body_bytes: self.max_body_bytes,
+            body_timeout: self.body_timeout,
+            chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
+            requests: Default::default(),
+            rate_limits: Mutex::new(self.rate_limits.map(RateLimiter::new)),
+        });
+        let server = Arc::new(ServerState::new(
+            ServerLimits {
+                max_connections: self.max_connections,
+                header_timeout: self.header_timeout,
+                idle_timeout: self.idle_timeout,
+                write_timeout: self.write_timeout,
+                response_buffer_bytes: self.response_buffer_bytes,
+                shutdown_grace: self.shutdown_grace,
+            },
+            LatencyState::new(self.latency),
+        ));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let router = http::router(Arc::clone(&app));
+        let task = tokio::spawn(server::serve(
+            listener,
+            router,
+            Arc::clone(&server),
+            stopped,
+        ));
+        let host = match address {
+            SocketAddr::V4(v4) if v4.ip().is_unspecified() => format!("127.0.0.1:{}", v4.port()),
+            SocketAddr::V6(v6) if v6.ip().is_unspecified() => format!("[::1]:{}", v6.port()),
+            other => other.to_string(),
+        };
+        Ok(EmulatorHandle {
+            base_url: format!("http://{host}/client/v4"),
+            address,
+            token,
+            global_key: self.global_key,
+            app,
+            server,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// The broker, with the strict queues and the configuration's queues
+    /// declared in [`EMULATOR_ACCOUNT_ID`].
+    fn broker(&self, random: RandomSource) -> io::Result<Broker> {
+        let strict = self.strict_queues.clone();
+        let springs = match (strict.clone(), self.config.strict) {
+            (Some(ids), _) => Springs::Only(ids),
+            (None, true) => Springs::Only(HashSet::new()),
+            (None, false) => Springs::Any,
+        };
+        let mut broker = Broker::new(
+            BrokerConfig {
+                max_retries: self.max_retries,
+                dead_letter_queues: self.dead_letter_queues.clone(),
+                springs,
+            },
+            random,
+        );
+        let now = self.clock.now_ms();
+        let mut strict: Vec<String> = strict.into_iter().flatten().collect();
+        strict.sort();
+        let shorthand = strict.into_iter().map(|id| QueueConfig {
+            queue_name: id.clone(),
+            queue_id: Some(id),
+            consumer: Some(ConsumerConfig::http_pull()),
+            ..QueueConfig::default()
+        });
+        let declared = EmulatorConfig {
+            queues: shorthand
+                .chain(self.config.queues.iter().cloned())
+                .collect(),
+            ..EmulatorConfig::default()
+        };
+        let declarations = declared.declarations(self.max_retries, |id| {
+            self.dead_letter_queues.get(id).cloned()
+        });
+        for queue in declarations {
+            let name = queue.name.clone();
+            broker
+                .declare(EMULATOR_ACCOUNT_ID, queue, now)
+                .map_err(|why| invalid(format!("queue {name:?}: {why}")))?;
+        }
+        broker.finish_declarations(EMULATOR_ACCOUNT_ID, now);
+        Ok(broker)
+    }
+
+    /// Refuses dead-letter settings under which messages could never be
+    /// read again, before anything is served.
+    fn check_dead_letters(&self) -> io::Result<()> {
+        let mut settings: Vec<_> = self.dead_letter_queues.iter().collect();
+        settings.sort();
+        for (queue, dlq) in settings {
+            let refuse = |why: String| {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("dead-letter setting {queue:?} -> {dlq:?}: {why}"),
+                ))
+            };
+            for (side, id) in [("queue", queue), ("dead-letter queue", dlq)] {
+                if let Err(error) = self.limits.check_id("queue_id", id) {
+                    return refuse(format!("the {side} id is not valid ({error})"));
+                }
+            }
+            if queue == dlq {
+                return refuse(
+                    "a queue cannot be its own dead-letter queue: its exhausted messages \
+                     would come back forever"
+                        .into(),
+                );
+            }
+            let declared = self.config.queues.iter().any(|q| q.queue_name == *dlq);
+            if let Some(known) = &self.strict_queues
+                && !known.contains(dlq)
+                && !declared
+            {
+                return refuse(format!(
+                    "{dlq:?} is not among the strict queues, so its messages could \
+                     never be pulled"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// 128 bits from the operating system for the generated API token.
+fn generate_token() -> String {
+    let mut random = [0u8; 16];
+    if getrandom::fill(&mut random).is_err() {
+        // `os_random` checked the generator just before; keyed SipHash
+        // stands in should it fail now.
+        let keys = std::collections::hash_map::RandomState::new();
+        for (i, chunk) in random.chunks_mut(8).enumerate() {
+            let mut hasher = keys.build_hasher();
+            hasher.write_usize(i);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
+        }
+    }
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!("cfq_{hex}")
+}
+
+/// The operating system's CSPRNG, checked once here so that the broker's
+/// later draws do not fail. Should it fail later anyway, SipHash with the
+/// standard library's random keys over a counter fills in: still keyed by
+/// a secret, so tokens stay unguessable.
+fn os_random() -> io::Result<RandomSource> {
+    let mut probe = [0u8; 16];
+    getrandom::fill(&mut probe).map_err(io::Error::other)?;
+    let fallback = std::collections::hash_map::RandomState::new();
+    let mut counter = 0u64;
+    Ok(RandomSource::new(move |buf: &mut [u8]| {
+        if getrandom::fill(buf).is_ok() {
+            return;
+        }
+        for chunk in buf.chunks_mut(8) {
+            let mut hasher = fallback.build_hasher();
+            hasher.write_u64(counter);
+            counter = counter.wrapping_add(1);
+            chunk.copy_from_slice(&hasher.finish().to_le_bytes()[..chunk.len()]);
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(emulator: &Emulator) -> Option<String> {
+        emulator.check_dead_letters().err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn dead_letter_settings_that_strand_messages_are_refused() {
+        let ok = Emulator::new().dead_letter_queue("work", "dlq");
+        assert_eq!(refused(&ok), None);
+        let strict = ok.clone().strict_queues(["work", "dlq"]);
+        assert_eq!(refused(&strict), None);
+        for (emulator, says) in [
+            (Emulator::new().dead_letter_queue("", ""), "not valid"),
+            (
+                Emulator::new().dead_letter_queue("work", ""),
+                "dead-letter queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("wo-rk", "dlq"),
+                "the queue id",
+            ),
+            (
+                Emulator::new().dead_letter_queue("work", &*"d".repeat(33)),
+                "not valid",
+            ),
+            (Emulator::new().dead_letter_queue("work", "work"), "its own"),
+            (ok.strict_queues(["work"]), "strict"),
+        ] {
+            let message = refused(&emulator).unwrap_or_default();
+            assert!(message.contains(says), "{message:?} should say {says:?}");
+        }
+    }
+
+    #[test]
+    fn generated_tokens_differ() {
+        let (a, b) = (generate_token(), generate_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 4 + 32);
+    }
+}

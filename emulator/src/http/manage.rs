@@ -1,0 +1,232 @@
+//! One handler per management operation: queues and their consumers,
+//! created, read, changed and deleted. Each gets a request that passed the
+//! shared steps of [`Incoming::read`](super::Incoming::read) (the queue of
+//! the path, if any, exists).
+
+use std::collections::HashMap;
+
+use axum::http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::super::state::{
+    AccountError, DEFAULT_PER_PAGE, MAX_PER_PAGE, QueueRecord, SettingsChange, bounded,
+};
+use super::error_answer::ErrorAnswer;
+use super::resources::{ConsumerOut, QueueOut, ResultInfo, consumer_spec, settings_change, string};
+use super::wire::success;
+use super::{Answer, App, Incoming};
+use cf_queues::codes;
+
+/// Codes of the management API that [`cf_queues::codes`] does not name.
+pub(crate) mod code {
+    /// A pull from a queue without an HTTP pull consumer: 405 with code 0
+    /// (seen on the live API, alchemy-run/distilled#625).
+    pub(crate) const HTTP_PULL_DISABLED: u32 = 0;
+    /// InvalidQueueName (seen on the live API, cloudflare/workers-sdk#2522).
+    pub(crate) const INVALID_QUEUE_NAME: u32 = 11003;
+    /// `workers.api.error.consumer_exists` (cloudflare/workers-sdk#5347).
+    pub(crate) const CONSUMER_EXISTS: u32 = 11004;
+    /// "queue name already taken" (third-party tests of the live API).
+    pub(crate) const QUEUE_NAME_TAKEN: u32 = 11009;
+}
+
+impl From<AccountError> for ErrorAnswer {
+    fn from(error: AccountError) -> ErrorAnswer {
+        match error {
+            AccountError::QueueNotFound => queue_not_found(),
+            AccountError::ConsumerNotFound => ErrorAnswer::new(
+                StatusCode::NOT_FOUND,
+                codes::NO_ROUTE,
+                "Could not route to the consumer, perhaps your object identifier is invalid?",
+            ),
+            AccountError::NameTaken(name) => ErrorAnswer::new(
+                StatusCode::CONFLICT,
+                code::QUEUE_NAME_TAKEN,
+                format!("queue name already taken: {name}"),
+            ),
+            AccountError::InvalidName(name) => ErrorAnswer::bad_request(
+                code::INVALID_QUEUE_NAME,
+                format!(
+                    "Invalid queue name: invalid queue name: {name}. Must match \
+                     ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$"
+                ),
+            )
+            .at("/queue_name"),
+            AccountError::ConsumerExists => ErrorAnswer::new(
+                StatusCode::CONFLICT,
+                code::CONSUMER_EXISTS,
+                "workers.api.error.consumer_exists: a queue has one consumer; delete it first",
+            ),
+            AccountError::Invalid { pointer, message } => ErrorAnswer::invalid(&pointer, message),
+        }
+    }
+}
+
+/// 404 with 10104: no queue of that id in the account.
+pub(crate) fn queue_not_found() -> ErrorAnswer {
+    ErrorAnswer::new(
+        StatusCode::NOT_FOUND,
+        codes::QUEUE_NOT_FOUND,
+        "QueueNotFound",
+    )
+}
+
+/// `{success, errors, messages, result, result_info}` of a list.
+#[derive(Serialize)]
+struct ListEnvelope<'a> {
+    success: bool,
+    errors: [(); 0],
+    messages: [(); 0],
+    result: Vec<QueueOut<'a>>,
+    result_info: ResultInfo,
+}
+
+fn queue_answer(record: &QueueRecord) -> Result<Answer, ErrorAnswer> {
+    success(&QueueOut::new(record)).map(Answer::Json)
+}
+
+/// The answer of a deletion: `result: null`.
+fn deleted() -> Result<Answer, ErrorAnswer> {
+    success(&Value::Null).map(Answer::Json)
+}
+
+/// A whole query parameter of at least 1.
+fn page_number(
+    query: &HashMap<String, String>,
+    key: &str,
+    max: u64,
+) -> Result<Option<usize>, ErrorAnswer> {
+    let Some(text) = query.get(key) else {
+        return Ok(None);
+    };
+    let value: f64 = text.trim().parse().unwrap_or(f64::NAN);
+    bounded(key, value, 1, max)
+        .map(|v| Some(usize::try_from(v).unwrap_or(usize::MAX)))
+        .map_err(|message| ErrorAnswer::bad_request(codes::JSON_REQUEST_BODY_INVALID, message))
+}
+
+/// `GET /accounts/{account_id}/queues?page&per_page&name`.
+pub(super) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let query = &call.query;
+    let page = page_number(query, "page", u64::from(u32::MAX))?.unwrap_or(1);
+    let per_page = page_number(query, "per_page", MAX_PER_PAGE as u64)?.unwrap_or(DEFAULT_PER_PAGE);
+    let name = query.get("name").map(String::as_str);
+    let listed =
+        app.with_broker(|broker, _| broker.list_queues(&call.account, name, page, per_page));
+    let envelope = ListEnvelope {
+        success: true,
+        errors: [],
+        messages: [],
+        result: listed.queues.iter().map(QueueOut::new).collect(),
+        result_info: ResultInfo {
+            count: listed.queues.len(),
+            page: listed.page,
+            per_page: listed.per_page,
+            total_count: listed.total_count,
+            total_pages: listed.total_pages,
+        },
+    };
+    serde_json::to_vec(&envelope)
+        .map(Answer::Json)
+        .map_err(ErrorAnswer::internal)
+}
+
+/// `POST /accounts/{account_id}/queues`.
+pub(super) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let name = string(&call.request, "queue_name", "/queue_name")?
+        .ok_or_else(|| ErrorAnswer::invalid("/queue_name", "queue_name is required"))?;
+    let record = app.with_broker(|broker, now| broker.create_queue(&call.account, name, now))?;
+    queue_answer(&record)
+}
+
+/// `GET .../queues/{queue_id}`.
+pub(super) fn get_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let record = app.with_broker(|broker, _| broker.get_queue(call.at()))?;
+    queue_answer(&record)
+}
+
+/// `PUT` (replace) and `PATCH` (change) of `.../queues/{queue_id}`.
+fn update(app: &App, call: &Incoming, replace: bool) -> Result<Answer, ErrorAnswer> {
+    let name = string(&call.request, "queue_name", "/queue_name")?;
+    let change: SettingsChange = settings_change(&call.request)?;
+    let record =
+        app.with_broker(|broker, now| broker.update_queue(call.at(), name, change, replace, now))?;
+    queue_answer(&record)
+}
+
+/// `PUT .../queues/{queue_id}`: settings left out are reset.
+pub(super) fn update_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    update(app, &call, true)
+}
+
+/// `PATCH .../queues/{queue_id}`: settings left out are kept.
+pub(super) fn edit_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    update(app, &call, false)
+}
+
+/// `DELETE .../queues/{queue_id}`.
+pub(super) fn delete_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    app.with_broker(|broker, _| broker.delete_queue(call.at()))?;
+    deleted()
+}
+
+/// `GET .../queues/{queue_id}/consumers`.
+pub(super) fn list_consumers(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let record = app.with_broker(|broker, _| broker.get_queue(call.at()))?;
+    let consumers: Vec<ConsumerOut<'_>> = record
+        .consumer
+        .iter()
+        .map(|consumer| ConsumerOut::new(&record, consumer))
+        .collect();
+    success(&consumers).map(Answer::Json)
+}
+
+/// The consumer of the path, as the answer shows it after `change`.
+fn consumer_answer(
+    app: &App,
+    call: &Incoming,
+    change: impl FnOnce(&mut super::super::state::Broker, u64) -> Result<(), AccountError>,
+) -> Result<Answer, ErrorAnswer> {
+    let record = app.with_broker(|broker, now| {
+        change(broker, now)?;
+        broker.get_queue(call.at())
+    })?;
+    let consumer = record
+        .consumer
+        .as_ref()
+        .ok_or(AccountError::ConsumerNotFound)?;
+    success(&ConsumerOut::new(&record, consumer)).map(Answer::Json)
+}
+
+/// `POST .../queues/{queue_id}/consumers`.
+pub(super) fn create_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let spec = consumer_spec(&call.request)?;
+    consumer_answer(app, &call, |broker, now| {
+        broker.create_consumer(call.at(), spec, now).map(drop)
+    })
+}
+
+/// `GET .../consumers/{consumer_id}`.
+pub(super) fn get_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let id = call.consumer.clone().unwrap_or_default();
+    consumer_answer(app, &call, |broker, _| {
+        broker.get_consumer(call.at(), &id).map(drop)
+    })
+}
+
+/// `PUT .../consumers/{consumer_id}`.
+pub(super) fn update_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let spec = consumer_spec(&call.request)?;
+    let id = call.consumer.clone().unwrap_or_default();
+    consumer_answer(app, &call, |broker, now| {
+        broker.update_consumer(call.at(), &id, spec, now).map(drop)
+    })
+}
+
+/// `DELETE .../consumers/{consumer_id}`.
+pub(super) fn delete_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+    let id = call.consumer.clone().unwrap_or_default();
+    app.with_broker(|broker, now| broker.delete_consumer(call.at(), &id, now))?;
+    deleted()
+}

@@ -1,0 +1,338 @@
+//! Queues and consumers on the wire: the `mq_queue` and consumer objects
+//! the management answers carry (and a purge of the whole queue), and the
+//! request bodies that create or change them, read with Cloudflare's field
+//! names and checked against the bounds of its documentation.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::super::clock::rfc3339_ms;
+use super::super::state::{
+    ConsumerKind, ConsumerSpec, MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord,
+    SettingsChange, WorkerSettings, bounded,
+};
+use super::error_answer::ErrorAnswer;
+use super::parse::Object;
+
+/// `mq_queue`: a queue with its settings and consumer. The emulator knows
+/// no producers (Workers bound to the queue): the list is empty.
+#[derive(Serialize)]
+pub(super) struct QueueOut<'a> {
+    queue_id: &'a str,
+    queue_name: &'a str,
+    created_on: String,
+    modified_on: String,
+    producers: [(); 0],
+    producers_total_count: u32,
+    consumers: Vec<ConsumerOut<'a>>,
+    consumers_total_count: usize,
+    settings: SettingsOut,
+}
+
+#[derive(Serialize)]
+struct SettingsOut {
+    delivery_delay: u32,
+    delivery_paused: bool,
+    message_retention_period: u32,
+}
+
+impl<'a> QueueOut<'a> {
+    pub(super) fn new(record: &'a QueueRecord) -> QueueOut<'a> {
+        let consumers: Vec<ConsumerOut<'a>> = record
+            .consumer
+            .iter()
+            .map(|consumer| ConsumerOut::new(record, consumer))
+            .collect();
+        QueueOut {
+            queue_id: &record.id,
+            queue_name: &record.name,
+            created_on: rfc3339_ms(record.created_ms),
+            modified_on: rfc3339_ms(record.modified_ms),
+            producers: [],
+            producers_total_count: 0,
+            consumers_total_count: consumers.len(),
+            consumers,
+            settings: SettingsOut {
+                delivery_delay: record.settings.delivery_delay_s,
+                delivery_paused: record.settings.delivery_paused,
+                message_retention_period: record.settings.retention_s,
+            },
+        }
+    }
+}
+
+/// A consumer: `mq_http-consumer-response` or `mq_worker-consumer-response`.
+#[derive(Serialize)]
+pub(super) struct ConsumerOut<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    consumer_id: &'a str,
+    created_on: String,
+    queue_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    script_name: Option<&'a str>,
+    /// The dead-letter queue's name, `""` when none (as the description says).
+    dead_letter_queue: &'a str,
+    settings: ConsumerSettingsOut,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ConsumerSettingsOut {
+    HttpPull {
+        batch_size: u32,
+        max_retries: u32,
+        retry_delay: u32,
+        visibility_timeout_ms: u64,
+    },
+    Worker {
+        batch_size: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_concurrency: Option<u32>,
+        max_retries: u32,
+        max_wait_time_ms: u64,
+        retry_delay: u32,
+    },
+}
+
+impl<'a> ConsumerOut<'a> {
+    pub(super) fn new(
+        record: &'a QueueRecord,
+        consumer: &'a super::super::state::Consumer,
+    ) -> ConsumerOut<'a> {
+        let (script_name, settings) = match &consumer.spec.kind {
+            ConsumerKind::HttpPull(s) => (
+                None,
+                ConsumerSettingsOut::HttpPull {
+                    batch_size: s.batch_size,
+                    max_retries: s.max_retries,
+                    retry_delay: s.retry_delay_s,
+                    visibility_timeout_ms: s.visibility_timeout_ms,
+                },
+            ),
+            ConsumerKind::Worker {
+                script_name,
+                settings: s,
+            } => (
+                Some(script_name.as_str()),
+                ConsumerSettingsOut::Worker {
+                    batch_size: s.batch_size,
+                    max_concurrency: s.max_concurrency,
+                    max_retries: s.max_retries,
+                    max_wait_time_ms: s.max_wait_time_ms,
+                    retry_delay: s.retry_delay_s,
+                },
+            ),
+        };
+        ConsumerOut {
+            kind: consumer.spec.kind.type_name(),
+            consumer_id: &consumer.id,
+            created_on: rfc3339_ms(consumer.created_ms),
+            queue_name: &record.name,
+            script_name,
+            dead_letter_queue: consumer.spec.dead_letter_queue.as_deref().unwrap_or(""),
+            settings,
+        }
+    }
+}
+
+/// `result_info` of a list of queues.
+#[derive(Serialize)]
+pub(super) struct ResultInfo {
+    pub(super) count: usize,
+    pub(super) page: usize,
+    pub(super) per_page: usize,
+    pub(super) total_count: usize,
+    pub(super) total_pages: usize,
+}
+
+/// A whole number of a body within bounds; `None` when absent or `null`.
+fn whole(
+    object: &Object,
+    key: &str,
+    pointer: &str,
+    (min, max): (u64, u64),
+) -> Result<Option<u64>, ErrorAnswer> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            let value = n.as_f64().unwrap_or(f64::NAN);
+            bounded(key, value, min, max)
+                .map(Some)
+                .map_err(|message| ErrorAnswer::invalid(pointer, message))
+        }
+        Some(_) => Err(ErrorAnswer::invalid(
+            pointer,
+            format!("{key} must be a number"),
+        )),
+    }
+}
+
+fn whole_u32(
+    object: &Object,
+    key: &str,
+    pointer: &str,
+    bounds: (u64, u64),
+) -> Result<Option<u32>, ErrorAnswer> {
+    Ok(whole(object, key, pointer, bounds)?.map(|v| u32::try_from(v).unwrap_or(u32::MAX)))
+}
+
+/// An optional string field.
+pub(super) fn string<'a>(
+    object: &'a Object,
+    key: &str,
+    pointer: &str,
+) -> Result<Option<&'a str>, ErrorAnswer> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(ErrorAnswer::invalid(
+            pointer,
+            format!("{key} must be a string"),
+        )),
+    }
+}
+
+fn object<'a>(parent: &'a Object, key: &str) -> Result<Option<&'a Object>, ErrorAnswer> {
+    match parent.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(_) => Err(ErrorAnswer::invalid(
+            &format!("/{key}"),
+            format!("{key} must be an object"),
+        )),
+    }
+}
+
+/// Bounds of the settings, from Cloudflare's limits and consumer pages.
+pub(crate) mod bounds {
+    /// `batch_size`: 1 to 100 messages.
+    pub(crate) const BATCH_SIZE: (u64, u64) = (1, 100);
+    /// `max_retries`: at most 100.
+    pub(crate) const MAX_RETRIES: (u64, u64) = (0, 100);
+    /// `retry_delay` and `delivery_delay`: at most 24 h, as message delays.
+    pub(crate) const DELAY_S: (u64, u64) = (0, 86_400);
+    /// `visibility_timeout_ms`: 1 ms to 12 h.
+    pub(crate) const VISIBILITY_MS: (u64, u64) = (1, 43_200_000);
+    /// `max_concurrency` of a Worker consumer: 1 to 250.
+    pub(crate) const MAX_CONCURRENCY: (u64, u64) = (1, 250);
+    /// `max_wait_time_ms` of a Worker consumer: at most 60 s.
+    pub(crate) const MAX_WAIT_MS: (u64, u64) = (0, 60_000);
+}
+
+/// The `settings` of a queue update.
+pub(super) fn settings_change(request: &Object) -> Result<SettingsChange, ErrorAnswer> {
+    let Some(settings) = object(request, "settings")? else {
+        return Ok(SettingsChange::default());
+    };
+    let delivery_paused = match settings.get("delivery_paused") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => {
+            return Err(ErrorAnswer::invalid(
+                "/settings/delivery_paused",
+                "delivery_paused must be a boolean",
+            ));
+        }
+    };
+    let retention = (u64::from(MIN_RETENTION_S), u64::from(MAX_RETENTION_S));
+    Ok(SettingsChange {
+        delivery_delay_s: whole_u32(
+            settings,
+            "delivery_delay",
+            "/settings/delivery_delay",
+            bounds::DELAY_S,
+        )?,
+        delivery_paused,
+        retention_s: whole_u32(
+            settings,
+            "message_retention_period",
+            "/settings/message_retention_period",
+            retention,
+        )?,
+    })
+}
+
+/// A consumer as a create or an update writes it: `type` decides which
+/// settings apply; those left out take their defaults.
+pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswer> {
+    let settings = object(request, "settings")?;
+    let empty = Object::new();
+    let s = settings.unwrap_or(&empty);
+    let at = |key: &str| format!("/settings/{key}");
+    let kind = match string(request, "type", "/type")? {
+        Some("http_pull") => {
+            let d = PullSettings::default();
+            ConsumerKind::HttpPull(PullSettings {
+                batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
+                    .unwrap_or(d.batch_size),
+                max_retries: whole_u32(s, "max_retries", &at("max_retries"), bounds::MAX_RETRIES)?
+                    .unwrap_or(d.max_retries),
+                retry_delay_s: whole_u32(s, "retry_delay", &at("retry_delay"), bounds::DELAY_S)?
+                    .unwrap_or(d.retry_delay_s),
+                visibility_timeout_ms: whole(
+                    s,
+                    "visibility_timeout_ms",
+                    &at("visibility_timeout_ms"),
+                    bounds::VISIBILITY_MS,
+                )?
+                .unwrap_or(d.visibility_timeout_ms),
+            })
+        }
+        Some("worker") => {
+            let script_name = string(request, "script_name", "/script_name")?
+                .filter(|name| !name.is_empty())
+                .ok_or_else(|| {
+                    ErrorAnswer::invalid("/script_name", "a worker consumer needs a script_name")
+                })?;
+            let d = WorkerSettings::default();
+            ConsumerKind::Worker {
+                script_name: script_name.to_owned(),
+                settings: WorkerSettings {
+                    batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
+                        .unwrap_or(d.batch_size),
+                    max_concurrency: whole_u32(
+                        s,
+                        "max_concurrency",
+                        &at("max_concurrency"),
+                        bounds::MAX_CONCURRENCY,
+                    )?,
+                    max_retries: whole_u32(
+                        s,
+                        "max_retries",
+                        &at("max_retries"),
+                        bounds::MAX_RETRIES,
+                    )?
+                    .unwrap_or(d.max_retries),
+                    max_wait_time_ms: whole(
+                        s,
+                        "max_wait_time_ms",
+                        &at("max_wait_time_ms"),
+                        bounds::MAX_WAIT_MS,
+                    )?
+                    .unwrap_or(d.max_wait_time_ms),
+                    retry_delay_s: whole_u32(
+                        s,
+                        "retry_delay",
+                        &at("retry_delay"),
+                        bounds::DELAY_S,
+                    )?
+                    .unwrap_or(d.retry_delay_s),
+                },
+            }
+        }
+        _ => {
+            return Err(ErrorAnswer::invalid(
+                "/type",
+                "type must be \"http_pull\" or \"worker\"",
+            ));
+        }
+    };
+    let dead_letter_queue = string(request, "dead_letter_queue", "/dead_letter_queue")?
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned);
+    Ok(ConsumerSpec {
+        kind,
+        dead_letter_queue,
+    })
+}

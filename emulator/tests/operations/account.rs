@@ -1,0 +1,827 @@
+//! The emulator as a Cloudflare account: queues and consumers created,
+//! listed, read, changed and deleted over raw HTTP with Cloudflare's shapes
+//! and codes; HTTP pull enabled and disabled by the consumer; queues that
+//! spring into being (the lax mode) and the strict queues; the shared
+//! steps (faults, the rate limits) on the management operations.
+
+use std::time::Duration;
+
+use cf_queues_emulator::{
+    EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, Fault, ManualClock, Operation, RateLimitModel,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::emulator_with;
+
+/// `/accounts/{account}/queues` then `rest`.
+pub fn queues(rest: &str) -> String {
+    format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues{rest}")
+}
+
+/// A request with the emulator's token: the status and the JSON body.
+pub async fn call(
+    handle: &EmulatorHandle,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", handle.base_url()))
+        .bearer_auth(handle.token().unwrap_or_default());
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.expect("request completes");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// The `result` of a success, checking the envelope.
+pub fn ok(answer: &(u16, Value)) -> &Value {
+    let (status, body) = answer;
+    assert_eq!(*status, 200, "{body}");
+    assert_eq!(body["success"], json!(true), "{body}");
+    assert_eq!(
+        (&body["errors"], &body["messages"]),
+        (&json!([]), &json!([]))
+    );
+    &body["result"]
+}
+
+/// The status and first error of a failure, checking the envelope.
+pub fn failed(answer: &(u16, Value)) -> (u16, u64, String) {
+    let (status, body) = answer;
+    assert_eq!(body["success"], json!(false), "{body}");
+    let error = &body["errors"][0];
+    (
+        *status,
+        error["code"].as_u64().unwrap_or(u64::MAX),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+pub fn is_hex32(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Creates a queue by the API; returns its id.
+pub async fn create(handle: &EmulatorHandle, name: &str) -> String {
+    let answer = call(
+        handle,
+        Method::POST,
+        &queues(""),
+        Some(json!({"queue_name": name})),
+    )
+    .await;
+    let id = ok(&answer)["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(is_hex32(&id), "{id:?}");
+    id
+}
+
+/// Enables HTTP pull on a queue with these settings; returns the consumer id.
+pub async fn enable_http_pull(handle: &EmulatorHandle, id: &str, consumer: Value) -> String {
+    let mut body = json!({"type": "http_pull"});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), consumer.as_object()) {
+        body.extend(extra.clone());
+    }
+    let answer = call(
+        handle,
+        Method::POST,
+        &queues(&format!("/{id}/consumers")),
+        Some(body),
+    )
+    .await;
+    ok(&answer)["consumer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+pub async fn push(handle: &EmulatorHandle, id: &str, body: Value) -> (u16, Value) {
+    call(
+        handle,
+        Method::POST,
+        &queues(&format!("/{id}/messages")),
+        Some(body),
+    )
+    .await
+}
+
+pub async fn pull(handle: &EmulatorHandle, id: &str, body: Value) -> (u16, Value) {
+    call(
+        handle,
+        Method::POST,
+        &queues(&format!("/{id}/messages/pull")),
+        Some(body),
+    )
+    .await
+}
+
+async fn emulator() -> (EmulatorHandle, ManualClock) {
+    emulator_with(|e| e).await
+}
+
+const HTTP_PULL_DISABLED: &str = "messages cannot be pulled unless http_pull mode is enabled";
+
+#[tokio::test]
+async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
+    let (emulator, _clock) = emulator().await;
+    let answer = call(
+        &emulator,
+        Method::POST,
+        &queues(""),
+        Some(json!({"queue_name": "orders"})),
+    )
+    .await;
+    let queue = ok(&answer).clone();
+    let id = queue["queue_id"].as_str().unwrap_or_default().to_owned();
+    assert!(is_hex32(&id), "{id}");
+    assert_eq!(
+        queue,
+        json!({
+            "queue_id": id,
+            "queue_name": "orders",
+            "created_on": "2024-03-20T16:09:14.154Z",
+            "modified_on": "2024-03-20T16:09:14.154Z",
+            "producers": [],
+            "producers_total_count": 0,
+            "consumers": [],
+            "consumers_total_count": 0,
+            "settings": {"delivery_delay": 0, "delivery_paused": false, "message_retention_period": 345_600}
+        })
+    );
+    assert_eq!(emulator.queue_id("orders"), Some(id.clone()));
+    let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    assert_eq!(ok(&got), &queue);
+
+    // The same name again: 409 with 11009; a name Cloudflare refuses: 400 with 11003.
+    let again = call(
+        &emulator,
+        Method::POST,
+        &queues(""),
+        Some(json!({"queue_name": "orders"})),
+    )
+    .await;
+    assert_eq!(
+        failed(&again),
+        (409, 11009, "queue name already taken: orders".into())
+    );
+    for bad in [
+        "Orders",
+        "-orders",
+        "orders-",
+        "or_ders",
+        "",
+        &"a".repeat(64),
+    ] {
+        let answer = call(
+            &emulator,
+            Method::POST,
+            &queues(""),
+            Some(json!({"queue_name": bad})),
+        )
+        .await;
+        let (status, code, message) = failed(&answer);
+        assert_eq!((status, code), (400, 11003), "{bad:?}: {message}");
+    }
+    let missing = call(&emulator, Method::POST, &queues(""), Some(json!({}))).await;
+    assert_eq!(failed(&missing).1, 10207);
+
+    // Management calls on an unknown id answer 404 and bring nothing into being.
+    for method in [Method::GET, Method::DELETE] {
+        let answer = call(&emulator, method, &queues("/nosuchqueue"), None).await;
+        assert_eq!(failed(&answer), (404, 10104, "QueueNotFound".into()));
+    }
+    let consumers = call(
+        &emulator,
+        Method::GET,
+        &queues("/nosuchqueue/consumers"),
+        None,
+    )
+    .await;
+    assert_eq!(failed(&consumers).0, 404);
+    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    assert_eq!(ok(&listed).as_array().map(Vec::len), Some(1), "only orders");
+}
+
+#[tokio::test]
+async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() {
+    let (emulator, _clock) = emulator().await;
+    let id = create(&emulator, "work").await;
+    assert_eq!(
+        push(
+            &emulator,
+            &id,
+            json!({"body": "hi", "content_type": "text"})
+        )
+        .await
+        .0,
+        200
+    );
+
+    let refused = pull(&emulator, &id, json!({})).await;
+    assert_eq!(failed(&refused), (405, 0, HTTP_PULL_DISABLED.into()));
+    let op = |rest: &str| queues(&format!("/{id}/messages{rest}"));
+    let ack = call(
+        &emulator,
+        Method::POST,
+        &op("/ack"),
+        Some(json!({"acks": []})),
+    )
+    .await;
+    assert_eq!(failed(&ack), (405, 0, HTTP_PULL_DISABLED.into()));
+    let extend = call(
+        &emulator,
+        Method::POST,
+        &op("/extend"),
+        Some(json!({"extend": []})),
+    )
+    .await;
+    assert_eq!(failed(&extend), (405, 0, HTTP_PULL_DISABLED.into()));
+    // Looking, and deleting by ref or preview id, need no consumer.
+    let peeked = call(&emulator, Method::POST, &op("/peek"), Some(json!({}))).await;
+    assert_eq!(ok(&peeked)["messages"].as_array().map(Vec::len), Some(1));
+    let previewed = call(&emulator, Method::POST, &op("/preview"), Some(json!({}))).await;
+    assert_eq!(ok(&previewed)["messages"].as_array().map(Vec::len), Some(1));
+
+    let consumer = enable_http_pull(&emulator, &id, json!({})).await;
+    assert!(is_hex32(&consumer), "{consumer}");
+    let pulled = pull(&emulator, &id, json!({})).await;
+    let message = ok(&pulled)["messages"][0].clone();
+    assert_eq!(message["body"], json!("hi"));
+
+    let path = queues(&format!("/{id}/consumers/{consumer}"));
+    let deleted = call(&emulator, Method::DELETE, &path, None).await;
+    assert_eq!(ok(&deleted), &Value::Null);
+    let refused = pull(&emulator, &id, json!({})).await;
+    assert_eq!(failed(&refused), (405, 0, HTTP_PULL_DISABLED.into()));
+    let again = call(&emulator, Method::DELETE, &path, None).await;
+    assert_eq!(failed(&again).0, 404, "the consumer is gone");
+    let listed = call(
+        &emulator,
+        Method::GET,
+        &queues(&format!("/{id}/consumers")),
+        None,
+    )
+    .await;
+    assert_eq!(ok(&listed), &json!([]));
+}
+
+#[tokio::test]
+async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
+    let (emulator, clock) = emulator().await;
+    let id = create(&emulator, "jobs").await;
+    create(&emulator, "jobs-dlq").await;
+    clock.advance(Duration::from_secs(1));
+    let body = json!({
+        "type": "http_pull",
+        "dead_letter_queue": "jobs-dlq",
+        "settings": {"batch_size": 10, "max_retries": 5, "retry_delay": 30, "visibility_timeout_ms": 60_000}
+    });
+    let created = call(
+        &emulator,
+        Method::POST,
+        &queues(&format!("/{id}/consumers")),
+        Some(body),
+    )
+    .await;
+    let consumer = ok(&created).clone();
+    let consumer_id = consumer["consumer_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        consumer,
+        json!({
+            "type": "http_pull",
+            "consumer_id": consumer_id,
+            "created_on": "2024-03-20T16:09:15.154Z",
+            "queue_name": "jobs",
+            "dead_letter_queue": "jobs-dlq",
+            "settings": {"batch_size": 10, "max_retries": 5, "retry_delay": 30, "visibility_timeout_ms": 60_000}
+        })
+    );
+    let path = queues(&format!("/{id}/consumers/{consumer_id}"));
+    assert_eq!(
+        ok(&call(&emulator, Method::GET, &path, None).await),
+        &consumer
+    );
+    let listed = call(
+        &emulator,
+        Method::GET,
+        &queues(&format!("/{id}/consumers")),
+        None,
+    )
+    .await;
+    assert_eq!(ok(&listed), &json!([consumer.clone()]));
+    let queue = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    assert_eq!(ok(&queue)["consumers"], json!([consumer.clone()]));
+    assert_eq!(ok(&queue)["consumers_total_count"], json!(1));
+
+    // One consumer per queue.
+    let second = call(
+        &emulator,
+        Method::POST,
+        &queues(&format!("/{id}/consumers")),
+        Some(json!({"type": "worker", "script_name": "w"})),
+    )
+    .await;
+    let (status, code, _) = failed(&second);
+    assert_eq!((status, code), (409, 11004));
+
+    // An update replaces the whole configuration, keeping the id.
+    let updated = call(
+        &emulator,
+        Method::PUT,
+        &path,
+        Some(json!({"type": "http_pull"})),
+    )
+    .await;
+    assert_eq!(
+        ok(&updated)["settings"],
+        json!({"batch_size": 5, "max_retries": 3, "retry_delay": 0, "visibility_timeout_ms": 30_000})
+    );
+    assert_eq!(ok(&updated)["dead_letter_queue"], json!(""));
+    assert_eq!(ok(&updated)["consumer_id"], json!(consumer_id));
+
+    // Bad settings: 400 with 10207 and the field's pointer.
+    for (settings, pointer) in [
+        (json!({"batch_size": 0}), "/settings/batch_size"),
+        (json!({"batch_size": 101}), "/settings/batch_size"),
+        (json!({"max_retries": 101}), "/settings/max_retries"),
+        (json!({"retry_delay": 86_401}), "/settings/retry_delay"),
+        (
+            json!({"visibility_timeout_ms": 0}),
+            "/settings/visibility_timeout_ms",
+        ),
+        (json!({"batch_size": 1.5}), "/settings/batch_size"),
+        (json!({"batch_size": "10"}), "/settings/batch_size"),
+    ] {
+        let answer = call(
+            &emulator,
+            Method::PUT,
+            &path,
+            Some(json!({"type": "http_pull", "settings": settings})),
+        )
+        .await;
+        assert_eq!(failed(&answer).1, 10207, "{settings}");
+        assert_eq!(answer.1["errors"][0]["source"]["pointer"], json!(pointer));
+    }
+    let own = call(
+        &emulator,
+        Method::PUT,
+        &path,
+        Some(json!({"type": "http_pull", "dead_letter_queue": "jobs"})),
+    )
+    .await;
+    assert_eq!(
+        failed(&own).1,
+        10207,
+        "a queue is not its own dead-letter queue"
+    );
+    let kind = call(&emulator, Method::PUT, &path, Some(json!({"type": "push"}))).await;
+    assert_eq!(failed(&kind).1, 10207);
+    let unknown = queues(&format!("/{id}/consumers/00000000000000000000000000000000"));
+    assert_eq!(
+        failed(&call(&emulator, Method::GET, &unknown, None).await).0,
+        404
+    );
+}
+
+#[tokio::test]
+async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
+    let (emulator, _clock) = emulator().await;
+    let id = create(&emulator, "emails").await;
+    let body = json!({
+        "type": "worker",
+        "script_name": "mailer",
+        "settings": {"batch_size": 50, "max_concurrency": 4, "max_retries": 2, "max_wait_time_ms": 2000, "retry_delay": 10}
+    });
+    let created = call(
+        &emulator,
+        Method::POST,
+        &queues(&format!("/{id}/consumers")),
+        Some(body),
+    )
+    .await;
+    let consumer = ok(&created).clone();
+    assert_eq!(consumer["type"], json!("worker"));
+    assert_eq!(consumer["script_name"], json!("mailer"));
+    assert_eq!(consumer["dead_letter_queue"], json!(""));
+    assert_eq!(
+        consumer["settings"],
+        json!({"batch_size": 50, "max_concurrency": 4, "max_retries": 2, "max_wait_time_ms": 2000, "retry_delay": 10})
+    );
+    let enable = call(
+        &emulator,
+        Method::POST,
+        &queues(&format!("/{id}/consumers")),
+        Some(json!({"type": "http_pull"})),
+    )
+    .await;
+    assert_eq!(
+        failed(&enable).0,
+        409,
+        "HTTP pull cannot be enabled beside a Worker"
+    );
+    assert_eq!(failed(&enable).1, 11004);
+    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
+    assert_eq!(failed(&pull(&emulator, &id, json!({})).await).0, 405);
+    assert_eq!(
+        emulator.metrics_in(EMULATOR_ACCOUNT_ID, &id).backlog_count,
+        1,
+        "never run"
+    );
+
+    let other = create(&emulator, "other").await;
+    let missing = call(
+        &emulator,
+        Method::POST,
+        &queues(&format!("/{other}/consumers")),
+        Some(json!({"type": "worker"})),
+    )
+    .await;
+    assert_eq!(failed(&missing).1, 10207, "a worker needs a script_name");
+    assert_eq!(
+        missing.1["errors"][0]["source"]["pointer"],
+        json!("/script_name")
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
+    let (emulator, _clock) = emulator().await;
+    let id = create(&emulator, "doomed").await;
+    enable_http_pull(&emulator, &id, json!({})).await;
+    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
+    let deleted = call(&emulator, Method::DELETE, &queues(&format!("/{id}")), None).await;
+    assert_eq!(ok(&deleted), &Value::Null);
+    assert_eq!(deleted.1["result"], Value::Null);
+    assert_eq!(emulator.queue_id("doomed"), None);
+    for (method, rest, body) in [
+        (Method::GET, String::new(), None),
+        (Method::DELETE, String::new(), None),
+        (Method::PATCH, String::new(), Some(json!({}))),
+        (Method::GET, "/consumers".to_owned(), None),
+        (
+            Method::POST,
+            "/messages".to_owned(),
+            Some(json!({"body": "y", "content_type": "text"})),
+        ),
+        (Method::POST, "/messages/pull".to_owned(), Some(json!({}))),
+        (Method::GET, "/metrics".to_owned(), None),
+    ] {
+        let answer = call(
+            &emulator,
+            method.clone(),
+            &queues(&format!("/{id}{rest}")),
+            body,
+        )
+        .await;
+        assert_eq!(
+            failed(&answer),
+            (404, 10104, "QueueNotFound".into()),
+            "{method} {rest}"
+        );
+    }
+    // Its name is free again, for a new queue with a new id.
+    let again = create(&emulator, "doomed").await;
+    assert_ne!(again, id);
+    assert_eq!(
+        emulator
+            .metrics_in(EMULATOR_ACCOUNT_ID, &again)
+            .backlog_count,
+        0
+    );
+
+    // A lax queue deleted never springs back into being.
+    push(
+        &emulator,
+        "laxone",
+        json!({"body": "x", "content_type": "text"}),
+    )
+    .await;
+    assert_eq!(
+        ok(&call(&emulator, Method::DELETE, &queues("/laxone"), None).await),
+        &Value::Null
+    );
+    let answer = push(
+        &emulator,
+        "laxone",
+        json!({"body": "x", "content_type": "text"}),
+    )
+    .await;
+    assert_eq!(failed(&answer), (404, 10104, "QueueNotFound".into()));
+}
+
+#[tokio::test]
+async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
+    let (emulator, _clock) =
+        emulator_with(|e| e.max_retries(7).dead_letter_queue("laxwork", "laxdead")).await;
+    assert_eq!(
+        push(
+            &emulator,
+            "laxwork",
+            json!({"body": "x", "content_type": "text"})
+        )
+        .await
+        .0,
+        200
+    );
+    let got = call(&emulator, Method::GET, &queues("/laxwork"), None).await;
+    let queue = ok(&got).clone();
+    assert_eq!(
+        (&queue["queue_id"], &queue["queue_name"]),
+        (&json!("laxwork"), &json!("laxwork"))
+    );
+    let consumer = queue["consumers"][0].clone();
+    assert_eq!(consumer["type"], json!("http_pull"));
+    assert_eq!(consumer["dead_letter_queue"], json!("laxdead"));
+    assert_eq!(consumer["settings"]["max_retries"], json!(7));
+    // Its dead-letter queue came into being with it, by name.
+    let dead = call(&emulator, Method::GET, &queues("/laxdead"), None).await;
+    assert_eq!(ok(&dead)["queue_name"], json!("laxdead"));
+
+    let consumer_id = consumer["consumer_id"].as_str().unwrap_or_default();
+    let path = queues(&format!("/laxwork/consumers/{consumer_id}"));
+    let changed = call(
+        &emulator,
+        Method::PUT,
+        &path,
+        Some(json!({"type": "http_pull", "settings": {"batch_size": 1}})),
+    )
+    .await;
+    assert_eq!(ok(&changed)["settings"]["batch_size"], json!(1));
+    push(
+        &emulator,
+        "laxwork",
+        json!({"body": "y", "content_type": "text"}),
+    )
+    .await;
+    let pulled = pull(&emulator, "laxwork", json!({})).await;
+    assert_eq!(
+        ok(&pulled)["messages"].as_array().map(Vec::len),
+        Some(1),
+        "its batch_size"
+    );
+    assert_eq!(
+        ok(&call(&emulator, Method::DELETE, &path, None).await),
+        &Value::Null
+    );
+    assert_eq!(failed(&pull(&emulator, "laxwork", json!({})).await).0, 405);
+}
+
+#[tokio::test]
+async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
+    let (emulator, clock) = emulator().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(create(&emulator, &format!("queue-{i}")).await);
+        clock.advance(Duration::from_millis(1));
+    }
+    create(&emulator, "queue-1-dlq").await;
+    let named = call(&emulator, Method::GET, &queues("?name=queue-1"), None).await;
+    let listed = ok(&named).as_array().cloned().unwrap_or_default();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["queue_id"], json!(ids[1]));
+    let none = call(&emulator, Method::GET, &queues("?name=queue"), None).await;
+    assert_eq!(ok(&none), &json!([]));
+
+    let page = call(&emulator, Method::GET, &queues("?page=2&per_page=2"), None).await;
+    let names: Vec<&str> = ok(&page)
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| q["queue_name"].as_str())
+        .collect();
+    assert_eq!(names, ["queue-2", "queue-3"], "creation order");
+    assert_eq!(
+        page.1["result_info"],
+        json!({"count": 2, "page": 2, "per_page": 2, "total_count": 6, "total_pages": 3})
+    );
+    let all = call(&emulator, Method::GET, &queues(""), None).await;
+    assert_eq!(
+        all.1["result_info"],
+        json!({"count": 6, "page": 1, "per_page": 20, "total_count": 6, "total_pages": 1})
+    );
+    let past = call(&emulator, Method::GET, &queues("?page=9"), None).await;
+    assert_eq!(ok(&past), &json!([]));
+    for bad in ["?page=0", "?page=x", "?per_page=0", "?per_page=1001"] {
+        let answer = call(&emulator, Method::GET, &queues(bad), None).await;
+        assert_eq!(failed(&answer).0, 400, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn updates_rename_and_replace_or_change_the_settings() {
+    let (emulator, clock) = emulator().await;
+    let id = create(&emulator, "before").await;
+    create(&emulator, "taken").await;
+    clock.advance(Duration::from_secs(2));
+    let path = queues(&format!("/{id}"));
+    let patched = call(
+        &emulator,
+        Method::PATCH,
+        &path,
+        Some(json!({"queue_name": "after", "settings": {"delivery_delay": 5, "message_retention_period": 3600}})),
+    )
+    .await;
+    let queue = ok(&patched).clone();
+    assert_eq!(queue["queue_name"], json!("after"));
+    assert_eq!(queue["modified_on"], json!("2024-03-20T16:09:16.154Z"));
+    assert_eq!(
+        queue["settings"],
+        json!({"delivery_delay": 5, "delivery_paused": false, "message_retention_period": 3600})
+    );
+    assert_eq!(
+        (emulator.queue_id("after"), emulator.queue_id("before")),
+        (Some(id.clone()), None)
+    );
+    let kept = call(
+        &emulator,
+        Method::PATCH,
+        &path,
+        Some(json!({"settings": {"delivery_paused": true}})),
+    )
+    .await;
+    assert_eq!(
+        ok(&kept)["settings"],
+        json!({"delivery_delay": 5, "delivery_paused": true, "message_retention_period": 3600})
+    );
+    let replaced = call(
+        &emulator,
+        Method::PUT,
+        &path,
+        Some(json!({"settings": {"delivery_delay": 1}})),
+    )
+    .await;
+    assert_eq!(
+        ok(&replaced)["settings"],
+        json!({"delivery_delay": 1, "delivery_paused": false, "message_retention_period": 345_600})
+    );
+    assert_eq!(
+        ok(&replaced)["queue_name"],
+        json!("after"),
+        "a name left out is kept"
+    );
+    let clash = call(
+        &emulator,
+        Method::PATCH,
+        &path,
+        Some(json!({"queue_name": "taken"})),
+    )
+    .await;
+    assert_eq!(failed(&clash).0, 409);
+    for (settings, pointer) in [
+        (
+            json!({"message_retention_period": 59}),
+            "/settings/message_retention_period",
+        ),
+        (
+            json!({"message_retention_period": 1_209_601}),
+            "/settings/message_retention_period",
+        ),
+        (
+            json!({"delivery_delay": 86_401}),
+            "/settings/delivery_delay",
+        ),
+        (
+            json!({"delivery_paused": "yes"}),
+            "/settings/delivery_paused",
+        ),
+    ] {
+        let answer = call(
+            &emulator,
+            Method::PATCH,
+            &path,
+            Some(json!({"settings": settings})),
+        )
+        .await;
+        assert_eq!(failed(&answer).1, 10207, "{settings}");
+        assert_eq!(answer.1["errors"][0]["source"]["pointer"], json!(pointer));
+    }
+}
+
+#[tokio::test]
+async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
+    let (emulator, _clock) = emulator_with(|e| e.strict_queues(["known"])).await;
+    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let queue = ok(&listed)[0].clone();
+    assert_eq!(
+        (&queue["queue_id"], &queue["queue_name"]),
+        (&json!("known"), &json!("known"))
+    );
+    assert_eq!(queue["consumers"][0]["type"], json!("http_pull"));
+    let unknown = push(
+        &emulator,
+        "unknown",
+        json!({"body": "x", "content_type": "text"}),
+    )
+    .await;
+    assert_eq!(failed(&unknown), (404, 10104, "QueueNotFound".into()));
+    // Queues the API creates exist in strict mode too.
+    let id = create(&emulator, "created").await;
+    assert_eq!(
+        push(&emulator, &id, json!({"body": "x", "content_type": "text"}))
+            .await
+            .0,
+        200
+    );
+    // A strict id is known under every account id.
+    let other = "fedcba9876543210fedcba9876543210";
+    let path = format!("/accounts/{other}/queues/known/messages");
+    let answer = call(
+        &emulator,
+        Method::POST,
+        &path,
+        Some(json!({"body": "x", "content_type": "text"})),
+    )
+    .await;
+    assert_eq!(answer.0, 200);
+}
+
+#[tokio::test]
+async fn management_calls_count_against_the_credential_and_take_faults() {
+    let model = RateLimitModel::cloudflare().per_credential(
+        3,
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+    );
+    let (emulator, clock) = emulator_with(|e| e.rate_limits(model)).await;
+    let id = create(&emulator, "counted").await;
+    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    assert_eq!(listed.0, 200);
+    let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    assert_eq!(got.0, 200);
+    let over = call(&emulator, Method::GET, &queues(""), None).await;
+    assert_eq!((failed(&over).0, failed(&over).1), (429, 971));
+    clock.advance(Duration::from_secs(61));
+    assert_eq!(call(&emulator, Method::GET, &queues(""), None).await.0, 200);
+    emulator.set_rate_limits(None);
+
+    emulator.inject(Fault::status(503).only(Operation::CreateQueue));
+    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    assert_eq!(listed.0, 200, "the fault waits for its operation");
+    let faulty = call(
+        &emulator,
+        Method::POST,
+        &queues(""),
+        Some(json!({"queue_name": "x"})),
+    )
+    .await;
+    assert_eq!((failed(&faulty).0, failed(&faulty).1), (503, 15000));
+    assert_eq!(emulator.queue_id("x"), None);
+    let other = call(&emulator, Method::PATCH, &queues(""), Some(json!({}))).await;
+    assert_eq!((failed(&other).0, failed(&other).1), (405, 7001));
+}
+
+#[tokio::test]
+async fn the_generated_client_reads_the_management_answers() {
+    let emulator = Emulator::new().start().await.expect("starts");
+    let client = emulator.client().expect("client");
+    let raw = client.raw();
+    let created = raw
+        .create_queue()
+        .account_id(EMULATOR_ACCOUNT_ID)
+        .body_map(|b| b.queue_name("typed"))
+        .send()
+        .await
+        .expect("create")
+        .into_inner();
+    let queue = created.result.expect("a queue");
+    let id = queue.queue_id.clone().expect("an id");
+    assert_eq!(queue.queue_name.as_deref(), Some("typed"));
+    let listed = raw
+        .list_queues()
+        .account_id(EMULATOR_ACCOUNT_ID)
+        .name("typed")
+        .send()
+        .await
+        .expect("list")
+        .into_inner();
+    let page = listed.result.expect("queues");
+    assert_eq!(page.len(), 1);
+    assert_eq!(listed.result_info.and_then(|i| i.total_count), Some(1.0));
+    let got = raw
+        .get_queue()
+        .account_id(EMULATOR_ACCOUNT_ID)
+        .queue_id(id.as_str())
+        .send()
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(got.result.and_then(|q| q.queue_id), Some(id));
+}
