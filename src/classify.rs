@@ -52,6 +52,7 @@ impl RetryClass {
         let has = |list: &[u32]| codes.iter().any(|c| list.contains(c));
         let by_status = match status {
             429 if has(&codes::LASTING_429) => RetryClass::Permanent,
+            409 if has(&codes::LASTING_409) => RetryClass::Permanent,
             429 => RetryClass::Throttled {
                 after,
                 refused: has(&codes::RATE_LIMITED),

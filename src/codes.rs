@@ -81,6 +81,11 @@ pub const INVALID_REQUEST_BODY: u32 = 10026;
 pub const INVALID_BATCH_BODY: u32 = 10013;
 /// InvalidQueueName: a name the API does not accept for a queue.
 pub const INVALID_QUEUE_NAME: u32 = 11003;
+/// `consumer_exists`: the queue has a consumer already, and a queue has one
+/// (cloudflare/workers-sdk#5347).
+pub const CONSUMER_EXISTS: u32 = 11004;
+/// The queue name is taken in this account (third-party tests of the live API).
+pub const QUEUE_NAME_TAKEN: u32 = 11009;
 /// FeatureFlagNotSet: the account lacks a feature the call needs.
 pub const FEATURE_FLAG_NOT_SET: u32 = 10105;
 /// The code of "messages cannot be pulled unless http_pull mode is
@@ -99,6 +104,10 @@ pub(crate) const LASTING_429: [u32; 3] = [
     QUEUE_DISABLED,
     FREE_TIER_LIMIT_EXCEEDED,
 ];
+
+/// Codes of 409 answers that waiting does not fix: a conflict with what
+/// exists, not with a request in flight.
+pub(crate) const LASTING_409: [u32; 2] = [CONSUMER_EXISTS, QUEUE_NAME_TAKEN];
 
 /// Codes that say the credentials were refused or lack a permission.
 pub(crate) const AUTH: [u32; 7] = [

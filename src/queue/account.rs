@@ -8,7 +8,7 @@ use crate::error::{Result, built};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::lookup::{NameLookup, Next, after_page, page_ids};
-use crate::resources::settings::check_name;
+use crate::resources::settings::{check_name, check_new_name};
 use crate::response::QueueInfo;
 use crate::response_cap::SMALL_RESPONSE_BYTES;
 
@@ -121,16 +121,19 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for an empty
-    /// name, before sending; an [`Error::Api`](crate::Error::Api) when the
-    /// name is taken or refused (code 11003, InvalidQueueName); the first
-    /// error when the lookup after it does not find the queue.
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) before sending
+    /// for a name outside the rule the live API states when it refuses one
+    /// (1 to 63 lowercase letters, digits and dashes, no dash first or
+    /// last); an [`Error::Api`](crate::Error::Api) when the name is taken
+    /// (409, code 11009, not retried) or refused (code 11003,
+    /// InvalidQueueName); the first error when the lookup after a lost
+    /// answer does not find the queue.
     ///
     /// # Cancellation
     ///
     /// A create dropped after it was sent may have landed: look the name up.
     pub async fn create_queue(&self, name: &str) -> Result<Queue> {
-        check_name("queue_name", name)?;
+        check_new_name("queue_name", name)?;
         let body: types::CreateQueueRequest =
             built(types::CreateQueueRequest::builder().queue_name(name))?;
         let created = self

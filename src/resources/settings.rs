@@ -242,14 +242,66 @@ impl HttpPullSettings {
     }
 }
 
-/// Checks a queue name before it is sent: not empty. Cloudflare publishes
-/// no other rule (it answers 11003 InvalidQueueName to a name it refuses),
-/// so none is guessed here.
+/// Checks a queue name before it is looked up or sent: not empty. A name
+/// that no queue can have is then simply unknown.
 pub(crate) fn check_name(field: &str, name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid(field, "a queue name cannot be empty"));
     }
     Ok(())
+}
+
+/// Checks the name of a queue to create against the rule the live API
+/// states when it refuses one (11003 InvalidQueueName, quoted in
+/// cloudflare/workers-sdk#2522): `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`,
+/// that is 1 to 63 lowercase letters, digits and dashes, not starting or
+/// ending with a dash. Cloudflare's documentation states no rule.
+pub(crate) fn check_new_name(field: &str, name: &str) -> Result<()> {
+    check_name(field, name)?;
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    let problem = if name.len() > 63 {
+        Some(format!(
+            "{} characters, over the 63 Cloudflare allows",
+            name.len()
+        ))
+    } else if let Some(c) = name.chars().find(|c| !allowed(*c)) {
+        Some(format!(
+            "{c:?} is not a lowercase letter, a digit or a dash"
+        ))
+    } else if name.starts_with('-') || name.ends_with('-') {
+        Some("it starts or ends with a dash".to_owned())
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(Error::invalid(
+            field,
+            format!(
+                "{name:?} is not a queue name Cloudflare accepts ({problem}; the rule is \
+                 ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_names_follow_the_rule_the_live_api_states() {
+        for good in ["a", "orders", "orders-dlq", "0", &"a".repeat(63)] {
+            assert!(check_new_name("queue_name", good).is_ok(), "{good}");
+        }
+        for bad in ["", "-a", "a-", "Orders", "a_b", "a.b", "ä", &"a".repeat(64)] {
+            let error = check_new_name("queue_name", bad).expect_err(bad);
+            assert!(
+                matches!(&error, Error::InvalidInput { field, .. } if field == "queue_name"),
+                "{error:?}"
+            );
+        }
+    }
 }
 
 /// A number of seconds the API wrote, as a duration; `None` when absent or

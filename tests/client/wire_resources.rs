@@ -674,20 +674,62 @@ async fn a_refused_create_is_not_looked_up() {
         .mock_async(|when, then| {
             when.method(POST)
                 .path(queues_path())
-                .json_body(json!({"queue_name": "Not A Name"}));
+                .json_body(json!({"queue_name": "refused-by-the-server"}));
             then.status(400)
                 .json_body(failure(codes::INVALID_QUEUE_NAME, "InvalidQueueName"));
         })
         .await;
     let others = catch_all(&server).await;
     let error = client(&server, Auth::Token)
-        .create_queue("Not A Name")
+        .create_queue("refused-by-the-server")
         .await
         .expect_err("refused");
     assert_eq!(error.status(), Some(400));
     assert_eq!(error.codes(), [11_003]);
     assert!(!error.may_have_landed());
     assert_eq!(create.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+/// A taken name (409, 11009) is a conflict with what exists: not retried,
+/// whatever the policy says about 409s.
+#[tokio::test]
+async fn a_taken_name_is_not_retried() {
+    let server = MockServer::start_async().await;
+    let create = server
+        .mock_async(|when, then| {
+            when.method(POST).path(queues_path());
+            then.status(409)
+                .json_body(failure(codes::QUEUE_NAME_TAKEN, "queue name already taken"));
+        })
+        .await;
+    let others = catch_all(&server).await;
+    let error = client(&server, Auth::Token)
+        .create_queue("orders")
+        .await
+        .expect_err("taken");
+    assert_eq!((error.status(), error.codes()), (Some(409), vec![11_009]));
+    assert!(!error.is_retryable());
+    assert_eq!(create.calls_async().await, 1);
+    assert_eq!(others.calls_async().await, 0);
+}
+
+/// A name outside the rule the live API states (lowercase letters, digits
+/// and dashes, 1 to 63) is refused before anything is sent.
+#[tokio::test]
+async fn a_name_cloudflare_refuses_is_refused_before_sending() {
+    let server = MockServer::start_async().await;
+    let others = catch_all(&server).await;
+    for name in ["Not A Name", "-orders", "orders_dlq"] {
+        let error = client(&server, Auth::Token)
+            .create_queue(name)
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&error, Error::InvalidInput { field, .. } if field == "queue_name"),
+            "{error:?}"
+        );
+    }
     assert_eq!(others.calls_async().await, 0);
 }
 

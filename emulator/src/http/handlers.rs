@@ -8,7 +8,6 @@ use serde_json::Value;
 use super::super::rate_limits::QueueBucket;
 use super::super::state::Delivery;
 use super::error_answer::ErrorAnswer;
-use super::manage::code;
 use super::parse::{Object, Pushed, batch_size, delay_ms, leases, parse_message, visibility_ms};
 use super::resources::QueueOut;
 use super::stream::{Chunk, Listing};
@@ -32,7 +31,7 @@ fn http_pull(broker: &Broker, call: &Incoming) -> Result<PullSettings, ErrorAnsw
     broker.access(call.at()).0.ok_or_else(|| {
         ErrorAnswer::new(
             StatusCode::METHOD_NOT_ALLOWED,
-            code::HTTP_PULL_DISABLED,
+            codes::HTTP_PULL_NOT_ENABLED,
             "messages cannot be pulled unless http_pull mode is enabled",
         )
     })

@@ -18,19 +18,6 @@ use super::wire::success;
 use super::{Answer, App, Incoming};
 use cf_queues::codes;
 
-/// Codes of the management API that [`cf_queues::codes`] does not name.
-pub(crate) mod code {
-    /// A pull from a queue without an HTTP pull consumer: 405 with code 0
-    /// (seen on the live API, alchemy-run/distilled#625).
-    pub(crate) const HTTP_PULL_DISABLED: u32 = 0;
-    /// InvalidQueueName (seen on the live API, cloudflare/workers-sdk#2522).
-    pub(crate) const INVALID_QUEUE_NAME: u32 = 11003;
-    /// `workers.api.error.consumer_exists` (cloudflare/workers-sdk#5347).
-    pub(crate) const CONSUMER_EXISTS: u32 = 11004;
-    /// "queue name already taken" (third-party tests of the live API).
-    pub(crate) const QUEUE_NAME_TAKEN: u32 = 11009;
-}
-
 impl From<AccountError> for ErrorAnswer {
     fn from(error: AccountError) -> ErrorAnswer {
         match error {
@@ -42,11 +29,11 @@ impl From<AccountError> for ErrorAnswer {
             ),
             AccountError::NameTaken(name) => ErrorAnswer::new(
                 StatusCode::CONFLICT,
-                code::QUEUE_NAME_TAKEN,
+                codes::QUEUE_NAME_TAKEN,
                 format!("queue name already taken: {name}"),
             ),
             AccountError::InvalidName(name) => ErrorAnswer::bad_request(
-                code::INVALID_QUEUE_NAME,
+                codes::INVALID_QUEUE_NAME,
                 format!(
                     "Invalid queue name: invalid queue name: {name}. Must match \
                      ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$"
@@ -55,7 +42,7 @@ impl From<AccountError> for ErrorAnswer {
             .at("/queue_name"),
             AccountError::ConsumerExists => ErrorAnswer::new(
                 StatusCode::CONFLICT,
-                code::CONSUMER_EXISTS,
+                codes::CONSUMER_EXISTS,
                 "workers.api.error.consumer_exists: a queue has one consumer; delete it first",
             ),
             AccountError::Invalid { pointer, message } => ErrorAnswer::invalid(&pointer, message),
