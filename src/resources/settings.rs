@@ -285,6 +285,17 @@ pub(crate) fn check_new_name(field: &str, name: &str) -> Result<()> {
     }
 }
 
+/// A number of seconds the API wrote, as a duration; `None` when absent or
+/// not a count.
+pub(crate) fn seconds(n: Option<f64>) -> Option<Duration> {
+    known_u32(n).map(|s| Duration::from_secs(u64::from(s)))
+}
+
+/// A number of milliseconds the API wrote, as a duration.
+pub(crate) fn millis(n: Option<f64>) -> Option<Duration> {
+    crate::message::known_u64(n).map(Duration::from_millis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,15 +313,4 @@ mod tests {
             );
         }
     }
-}
-
-/// A number of seconds the API wrote, as a duration; `None` when absent or
-/// not a count.
-pub(crate) fn seconds(n: Option<f64>) -> Option<Duration> {
-    known_u32(n).map(|s| Duration::from_secs(u64::from(s)))
-}
-
-/// A number of milliseconds the API wrote, as a duration.
-pub(crate) fn millis(n: Option<f64>) -> Option<Duration> {
-    crate::message::known_u64(n).map(Duration::from_millis)
 }
