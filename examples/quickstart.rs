@@ -1,5 +1,6 @@
-//! Pushes, pulls, extends leases, acknowledges, retries, peeks and purges on
-//! one queue, then prints its backlog.
+//! Creates a queue by name and enables HTTP pull on it, then pushes, pulls,
+//! extends leases, acknowledges, retries, peeks and purges on it, and prints
+//! its backlog.
 //!
 //! With no credentials in the environment it starts the embedded emulator and
 //! runs there, so it works offline:
@@ -9,13 +10,16 @@
 //! ```
 //!
 //! Against Cloudflare: set `CLOUDFLARE_API_TOKEN` (or `CLOUDFLARE_API_KEY` and
-//! `CLOUDFLARE_EMAIL`), `CLOUDFLARE_ACCOUNT_ID` and `CLOUDFLARE_QUEUE_ID`,
-//! optionally `CLOUDFLARE_BASE_URL`, then run the same command.
+//! `CLOUDFLARE_EMAIL`), `CLOUDFLARE_ACCOUNT_ID` and `CLOUDFLARE_QUEUE_ID` (or
+//! `CLOUDFLARE_QUEUE_NAME`: the queue is found by name), optionally
+//! `CLOUDFLARE_BASE_URL`, then run the same command. It uses an existing
+//! queue there, whose HTTP pull must be enabled (`cfq consumer enable`).
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cf_queues::batch::Batch;
+use cf_queues::resources::HttpPullSettings;
 use cf_queues::{Acks, Body, Client, Credentials, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 
@@ -49,17 +53,40 @@ async fn connect() -> Result<(Queue, Option<EmulatorHandle>), Box<dyn std::error
     if Credentials::from_env()?.is_none() {
         println!("no Cloudflare credentials set: starting the embedded emulator");
         let emulator = Emulator::new().start().await?;
-        let queue = emulator.client()?.queue("quickstart")?;
+        // The path a new queue takes on Cloudflare: created by name, then
+        // HTTP pull enabled with the delivery settings (until then a pull
+        // answers 405, `Error::is_pull_disabled`).
+        let queue = emulator.client()?.create_queue("quickstart").await?;
+        let consumer = queue
+            .enable_http_pull(HttpPullSettings::new().max_retries(3))
+            .await?;
+        println!(
+            "created queue {:?} ({}), HTTP pull enabled with max_retries {:?}",
+            queue.name().unwrap_or_default(),
+            queue.id(),
+            consumer.settings.max_retries
+        );
         return Ok((queue, Some(emulator)));
     }
-    let account = std::env::var("CLOUDFLARE_ACCOUNT_ID").unwrap_or_default();
-    let queue_id = std::env::var("CLOUDFLARE_QUEUE_ID").unwrap_or_default();
-    if account.is_empty() || queue_id.is_empty() {
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let (account, queue_id, queue_name) = (
+        var("CLOUDFLARE_ACCOUNT_ID"),
+        var("CLOUDFLARE_QUEUE_ID"),
+        var("CLOUDFLARE_QUEUE_NAME"),
+    );
+    if account.is_empty() || (queue_id.is_empty() && queue_name.is_empty()) {
         return Err("credentials are set: also set CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_QUEUE_ID \
-                    (and optionally CLOUDFLARE_BASE_URL), or unset the credentials to use the emulator"
+                    or CLOUDFLARE_QUEUE_NAME (and optionally CLOUDFLARE_BASE_URL), or unset the \
+                    credentials to use the emulator"
             .into());
     }
-    Ok((Client::from_env()?.queue(queue_id)?, None))
+    let client = Client::from_env()?;
+    let queue = if queue_id.is_empty() {
+        client.queue_by_name(&queue_name).await?
+    } else {
+        client.queue(queue_id)?
+    };
+    Ok((queue, None))
 }
 
 /// The whole tour: every operation once, printing what happens.
