@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cf_queues_emulator::Latency;
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 mod resources;
 
@@ -410,7 +410,8 @@ const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
 
 It prints its base URL and credentials as `export CLOUDFLARE_...=` lines to paste into a \
-shell; any client of the API, cfq included, can then talk to it.";
+shell; any client of the API, cfq included, can then talk to it. With --config, it declares \
+the account's queues from a file first, and prints the id of each.";
 
 const COMPLETIONS_LONG: &str = "\
 Print a completion script for a shell. For example:
@@ -695,6 +696,9 @@ impl MoveArgs {
 }
 
 #[derive(Debug, Args)]
+// `--strict` with a configuration file alone is strict about the queues the
+// file declares: either declaration satisfies it.
+#[command(group(ArgGroup::new("declaration").args(["declared", "config"]).multiple(true)))]
 pub struct EmulatorArgs {
     /// The address to listen on
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787", value_parser = parse_listen)]
@@ -704,8 +708,20 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
     pub token: Option<String>,
 
-    /// Only the queues named with --queue exist; others get 404 with code 10104
-    #[arg(long, requires = "declared")]
+    /// Declare the account from a TOML file: queues with their names, ids, settings and
+    /// consumers, the round trip and the rate limits
+    ///
+    /// The file's fields are the API's (`queue_name`, `queue_id`, `settings`, `consumer` with
+    /// `type = "http_pull"`, `dead_letter_queue`, ...); its format is documented in the
+    /// cf-queues-emulator crate, module `config`:
+    /// https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/. A queue declared
+    /// without `queue_id` gets a fresh one, printed at start.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Only the queues named with --queue or declared by --config exist; others get 404 with code
+    /// 10104
+    #[arg(long, requires = "declaration")]
     pub strict: bool,
 
     /// Declare a queue (repeatable; with --strict)

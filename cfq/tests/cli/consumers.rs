@@ -1,13 +1,86 @@
-//! `cfq consumer`: HTTP pull enabled, changed, shown and disabled; what a
-//! pull says after it is disabled; a Worker consumer shown and never
-//! replaced; the help texts of the new commands.
+//! `cfq consumer` and the path from nothing: `cfq emulator --config`, a
+//! queue created, HTTP pull enabled, messages pushed and pulled, all by
+//! name; what a pull says before HTTP pull is enabled and after it is
+//! disabled; a Worker consumer shown and never replaced; the help texts of
+//! the new commands.
 
-use std::process::Command;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use serde_json::{Value, json};
 
-use crate::support::{Run, TOKEN, cfq, run, run_with_stdin};
+use crate::support::{Run, TOKEN, cfq, cfq_at, run, run_with_stdin, temp_dir};
+
+/// A `cfq emulator` child, stopped when dropped (a failed test too).
+struct Served {
+    child: Child,
+    base_url: String,
+    /// The `queue NAME: ID` lines it printed.
+    queues: Vec<(String, String)>,
+}
+
+impl Served {
+    fn start(config: &std::path::Path, extra: &[&str]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cfq"))
+            .args(["emulator", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .arg("--config")
+            .arg(config)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut base_url = None;
+        let mut queues = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("utf-8");
+            let line = line.trim();
+            if let Some(url) = line.strip_prefix("export CLOUDFLARE_BASE_URL=") {
+                base_url = Some(url.to_owned());
+            } else if let Some((name, id)) = line
+                .strip_prefix("queue ")
+                .and_then(|rest| rest.split_once(": "))
+            {
+                queues.push((name.to_owned(), id.to_owned()));
+            } else if line == "press Ctrl-C to stop" {
+                break;
+            }
+        }
+        Served {
+            child,
+            base_url: base_url.expect("the base URL printed"),
+            queues,
+        }
+    }
+
+    fn cfq(&self) -> Command {
+        cfq_at(&self.base_url)
+    }
+
+    /// SIGTERM, and a clean exit.
+    fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        assert!(self.child.wait().expect("cfq exits").success());
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn cfq_run(mut command: Command, words: &[&str]) -> Run {
+    command.args(words);
+    run(command).await
+}
 
 /// The fields of a line that are the server's to choose (ids, times),
 /// replaced by their kind, so that the rest compares exactly.
@@ -21,6 +94,121 @@ fn masked(mut value: Value) -> Value {
         }
     }
     value
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_nothing_to_a_running_consumer_by_name() {
+    let dir = temp_dir("from-nothing");
+    let config = dir.join("account.toml");
+    std::fs::write(
+        &config,
+        r#"
+        [[queues]]
+        queue_name = "emails"
+        queue_id = "e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1"
+        consumer = { type = "worker", script_name = "mailer" }
+
+        [[queues]]
+        queue_name = "audit"
+        "#,
+    )
+    .expect("write");
+    // Strict: only the declared queues and those the API creates exist.
+    let served = Served::start(&config, &["--strict"]);
+    assert_eq!(served.queues.len(), 2, "{:?}", served.queues);
+    assert_eq!(
+        served.queues[0],
+        (
+            "emails".to_owned(),
+            "e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1e1".to_owned()
+        )
+    );
+    assert_eq!(served.queues[1].0, "audit");
+    assert_eq!(served.queues[1].1.len(), 32, "a fresh id");
+
+    let created = cfq_run(served.cfq(), &["queues", "create", "orders"]).await;
+    created.expect_code(0);
+    let id = created.one()["queue_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+
+    // Before HTTP pull is enabled: the API's 405 (exit 5), and the hint.
+    let early = cfq_run(served.cfq(), &["pull", "--queue", "orders"]).await;
+    early.expect_code(5);
+    for needed in [
+        "HTTP 405",
+        "hint: HTTP pull is not enabled on queue orders: `cfq consumer enable --queue orders` \
+         enables it (or `wrangler queues consumer http add orders`",
+    ] {
+        assert!(early.stderr.contains(needed), "{needed}: {early:?}");
+    }
+
+    let enabled = cfq_run(
+        served.cfq(),
+        &[
+            "consumer",
+            "enable",
+            "--queue",
+            "orders",
+            "--max-retries",
+            "2",
+            "--dead-letter-queue",
+            "orders-dlq",
+        ],
+    )
+    .await;
+    enabled.expect_code(0);
+    assert_eq!(
+        masked(enabled.one()),
+        json!({
+            "queue": id, "queue_name": "orders", "http_pull": true, "action": "enabled",
+            "consumer": {
+                "type": "http_pull", "consumer_id": "…", "created_on": "…",
+                "dead_letter_queue": "orders-dlq",
+                "settings": {"batch_size": 5, "max_retries": 2, "retry_delay": 0, "visibility_timeout_ms": 30_000},
+            },
+        })
+    );
+    assert!(enabled.stderr.contains("up to a minute"), "{enabled:?}");
+
+    let pushed = cfq_run(served.cfq(), &["push", "--queue", "orders", "hello"]).await;
+    pushed.expect_code(0);
+    assert_eq!(pushed.one(), json!({"pushed": 1, "queue": id}));
+    // Two deliveries, the lease running out each time: then the message is
+    // out of retries, and on the dead-letter queue, named.
+    for attempt in 1..=2 {
+        let pulled = cfq_run(
+            served.cfq(),
+            &["pull", "--queue", "orders", "--visibility", "300ms"],
+        )
+        .await;
+        pulled.expect_code(0);
+        let message = pulled.one();
+        assert_eq!(
+            (&message["body"], &message["attempts"]),
+            (&json!("hello"), &json!(attempt))
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let left = cfq_run(served.cfq(), &["peek", "--queue", "orders"]).await;
+    left.expect_code(0);
+    assert_eq!(left.stdout, "");
+    let parked = cfq_run(served.cfq(), &["peek", "--queue", "orders-dlq"]).await;
+    parked.expect_code(0);
+    assert_eq!(parked.one()["body"], "hello");
+
+    // The id that create printed, as CFQ_QUEUE.
+    let mut by_env = served.cfq();
+    by_env.env("CFQ_QUEUE", &id);
+    let metrics = cfq_run(by_env, &["metrics"]).await;
+    metrics.expect_code(0);
+    assert_eq!(metrics.one()["queue"], id.as_str());
+    // Strict: a value that is neither a name nor a declared id is unknown.
+    let stray = cfq_run(served.cfq(), &["push", "--queue", "jobs", "x"]).await;
+    stray.expect_code(4);
+    served.stop();
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// An emulator with a Worker-consumed queue `emails` and a queue `orders`
@@ -274,6 +462,29 @@ async fn a_worker_consumer_is_shown_and_never_replaced() {
     assert_eq!(masked(after.one()), worker, "unchanged");
 }
 
+#[test]
+fn emulator_config_files_that_cannot_be_used() {
+    let dir = temp_dir("bad-config");
+    let typo = dir.join("typo.toml");
+    std::fs::write(&typo, "[[queues]]\nqueue_name = \"orders\"\nconsumr = {}\n").expect("write");
+    let missing = dir.join("missing.toml");
+    for (file, code, says) in [
+        (&typo, 2, "unknown field `consumr`"),
+        (&missing, 1, "cannot read the emulator configuration"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_cfq"))
+            .args(["emulator", "--listen", "127.0.0.1:0", "--config"])
+            .arg(file)
+            .output()
+            .expect("cfq runs");
+        assert_eq!(output.status.code(), Some(code), "{file:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// The help of every new command: exit 0, its usage, lines of at most 100
 /// characters, words for each option.
 #[test]
@@ -323,6 +534,13 @@ fn the_new_commands_explain_themselves() {
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let emulator = help(&["emulator", "--help"]);
+    assert!(
+        emulator.contains("--config <FILE>")
+            && emulator
+                .contains("https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/"),
+        "{emulator}"
+    );
     let enable = help(&["consumer", "enable", "--help"]);
     assert!(
         enable
