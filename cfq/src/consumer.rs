@@ -36,8 +36,10 @@ struct ConsumerFields<'a> {
     consumer_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     created_on: Option<&'a str>,
+    /// A Worker's script (`null` when the API gave none); absent for
+    /// other kinds.
     #[serde(skip_serializing_if = "Option::is_none")]
-    script_name: Option<&'a str>,
+    script_name: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dead_letter_queue: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,7 +89,7 @@ impl<'a> ConsumerFields<'a> {
             kind: "worker",
             consumer_id: w.consumer_id.as_deref(),
             created_on: w.created_on.as_deref(),
-            script_name: Some(w.script_name.as_deref().unwrap_or_default()),
+            script_name: Some(w.script_name.as_deref()),
             dead_letter_queue: Some(w.dead_letter_queue.as_deref()),
             settings: Some(SettingsFields {
                 batch_size: w.batch_size,

@@ -40,7 +40,9 @@ settings given and keep the others.
 A setting never given has Cloudflare's default: batch size 5, 3 retries, no retry delay, a \
 visibility timeout of 30s, no dead-letter queue (a message out of retries is deleted). The \
 dead-letter queue is named by its NAME, not its id, and Cloudflare creates it when no queue has \
-that name. A queue consumed by a Worker is refused, not changed: a queue has one consumer.
+that name. To take a setting back to its default (the dead-letter queue among them), disable HTTP \
+pull and enable it again. A queue consumed by a Worker is refused, not changed: a queue has one \
+consumer.
 
 Cloudflare can answer pulls with \"HTTP pull not enabled\" for up to a minute after it was \
 enabled.";
@@ -209,19 +211,19 @@ pub struct EnableArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Messages a pull that gives no batch size leases (1 to 100) [default: 5]
+    /// Messages a pull that gives no batch size leases (1 to 100; Cloudflare's default: 5)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub batch_size: Option<u32>,
 
-    /// Deliveries before a message is dropped or dead-lettered (0 to 100) [default: 3]
+    /// Deliveries before a message is dropped or dead-lettered (0 to 100; Cloudflare's default: 3)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub max_retries: Option<u32>,
 
-    /// Delay of a retry that gives none, such as 30s (at most 24h) [default: 0s]
+    /// Delay of a retry that gives none, such as 30s (at most 24h; Cloudflare's default: 0s)
     #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub retry_delay: Option<Duration>,
 
-    /// Lease of a pull that gives none, such as 60s or 1500ms (at most 12h) [default: 30s]
+    /// Lease of a pull that gives none, such as 60s or 1500ms (at most 12h; Cloudflare's default: 30s)
     #[arg(long, value_name = "DURATION", value_parser = parse_visibility)]
     pub visibility_timeout: Option<Duration>,
 
