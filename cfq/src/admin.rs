@@ -125,7 +125,12 @@ pub async fn purge(session: &Session, args: &PurgeArgs) -> Result<Code, Failure>
 async fn purge_all(session: &Session, args: &PurgeArgs) -> Result<Code, Failure> {
     let queue_id = session.queue.id();
     if !args.yes {
-        confirm(queue_id)?;
+        confirm(
+            &format!("This deletes every message of queue {queue_id}, permanently."),
+            "the queue id",
+            queue_id,
+            "nothing was purged",
+        )?;
     }
     session
         .queue
@@ -189,14 +194,13 @@ fn report_purge(
     Ok(Code::Ok)
 }
 
-/// Asks to type the queue id. Reads stdin whether or not it is a terminal,
-/// so that a script can confirm by piping the id; `--yes` skips this.
-fn confirm(queue_id: &str) -> Result<(), Failure> {
+/// Asks to type `expected` (`what` names it: "the queue id"), after
+/// `warning`. Reads stdin whether or not it is a terminal, so that a script
+/// can confirm by piping the answer; `--yes` skips this. `purge --all`,
+/// `queues delete` and `consumer disable` ask so.
+pub fn confirm(warning: &str, what: &str, expected: &str, undone: &str) -> Result<(), Failure> {
     let mut stderr = io::stderr().lock();
-    let _ = write!(
-        stderr,
-        "This deletes every message of queue {queue_id}, permanently.\nType the queue id to confirm: "
-    );
+    let _ = write!(stderr, "{warning}\nType {what} to confirm: ");
     let _ = stderr.flush();
     let mut answer = String::new();
     let read = io::stdin()
@@ -206,9 +210,9 @@ fn confirm(queue_id: &str) -> Result<(), Failure> {
     if !io::stdin().is_terminal() {
         let _ = writeln!(stderr);
     }
-    if read == 0 || answer.trim() != queue_id {
-        return Err(Failure::local("not confirmed; nothing was purged")
-            .with_hint("type the queue id exactly, or pass --yes"));
+    if read == 0 || answer.trim() != expected {
+        return Err(Failure::local(format_args!("not confirmed; {undone}"))
+            .with_hint(format_args!("type {what} exactly, or pass --yes")));
     }
     Ok(())
 }

@@ -5,7 +5,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cf_queues_emulator::Latency;
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+mod resources;
+
+pub use resources::{
+    ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
+    EnableArgs, InfoArgs, ListArgs, QueuesArgs, QueuesCommand, UpdateArgs,
+};
 
 const ABOUT: &str =
     "Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP";
@@ -16,14 +23,20 @@ Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP.
 Credentials come from the environment, as for the cf-queues library and Cloudflare's SDKs: \
 CLOUDFLARE_API_TOKEN (a token with the Queues Read and Queues Edit permissions), or \
 CLOUDFLARE_API_KEY with CLOUDFLARE_EMAIL. The account comes from --account or \
-CLOUDFLARE_ACCOUNT_ID, the queue from --queue or CFQ_QUEUE (its 32-character id, not its name: \
-`wrangler queues list` shows both), and the API root from --base-url or CLOUDFLARE_BASE_URL, \
-which lets cfq talk to `cfq emulator`. Tokens are never taken on the command line, where \
+CLOUDFLARE_ACCOUNT_ID, the queue from --queue or CFQ_QUEUE, and the API root from --base-url \
+or CLOUDFLARE_BASE_URL, which lets cfq talk to `cfq emulator`. Tokens are never taken on the command line, where \
 other users of the machine could read them; the one exception is `cfq emulator --token`, the \
 token the local emulator accepts, not one cfq sends.
 
-Pulling needs HTTP pull enabled on the queue: `wrangler queues consumer http add QUEUE_NAME`, \
-or the queue's settings in the dashboard.";
+A queue is named by its name or its id: a value of --queue of 32 hex digits is an id, any other \
+is looked up as a name (once per command), and used as an id when no queue has that name (the \
+emulator's queues that spring into being have such ids). --queue-id and --queue-name force one \
+reading. `cfq queues list` shows every queue's name and id.
+
+From nothing to a running consumer: `cfq queues create orders`, then \
+`cfq consumer enable --queue orders` (HTTP pull, which pulling needs; or \
+`wrangler queues consumer http add orders`, or the dashboard), then `cfq push --queue orders \
+hello` and `cfq pull --queue orders`.";
 
 /// Printed after `cfq --help`: exit codes and the message file format.
 const AFTER_LONG_HELP: &str = "\
@@ -35,11 +48,12 @@ Output:
 
 Exit codes:
   0  success (also when stdout was closed early, as by `cfq peek | head -1`)
-  1  a local failure: a file that cannot be read or written, a purge not confirmed
+  1  a local failure: a file that cannot be read or written, a purge, a deletion or a
+     disabling not confirmed
   2  usage or configuration: a bad flag, a missing account, queue or credentials,
      a value over a documented limit (nothing was sent)
   3  authentication: credentials refused, or a token without the Queues permissions
-  4  not found: no such queue in this account
+  4  not found: no queue of that id or name in this account
   5  API error: any other failure answered by the API
   6  network: the API could not be reached, or did not answer in time
   7  partial: the command ran to its end but left something behind: lines of a file
@@ -88,9 +102,28 @@ pub struct Cli {
     #[command(flatten)]
     pub global: Global,
 
-    /// The queue's id, for commands that work on one queue (also accepted after the command)
-    #[arg(long = "queue", id = "top_queue", value_name = "QUEUE_ID")]
+    /// The queue, by name or id, for commands that work on one queue (also accepted after the
+    /// command)
+    #[arg(
+        long = "queue",
+        id = "top_queue",
+        value_name = "QUEUE",
+        conflicts_with_all = ["top_queue_id", "top_queue_name"]
+    )]
     pub queue: Option<String>,
+
+    /// The queue by its id, never looked up as a name (also accepted after the command)
+    #[arg(
+        long = "queue-id",
+        id = "top_queue_id",
+        value_name = "QUEUE_ID",
+        conflicts_with = "top_queue_name"
+    )]
+    pub queue_id: Option<String>,
+
+    /// The queue by its name, never read as an id (also accepted after the command)
+    #[arg(long = "queue-name", id = "top_queue_name", value_name = "NAME")]
+    pub queue_name: Option<String>,
 
     #[command(subcommand)]
     pub command: Command,
@@ -140,6 +173,13 @@ impl Global {
     }
 }
 
+impl Cli {
+    /// The queue given before the command's name, if any.
+    pub fn top_queue(&self) -> Option<QueueRef> {
+        QueueRef::from_flags(&self.queue, &self.queue_id, &self.queue_name)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// One JSON object per line
@@ -148,12 +188,81 @@ pub enum OutputFormat {
     Table,
 }
 
+/// How a queue was named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueRef {
+    /// `--queue` or `CFQ_QUEUE`: an id when it is 32 hex digits, otherwise
+    /// a name, or an id when no queue has that name.
+    Either(String),
+    /// `--queue-id`: an id, never looked up.
+    Id(String),
+    /// `--queue-name`: a name, even one that looks like an id.
+    Name(String),
+}
+
+impl QueueRef {
+    /// The one of three conflicting flags that was given (clap refuses two).
+    pub fn from_flags(
+        either: &Option<String>,
+        id: &Option<String>,
+        name: &Option<String>,
+    ) -> Option<QueueRef> {
+        either
+            .clone()
+            .map(QueueRef::Either)
+            .or_else(|| id.clone().map(QueueRef::Id))
+            .or_else(|| name.clone().map(QueueRef::Name))
+    }
+}
+
 /// The queue a command works on.
-#[derive(Debug, Args, Clone)]
+#[derive(Debug, Args, Clone, Default)]
 pub struct Target {
-    /// The queue's id (letters and digits), not its name [env: CFQ_QUEUE]
-    #[arg(long, short = 'q', value_name = "QUEUE_ID")]
+    /// The queue, by name or id (32 hex digits are an id) [env: CFQ_QUEUE]
+    #[arg(
+        long,
+        short = 'q',
+        value_name = "QUEUE",
+        conflicts_with_all = ["queue_id", "queue_name"]
+    )]
     pub queue: Option<String>,
+
+    /// The queue by its id, never looked up as a name
+    #[arg(long, value_name = "QUEUE_ID", conflicts_with = "queue_name")]
+    pub queue_id: Option<String>,
+
+    /// The queue by its name, never read as an id
+    #[arg(long, value_name = "NAME")]
+    pub queue_name: Option<String>,
+}
+
+impl Target {
+    pub fn given(&self) -> Option<QueueRef> {
+        QueueRef::from_flags(&self.queue, &self.queue_id, &self.queue_name)
+    }
+}
+
+/// The queue messages are pushed to: `replay --to` and `move --to`.
+#[derive(Debug, Args, Clone)]
+#[group(required = true, multiple = false)]
+pub struct Destination {
+    /// The queue to push the messages to, by name or id (32 hex digits are an id)
+    #[arg(long, value_name = "QUEUE")]
+    pub to: Option<String>,
+
+    /// The queue to push the messages to, by its id, never looked up as a name
+    #[arg(long, value_name = "QUEUE_ID")]
+    pub to_id: Option<String>,
+
+    /// The queue to push the messages to, by its name, never read as an id
+    #[arg(long, value_name = "NAME")]
+    pub to_name: Option<String>,
+}
+
+impl Destination {
+    pub fn given(&self) -> Option<QueueRef> {
+        QueueRef::from_flags(&self.to, &self.to_id, &self.to_name)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,6 +294,10 @@ pub enum Command {
     /// Move messages from one queue to another (dead-letter redrive)
     #[command(name = "move", long_about = MOVE_LONG)]
     Move(MoveArgs),
+    /// List, show, create, update and delete queues
+    Queues(QueuesArgs),
+    /// Enable, show and disable a queue's HTTP pull consumer
+    Consumer(ConsumerArgs),
     /// Run a local emulator of the Queues messages API
     #[command(long_about = EMULATOR_LONG)]
     Emulator(EmulatorArgs),
@@ -209,6 +322,8 @@ impl Command {
             Command::Drain(a) => Some(&a.global),
             Command::Replay(a) => Some(&a.global),
             Command::Move(a) => Some(&a.global),
+            Command::Queues(a) => Some(a.command.global()),
+            Command::Consumer(a) => Some(a.command.global()),
             Command::Emulator(_) | Command::Completions(_) => None,
         }
     }
@@ -245,7 +360,8 @@ its lease id; otherwise it comes back after the visibility timeout. To look with
 use `cfq peek`. A message the API sent without a lease id is printed but cannot be settled: \
 --ack and --retry-after settle the others and exit 7.
 
-Pulling needs HTTP pull enabled on the queue (`wrangler queues consumer http add QUEUE_NAME`).";
+Pulling needs HTTP pull enabled on the queue: `cfq consumer enable --queue QUEUE` (or \
+`wrangler queues consumer http add QUEUE_NAME`).";
 
 const DRAIN_LONG: &str = "\
 Pull every message of the queue, append it to FILE as a cfq record, and acknowledge it: until \
@@ -263,7 +379,10 @@ timeout, and each later delivery is written again and counted, so the file holds
 max_retries copies of it (the queue then drops it, or moves it to its dead-letter queue).
 
 FILE is appended to, never truncated. Bodies HTTP cannot push back (bytes, v8) are kept too, \
-and reported by line. Push the file back with `cfq replay FILE --to QUEUE`.";
+and reported by line. Push the file back with `cfq replay FILE --to QUEUE`.
+
+Draining pulls, which needs HTTP pull enabled on the queue: `cfq consumer enable --queue QUEUE` \
+(or `wrangler queues consumer http add QUEUE_NAME`).";
 
 const REPLAY_LONG: &str = "\
 Push every line of FILE to the queue given with --to, as `cfq push --file` does, with the same \
@@ -291,7 +410,8 @@ const EMULATOR_LONG: &str = "\
 Run a local emulator of the Cloudflare Queues messages API until Ctrl-C or SIGTERM.
 
 It prints its base URL and credentials as `export CLOUDFLARE_...=` lines to paste into a \
-shell; any client of the API, cfq included, can then talk to it.";
+shell; any client of the API, cfq included, can then talk to it. With --config, it declares \
+the account's queues from a file first, and prints the id of each.";
 
 const COMPLETIONS_LONG: &str = "\
 Print a completion script for a shell. For example:
@@ -505,9 +625,8 @@ pub struct ReplayArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// The id of the queue to push to
-    #[arg(long, value_name = "QUEUE_ID", required = true)]
-    pub to: String,
+    #[command(flatten)]
+    pub destination: Destination,
 
     /// Skip the first N lines (to resume a run that stopped)
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -523,15 +642,32 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    /// The id of the queue to move messages from [env: CFQ_QUEUE]
-    // Its own field, not a flattened Target: a doc comment on a flattened
+    /// The queue to move messages from, by name or id (32 hex digits are an id) [env: CFQ_QUEUE]
+    // Its own fields, not a flattened Target: a doc comment on a flattened
     // struct does not reach clap, and this queue is the source.
-    #[arg(long = "queue", short = 'q', value_name = "QUEUE_ID")]
+    #[arg(
+        long = "queue",
+        short = 'q',
+        value_name = "QUEUE",
+        conflicts_with_all = ["from_id", "from_name"]
+    )]
     pub from: Option<String>,
 
-    /// The id of the queue to move them to
-    #[arg(long, value_name = "QUEUE_ID", required = true)]
-    pub to: String,
+    /// The queue to move messages from, by its id, never looked up as a name
+    #[arg(
+        long = "queue-id",
+        id = "from_id",
+        value_name = "QUEUE_ID",
+        conflicts_with = "from_name"
+    )]
+    pub from_id: Option<String>,
+
+    /// The queue to move messages from, by its name, never read as an id
+    #[arg(long = "queue-name", id = "from_name", value_name = "NAME")]
+    pub from_name: Option<String>,
+
+    #[command(flatten)]
+    pub destination: Destination,
 
     /// Stop after this many messages
     #[arg(long, value_name = "N")]
@@ -549,7 +685,20 @@ pub struct MoveArgs {
     pub global: Global,
 }
 
+impl MoveArgs {
+    pub fn source(&self) -> Target {
+        Target {
+            queue: self.from.clone(),
+            queue_id: self.from_id.clone(),
+            queue_name: self.from_name.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
+// `--strict` with a configuration file alone is strict about the queues the
+// file declares: either declaration satisfies it.
+#[command(group(ArgGroup::new("declaration").args(["declared", "config"]).multiple(true)))]
 pub struct EmulatorArgs {
     /// The address to listen on
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787", value_parser = parse_listen)]
@@ -559,8 +708,20 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
     pub token: Option<String>,
 
-    /// Only the queues named with --queue exist; others get 404 with code 10104
-    #[arg(long, requires = "declared")]
+    /// Declare the account from a TOML file: queues with their names, ids, settings and
+    /// consumers, the round trip and the rate limits
+    ///
+    /// The file's fields are the API's (`queue_name`, `queue_id`, `settings`, `consumer` with
+    /// `type = "http_pull"`, `dead_letter_queue`, ...); its format is documented in the
+    /// cf-queues-emulator crate, module `config`:
+    /// https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/. A queue declared
+    /// without `queue_id` gets a fresh one, printed at start.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Only the queues named with --queue or declared by --config exist; others get 404 with code
+    /// 10104
+    #[arg(long, requires = "declaration")]
     pub strict: bool,
 
     /// Declare a queue (repeatable; with --strict)

@@ -278,10 +278,11 @@ struct Held {
 
 pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, Failure> {
     let source = &session.queue;
-    let destination = session
-        .client
-        .queue(&args.to)
-        .map_err(|e| session.fail(&e))?;
+    let Some(to) = args.destination.given() else {
+        return Err(Failure::usage("no destination: pass --to QUEUE"));
+    };
+    // Resolved once: every push of the run goes to this handle.
+    let destination = session.other(&to).await?.queue;
     if destination.id() == source.id() {
         return Err(Failure::usage(
             "--to names the queue the messages are already on",

@@ -3,7 +3,9 @@
 //! The `export CLOUDFLARE_...=` lines it prints are parsed by
 //! `.ci/sdk-conformance` and by people's shells: their format is fixed.
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
+use std::path::Path;
+
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorConfig, RateLimitModel};
 
 use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};
@@ -13,6 +15,18 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     let mut emulator = Emulator::new()
         .listen(args.listen)
         .max_retries(args.max_retries);
+    // What the emulator holds at start: the account a file declares. The
+    // flags after it add to it (--strict, --dead-letter) or override it
+    // (--latency, --rate-limits), as later settings of the builder do.
+    let declared = match &args.config {
+        Some(path) => {
+            let config = read_config(path)?;
+            let names: Vec<String> = config.queues.iter().map(|q| q.queue_name.clone()).collect();
+            emulator = emulator.config(config);
+            names
+        }
+        None => Vec::new(),
+    };
     if let Some(token) = args.token {
         emulator = emulator.token(token);
     }
@@ -89,6 +103,12 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     lines.push(format!(
         "  export CLOUDFLARE_ACCOUNT_ID={EMULATOR_ACCOUNT_ID}"
     ));
+    // A queue declared without an id has a fresh one at each start: say it.
+    for name in &declared {
+        if let Some(id) = handle.queue_id(name) {
+            lines.push(format!("  queue {name}: {id}"));
+        }
+    }
     lines.push("press Ctrl-C to stop".into());
     // Whoever started the emulator may have closed stdout: keep serving.
     let out = crate::output::Output::new(None);
@@ -105,6 +125,25 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         .await
         .map_err(|e| Failure::local(format_args!("the emulator failed: {e}")))?;
     Ok(Code::Ok)
+}
+
+/// The account a TOML file declares. Read here rather than by
+/// `Emulator::config_file`, which reads and checks alike, so that the two
+/// failures keep cfq's exit codes: a file that cannot be read is a local
+/// failure (1), one that is not a valid configuration a usage error (2).
+fn read_config(path: &Path) -> Result<EmulatorConfig, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::local(format_args!(
+            "cannot read the emulator configuration {}: {e}",
+            path.display()
+        ))
+    })?;
+    EmulatorConfig::from_toml(&text).map_err(|e| {
+        Failure::usage(format_args!("{}: {}", path.display(), e.message())).with_hint(
+            "the format is in the cf-queues-emulator crate docs, module `config`: \
+             https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/",
+        )
+    })
 }
 
 async fn shutdown_signal() {

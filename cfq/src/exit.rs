@@ -11,6 +11,9 @@ use cf_queues::operation::Operation;
 use cf_queues::retry::RetryClass;
 use cf_queues::{Error, codes};
 
+use crate::output::command_line;
+use crate::session::{QueueFlag, queue_words};
+
 /// What a command's run ends with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
@@ -42,9 +45,37 @@ pub struct Failure {
 /// What the user asked about: named in hints.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
+    /// The queue's id, when known.
     pub queue: Option<String>,
+    /// The queue's name, when known (or the value that was looked up as one).
+    pub queue_name: Option<String>,
     pub account: Option<String>,
     pub base_url: Option<String>,
+    /// The `--queue` value was looked up as a name, no queue had it, and it
+    /// was taken as an id: a "not found" then means neither.
+    pub by_fallback: bool,
+}
+
+impl Context {
+    /// The queue as a hint names it in a command: `--queue orders`.
+    fn queue_flag(&self) -> String {
+        match (&self.queue_name, &self.queue) {
+            (None, None) => "--queue QUEUE".to_owned(),
+            (name, id) => command_line(&queue_words(
+                QueueFlag::Queue,
+                name.as_deref(),
+                id.as_deref().unwrap_or_default(),
+            )),
+        }
+    }
+
+    /// The queue as a hint names it in prose: its name, else its id.
+    fn queue_text(&self) -> &str {
+        self.queue_name
+            .as_deref()
+            .or(self.queue.as_deref())
+            .unwrap_or("QUEUE")
+    }
 }
 
 impl Failure {
@@ -132,11 +163,29 @@ fn needs_http_pull(operation: Option<Operation>) -> bool {
     )
 }
 
-const HTTP_PULL_HINT: &str = "pulling, acknowledging and extending need HTTP pull enabled on the queue: \
-`wrangler queues consumer http add QUEUE_NAME`, or the queue's settings in the dashboard";
+/// How to enable HTTP pull, for the queue of `context`.
+fn http_pull_hint(context: &Context) -> String {
+    format!(
+        "`cfq consumer enable {}` enables it (or `wrangler queues consumer http add {}`, or the \
+         queue's settings in the dashboard)",
+        context.queue_flag(),
+        context.queue_name.as_deref().unwrap_or("QUEUE_NAME")
+    )
+}
+
+/// Whether a name is one a queue can be created with, so that a hint may
+/// offer `cfq queues create NAME`.
+fn creatable(name: &str) -> bool {
+    (1..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
 
 fn hint(error: &Error, context: &Context) -> Option<String> {
-    let queue = context.queue.as_deref().unwrap_or("QUEUE_ID");
+    let queue = context.queue_text();
     let account = context.account.as_deref().unwrap_or("ACCOUNT_ID");
     let status = error.status().unwrap_or(0);
     let error_codes = error.codes();
@@ -154,40 +203,105 @@ fn hint(error: &Error, context: &Context) -> Option<String> {
                 .as_deref()
                 .unwrap_or(cf_queues::Client::DEFAULT_BASE_URL)
         )),
+        Error::UnknownQueueName { name, .. } => {
+            let mut text = format!(
+                "no queue is named {name:?} in account {account}: `cfq queues list` shows its \
+                 queues, with their names and ids"
+            );
+            if creatable(name) {
+                text.push_str(&format!("; `cfq queues create {name}` creates it"));
+            }
+            Some(text)
+        }
+        Error::AmbiguousQueueName { .. } => {
+            Some("name the queue by its id with --queue-id (`cfq queues list` shows them)".into())
+        }
+        Error::OtherConsumer { .. } => Some(format!(
+            "`cfq consumer info {}` shows the queue's consumer",
+            context.queue_flag()
+        )),
         _ if error.is_auth() => Some(format!(
             "the credentials were refused or lack a permission: cfq needs an API token \
              (CLOUDFLARE_API_TOKEN) with the Queues Read and Queues Edit permissions on account \
              {account}; check --account / CLOUDFLARE_ACCOUNT_ID too"
         )),
-        _ if error_codes.contains(&codes::NO_ROUTE) => Some(format!(
-            "the server at {} has no route for this call: check --base-url (Cloudflare's ends in \
-             /client/v4), or the server does not offer this operation (an older `cfq emulator`?)",
-            context
-                .base_url
-                .as_deref()
-                .unwrap_or(cf_queues::Client::DEFAULT_BASE_URL)
-        )),
-        _ if error_codes.contains(&codes::QUEUE_ID_MALFORMED) => Some(
-            "account and queue ids are 1 to 32 letters and digits: use the queue's id, not its \
-             name (`wrangler queues list` shows both)"
-                .into(),
-        ),
-        _ if error.is_not_found() => {
+        _ if error_codes.contains(&codes::NO_ROUTE) => {
             let mut text = format!(
-                "no queue {queue} in account {account}: use the queue's id, not its name \
-                 (`wrangler queues list` shows both)"
+                "the server at {} has no route for this call: check --base-url (Cloudflare's ends \
+                 in /client/v4), or the server does not offer this operation (an older `cfq \
+                 emulator`?)",
+                context
+                    .base_url
+                    .as_deref()
+                    .unwrap_or(cf_queues::Client::DEFAULT_BASE_URL)
             );
+            // A server without the queue list cannot resolve names; an id
+            // given with --queue-id needs no list.
+            if error.operation() == Some(Operation::ListQueues) && context.queue.is_none() {
+                text.push_str(
+                    "; a queue named by its id with --queue-id is not looked up in the list",
+                );
+            }
+            Some(text)
+        }
+        _ if error.is_pull_disabled() => Some(format!(
+            "HTTP pull is not enabled on queue {queue}: {}; Cloudflare can answer so for up to a \
+             minute after it was enabled",
+            http_pull_hint(context)
+        )),
+        _ if error_codes.contains(&codes::QUEUE_ID_MALFORMED) => Some(if context.by_fallback {
+            format!(
+                "no queue is named {queue:?}, and it is not a queue id (32 hex digits): \
+                 `cfq queues list` shows the account's queues, with their names and ids"
+            )
+        } else {
+            "queue ids are 32 hex digits: name the queue by its name with --queue or \
+             --queue-name (`cfq queues list` shows both)"
+                .into()
+        }),
+        _ if error_codes.contains(&codes::QUEUE_NAME_TAKEN) => Some(format!(
+            "a queue of that name exists: `cfq queues info --queue {}` shows it",
+            context.queue_name.as_deref().unwrap_or("NAME")
+        )),
+        _ if error.is_not_found() => {
+            let mut text = if context.by_fallback {
+                format!(
+                    "no queue is named {queue:?}, nor has that id, in account {account}: \
+                     `cfq queues list` shows the account's queues, with their names and ids"
+                )
+            } else {
+                format!(
+                    "no queue {queue} in account {account}: `cfq queues list` shows the \
+                     account's queues, with their names and ids"
+                )
+            };
             if needs_http_pull(error.operation()) {
-                text.push_str("; if the queue exists, ");
-                text.push_str(HTTP_PULL_HINT);
+                text.push_str(
+                    "; if the queue exists, pulling, acknowledging and extending need HTTP pull: ",
+                );
+                text.push_str(&http_pull_hint(context));
             }
             Some(text)
         }
         _ if error.is_rate_limited() => Some(
             "the API is rate limiting this queue or account: wait a little and try again".into(),
         ),
+        Error::Api(api)
+            if api
+                .errors
+                .iter()
+                .any(|e| e.message.contains("delivery_paused")) =>
+        {
+            Some(format!(
+                "delivery of queue {queue} is paused: `cfq queues update {} --resume` resumes it",
+                context.queue_flag()
+            ))
+        }
         Error::Api(_) if (400..500).contains(&status) && needs_http_pull(error.operation()) => {
-            Some(HTTP_PULL_HINT.into())
+            Some(format!(
+                "pulling, acknowledging and extending need HTTP pull enabled on the queue: {}",
+                http_pull_hint(context)
+            ))
         }
         Error::Api(_) if status >= 500 => {
             Some("the API failed on its side; trying again later usually works".into())
@@ -205,5 +319,23 @@ mod tests {
         let error = Error::Config("no account id".into());
         assert_eq!(code_of(&error), Code::Usage);
         assert!(hint(&error, &Context::default()).is_some());
+    }
+
+    #[test]
+    fn hints_name_the_queue_as_it_can_be_typed() {
+        let named = Context {
+            queue: Some("9a7806061c88ada191ed06f989cc3dac".into()),
+            queue_name: Some("orders".into()),
+            ..Context::default()
+        };
+        assert_eq!(named.queue_flag(), "--queue orders");
+        let by_id = Context {
+            queue: Some("jobs".into()),
+            ..Context::default()
+        };
+        assert_eq!(by_id.queue_flag(), "--queue-id jobs");
+        assert_eq!(Context::default().queue_flag(), "--queue QUEUE");
+        assert!(creatable("orders-dlq"));
+        assert!(!creatable("Orders") && !creatable("-a") && !creatable(""));
     }
 }

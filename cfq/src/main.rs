@@ -6,6 +6,7 @@
 
 mod admin;
 mod args;
+mod consumer;
 mod drain;
 mod emulator;
 mod exit;
@@ -13,6 +14,7 @@ mod ndjson;
 mod output;
 mod pull;
 mod push;
+mod queues;
 mod session;
 mod signals;
 mod stderr;
@@ -21,10 +23,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser as _};
 
-use args::{Cli, Command, Global, Target};
+use args::{Cli, Command, ConsumerCommand, Global, QueueRef, QueuesCommand};
 use exit::{Code, Failure};
 use output::Output;
-use session::Session;
+use session::{Account, Session};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -82,12 +84,21 @@ fn init_tracing(verbosity: u8) {
 /// refused rather than ignored: `cfq --queue jobs emulator --strict` would
 /// otherwise start an emulator without the queue.
 fn global_options(cli: &Cli) -> Result<Global, Failure> {
+    if let Command::Queues(queues) = &cli.command
+        && !queues.command.takes_queue()
+        && cli.top_queue().is_some()
+    {
+        return Err(Failure::usage(
+            "--queue, --queue-id and --queue-name do not apply to `cfq queues list` or \
+             `cfq queues create`",
+        ));
+    }
     match cli.command.global() {
         Some(after) => Ok(cli.global.merged(after)),
-        None if cli.global.is_empty() && cli.queue.is_none() => Ok(Global::default()),
+        None if cli.global.is_empty() && cli.top_queue().is_none() => Ok(Global::default()),
         None => Err(Failure::usage(
-            "--queue, --account, --base-url, --output and --verbose before the command do not \
-             apply to `cfq emulator` or `cfq completions`",
+            "--queue, --queue-id, --queue-name, --account, --base-url, --output and --verbose \
+             before the command do not apply to `cfq emulator` or `cfq completions`",
         )
         .with_hint("the emulator's own options (its --queue, --token) go after `emulator`")),
     }
@@ -95,30 +106,57 @@ fn global_options(cli: &Cli) -> Result<Global, Failure> {
 
 async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
     let out = Output::new(global.output);
-    let top_queue = cli.queue;
-    let session = |target: &Target| Session::open(global, target, top_queue.as_deref(), out);
+    let top_queue = cli.top_queue();
+    // The queue given after the command wins over the one before it, as
+    // the other global options do; `CFQ_QUEUE` comes last (in Session).
+    let session = |after: Option<QueueRef>| Session::open(global, after.or(top_queue.clone()), out);
+    let account = || Account::open(global, out);
     match cli.command {
-        Command::Push(args) => push::push(&session(&args.target)?, &args).await,
-        Command::Pull(args) => pull::pull(&session(&args.target)?, &args).await,
-        Command::Ack(args) => pull::ack(&session(&args.target)?, &args).await,
-        Command::Retry(args) => pull::retry(&session(&args.target)?, &args).await,
-        Command::Extend(args) => pull::extend(&session(&args.target)?, &args).await,
-        Command::Peek(args) => pull::peek(&session(&args.target)?, &args).await,
-        Command::Metrics(args) => admin::metrics(&session(&args.target)?, &args).await,
-        Command::Purge(args) => admin::purge(&session(&args.target)?, &args).await,
-        Command::Drain(args) => drain::drain(&session(&args.target)?, &args).await,
+        Command::Push(args) => push::push(&session(args.target.given()).await?, &args).await,
+        Command::Pull(args) => pull::pull(&session(args.target.given()).await?, &args).await,
+        Command::Ack(args) => pull::ack(&session(args.target.given()).await?, &args).await,
+        Command::Retry(args) => pull::retry(&session(args.target.given()).await?, &args).await,
+        Command::Extend(args) => pull::extend(&session(args.target.given()).await?, &args).await,
+        Command::Peek(args) => pull::peek(&session(args.target.given()).await?, &args).await,
+        Command::Metrics(args) => admin::metrics(&session(args.target.given()).await?, &args).await,
+        Command::Purge(args) => admin::purge(&session(args.target.given()).await?, &args).await,
+        Command::Drain(args) => drain::drain(&session(args.target.given()).await?, &args).await,
         Command::Move(args) => {
-            let target = Target {
-                queue: args.from.clone(),
-            };
-            drain::move_messages(&session(&target)?, &args).await
+            drain::move_messages(&session(args.source().given()).await?, &args).await
         }
         Command::Replay(args) => {
-            let target = Target {
-                queue: Some(args.to.clone()),
+            // The destination is the session's queue; `--to` is required,
+            // so neither the queue before the command nor CFQ_QUEUE applies.
+            let Some(to) = args.destination.given() else {
+                return Err(Failure::usage("no queue: pass --to QUEUE"));
             };
-            push::replay(&session(&target)?, &args).await
+            let session = Session::open(global, Some(to), out).await?;
+            push::replay(&session, &args).await
         }
+        Command::Queues(queues) => match queues.command {
+            QueuesCommand::List(args) => queues::list(&account()?, &args).await,
+            QueuesCommand::Create(args) => queues::create(&account()?, &args).await,
+            QueuesCommand::Info(args) => {
+                queues::info(&session(args.target.given()).await?, &args).await
+            }
+            QueuesCommand::Update(args) => {
+                queues::update(&session(args.target.given()).await?, &args).await
+            }
+            QueuesCommand::Delete(args) => {
+                queues::delete(&session(args.target.given()).await?, &args).await
+            }
+        },
+        Command::Consumer(consumer) => match consumer.command {
+            ConsumerCommand::Enable(args) => {
+                consumer::enable(&session(args.target.given()).await?, &args).await
+            }
+            ConsumerCommand::Disable(args) => {
+                consumer::disable(&session(args.target.given()).await?, &args).await
+            }
+            ConsumerCommand::Info(args) => {
+                consumer::info(&session(args.target.given()).await?, &args).await
+            }
+        },
         Command::Emulator(args) => emulator::serve(args).await,
         Command::Completions(args) => {
             let mut buffer = Vec::new();

@@ -31,13 +31,14 @@ use crate::args::{PushArgs, ReplayArgs};
 use crate::exit::{Code, Context, Failure, may_have_landed};
 use crate::ndjson::{Line, Lines, NumberedLine};
 use crate::output::{command_line, line_ranges, plural};
-use crate::session::Session;
+use crate::session::{QueueFlag, Session, queue_id_words};
 use crate::signals::Interrupts;
 use crate::stderr::note;
 
 pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     if let Some(file) = &args.file {
-        let mut command = words(["cfq", "push", "--queue", session.queue.id()]);
+        let mut command = words(["cfq", "push"]);
+        command.extend(queue_id_words(QueueFlag::Queue, session.queue.id()));
         command.extend(session.flags.iter().cloned());
         command.extend(words(["--file"]));
         command.push(file.to_string_lossy().into_owned());
@@ -108,7 +109,7 @@ fn without_one_line_ending(mut body: String) -> String {
 pub async fn replay(session: &Session, args: &ReplayArgs) -> Result<Code, Failure> {
     let mut command = words(["cfq", "replay"]);
     command.push(args.file.to_string_lossy().into_owned());
-    command.extend(words(["--to", session.queue.id()]));
+    command.extend(queue_id_words(QueueFlag::To, session.queue.id()));
     command.extend(session.flags.iter().cloned());
     command.extend(delay_flag(args.delay));
     let options = FileOptions {

@@ -1,9 +1,13 @@
 //! A session: the client, the queue a command works on, and the flags a
 //! resume command repeats.
+//!
+//! A queue is named by a name or an id. The name is resolved here, once
+//! per command: a run of `drain`, `move` or `replay` then works on the
+//! handle, whatever happens to the account's names meanwhile.
 
-use cf_queues::{Client, ClientBuilder, Queue};
+use cf_queues::{Client, ClientBuilder, Error, Queue};
 
-use crate::args::{self, Global, Target};
+use crate::args::{self, Global, QueueRef};
 use crate::exit::{Context, Failure};
 use crate::output::Output;
 
@@ -16,36 +20,136 @@ pub struct Session {
     /// of a command line: a command printed to resume a run repeats them,
     /// since it may be pasted where the environment differs.
     pub flags: Vec<String>,
+    /// The value of `--queue` was looked up as a name first, found none,
+    /// and was taken as an id: hints say that it is neither.
+    pub by_fallback: bool,
+}
+
+/// A client for the commands that work on the account, not one queue.
+pub struct Account {
+    pub client: Client,
+    pub out: Output,
+}
+
+impl Account {
+    pub fn open(global: &Global, out: Output) -> Result<Account, Failure> {
+        Ok(Account {
+            client: client(global)?,
+            out,
+        })
+    }
+
+    /// What hints name, before any queue.
+    pub fn context(&self) -> Context {
+        Context {
+            account: Some(self.client.account_id().to_owned()),
+            base_url: Some(self.client.base_url().to_owned()),
+            ..Context::default()
+        }
+    }
+
+    pub fn fail(&self, error: &Error) -> Failure {
+        Failure::call(error, &self.context())
+    }
+}
+
+fn client(global: &Global) -> Result<Client, Failure> {
+    let context = Context {
+        account: global.account.clone(),
+        base_url: global.base_url.clone(),
+        ..Context::default()
+    };
+    let fail = |e: cf_queues::Error| Failure::call(&e, &context);
+    let mut builder = ClientBuilder::from_env().map_err(fail)?;
+    if let Some(account) = &global.account {
+        builder = builder.account_id(account);
+    }
+    if let Some(base_url) = &global.base_url {
+        builder = builder.base_url(base_url);
+    }
+    builder.build().map_err(fail)
+}
+
+/// Whether a value is a queue id by its form: Cloudflare's ids are 32 hex
+/// digits. A queue name can be too (names are lowercase letters, digits and
+/// dashes); `--queue-name` reads it as one.
+pub fn looks_like_id(value: &str) -> bool {
+    value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A queue as the user named it: a handle, and whether a `--queue` value
+/// was taken as an id after no queue had it as a name.
+pub struct Resolved {
+    pub queue: Queue,
+    pub by_fallback: bool,
+}
+
+/// Resolves a queue named on the command line: one list call for a name,
+/// none for an id.
+pub async fn resolve(client: &Client, given: &QueueRef) -> Result<Resolved, Error> {
+    let queue = match given {
+        QueueRef::Id(id) => client.queue(id)?,
+        QueueRef::Name(name) => client.queue_by_name(name).await?,
+        QueueRef::Either(value) if looks_like_id(value) => client.queue(value)?,
+        QueueRef::Either(value) => match client.queue_by_name(value).await {
+            Ok(queue) => queue,
+            // No queue has that name: the emulator's queues that spring
+            // into being (and declared ones) have ids of any letters and
+            // digits, so the value may still be an id. One that cannot be
+            // an id keeps the error about the name.
+            Err(unknown @ Error::UnknownQueueName { .. }) => match client.queue(value) {
+                Ok(queue) => {
+                    return Ok(Resolved {
+                        queue,
+                        by_fallback: true,
+                    });
+                }
+                Err(_) => return Err(unknown),
+            },
+            Err(other) => return Err(other),
+        },
+    };
+    Ok(Resolved {
+        queue,
+        by_fallback: false,
+    })
+}
+
+/// What hints name for a queue as the user named it, before it resolved.
+pub fn context_of(client: &Client, given: &QueueRef) -> Context {
+    let (QueueRef::Either(value) | QueueRef::Id(value) | QueueRef::Name(value)) = given;
+    Context {
+        queue: matches!(given, QueueRef::Id(_)).then(|| value.clone()),
+        queue_name: (!matches!(given, QueueRef::Id(_))).then(|| value.clone()),
+        account: Some(client.account_id().to_owned()),
+        base_url: Some(client.base_url().to_owned()),
+        by_fallback: false,
+    }
 }
 
 impl Session {
-    pub fn open(
+    /// The client, and the queue named after the command, before it, or by
+    /// `CFQ_QUEUE`, in that order.
+    pub async fn open(
         global: &Global,
-        target: &Target,
-        top_queue: Option<&str>,
+        given: Option<QueueRef>,
         out: Output,
     ) -> Result<Session, Failure> {
-        let context = Context {
-            queue: None,
-            account: global.account.clone(),
-            base_url: global.base_url.clone(),
-        };
-        let fail = |e: cf_queues::Error| Failure::call(&e, &context);
-        let mut builder = ClientBuilder::from_env().map_err(fail)?;
-        if let Some(account) = &global.account {
-            builder = builder.account_id(account);
-        }
-        if let Some(base_url) = &global.base_url {
-            builder = builder.base_url(base_url);
-        }
-        let client = builder.build().map_err(fail)?;
-        let queue_id = target
-            .queue
-            .clone()
-            .or_else(|| top_queue.map(str::to_owned))
-            .or_else(|| std::env::var("CFQ_QUEUE").ok().filter(|q| !q.is_empty()))
-            .ok_or_else(|| Failure::usage("no queue: pass --queue QUEUE_ID or set CFQ_QUEUE"))?;
-        let queue = client.queue(&queue_id).map_err(fail)?;
+        let client = client(global)?;
+        let given = given
+            .or_else(|| {
+                std::env::var("CFQ_QUEUE")
+                    .ok()
+                    .filter(|q| !q.is_empty())
+                    .map(QueueRef::Either)
+            })
+            .ok_or_else(|| {
+                Failure::usage("no queue: pass --queue QUEUE (a name or an id) or set CFQ_QUEUE")
+                    .with_hint("`cfq queues list` shows the account's queues")
+            })?;
+        let resolved = resolve(&client, &given)
+            .await
+            .map_err(|e| Failure::call(&e, &context_of(&client, &given)))?;
         let mut flags = Vec::new();
         if let Some(account) = &global.account {
             flags.extend(["--account".to_owned(), account.clone()]);
@@ -62,27 +166,109 @@ impl Session {
         }
         Ok(Session {
             client,
-            queue,
+            queue: resolved.queue,
             out,
             flags,
+            by_fallback: resolved.by_fallback,
         })
+    }
+
+    /// Another queue of the same account, as the user named it (`--to`),
+    /// resolved once.
+    pub async fn other(&self, given: &QueueRef) -> Result<Resolved, Failure> {
+        resolve(&self.client, given)
+            .await
+            .map_err(|e| Failure::call(&e, &context_of(&self.client, given)))
     }
 
     /// What hints name for this session's queue.
     pub fn context(&self) -> Context {
-        self.context_for(&self.queue)
+        let mut context = self.context_for(&self.queue);
+        context.by_fallback = self.by_fallback;
+        context
     }
 
     pub fn context_for(&self, queue: &Queue) -> Context {
         Context {
             queue: Some(queue.id().to_owned()),
+            queue_name: queue.name().map(str::to_owned),
             account: Some(self.client.account_id().to_owned()),
             base_url: Some(self.client.base_url().to_owned()),
+            by_fallback: false,
         }
     }
 
     /// A library error on this session's queue, with its hint.
     pub fn fail(&self, error: &cf_queues::Error) -> Failure {
         Failure::call(error, &self.context())
+    }
+
+    /// How this session's queue is named in a printed command: by name when
+    /// known, else by id (see [`queue_words`]).
+    pub fn queue_words(&self, flag: QueueFlag) -> Vec<String> {
+        queue_words(flag, self.queue.name(), self.queue.id())
+    }
+}
+
+/// The flag family a printed command names a queue with.
+#[derive(Debug, Clone, Copy)]
+pub enum QueueFlag {
+    /// `--queue`, `--queue-id`, `--queue-name`.
+    Queue,
+    /// `--to`, `--to-id`, `--to-name`.
+    To,
+}
+
+/// The words that name a queue in a printed command, so that pasting it
+/// reaches the same queue: an id of 32 hex digits as itself, any other id
+/// with `--queue-id` (as a plain `--queue` value it would be looked up as
+/// a name first, and another queue may have it).
+pub fn queue_id_words(flag: QueueFlag, id: &str) -> Vec<String> {
+    let name = match (flag, looks_like_id(id)) {
+        (QueueFlag::Queue, true) => "--queue",
+        (QueueFlag::Queue, false) => "--queue-id",
+        (QueueFlag::To, true) => "--to",
+        (QueueFlag::To, false) => "--to-id",
+    };
+    vec![name.to_owned(), id.to_owned()]
+}
+
+/// The words that name a queue in a hint meant for people: its name when
+/// known (what they typed), else its id as [`queue_id_words`] does. A name
+/// that looks like an id is given with `--queue-name`.
+pub fn queue_words(flag: QueueFlag, name: Option<&str>, id: &str) -> Vec<String> {
+    match name {
+        Some(name) => {
+            let flag = match (flag, looks_like_id(name)) {
+                (QueueFlag::Queue, false) => "--queue",
+                (QueueFlag::Queue, true) => "--queue-name",
+                (QueueFlag::To, false) => "--to",
+                (QueueFlag::To, true) => "--to-name",
+            };
+            vec![flag.to_owned(), name.to_owned()]
+        }
+        None => queue_id_words(flag, id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_by_their_form() {
+        assert!(looks_like_id("9a7806061c88ada191ed06f989cc3dac"));
+        assert!(looks_like_id("9A7806061C88ADA191ED06F989CC3DAC"));
+        assert!(!looks_like_id("9a7806061c88ada191ed06f989cc3da"));
+        assert!(!looks_like_id("9a7806061c88ada191ed06f989cc3dag"));
+        assert!(!looks_like_id("orders"));
+        assert_eq!(
+            queue_id_words(QueueFlag::To, "jobs"),
+            ["--to-id".to_owned(), "jobs".to_owned()]
+        );
+        assert_eq!(
+            queue_words(QueueFlag::Queue, Some("orders"), "x"),
+            ["--queue".to_owned(), "orders".to_owned()]
+        );
     }
 }

@@ -85,8 +85,9 @@ impl fmt::Display for ApiError {
         }
         if self.is_pull_disabled() {
             f.write_str(
-                "; HTTP pull is not enabled on this queue: enable it with Queue::enable_http_pull \
-                 or `wrangler queues consumer http add <queue>` \
+                "; HTTP pull is not enabled on this queue: enable it with Queue::enable_http_pull, \
+                 `cfq consumer enable --queue <queue>` or \
+                 `wrangler queues consumer http add <queue>` \
                  (Cloudflare may answer so for a short while after it was enabled)",
             )?;
         }

@@ -16,7 +16,7 @@ use crate::support::scripted_server::{
     Scripted, acked, failure, lease_ids, pulled, scripted, success,
 };
 use crate::support::{
-    TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
+    LOOKUP, TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
 };
 use serde_json::{Value, json};
 
@@ -221,9 +221,10 @@ async fn a_drain_killed_midway_loses_nothing() {
         .arg(&file);
     let before = emulator.requests_received();
     let child = spawn(drain);
-    // Pull, ack, pull, and the held ack: the process is paused there.
+    // The lookup of the name, pull, ack, pull, and the held ack: the
+    // process is paused there.
     kill_when(child, || {
-        line_count(&file) >= 200 && emulator.requests_received() >= before + 4
+        line_count(&file) >= 200 && emulator.requests_received() >= before + LOOKUP + 4
     })
     .await;
 
@@ -284,8 +285,12 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
     .await
     .expect("no panic");
     assert_eq!(skip, 100);
-    // Kill while the second batch is held by the server.
-    kill_when(child, || emulator.requests_received() >= before + 2).await;
+    // Kill while the second batch is held by the server (after the lookup
+    // of the name and the first batch).
+    kill_when(child, || {
+        emulator.requests_received() >= before + LOOKUP + 2
+    })
+    .await;
     assert_eq!(emulator.metrics("restored").backlog_count, 100);
 
     let mut resume = cfq(&emulator);
@@ -330,7 +335,7 @@ async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
     assert_eq!(
         command,
         format!(
-            "cfq replay '{}' --to restored --delay '1m 30s' --skip 100",
+            "cfq replay '{}' --to-id restored --delay '1m 30s' --skip 100",
             file.display()
         )
     );
@@ -530,9 +535,10 @@ async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
     ]);
     let before = emulator.requests_received();
     let child = spawn(redrive);
-    // Pull, push (landed), and the held ack.
+    // The lookups of both names, pull, push (landed), and the held ack.
     kill_when(child, || {
-        emulator.metrics("into").backlog_count == 100 && emulator.requests_received() >= before + 3
+        emulator.metrics("into").backlog_count == 100
+            && emulator.requests_received() >= before + 2 * LOOKUP + 3
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -650,7 +656,7 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
     let server = scripted(script()).await;
     let mut drain = cfq_at(&server.base_url);
     drain
-        .args(["drain", "--queue", "leaseless", "--to"])
+        .args(["drain", "--queue-id", "leaseless", "--to"])
         .arg(&file);
     let drained = run(drain).await;
     drained.expect_code(7);
@@ -674,7 +680,7 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
 
     let server = scripted(script()).await;
     let mut moving = cfq_at(&server.base_url);
-    moving.args(["move", "--queue", "leaseless", "--to", "elsewhere"]);
+    moving.args(["move", "--queue-id", "leaseless", "--to-id", "elsewhere"]);
     let moved = run(moving).await;
     moved.expect_code(7);
     let report = moved.one();
@@ -691,7 +697,7 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
 
     let server = scripted(script()).await;
     let mut pull = cfq_at(&server.base_url);
-    pull.args(["pull", "--queue", "leaseless", "--batch", "3", "--ack"]);
+    pull.args(["pull", "--queue-id", "leaseless", "--batch", "3", "--ack"]);
     let taken = run(pull).await;
     taken.expect_code(7);
     let printed: Vec<Value> = taken.json().iter().map(|r| r["id"].clone()).collect();
@@ -715,7 +721,7 @@ async fn an_ack_answered_without_counts_is_reported_as_unknown() {
     })
     .await;
     let mut ack = cfq_at(&server.base_url);
-    ack.args(["ack", "--queue", "uncounted", "lease-1", "lease-2"]);
+    ack.args(["ack", "--queue-id", "uncounted", "lease-1", "lease-2"]);
     let acked = run(ack).await;
     acked.expect_code(0);
     assert_eq!(
@@ -725,7 +731,7 @@ async fn an_ack_answered_without_counts_is_reported_as_unknown() {
     let mut table = cfq_at(&server.base_url);
     table.args([
         "ack",
-        "--queue",
+        "--queue-id",
         "uncounted",
         "--output",
         "table",

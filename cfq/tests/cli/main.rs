@@ -5,8 +5,10 @@
 
 mod admin;
 mod budget;
+mod consumers;
 mod drain;
 mod messages;
+mod resources;
 #[cfg(unix)]
 mod signals;
 mod standalone;

@@ -308,7 +308,7 @@ async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
     assert_eq!(
         command,
         format!(
-            "cfq push --queue resume --account {EMULATOR_ACCOUNT_ID} --base-url {} --file {quoted} \
+            "cfq push --queue-id resume --account {EMULATOR_ACCOUNT_ID} --base-url {} --file {quoted} \
              --text --delay 3s --skip 100",
             emulator.base_url()
         )
@@ -679,15 +679,33 @@ async fn errors_have_their_exit_codes_and_hints() {
     );
     assert!(!auth.stderr.contains("not-the-token"));
 
+    // Neither a name nor an id of the strict emulator: looked up as a name,
+    // then tried as an id.
     let mut unknown = cfq(&emulator);
     unknown.args(["push", "--queue", "unknown", "x"]);
     let missing = run(unknown).await;
     missing.expect_code(4);
     assert!(missing.stderr.contains("10104"), "{missing:?}");
-    assert!(missing.stderr.contains("not its name"), "{missing:?}");
+    assert!(
+        missing
+            .stderr
+            .contains("no queue is named \"unknown\", nor has that id"),
+        "{missing:?}"
+    );
 
+    // Not an id either: the unknown name it is.
     let mut malformed = cfq(&emulator);
     malformed.args(["push", "--queue", "not a queue id", "x"]);
+    let unnamed = run(malformed).await;
+    unnamed.expect_code(4);
+    assert!(
+        unnamed
+            .stderr
+            .contains("no queue is named \"not a queue id\""),
+        "{unnamed:?}"
+    );
+    let mut malformed = cfq(&emulator);
+    malformed.args(["push", "--queue-id", "not a queue id", "x"]);
     run(malformed).await.expect_code(2);
 
     let mut no_queue = cfq(&emulator);
@@ -729,6 +747,12 @@ async fn errors_have_their_exit_codes_and_hints() {
         not_enabled
             .stderr
             .contains("wrangler queues consumer http add")
+    );
+    assert!(
+        not_enabled
+            .stderr
+            .contains("`cfq consumer enable --queue known` enables it"),
+        "{not_enabled:?}"
     );
 
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
-use crate::support::{Run, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir};
+use crate::support::{
+    LOOKUP, Run, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
+};
 use serde_json::json;
 
 /// A file of `count` numbered text lines, and the bodies they make.
@@ -39,7 +41,7 @@ async fn push_until_the_second_batch_is_held(
         .spawn()
         .expect("cfq starts");
     let started = Instant::now();
-    while emulator.requests_received() < before + 2 {
+    while emulator.requests_received() < before + LOOKUP + 2 {
         assert!(started.elapsed() < Duration::from_secs(30), "never held");
         assert!(child.try_wait().expect("wait").is_none(), "cfq ended early");
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -239,6 +239,8 @@ fn every_help_reads_well() {
         "drain",
         "replay",
         "move",
+        "queues",
+        "consumer",
         "emulator",
         "completions",
     ];
@@ -305,7 +307,7 @@ fn help(args: &[&str]) -> String {
 fn help_says_what_each_option_is_for_where_it_applies() {
     assert!(
         help(&["move", "--help"])
-            .contains("-q, --queue <QUEUE_ID> The id of the queue to move messages from"),
+            .contains("-q, --queue <QUEUE> The queue to move messages from, by name or id"),
         "{}",
         help(&["move", "--help"])
     );
@@ -349,6 +351,20 @@ fn help_says_what_each_option_is_for_where_it_applies() {
         help(&["--help"])
             .contains("a purge --all that started but did not complete within --timeout")
     );
+    // From nothing to a running consumer, by name; cfq enables HTTP pull.
+    let top = help(&["--help"]);
+    for needed in [
+        "`cfq queues create orders`, then `cfq consumer enable --queue orders`",
+        "--queue-id and --queue-name force one reading",
+    ] {
+        assert!(top.contains(needed), "cfq --help lacks {needed:?}");
+    }
+    for command in ["pull", "drain"] {
+        assert!(
+            help(&[command, "--help"]).contains("`cfq consumer enable --queue QUEUE`"),
+            "{command}"
+        );
+    }
 }
 
 /// Given before `emulator`, the options of the API commands are refused,

@@ -15,6 +15,11 @@ pub mod scripted_server;
 
 pub const TOKEN: &str = "cfq-test-secret-token";
 
+/// The requests a command sends before its own to resolve a `--queue`
+/// value that is not 32 hex digits: one list call, which looks the value up
+/// as a name (the tests' queues are named freely, as the emulator allows).
+pub const LOOKUP: u64 = 1;
+
 pub async fn emulator() -> EmulatorHandle {
     Emulator::new()
         .token(TOKEN)

@@ -1,0 +1,468 @@
+//! Queues by name or id, and `cfq queues`: the readings of `--queue`
+//! (32 hex digits an id, anything else a name, then an id), the flags that
+//! force one, a name resolved once per command; and listing, showing,
+//! creating, updating and deleting queues, with their exit codes and
+//! their JSON lines exactly.
+
+use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use serde_json::{Value, json};
+
+use crate::support::{LOOKUP, TOKEN, cfq, run, run_with_stdin};
+
+const ORDERS_ID: &str = "9a7806061c88ada191ed06f989cc3dac";
+/// A valid queue name that is also 32 hex digits.
+const HEX_NAME: &str = "0123456789abcdef0123456789abcdef";
+
+/// An emulator whose account declares queues whose names and ids cross:
+/// `alpha` has the id `beta`, and `beta` the id `gamma`.
+async fn crossed() -> EmulatorHandle {
+    let config = EmulatorConfig::from_toml(&format!(
+        r#"
+        [[queues]]
+        queue_name = "orders"
+        queue_id = "{ORDERS_ID}"
+        consumer = {{ type = "http_pull" }}
+
+        [[queues]]
+        queue_name = "alpha"
+        queue_id = "beta"
+
+        [[queues]]
+        queue_name = "beta"
+        queue_id = "gamma"
+
+        [[queues]]
+        queue_name = "{HEX_NAME}"
+        queue_id = "hexnamed"
+        "#
+    ))
+    .expect("a valid configuration");
+    Emulator::new()
+        .token(TOKEN)
+        .config(config)
+        .start()
+        .await
+        .expect("emulator starts")
+}
+
+/// `cfq queues info` with these words, as JSON.
+async fn info(emulator: &EmulatorHandle, words: &[&str]) -> crate::support::Run {
+    let mut command = cfq(emulator);
+    command.args(["queues", "info"]).args(words);
+    run(command).await
+}
+
+fn id_of(run: &crate::support::Run) -> Value {
+    run.one()["queue_id"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_is_named_by_its_name_or_its_id() {
+    let emulator = crossed().await;
+
+    // 32 hex digits are an id: no lookup, one request.
+    let before = emulator.requests_received();
+    let by_id = info(&emulator, &["--queue", ORDERS_ID]).await;
+    by_id.expect_code(0);
+    assert_eq!(by_id.one()["queue_name"], "orders");
+    assert_eq!(emulator.requests_received(), before + 1);
+
+    // Any other value is a name first: the lookup, then the call.
+    let before = emulator.requests_received();
+    let by_name = info(&emulator, &["--queue", "orders"]).await;
+    by_name.expect_code(0);
+    assert_eq!(id_of(&by_name), ORDERS_ID);
+    assert_eq!(emulator.requests_received(), before + LOOKUP + 1);
+
+    // A name wins over an id of the same letters; --queue-id forces the id.
+    assert_eq!(id_of(&info(&emulator, &["--queue", "beta"]).await), "gamma");
+    let forced = info(&emulator, &["--queue-id", "beta"]).await;
+    forced.expect_code(0);
+    assert_eq!(forced.one()["queue_name"], "alpha");
+
+    // A name of 32 hex digits is read as an id by --queue; --queue-name
+    // forces the name.
+    let as_id = info(&emulator, &["--queue", HEX_NAME]).await;
+    as_id.expect_code(4);
+    assert!(as_id.stderr.contains("10104"), "{as_id:?}");
+    let as_name = info(&emulator, &["--queue-name", HEX_NAME]).await;
+    as_name.expect_code(0);
+    assert_eq!(id_of(&as_name), "hexnamed");
+
+    // A value no queue has as a name is an id: the emulator's free-form ids
+    // keep working, and spring into being on their first push.
+    let mut push = cfq(&emulator);
+    push.args(["push", "--queue", "jobs", "free-form"]);
+    run(push).await.expect_code(0);
+    assert_eq!(emulator.metrics("jobs").backlog_count, 1);
+    // --queue-name never falls back to an id.
+    let unknown = info(&emulator, &["--queue-name", "ghost"]).await;
+    unknown.expect_code(4);
+    assert!(
+        unknown.stderr.contains("no queue is named \"ghost\""),
+        "{unknown:?}"
+    );
+    // An unknown name that is not an id either: the unknown name, exit 4,
+    // with the command that lists and the one that creates.
+    let neither = info(&emulator, &["--queue", "no-such-queue"]).await;
+    neither.expect_code(4);
+    for needed in [
+        "error: no queue is named \"no-such-queue\" in this account",
+        "`cfq queues list` shows its queues",
+        "`cfq queues create no-such-queue` creates it",
+    ] {
+        assert!(neither.stderr.contains(needed), "{needed}: {neither:?}");
+    }
+    // A value tried as a name, then as an id, that is neither.
+    let nothing = info(&emulator, &["--queue", "nothing"]).await;
+    nothing.expect_code(4);
+    assert!(
+        nothing
+            .stderr
+            .contains("no queue is named \"nothing\", nor has that id"),
+        "{nothing:?}"
+    );
+
+    // Before the command, and from CFQ_QUEUE (the --queue reading).
+    let mut before_command = cfq(&emulator);
+    before_command.args(["--queue-name", "beta", "queues", "info"]);
+    assert_eq!(id_of(&run(before_command).await), "gamma");
+    let mut from_env = cfq(&emulator);
+    from_env.env("CFQ_QUEUE", "orders").args(["queues", "info"]);
+    assert_eq!(id_of(&run(from_env).await), ORDERS_ID);
+    // After the command wins over before it.
+    let mut both = cfq(&emulator);
+    both.args(["--queue", "beta", "queues", "info", "--queue-id", "beta"]);
+    assert_eq!(run(both).await.one()["queue_name"], "alpha");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readings_conflict_and_nothing_is_sent() {
+    let emulator = crossed().await;
+    let before = emulator.requests_received();
+    for (words, says) in [
+        (
+            vec!["pull", "--queue", "orders", "--queue-id", ORDERS_ID],
+            "cannot be used with",
+        ),
+        (
+            vec!["pull", "--queue-id", ORDERS_ID, "--queue-name", "orders"],
+            "cannot be used with",
+        ),
+        (
+            vec!["move", "--queue", "a", "--to", "b", "--to-id", "c"],
+            "cannot be used with",
+        ),
+        (vec!["move", "--queue", "a"], "--to"),
+        (vec!["replay", "file.ndjson"], "--to"),
+        (vec!["--queue", "orders", "queues", "list"], "do not apply"),
+        (
+            vec!["--queue-id", "x", "queues", "create", "new"],
+            "do not apply",
+        ),
+        (vec!["--queue-name", "x", "emulator"], "do not apply"),
+        (
+            vec!["queues", "list", "--queue", "orders"],
+            "unexpected argument",
+        ),
+        (
+            vec!["queues", "info", "--queue-id", "not an id"],
+            "letters and digits",
+        ),
+    ] {
+        let mut command = cfq(&emulator);
+        command.args(&words);
+        let refused = run(command).await;
+        refused.expect_code(2);
+        assert!(refused.stderr.contains(says), "{words:?}: {refused:?}");
+    }
+    assert_eq!(emulator.requests_received(), before, "nothing was sent");
+}
+
+/// `drain`, `move` and `replay` look a name up once, then work on the
+/// handle: the requests are the lookups and the run's own, nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_is_resolved_once_per_command() {
+    let emulator = crossed().await;
+    let queue = emulator
+        .client()
+        .expect("client")
+        .queue_by_name("alpha")
+        .await
+        .expect("alpha");
+    queue
+        .enable_http_pull(Default::default())
+        .await
+        .expect("enabled");
+    let bodies: Vec<cf_queues::Message> = (0..25)
+        .map(|i| cf_queues::Message::text(format!("m{i}")))
+        .collect();
+    queue.push_batch(bodies).await.expect("pushed");
+    let dir = crate::support::temp_dir("resolved-once");
+    let file = dir.join("alpha.ndjson");
+
+    // 25 messages by 10: pulls of 10, 10, 5 and 0, and three acks.
+    let before = emulator.requests_received();
+    let mut drain = cfq(&emulator);
+    drain
+        .args(["drain", "--queue", "alpha", "--batch", "10", "--to"])
+        .arg(&file);
+    let drained = run(drain).await;
+    drained.expect_code(0);
+    assert_eq!(drained.one()["drained"], 25);
+    assert_eq!(emulator.requests_received(), before + LOOKUP + 7);
+
+    // Three batches of 10 at most; beta is the queue of that name (gamma).
+    let before = emulator.requests_received();
+    let mut replay = cfq(&emulator);
+    replay
+        .arg("replay")
+        .arg(&file)
+        .args(["--to", "beta", "--output", "json"]);
+    let replayed = run(replay).await;
+    replayed.expect_code(0);
+    assert_eq!(replayed.one()["queue"], "gamma");
+    assert!(emulator.requests_received() <= before + LOOKUP + 3);
+    assert_eq!(emulator.metrics("gamma").backlog_count, 25);
+
+    // Both ends by name: gamma (named beta) has HTTP pull from here.
+    let beta = emulator
+        .client()
+        .expect("client")
+        .queue("gamma")
+        .expect("id");
+    beta.enable_http_pull(Default::default())
+        .await
+        .expect("enabled");
+    let before = emulator.requests_received();
+    let mut redrive = cfq(&emulator);
+    redrive.args(["move", "--queue", "beta", "--to", "orders", "--batch", "10"]);
+    let moved = run(redrive).await;
+    moved.expect_code(0);
+    let report = moved.one();
+    assert_eq!(
+        (&report["from"], &report["to"], &report["moved"]),
+        (&json!("gamma"), &json!(ORDERS_ID), &json!(25))
+    );
+    // Pulls of 10, 10, 5, 0; a push and an ack per batch.
+    assert_eq!(emulator.requests_received(), before + 2 * LOOKUP + 10);
+    assert_eq!(emulator.metrics(ORDERS_ID).backlog_count, 25);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The exact keys of a queue's JSON line.
+const QUEUE_KEYS: [&str; 8] = [
+    "consumer",
+    "consumers_total_count",
+    "created_on",
+    "modified_on",
+    "producers_total_count",
+    "queue_id",
+    "queue_name",
+    "settings",
+];
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.sort_unstable();
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queues_are_created_listed_shown_updated_and_deleted() {
+    let emulator = Emulator::new()
+        .token(TOKEN)
+        .strict_queues(Vec::<String>::new())
+        .start()
+        .await
+        .expect("emulator");
+
+    let mut create = cfq(&emulator);
+    create.args([
+        "queues",
+        "create",
+        "orders",
+        "--delivery-delay",
+        "30s",
+        "--retention",
+        "1d",
+        "--paused",
+    ]);
+    let created = run(create).await;
+    created.expect_code(0);
+    let line = created.one();
+    assert_eq!(keys(&line), QUEUE_KEYS);
+    let id = line["queue_id"].as_str().expect("an id").to_owned();
+    assert_eq!(Some(id.as_str()), emulator.queue_id("orders").as_deref());
+    assert_eq!(
+        (
+            &line["queue_name"],
+            &line["consumer"],
+            &line["consumers_total_count"],
+            &line["producers_total_count"],
+        ),
+        (&json!("orders"), &Value::Null, &json!(0), &json!(0))
+    );
+    assert_eq!(
+        line["settings"],
+        json!({"delivery_delay": 30, "delivery_paused": true, "message_retention_period": 86_400})
+    );
+    assert!(
+        created
+            .stderr
+            .contains("`cfq consumer enable --queue orders` enables HTTP pull"),
+        "{created:?}"
+    );
+
+    // For people: the id and the line to paste.
+    let mut create = cfq(&emulator);
+    create.args(["queues", "create", "emails", "--output", "table"]);
+    let shown = run(create).await;
+    shown.expect_code(0);
+    let emails = emulator.queue_id("emails").expect("created");
+    assert_eq!(
+        shown.stdout,
+        format!("created queue emails: {emails}\n  export CFQ_QUEUE={emails}\n")
+    );
+
+    // Refused before anything is sent (exit 2), or by the API (exit 5).
+    let before = emulator.requests_received();
+    for words in [
+        vec!["queues", "create", "Orders"],
+        vec!["queues", "create", "bad", "--retention", "30s"],
+        vec!["queues", "create", "bad", "--delivery-delay", "25h"],
+        vec!["queues", "update", "--queue", "orders"],
+        vec![
+            "queues", "update", "--queue", "orders", "--paused", "--resume",
+        ],
+    ] {
+        let mut command = cfq(&emulator);
+        command.args(&words);
+        run(command).await.expect_code(2);
+    }
+    assert_eq!(emulator.requests_received(), before, "nothing was sent");
+    let mut taken = cfq(&emulator);
+    taken.args(["queues", "create", "orders"]);
+    let taken = run(taken).await;
+    taken.expect_code(5);
+    assert!(taken.stderr.contains("11009"), "{taken:?}");
+    assert!(
+        taken
+            .stderr
+            .contains("`cfq queues info --queue orders` shows it"),
+        "{taken:?}"
+    );
+
+    // Every page of the list: 25 queues at 20 a page.
+    for i in 0..23 {
+        let mut command = cfq(&emulator);
+        command.args(["queues", "create", &format!("q{i:02}")]);
+        run(command).await.expect_code(0);
+    }
+    let mut list = cfq(&emulator);
+    list.args(["queues", "list"]);
+    let listed = run(list).await;
+    listed.expect_code(0);
+    let lines = listed.json();
+    assert_eq!(lines.len(), 25);
+    assert!(lines.iter().all(|l| keys(l) == QUEUE_KEYS));
+    assert_eq!(lines[0]["queue_name"], "orders");
+    assert_eq!(lines[24]["queue_name"], "q22");
+    let mut table = cfq(&emulator);
+    table.args(["queues", "list", "--output", "table"]);
+    let table = run(table).await;
+    table.expect_code(0);
+    let mut rows = table.stdout.lines();
+    assert_eq!(
+        rows.next(),
+        Some("ID                                NAME    CONSUMER  DELAY  RETENTION  PAUSED")
+    );
+    assert_eq!(
+        rows.next(),
+        Some(format!("{id}  orders  -         30s    1day       yes").as_str())
+    );
+
+    // Update: the settings given change, the others stay.
+    let mut update = cfq(&emulator);
+    update.args(["queues", "update", "--queue", "orders", "--resume"]);
+    let updated = run(update).await;
+    updated.expect_code(0);
+    assert_eq!(
+        updated.one()["settings"],
+        json!({"delivery_delay": 30, "delivery_paused": false, "message_retention_period": 86_400})
+    );
+    let mut shown = cfq(&emulator);
+    shown.args(["queues", "info", "-q", "orders", "--output", "table"]);
+    let shown = run(shown).await;
+    shown.expect_code(0);
+    for needed in [
+        "name            orders\n",
+        &format!("id              {id}\n"),
+        "consumer        -\n",
+        "delivery        active\n",
+        "delivery delay  30s\n",
+        "retention       1day\n",
+    ] {
+        assert!(shown.stdout.contains(needed), "{needed:?}: {shown:?}");
+    }
+
+    // Delete asks to type the name, as purge --all asks the id.
+    let mut refused = cfq(&emulator);
+    refused.args(["queues", "delete", "--queue", "orders"]);
+    let refused = run_with_stdin(refused, "emails\n").await;
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("Type the queue's name to confirm")
+            && refused
+                .stderr
+                .contains("not confirmed; nothing was deleted")
+            && refused
+                .stderr
+                .contains("type the queue's name exactly, or pass --yes"),
+        "{refused:?}"
+    );
+    assert!(emulator.queue_id("orders").is_some(), "not deleted");
+    // Named by its id, it asks for the name all the same.
+    let mut confirmed = cfq(&emulator);
+    confirmed.args(["queues", "delete", "--queue-id", &id]);
+    let confirmed = run_with_stdin(confirmed, "orders\n").await;
+    confirmed.expect_code(0);
+    assert_eq!(
+        confirmed.one(),
+        json!({"queue": id, "queue_name": "orders", "deleted": true})
+    );
+    assert!(emulator.queue_id("orders").is_none(), "deleted");
+    let mut unattended = cfq(&emulator);
+    unattended.args([
+        "queues", "delete", "-q", "emails", "--yes", "--output", "table",
+    ]);
+    let unattended = run(unattended).await;
+    unattended.expect_code(0);
+    assert_eq!(
+        unattended.stdout,
+        format!("deleted queue emails ({emails})\n")
+    );
+    // Gone: by id, 404 (exit 4); by name, an unknown name (exit 4).
+    let mut again = cfq(&emulator);
+    again.args(["queues", "delete", "--queue", &id, "--yes"]);
+    run(again).await.expect_code(4);
+    let mut again = cfq(&emulator);
+    again.args(["queues", "info", "--queue", "orders"]);
+    run(again).await.expect_code(4);
+
+    // No queues: nothing on stdout, a note on stderr, exit 0.
+    let empty = Emulator::new()
+        .token(TOKEN)
+        .start()
+        .await
+        .expect("emulator");
+    let mut list = cfq(&empty);
+    list.args(["queues", "list", "--output", "table"]);
+    let listed = run(list).await;
+    listed.expect_code(0);
+    assert_eq!(listed.stdout, "");
+    assert!(listed.stderr.contains("no queues"), "{listed:?}");
+}
