@@ -75,10 +75,12 @@ async fn connect() -> Result<(Queue, Option<EmulatorHandle>), Box<dyn std::error
         var("CLOUDFLARE_QUEUE_NAME"),
     );
     if account.is_empty() || (queue_id.is_empty() && queue_name.is_empty()) {
-        return Err("credentials are set: also set CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_QUEUE_ID \
+        return Err(
+            "credentials are set: also set CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_QUEUE_ID \
                     or CLOUDFLARE_QUEUE_NAME (and optionally CLOUDFLARE_BASE_URL), or unset the \
                     credentials to use the emulator"
-            .into());
+                .into(),
+        );
     }
     let client = Client::from_env()?;
     let queue = if queue_id.is_empty() {

@@ -8,9 +8,10 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{ConsumerInfoArgs, DisableArgs, EnableArgs};
 use crate::exit::{Code, Failure};
-use crate::output::command_line;
-use crate::session::{QueueFlag, Session};
+use crate::session::Session;
 use crate::stderr::note;
+use crate::words::QueueFlag;
+use crate::words::command_line;
 
 /// A queue's consumer as `consumer enable` and `consumer info` print it in
 /// JSON: the API's field names (`type`, `dead_letter_queue`, `settings`

@@ -18,6 +18,7 @@ mod queues;
 mod session;
 mod signals;
 mod stderr;
+mod words;
 
 use std::process::ExitCode;
 

@@ -170,26 +170,6 @@ pub fn plural(count: impl Into<u64>, noun: &str) -> String {
     }
 }
 
-/// Words as one command line for a POSIX shell: a word with anything but
-/// letters, digits and `-_./:=@%+,` is single-quoted, so that a printed
-/// command can be pasted as it is (paths with spaces, quotes, `$`).
-pub fn command_line(words: &[String]) -> String {
-    let quoted: Vec<String> = words.iter().map(|w| shell_word(w)).collect();
-    quoted.join(" ")
-}
-
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// Line numbers for people: `3, 7-9, 12`.
 pub fn line_ranges(lines: &[u64]) -> String {
     let mut parts = Vec::new();
@@ -222,26 +202,5 @@ mod tests {
         assert_eq!(shorten("a\nb", 4), "a b");
         assert_eq!(line_ranges(&[1, 2, 3, 5, 7, 8]), "1-3, 5, 7-8");
         assert_eq!(plural(1u64, "line"), "1 line");
-    }
-
-    #[test]
-    fn command_lines_are_quoted_for_the_shell() {
-        let words: Vec<String> = [
-            "cfq",
-            "--file",
-            "/tmp/it's here/a b.ndjson",
-            "--delay",
-            "1s 500ms",
-            "",
-            "$HOME",
-            "http://127.0.0.1:8787/client/v4",
-        ]
-        .iter()
-        .map(|w| (*w).to_owned())
-        .collect();
-        assert_eq!(
-            command_line(&words),
-            r"cfq --file '/tmp/it'\''s here/a b.ndjson' --delay '1s 500ms' '' '$HOME' http://127.0.0.1:8787/client/v4"
-        );
     }
 }

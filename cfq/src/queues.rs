@@ -9,9 +9,11 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{CreateArgs, DeleteArgs, InfoArgs, ListArgs, UpdateArgs};
 use crate::exit::{Code, Failure};
-use crate::output::{Output, command_line};
-use crate::session::{Account, QueueFlag, Session, queue_words};
+use crate::output::Output;
+use crate::session::{Account, Session};
 use crate::stderr::note;
+use crate::words::command_line;
+use crate::words::{QueueFlag, queue_words};
 
 /// A queue as `list`, `info`, `create` and `update` print it in JSON: the
 /// API's own field names, the durations in seconds as the API has them.
