@@ -558,6 +558,7 @@ mod latency;
 mod rate_limits;
 mod server;
 mod state;
+mod store;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use cf_queues::operation::Operation;
@@ -578,6 +579,7 @@ pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;
 pub use rate_limits::RateLimitModel;
 pub use server::ServerStats;
+pub use store::{DATA_FORMAT_VERSION, reset_data_dir};
 
 /// The account id [`EmulatorHandle::client`] uses and declared queues
 /// belong to; the emulator accepts any valid id.
