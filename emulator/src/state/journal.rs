@@ -75,7 +75,7 @@ const HEADER: usize = 1 + 1 + 4 + 8 + 8 + 8 + 4;
 
 /// A message's row: the fixed header, its lease ids (so that a lease from
 /// before a restart still acks, as late acks are accepted), then the body.
-fn encode(stored: &Stored) -> Vec<u8> {
+pub(super) fn encode(stored: &Stored) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + stored.issued.len() * 16 + stored.body.len());
     out.push(match stored.kind {
         BodyKind::Text => KIND_TEXT,
@@ -116,7 +116,7 @@ fn take<const N: usize>(row: &[u8], at: &mut usize) -> Result<[u8; N], String> {
 }
 
 /// A decoded message row, and whether it was leased when written.
-fn decode(row: &[u8]) -> Result<(Stored, bool), String> {
+pub(super) fn decode(row: &[u8]) -> Result<(Stored, bool), String> {
     let mut at = 0;
     let [kind] = take::<1>(row, &mut at)?;
     let kind = match kind {

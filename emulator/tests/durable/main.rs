@@ -278,3 +278,23 @@ async fn a_backlog_beyond_the_limit_is_refused_with_10251() {
     );
     handle.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delays_count_while_the_emulator_is_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let message = json!({"body": "later", "content_type": "text", "delay_seconds": 1});
+    assert_eq!(raw.post("/queues/work/messages", message).await.0, 200);
+    assert!(raw.pull("work", 1, 1000).await.is_empty());
+    handle.shutdown().await.expect("shutdown");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let handle = start_on(dir.path(), |e| e).await;
+    let pulled = Raw::new(&handle).pull("work", 1, 1000).await;
+    assert_eq!(
+        pulled.len(),
+        1,
+        "the delay ran out while the emulator was stopped"
+    );
+    handle.shutdown().await.expect("shutdown");
+}
