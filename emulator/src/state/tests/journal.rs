@@ -73,7 +73,11 @@ fn every_change_of_a_random_run_reaches_the_journal_and_loads_back() {
     let mut held: Vec<String> = Vec::new();
     for step in 0..3_000u32 {
         let roll = random.u64() % 100;
-        let queue = if random.u64() % 4 == 0 { "dlq" } else { "q" };
+        let queue = if random.u64().is_multiple_of(4) {
+            "dlq"
+        } else {
+            "q"
+        };
         match roll {
             0..=29 => {
                 let n = 1 + random.u64() % 4;
