@@ -34,8 +34,10 @@ const LOCK_FILE: &str = "LOCK";
 const FORMAT_FILE: &str = "FORMAT";
 const DB_FILE: &str = "queues.redb";
 
-/// (account, queue id, seq) -> the message row (`state::journal`).
+/// (account, queue id, seq) -> the message's header (`state::journal`).
 const MESSAGES: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("messages");
+/// (account, queue id, seq) -> the message's body, written once.
+const BODIES: TableDefinition<(&str, &str, u64), &[u8]> = TableDefinition::new("bodies");
 /// (account, queue id) -> a queue state's figures.
 const QUEUE_META: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("queue_meta");
 /// (account, queue id) -> the queue record as JSON.
@@ -162,6 +164,7 @@ impl DataDir {
         {
             // Created up front, so that reads never meet a missing table.
             txn.open_table(MESSAGES).map_err(storage)?;
+            txn.open_table(BODIES).map_err(storage)?;
             txn.open_table(QUEUE_META).map_err(storage)?;
             txn.open_table(RECORDS).map_err(storage)?;
             txn.open_table(DELETED).map_err(storage)?;
@@ -234,6 +237,7 @@ impl DataDir {
                 .restore_meta(account, id, v.value(), now_ms)
                 .map_err(|why| bad(&format!("queue {id}"), why))?;
         }
+        let bodies = txn.open_table(BODIES).map_err(storage)?;
         for row in txn
             .open_table(MESSAGES)
             .map_err(storage)?
@@ -242,8 +246,10 @@ impl DataDir {
         {
             let (k, v) = row.map_err(storage)?;
             let (account, id, seq) = k.value();
+            let body = bodies.get((account, id, seq)).map_err(storage)?;
+            let body = body.as_ref().map_or(&[][..], |b| b.value());
             broker
-                .restore_message(account, id, seq, v.value(), now_ms)
+                .restore_message(account, id, seq, (v.value(), body), now_ms)
                 .map_err(|why| bad(&format!("queue {id}, message {seq}"), why))?;
         }
         broker.finish_restore();
@@ -421,6 +427,7 @@ fn write(db: &Database, group: &[Journal], message_key: u64) -> io::Result<()> {
     let txn = db.begin_write().map_err(storage)?;
     {
         let mut messages = txn.open_table(MESSAGES).map_err(storage)?;
+        let mut bodies = txn.open_table(BODIES).map_err(storage)?;
         let mut queue_meta = txn.open_table(QUEUE_META).map_err(storage)?;
         let mut records = txn.open_table(RECORDS).map_err(storage)?;
         let mut deleted = txn.open_table(DELETED).map_err(storage)?;
@@ -436,9 +443,13 @@ fn write(db: &Database, group: &[Journal], message_key: u64) -> io::Result<()> {
                         seq,
                         record: Some(row),
                     } => {
+                        let key = (account.as_str(), queue.as_str(), *seq);
                         messages
-                            .insert((account.as_str(), queue.as_str(), *seq), row.as_slice())
+                            .insert(key, row.header.as_slice())
                             .map_err(storage)?;
+                        if let Some(body) = &row.body {
+                            bodies.insert(key, &**body).map_err(storage)?;
+                        }
                     }
                     Change::Message {
                         account,
@@ -446,15 +457,17 @@ fn write(db: &Database, group: &[Journal], message_key: u64) -> io::Result<()> {
                         seq,
                         record: None,
                     } => {
-                        messages
-                            .remove((account.as_str(), queue.as_str(), *seq))
-                            .map_err(storage)?;
+                        let key = (account.as_str(), queue.as_str(), *seq);
+                        messages.remove(key).map_err(storage)?;
+                        bodies.remove(key).map_err(storage)?;
                     }
                     Change::Clear { account, queue } => {
                         let (a, q) = (account.as_str(), queue.as_str());
+                        let all = (a, q, 0)..=(a, q, u64::MAX);
                         messages
-                            .retain_in((a, q, 0)..=(a, q, u64::MAX), |_, _| false)
+                            .retain_in(all.clone(), |_, _| false)
                             .map_err(storage)?;
+                        bodies.retain_in(all, |_, _| false).map_err(storage)?;
                     }
                     Change::QueueMeta {
                         account,

@@ -172,7 +172,7 @@ impl Broker {
             // The attempt is written before the answer leaves, so that a
             // crash never gives it back (max_retries holds).
             if q.tracking {
-                q.touched.push(seq);
+                q.touched.push((seq, false));
             }
             q.inflight.insert((expiry_ms, seq));
             q.leases.insert(key, seq);

@@ -29,7 +29,7 @@ pub(crate) enum Change {
         account: String,
         queue: String,
         seq: u64,
-        record: Option<Vec<u8>>,
+        record: Option<MessageRow>,
     },
     /// Every message of a queue deleted at once.
     Clear { account: String, queue: String },
@@ -48,6 +48,15 @@ pub(crate) enum Change {
     },
     /// A queue deleted by the API: its id never springs back.
     Deleted { account: String, id: String },
+}
+
+/// A message as stored: its header, and its body when it is new (a pull
+/// or a retry rewrites the header only, so a body is written once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MessageRow {
+    pub header: Vec<u8>,
+    /// Shared with the broker: taking the journal copies no body.
+    pub body: Option<Arc<[u8]>>,
 }
 
 /// What one operation (or one start) changed.
@@ -73,10 +82,11 @@ const FLAG_RELEASED: u8 = 2;
 /// kind, flags, attempts, timestamp, visible at, delay, lease id count.
 const HEADER: usize = 1 + 1 + 4 + 8 + 8 + 8 + 4;
 
-/// A message's row: the fixed header, its lease ids (so that a lease from
-/// before a restart still acks, as late acks are accepted), then the body.
+/// A message's header row: the fixed fields, then its lease ids (so that a
+/// lease from before a restart still acks, as late acks are accepted).
+/// The body is stored apart.
 pub(super) fn encode(stored: &Stored) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + stored.issued.len() * 16 + stored.body.len());
+    let mut out = Vec::with_capacity(HEADER + stored.issued.len() * 16);
     out.push(match stored.kind {
         BodyKind::Text => KIND_TEXT,
         BodyKind::Json => KIND_JSON,
@@ -100,7 +110,6 @@ pub(super) fn encode(stored: &Stored) -> Vec<u8> {
     for key in stored.issued.iter().take(issued as usize) {
         out.extend_from_slice(&key.to_le_bytes());
     }
-    out.extend_from_slice(&stored.body);
     out
 }
 
@@ -115,8 +124,8 @@ fn take<const N: usize>(row: &[u8], at: &mut usize) -> Result<[u8; N], String> {
     Ok(bytes)
 }
 
-/// A decoded message row, and whether it was leased when written.
-pub(super) fn decode(row: &[u8]) -> Result<(Stored, bool), String> {
+/// A decoded message, and whether it was leased when written.
+pub(super) fn decode(row: &[u8], body: &[u8]) -> Result<(Stored, bool), String> {
     let mut at = 0;
     let [kind] = take::<1>(row, &mut at)?;
     let kind = match kind {
@@ -136,7 +145,10 @@ pub(super) fn decode(row: &[u8]) -> Result<(Stored, bool), String> {
     for _ in 0..count {
         issued.push(u128::from_le_bytes(take(row, &mut at)?));
     }
-    let body: Arc<[u8]> = Arc::from(row.get(at..).unwrap_or_default());
+    if at != row.len() {
+        return Err("trailing bytes after the header".into());
+    }
+    let body: Arc<[u8]> = Arc::from(body);
     let stored = Stored {
         kind,
         body,
@@ -173,7 +185,7 @@ impl Broker {
         {
             q.tracking = true;
             q.meta_dirty = true;
-            q.touched.extend(q.messages.keys().copied());
+            q.touched.extend(q.messages.keys().map(|&seq| (seq, true)));
         }
         for account in self.registry.accounts.values_mut() {
             account.dirty.extend(account.queues.keys().cloned());
@@ -211,13 +223,26 @@ impl Broker {
                 if !q.touched.is_empty() {
                     let mut touched = std::mem::take(&mut q.touched);
                     touched.sort_unstable();
-                    touched.dedup();
-                    for seq in touched {
+                    // One change per message, with its body if any of its
+                    // notes says the body is new.
+                    let mut at = 0;
+                    while let Some(&(seq, _)) = touched.get(at) {
+                        let mut body = false;
+                        while let Some(&(same, new)) = touched.get(at)
+                            && same == seq
+                        {
+                            body |= new;
+                            at += 1;
+                        }
+                        let record = q.messages.get(&seq).map(|stored| MessageRow {
+                            header: encode(stored),
+                            body: body.then(|| Arc::clone(&stored.body)),
+                        });
                         changes.push(Change::Message {
                             account: account.clone(),
                             queue: id.clone(),
                             seq,
-                            record: q.messages.get(&seq).map(encode),
+                            record,
                         });
                     }
                 }
@@ -329,7 +354,7 @@ impl Broker {
         Ok(())
     }
 
-    /// Restores one message from its row. One that was leased when the
+    /// Restores one message from its header and body rows. One that was leased when the
     /// emulator stopped is loaded as leased until `now_ms`, so that the
     /// next touch of its queue ends the lease as an expiry would: visible
     /// again, or dead-lettered when out of attempts.
@@ -338,10 +363,10 @@ impl Broker {
         account: &str,
         queue: &str,
         seq: u64,
-        row: &[u8],
+        (header, body): (&[u8], &[u8]),
         now_ms: u64,
     ) -> Result<(), String> {
-        let (mut stored, leased) = decode(row)?;
+        let (mut stored, leased) = decode(header, body)?;
         self.tokens.next_seq = self.tokens.next_seq.max(seq.saturating_add(1));
         let q = self.restored_state(account, queue, now_ms);
         if q.messages.contains_key(&seq) {
@@ -454,7 +479,7 @@ mod tests {
             delay_ms: 2,
         };
         let row = encode(&stored);
-        let (back, leased) = decode(&row).unwrap();
+        let (back, leased) = decode(&row, &stored.body).unwrap();
         assert!(leased);
         assert_eq!(
             (back.kind, &*back.body, back.attempts, back.issued.clone()),
@@ -466,7 +491,8 @@ mod tests {
         );
         assert!(back.released);
         for cut in 0..HEADER + 32 {
-            assert!(decode(&row[..cut]).is_err(), "{cut}");
+            assert!(decode(&row[..cut], b"").is_err(), "{cut}");
         }
+        assert!(decode(&[row.as_slice(), b"x"].concat(), b"").is_err());
     }
 }

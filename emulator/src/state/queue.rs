@@ -82,8 +82,9 @@ pub(super) struct QueueState {
     /// emulator keeps nothing it would never drain.
     pub(super) tracking: bool,
     /// Messages stored, changed or deleted since the journal last took
-    /// them (may repeat; the journal reads each one's current state).
-    pub(super) touched: Vec<u64>,
+    /// them, each with whether its body is new (may repeat; the journal
+    /// reads each one's current state).
+    pub(super) touched: Vec<(u64, bool)>,
     /// Every message was deleted at once since the journal last looked.
     pub(super) cleared: bool,
     /// `created_ms`, `dead_lettered` or `purged_at_ms` changed.
@@ -101,10 +102,11 @@ impl QueueState {
         }
     }
 
-    /// Notes that message `seq` must be written (or deleted) again.
-    pub(super) fn touch(&mut self, seq: u64) {
+    /// Notes that message `seq` must be written (or deleted) again; its
+    /// body too when `body` (a new message), otherwise its header only.
+    pub(super) fn touch(&mut self, seq: u64, body: bool) {
         if self.tracking {
-            self.touched.push(seq);
+            self.touched.push((seq, body));
         }
     }
 
@@ -129,7 +131,7 @@ impl QueueState {
     }
 
     pub(super) fn insert(&mut self, seq: u64, moved: DeadLetterMove) {
-        self.touch(seq);
+        self.touch(seq, true);
         self.bytes = self.bytes.saturating_add(len_u64(moved.body.len()));
         self.oldest.insert((moved.timestamp_ms, seq));
         self.ready.insert((moved.visible_at_ms, seq));
@@ -167,7 +169,7 @@ impl QueueState {
     /// Deletes a message from every index, and forgets all its lease ids.
     pub(super) fn remove(&mut self, seq: u64) -> Option<Stored> {
         let stored = self.messages.remove(&seq)?;
-        self.touch(seq);
+        self.touch(seq, false);
         match stored.lease {
             Some(lease) => {
                 self.inflight.remove(&(lease.expiry_ms, seq));
@@ -284,7 +286,7 @@ impl QueueState {
         stored.released = true;
         stored.generation = stored.generation.wrapping_add(1);
         if self.tracking {
-            self.touched.push(seq);
+            self.touched.push((seq, false));
         }
         if out_of_attempts(stored.attempts, max_retries) {
             self.dead_letter(seq, now_ms, keep, moved);
@@ -342,7 +344,7 @@ impl QueueState {
         stored.generation = stored.generation.wrapping_add(1);
         stored.visible_at_ms = now_ms.saturating_add(delay_ms);
         self.ready.insert((stored.visible_at_ms, seq));
-        self.touch(seq);
+        self.touch(seq, false);
     }
 
     /// Deletes every message at once, with its leases, refs and preview

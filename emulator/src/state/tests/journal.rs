@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use super::super::journal::{decode, encode};
 use super::*;
 
-type Rows = BTreeMap<(String, String, u64), Vec<u8>>;
+/// Key -> (header, body), as the store's two tables hold them.
+type Rows = BTreeMap<(String, String, u64), (Vec<u8>, Vec<u8>)>;
 
 fn apply(rows: &mut Rows, journal: Journal) {
     for change in journal.changes {
@@ -19,7 +20,12 @@ fn apply(rows: &mut Rows, journal: Journal) {
                 seq,
                 record: Some(row),
             } => {
-                rows.insert((account, queue, seq), row);
+                let key = (account, queue, seq);
+                let body = match row.body {
+                    Some(body) => body.to_vec(),
+                    None => rows.get(&key).map(|r| r.1.clone()).unwrap_or_default(),
+                };
+                rows.insert(key, (row.header, body));
             }
             Change::Message {
                 account,
@@ -43,7 +49,7 @@ fn live(broker: &Broker) -> BTreeMap<(String, String, u64), (Vec<u8>, u32)> {
     for (account, queues) in &broker.accounts {
         for (queue, q) in queues {
             for (seq, stored) in q.messages.iter() {
-                let (back, _) = decode(&encode(stored)).expect("row decodes");
+                let (back, _) = decode(&encode(stored), &stored.body).expect("row decodes");
                 out.insert(
                     (account.clone(), queue.clone(), *seq),
                     (back.body.to_vec(), back.attempts),
@@ -56,8 +62,8 @@ fn live(broker: &Broker) -> BTreeMap<(String, String, u64), (Vec<u8>, u32)> {
 
 fn model(rows: &Rows) -> BTreeMap<(String, String, u64), (Vec<u8>, u32)> {
     rows.iter()
-        .map(|(key, row)| {
-            let (stored, _) = decode(row).expect("row decodes");
+        .map(|(key, (header, body))| {
+            let (stored, _) = decode(header, body).expect("row decodes");
             (key.clone(), (stored.body.to_vec(), stored.attempts))
         })
         .collect()
@@ -112,9 +118,9 @@ fn every_change_of_a_random_run_reaches_the_journal_and_loads_back() {
         assert_eq!(model(&rows), live(&broker), "step {step}");
     }
     let mut loaded = broker_with_dlq(2);
-    for ((account, queue, seq), row) in &rows {
+    for ((account, queue, seq), (header, body)) in &rows {
         loaded
-            .restore_message(account, queue, *seq, row, now)
+            .restore_message(account, queue, *seq, (header, body), now)
             .expect("row loads");
     }
     loaded.finish_restore();
