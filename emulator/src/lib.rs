@@ -357,7 +357,8 @@
 //!   after it, get 503 with code 15000, since memory may then hold changes
 //!   the directory does not; restart the emulator once the cause is fixed.
 //!   The changes of that last commit may be lost; everything answered
-//!   before it is kept.
+//!   before it is kept (tested with a child emulator whose files are
+//!   limited by `RLIMIT_FSIZE`, and with a failure injected into the store).
 //! - **Limits.** A queue holds at most [`Emulator::max_backlog_bytes`] of
 //!   message bodies (25 GB by default, Cloudflare's per-queue backlog
 //!   limit); a push beyond it gets 429 with code 10251

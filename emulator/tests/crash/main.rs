@@ -84,8 +84,26 @@ fn child_binary() -> PathBuf {
 
 /// Starts the child on `dir`; its base URL.
 fn start(dir: &Path) -> (Child, String) {
-    let mut child = Command::new(child_binary())
-        .arg(dir)
+    start_command(Command::new(child_binary()).arg(dir))
+}
+
+/// Starts the child on `dir` with files limited to `kib` KiB
+/// (RLIMIT_FSIZE) and SIGXFSZ ignored (an ignored signal stays ignored
+/// across `exec`), so that a write past the limit fails with EFBIG as on
+/// a full disk.
+fn start_limited(dir: &Path, kib: u64) -> (Child, String) {
+    let script = format!("trap '' XFSZ; ulimit -f {kib} && exec \"$0\" \"$1\"");
+    start_command(
+        Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg(child_binary())
+            .arg(dir),
+    )
+}
+
+fn start_command(command: &mut Command) -> (Child, String) {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -330,5 +348,60 @@ async fn kills_at_random_points_lose_no_answered_push_and_bring_back_no_answered
     assert!(
         seen.pushed.len() > rounds as usize,
         "too little traffic to test anything"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_503_and_loses_no_answered_push() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 6 MiB of file: enough to open the store, not for 100 pushes of 100 kB.
+    let (mut child, base) = start_limited(dir.path(), 6 * 1024);
+    let http = reqwest::Client::new();
+    let filler = "x".repeat(100_000);
+    let mut answered = Vec::new();
+    let mut refused = 0;
+    for i in 0..100 {
+        let body = format!("{i}-{filler}");
+        let url = format!("{base}/accounts/{ACCOUNT}/queues/crash/messages");
+        let response = http
+            .post(url)
+            .bearer_auth("crash-test")
+            .json(&json!({"body": body, "content_type": "text"}))
+            .send()
+            .await
+            .expect("the child answers");
+        match response.status().as_u16() {
+            200 => {
+                assert_eq!(refused, 0, "a success after a failed commit");
+                answered.push(i);
+            }
+            503 => refused += 1,
+            other => panic!("push {i} answered {other}"),
+        }
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    assert!(refused > 0, "the file limit was never reached");
+    assert!(!answered.is_empty(), "nothing fit under the file limit");
+    // Without the limit, every answered push is there.
+    let (mut child, base) = start(dir.path());
+    let left = drain(&base, "crash").await;
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let mut stored: Vec<u64> = left
+        .iter()
+        .filter_map(|(body, _)| body.split('-').next()?.parse().ok())
+        .collect();
+    stored.sort_unstable();
+    for i in &answered {
+        assert!(
+            stored.contains(i),
+            "answered push {i} was lost to the full disk"
+        );
+    }
+    println!(
+        "full disk: {} pushes answered, {refused} refused with 503, {} stored",
+        answered.len(),
+        stored.len()
     );
 }
