@@ -171,6 +171,9 @@ impl DataDir {
             txn.open_table(META).map_err(storage)?;
         }
         txn.commit().map_err(storage)?;
+        // The store's own syncs cover its contents, not its name in the
+        // directory: synced here, so a power cut cannot lose the file.
+        File::open(path)?.sync_all()?;
         Ok(DataDir {
             path: path.to_owned(),
             lock,
