@@ -298,3 +298,73 @@ async fn delays_count_while_the_emulator_is_stopped() {
     );
     handle.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answered_change_was_synced_before_its_answer_left() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    // One request at a time, so no commit is shared: each answered change
+    // must have moved the counter of synced commits by the time it arrived.
+    let mut commits = handle.data_commits();
+    let mut synced = |what: &str| {
+        let now = handle.data_commits();
+        assert!(now > commits, "{what} was answered before a commit");
+        commits = now;
+    };
+    assert_eq!(raw.push("work", &bodies("s", 6)).await, 200);
+    synced("a push");
+    let leased = raw.pull("work", 3, 60_000).await;
+    assert_eq!(leased.len(), 3);
+    synced("a pull (its attempts)");
+    assert_eq!(raw.ack("work", &[leased[0].1.clone()]).await, (200, 1));
+    synced("an ack");
+    let retry = json!({"retries": [{"lease_id": leased[1].1}]});
+    assert_eq!(raw.post("/queues/work/messages/ack", retry).await.0, 200);
+    synced("a retry");
+    let (_, peeked) = raw
+        .post("/queues/work/messages/peek", json!({"batch_size": 1}))
+        .await;
+    let peek_ref = peeked["result"]["messages"][0]["ref"].clone();
+    let purge = json!({"refs": [{"ref": peek_ref}]});
+    assert_eq!(raw.post("/queues/work/messages/purge", purge).await.0, 200);
+    synced("a purge by ref");
+    let (_, previewed) = raw
+        .post("/queues/work/messages/preview", json!({"batch_size": 1}))
+        .await;
+    let preview_id = previewed["result"]["messages"][0]["lease_id"].clone();
+    let delete = json!({"acks": [{"lease_id": preview_id}]});
+    let (status, answer) = raw.post("/queues/work/messages/preview/ack", delete).await;
+    assert_eq!(status, 200, "{answer}");
+    synced("a preview deletion");
+    let (_, created) = raw.post("/queues", json!({"queue_name": "made"})).await;
+    synced("a queue created");
+    let id = created["result"]["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let edit = json!({"settings": {"delivery_paused": true}});
+    let path = format!("/queues/{id}");
+    assert_eq!(raw.call(Method::PATCH, &path, edit).await.0, 200);
+    synced("a queue edited");
+    let consumer = json!({"type": "http_pull"});
+    let (status, made) = raw.post(&format!("{path}/consumers"), consumer).await;
+    assert_eq!(status, 200, "{made}");
+    synced("a consumer created");
+    let consumer_id = made["result"]["consumer_id"].as_str().unwrap_or_default();
+    let consumer_path = format!("{path}/consumers/{consumer_id}");
+    assert_eq!(
+        raw.call(Method::DELETE, &consumer_path, json!(null))
+            .await
+            .0,
+        200
+    );
+    synced("a consumer deleted");
+    let purge_all = json!({"delete_messages_permanently": true});
+    assert_eq!(raw.post("/queues/work/purge", purge_all).await.0, 200);
+    synced("a purge of the whole queue");
+    assert_eq!(raw.call(Method::DELETE, &path, json!(null)).await.0, 200);
+    synced("a queue deleted");
+    drop(synced);
+    handle.shutdown().await.expect("shutdown");
+}
