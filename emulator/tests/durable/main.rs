@@ -365,6 +365,5 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     synced("a purge of the whole queue");
     assert_eq!(raw.call(Method::DELETE, &path, json!(null)).await.0, 200);
     synced("a queue deleted");
-    drop(synced);
     handle.shutdown().await.expect("shutdown");
 }
