@@ -10,6 +10,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::clock::EmulatorClock;
+
+/// Cloudflare's per-queue backlog limit (the Queues limits page: 25 GB).
+pub(crate) const DEFAULT_MAX_BACKLOG_BYTES: u64 = 25_000_000_000;
 use super::config::{ConfigError, ConsumerConfig, EmulatorConfig, QueueConfig};
 use super::faults::Faults;
 use super::handle::EmulatorHandle;
@@ -18,6 +21,7 @@ use super::latency::{Latency, LatencyState};
 use super::rate_limits::{RateLimitModel, RateLimiter};
 use super::server::{self, ServerLimits, ServerState};
 use super::state::{Broker, BrokerConfig, RandomSource, Springs};
+use super::store::{DataDir, Store};
 use super::{EMULATOR_ACCOUNT_ID, MAX_CHUNK_BYTES};
 use cf_queues::limits::Limits;
 
@@ -49,6 +53,9 @@ pub struct Emulator {
     latency: Option<Latency>,
     rate_limits: Option<RateLimitModel>,
     config: EmulatorConfig,
+    data_dir: Option<std::path::PathBuf>,
+    reset_data_dir: bool,
+    max_backlog_bytes: u64,
 }
 
 impl Default for Emulator {
@@ -72,6 +79,9 @@ impl Emulator {
             limits: Limits::default(),
             max_body_bytes: 2 * 1024 * 1024,
             max_connections: 512,
+            data_dir: None,
+            reset_data_dir: false,
+            max_backlog_bytes: DEFAULT_MAX_BACKLOG_BYTES,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
@@ -292,6 +302,38 @@ impl Emulator {
         Ok(self.config(EmulatorConfig::from_file(path)?))
     }
 
+    /// Keeps the account's queues and messages in `dir`, loaded at start
+    /// (`cfq emulator --data-dir DIR`); see
+    /// [Durability](crate#durability). Without it the emulator keeps
+    /// everything in memory. The directory is created if needed, locked
+    /// while the emulator runs, and must be of this version's
+    /// [`DATA_FORMAT_VERSION`](crate::DATA_FORMAT_VERSION). A
+    /// configuration ([`Emulator::config`]) only seeds an empty directory;
+    /// over a non-empty one, each queue it declares must be there as
+    /// declared, or the start fails naming the queue.
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Emulator {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// Empties the [data directory](Emulator::data_dir) at start, before
+    /// anything is loaded (`cfq emulator --data-dir DIR --reset`); no
+    /// effect without one. [`reset_data_dir`](crate::reset_data_dir) does
+    /// the same without starting an emulator.
+    pub fn reset_data_dir(mut self, reset: bool) -> Emulator {
+        self.reset_data_dir = reset;
+        self
+    }
+
+    /// The most bytes of message bodies one queue may hold (default 25 GB,
+    /// Cloudflare's per-queue backlog limit); a push beyond it is refused
+    /// with 429 and code 10251 QueueStorageLimitExceeded, as Cloudflare
+    /// refuses it.
+    pub fn max_backlog_bytes(mut self, bytes: u64) -> Emulator {
+        self.max_backlog_bytes = bytes;
+        self
+    }
+
     /// Binds the address and starts serving in the background.
     ///
     /// # Errors
@@ -305,8 +347,7 @@ impl Emulator {
         self.config
             .check()
             .map_err(|(i, why)| invalid(format!("queues[{i}]: {why}")))?;
-        let random = os_random()?;
-        let broker = self.broker(random)?;
+        let (broker, store) = self.open_broker()?;
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let address = listener.local_addr()?;
         if !address.ip().is_loopback() {
@@ -332,6 +373,8 @@ impl Emulator {
             chunk_bytes: (self.response_buffer_bytes / 4).clamp(1024, MAX_CHUNK_BYTES),
             requests: Default::default(),
             rate_limits: Mutex::new(self.rate_limits.map(RateLimiter::new)),
+            store,
+            max_backlog_bytes: self.max_backlog_bytes,
         });
         let server = Arc::new(ServerState::new(
             ServerLimits {
@@ -369,23 +412,66 @@ impl Emulator {
         })
     }
 
-    /// The broker, with the strict queues and the configuration's queues
-    /// declared in [`EMULATOR_ACCOUNT_ID`].
-    fn broker(&self, random: RandomSource) -> io::Result<Broker> {
-        let strict = self.strict_queues.clone();
-        let springs = match (strict.clone(), self.config.strict) {
+    /// The broker, in memory or loaded from the data directory, with the
+    /// store thread that keeps the directory.
+    fn open_broker(&self) -> io::Result<(Broker, Option<Store>)> {
+        let seeded = self.broker(os_random()?)?;
+        let Some(dir) = &self.data_dir else {
+            return Ok((seeded, None));
+        };
+        if !matches!(self.clock, EmulatorClock::System) {
+            // Stored timestamps are wall-clock times; a clock moved by hand
+            // would make them meaningless across a restart.
+            return Err(invalid(format!(
+                "data directory {}: an emulator with a data directory runs on the system clock",
+                dir.display()
+            )));
+        }
+        let data = DataDir::open(dir, self.reset_data_dir)?;
+        let mut broker = if data.is_empty()? {
+            let mut broker = seeded;
+            broker.track_changes();
+            let journal = broker.take_journal();
+            data.write_now(&journal, broker.message_key())?;
+            broker
+        } else {
+            let mut loaded = Broker::new(self.broker_config(), os_random()?);
+            data.load(&mut loaded, self.clock.now_ms())?;
+            let fixed: Vec<String> = (self.config.queues.iter())
+                .filter_map(|q| q.queue_id.clone())
+                .chain(self.strict_queues.iter().flatten().cloned())
+                .collect();
+            loaded
+                .check_seed(&seeded, EMULATOR_ACCOUNT_ID, &fixed)
+                .map_err(|why| invalid(format!("data directory {}: {why}", dir.display())))?;
+            loaded
+        };
+        let key = broker.message_key();
+        // Anything the load changed (nothing, normally) goes to the store first.
+        let pending = broker.take_journal();
+        let store = data.spawn(key)?;
+        store.submit(pending);
+        Ok((broker, Some(store)))
+    }
+
+    fn broker_config(&self) -> BrokerConfig {
+        let springs = match (self.strict_queues.clone(), self.config.strict) {
             (Some(ids), _) => Springs::Only(ids),
             (None, true) => Springs::Only(HashSet::new()),
             (None, false) => Springs::Any,
         };
-        let mut broker = Broker::new(
-            BrokerConfig {
-                max_retries: self.max_retries,
-                dead_letter_queues: self.dead_letter_queues.clone(),
-                springs,
-            },
-            random,
-        );
+        BrokerConfig {
+            max_retries: self.max_retries,
+            dead_letter_queues: self.dead_letter_queues.clone(),
+            springs,
+        }
+    }
+
+    /// The broker, with the strict queues and the configuration's queues
+    /// declared in [`EMULATOR_ACCOUNT_ID`].
+    fn broker(&self, random: RandomSource) -> io::Result<Broker> {
+        let strict = self.strict_queues.clone();
+        let mut broker = Broker::new(self.broker_config(), random);
         let now = self.clock.now_ms();
         let mut strict: Vec<String> = strict.into_iter().flatten().collect();
         strict.sort();

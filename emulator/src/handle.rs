@@ -224,7 +224,43 @@ impl EmulatorHandle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        self.wait_for_task().await
+        let served = self.wait_for_task().await;
+        if let Some(store) = &self.app.store {
+            // Writes what it was handed, then releases the directory's lock,
+            // so that another emulator can open it at once.
+            store.close();
+        }
+        served
+    }
+
+    /// Synced commits of the [data directory](crate::Emulator::data_dir)
+    /// so far (0 without one): with group commit, one for many changing
+    /// requests. Each changing request's answer waited for the commit that
+    /// holds its change.
+    pub fn data_commits(&self) -> u64 {
+        self.app
+            .store
+            .as_ref()
+            .map_or(0, |s| s.counters.commits.load(Ordering::Relaxed))
+    }
+
+    /// Changing requests (and other changes, such as expiries seen by a
+    /// read) written to the data directory so far, each in one of the
+    /// [`data_commits`](EmulatorHandle::data_commits).
+    pub fn data_changes(&self) -> u64 {
+        self.app
+            .store
+            .as_ref()
+            .map_or(0, |s| s.counters.journals.load(Ordering::Relaxed))
+    }
+
+    /// Makes every later commit of the data directory fail, as a full disk
+    /// would, to test that no unwritten change is answered as a success.
+    #[doc(hidden)]
+    pub fn fail_data_writes(&self) {
+        if let Some(store) = &self.app.store {
+            store.counters.fail.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Serves until the task ends (after [`EmulatorHandle::shutdown`] from elsewhere, or an error).

@@ -287,6 +287,90 @@
 //!   kept, so that they never spring back. So memory follows what is
 //!   stored, not what was asked.
 //!
+//! # Durability
+//!
+//! By default the emulator keeps everything in memory and forgets it when
+//! it stops. With a data directory ([`Emulator::data_dir`], `cfq emulator
+//! --data-dir DIR`) the account is kept on disk and loaded at start: the
+//! queues with their names, ids, settings and consumers; the ids of
+//! deleted queues (they never spring back); the messages with their
+//! bodies, content types, timestamps, delays, attempts and lease ids; the
+//! dead-letter queues' contents and counts; and the status of purges.
+//!
+//! - **What is durable.** Every change that an answer reveals or confirms
+//!   is committed to the directory, and synced, before that answer leaves:
+//!   an answered push, ack, retry, purge, preview deletion, queue or
+//!   consumer change, and the attempt a pull counted (so attempts never go
+//!   backwards and `max_retries` holds across a crash). Concurrent
+//!   requests share commits (group commit: a store thread takes every
+//!   change waiting, writes them in one transaction and syncs once), so
+//!   durability costs well under one sync per request
+//!   ([`EmulatorHandle::data_commits`] counts them). Any answer, a read
+//!   included, waits for the changes handed in before it, so nothing an
+//!   answer shows can vanish in a crash. Changes made through
+//!   [`EmulatorHandle`]'s methods are written too, but those methods do not
+//!   wait for the sync.
+//! - **The claim.** A process crash (`kill -9`) at any moment loses no
+//!   answered push and brings back no answered ack (tested: an emulator in
+//!   a child process is killed 100 times while clients push, pull and ack,
+//!   `emulator/tests/crash/`). Against power loss the guarantee is the
+//!   store's: [redb](https://docs.rs/redb) syncs each commit
+//!   (`Durability::Immediate`, its default) with checksummed, copy-on-write
+//!   pages, so a power cut leaves the last synced commit, as far as the
+//!   disk honours `fsync`.
+//! - **What is not.** Leases end with a crash or a stop: their messages
+//!   are visible again at the next start, as if the lease expired then,
+//!   and the attempt their delivery counted stays counted; so every crash
+//!   costs each leased message an attempt (give a test that crashes the
+//!   emulator on purpose a high `max_retries` or a dead-letter queue). A
+//!   lease id from before a restart still acks, retries or extends its
+//!   message as a lease that expired would (late acks are accepted), since
+//!   a message's lease ids are stored with it. Peek refs and preview ids
+//!   are not kept.
+//! - **Time.** Timestamps, delays and retention are wall-clock times, so
+//!   they count while the emulator is stopped: a delayed message may be
+//!   visible at once after a restart, and one past its retention period is
+//!   dropped at the first touch. A data directory needs the system clock:
+//!   with a [`ManualClock`] or a [`TokioClock`], [`Emulator::start`] fails.
+//! - **The format version.** The directory holds `FORMAT`, the on-disk
+//!   format version ([`DATA_FORMAT_VERSION`], now 1), and `queues.redb`.
+//!   A directory of another version is refused with an error naming both
+//!   versions. To move its messages across versions, drain them with the
+//!   old emulator (`cfq drain`, to a file) and replay them into the new one
+//!   (`cfq replay`); queues and consumers are declared anew by a
+//!   configuration.
+//! - **The lock.** A running emulator holds an OS lock on `DIR/LOCK`; a
+//!   second emulator on the same directory is refused at start. The
+//!   kernel releases the lock when the process dies, so a crash never
+//!   leaves the directory locked.
+//! - **Seeding.** A configuration ([`Emulator::config`]) seeds only an
+//!   empty directory. Over a directory that holds an account, each queue
+//!   the configuration declares must be stored as declared (its id when
+//!   the configuration gives one, settings, consumer); otherwise the start
+//!   fails with an error naming the queue. Queues created by the API since
+//!   are kept.
+//! - **The reset.** [`Emulator::reset_data_dir`] (`cfq emulator --reset`)
+//!   empties the directory at start, and [`reset_data_dir`] without
+//!   starting; both are refused while another emulator holds the lock.
+//! - **Failures.** A commit that fails (a full disk, an I/O error) is never
+//!   answered as a success: the requests waiting for it, and every request
+//!   after it, get 503 with code 15000, since memory may then hold changes
+//!   the directory does not; restart the emulator once the cause is fixed.
+//!   The changes of that last commit may be lost; everything answered
+//!   before it is kept (tested with a child emulator whose files are
+//!   limited by `RLIMIT_FSIZE`, and with a failure injected into the store).
+//! - **Limits.** A queue holds at most [`Emulator::max_backlog_bytes`] of
+//!   message bodies (25 GB by default, Cloudflare's per-queue backlog
+//!   limit); a push beyond it gets 429 with code 10251
+//!   QueueStorageLimitExceeded, as on Cloudflare, with or without a data
+//!   directory. Space is reclaimed as messages are acked: redb reuses the
+//!   pages they freed (tested: a second 50 MB pushed and acked grows the
+//!   directory by under 10 MB), though the file does not shrink. The whole
+//!   account is loaded into memory at start, so the backlog is bounded by
+//!   memory as without a directory. Each changing request's journal is
+//!   made by looking at every queue holding messages (a few lookups each),
+//!   so a data directory costs time in the number of such queues.
+//!
 //! # Limits under load
 //!
 //! The emulator runs its own accept loop over hyper's HTTP/1 connections,
@@ -558,6 +642,7 @@ mod latency;
 mod rate_limits;
 mod server;
 mod state;
+mod store;
 
 /// The operation a [`Fault`] is aimed at: the crate's own [`Operation`].
 pub use cf_queues::operation::Operation;
@@ -578,6 +663,7 @@ pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;
 pub use rate_limits::RateLimitModel;
 pub use server::ServerStats;
+pub use store::{DATA_FORMAT_VERSION, reset_data_dir};
 
 /// The account id [`EmulatorHandle::client`] uses and declared queues
 /// belong to; the emulator accepts any valid id.

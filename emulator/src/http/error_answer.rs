@@ -51,6 +51,19 @@ impl ErrorAnswer {
         .at(pointer)
     }
 
+    /// The data directory could not be written: 503, and the change the
+    /// request asked for is not confirmed (it may be lost).
+    pub(crate) fn storage(why: Option<std::sync::Arc<str>>) -> ErrorAnswer {
+        let why = why.as_deref().unwrap_or("unknown failure").to_owned();
+        ErrorAnswer::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::UNKNOWN_INTERNAL_ERROR,
+            format!(
+                "the emulator's data directory could not be written ({why}); restart it once the cause is fixed"
+            ),
+        )
+    }
+
     pub(crate) fn no_route() -> ErrorAnswer {
         ErrorAnswer::new(
             StatusCode::NOT_FOUND,

@@ -40,14 +40,30 @@ fn http_pull(broker: &Broker, call: &Incoming) -> Result<PullSettings, ErrorAnsw
 /// Pushes messages, delayed by the queue's `delivery_delay` when they give
 /// no delay of their own.
 fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, ErrorAnswer> {
+    let incoming: u64 = pushed
+        .iter()
+        .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
     let metrics = app.with_broker(|broker, now| {
+        let held = broker.metrics(call.at(), now).backlog_bytes;
+        if held.saturating_add(incoming) > app.max_backlog_bytes {
+            return Err(ErrorAnswer::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                codes::QUEUE_STORAGE_LIMIT_EXCEEDED,
+                format!(
+                    "QueueStorageLimitExceeded: the queue holds {held} bytes of messages, \
+                     and may hold at most {}",
+                    app.max_backlog_bytes
+                ),
+            ));
+        }
         let queue_delay_ms = u64::from(broker.access(call.at()).1.delivery_delay_s) * 1000;
         let messages = pushed
             .into_iter()
             .map(|p| p.with_queue_delay(queue_delay_ms))
             .collect();
-        broker.push(call.at(), messages, now)
-    });
+        Ok(broker.push(call.at(), messages, now))
+    })?;
     success(&PushResult::new(metrics)).map(Answer::Json)
 }
 

@@ -33,6 +33,7 @@ use super::faults::Faults;
 use super::rate_limits::{CredentialKey, QueueBucket, RateLimiter};
 use super::server::Conn;
 use super::state::{At, Broker};
+use super::store::Store;
 pub(crate) use auth::AcceptedAuth;
 use body::Read;
 use cf_queues::codes;
@@ -59,6 +60,39 @@ pub(crate) struct App {
     /// The rate limits in force, if any; switchable while serving. Locked
     /// after the broker where both are held, never before.
     pub rate_limits: Mutex<Option<RateLimiter>>,
+    /// The data directory's store, if the emulator has one.
+    pub store: Option<Store>,
+    /// The most body bytes a queue may hold.
+    pub max_backlog_bytes: u64,
+}
+
+/// The locked broker. Dropping it hands what changed to the store (with a
+/// data directory), while the lock is still held, so that journals are
+/// written in the order of their changes.
+pub(crate) struct BrokerGuard<'a> {
+    broker: MutexGuard<'a, Broker>,
+    store: Option<&'a Store>,
+}
+
+impl std::ops::Deref for BrokerGuard<'_> {
+    type Target = Broker;
+    fn deref(&self) -> &Broker {
+        &self.broker
+    }
+}
+
+impl std::ops::DerefMut for BrokerGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Broker {
+        &mut self.broker
+    }
+}
+
+impl Drop for BrokerGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(store) = self.store {
+            store.submit(self.broker.take_journal());
+        }
+    }
 }
 
 impl App {
@@ -70,9 +104,12 @@ impl App {
         operation(&mut broker, now)
     }
 
-    pub(crate) fn broker(&self) -> MutexGuard<'_, Broker> {
+    pub(crate) fn broker(&self) -> BrokerGuard<'_> {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
-        self.broker.lock().unwrap_or_else(PoisonError::into_inner)
+        BrokerGuard {
+            broker: self.broker.lock().unwrap_or_else(PoisonError::into_inner),
+            store: self.store.as_ref(),
+        }
     }
 
     pub(crate) fn rate_limiter(&self) -> MutexGuard<'_, Option<RateLimiter>> {
@@ -237,7 +274,11 @@ fn operation(
         method,
         move |State(app): State<Arc<App>>, request: Request| async move {
             let credential = app.credential_key(request.headers());
+            let failed = app.store.as_ref().and_then(Store::failed);
             let answer = match Incoming::read(&app, op, request, credential).await {
+                // A store that failed once answers nothing more: memory may
+                // hold changes the directory does not.
+                Ok(_) if failed.is_some() => Err(Refusal::from(ErrorAnswer::storage(failed))),
                 Ok(call) => {
                     let conn = call.conn.clone();
                     let answer = handler(&app, call).map_err(Refusal::from);
@@ -248,7 +289,14 @@ fn operation(
                         // it: counted like the pieces of a listing.
                         conn.produced(body.len());
                     }
-                    answer
+                    match app.store.as_ref() {
+                        // Nothing leaves before what it reveals is synced.
+                        Some(store) => match store.settle().await {
+                            Ok(()) => answer,
+                            Err(why) => Err(Refusal::from(ErrorAnswer::storage(Some(why)))),
+                        },
+                        None => answer,
+                    }
                 }
                 Err(refused) => Err(refused),
             };

@@ -51,7 +51,7 @@ impl Springs {
 }
 
 /// A queue's settings, `mq_queue-settings`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct QueueSettings {
     /// Seconds by which a message pushed without a delay is delayed.
     pub delivery_delay_s: u32,
@@ -73,7 +73,7 @@ impl Default for QueueSettings {
 
 /// An HTTP pull consumer's settings: what a pull, an extension or a retry
 /// that leaves a field out gets, and when a message runs out of retries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PullSettings {
     pub batch_size: u32,
     pub max_retries: u32,
@@ -95,7 +95,7 @@ impl Default for PullSettings {
 }
 
 /// A Worker consumer's settings, kept and shown; the Worker never runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct WorkerSettings {
     pub batch_size: u32,
     pub max_concurrency: Option<u32>,
@@ -119,7 +119,7 @@ impl Default for WorkerSettings {
 }
 
 /// What kind of consumer, with its settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum ConsumerKind {
     HttpPull(PullSettings),
     Worker {
@@ -129,7 +129,7 @@ pub(crate) enum ConsumerKind {
 }
 
 /// A consumer as written by a create or an update.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ConsumerSpec {
     pub kind: ConsumerKind,
     /// The NAME of the queue that receives messages out of retries.
@@ -154,7 +154,7 @@ impl ConsumerSpec {
 }
 
 /// A queue's consumer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Consumer {
     pub id: String,
     pub created_ms: u64,
@@ -162,7 +162,7 @@ pub(crate) struct Consumer {
 }
 
 /// A queue as a resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct QueueRecord {
     pub id: String,
     pub name: String,
@@ -217,6 +217,9 @@ pub(super) struct Account {
     /// Dead-letter queue name -> the queues whose consumer names it, so that
     /// a dead-letter queue is brought up to date before it is observed.
     pub(super) dlq_sources: HashMap<String, BTreeSet<String>>,
+    /// Ids whose record changed since the journal last took them
+    /// ([`Broker::take_journal`](super::Broker::take_journal)).
+    pub(super) dirty: BTreeSet<String>,
 }
 
 impl Account {
@@ -228,6 +231,7 @@ impl Account {
 
     /// Inserts a record, indexing its name, order and dead-letter queue.
     pub(super) fn insert(&mut self, record: QueueRecord) {
+        self.dirty.insert(record.id.clone());
         self.names.insert(record.name.clone(), record.id.clone());
         self.order.insert(record.order, record.id.clone());
         if let Some(dlq) = record
@@ -246,6 +250,7 @@ impl Account {
     /// Removes a record and its indexes; `None` if there was none.
     pub(super) fn remove(&mut self, id: &str) -> Option<QueueRecord> {
         let record = self.queues.remove(id)?;
+        self.dirty.insert(record.id.clone());
         self.names.remove(&record.name);
         self.order.remove(&record.order);
         self.unlink_dlq(&record);
@@ -307,7 +312,11 @@ impl Registry {
     }
 
     pub(super) fn record_mut(&mut self, account: &str, id: &str) -> Option<&mut QueueRecord> {
-        self.accounts.get_mut(account)?.queues.get_mut(id)
+        let account = self.accounts.get_mut(account)?;
+        let record = account.queues.get_mut(id)?;
+        // Conservatively dirty: a mutable borrow is taken to change it.
+        account.dirty.insert(record.id.clone());
+        Some(record)
     }
 
     /// The id of the queue of this name.

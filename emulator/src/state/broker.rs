@@ -34,6 +34,9 @@ pub(crate) struct Broker {
     /// trimming: one entry per queue holding refs, so refs expire even in a
     /// queue that no one touches again.
     pub(super) sweeps: BTreeSet<(u64, String, String)>,
+    /// Queue states dropped since the journal last looked (account, id):
+    /// their stored messages and figures are to be deleted.
+    pub(super) orphans: Vec<(String, String)>,
 }
 
 impl Broker {
@@ -57,6 +60,7 @@ impl Broker {
             accounts: HashMap::new(),
             tokens: Tokens::new(random),
             sweeps: BTreeSet::new(),
+            orphans: Vec::new(),
         }
     }
 
@@ -88,7 +92,7 @@ impl Broker {
         let Broker {
             accounts, tokens, ..
         } = self;
-        let Some(q) = queue_or_create(accounts, at, now_ms) else {
+        let Some(q) = queue_or_create(accounts, at, now_ms, tokens.tracking) else {
             return QueueStats::default();
         };
         for message in messages {
@@ -165,6 +169,11 @@ impl Broker {
             stored.issued.push(key);
             stored.generation = stored.generation.wrapping_add(1);
             stored.released = false;
+            // The attempt is written before the answer leaves, so that a
+            // crash never gives it back (max_retries holds).
+            if q.tracking {
+                q.touched.push((seq, false));
+            }
             q.inflight.insert((expiry_ms, seq));
             q.leases.insert(key, seq);
             out.push(Delivery {
@@ -551,7 +560,12 @@ impl Broker {
         if !queues.get(at.queue).is_some_and(QueueState::is_reclaimable) {
             return;
         }
-        if let Some(due) = queues.remove(at.queue).and_then(|q| q.sweep_due_ms) {
+        let dropped = queues.remove(at.queue);
+        if dropped.as_ref().is_some_and(|q| q.tracking) {
+            self.orphans
+                .push((at.account.to_owned(), at.queue.to_owned()));
+        }
+        if let Some(due) = dropped.and_then(|q| q.sweep_due_ms) {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
         }
@@ -590,6 +604,7 @@ pub(super) fn queue_or_create<'q>(
     accounts: &'q mut HashMap<String, Queues>,
     at: At<'_>,
     now_ms: u64,
+    tracking: bool,
 ) -> Option<&'q mut QueueState> {
     // Looked up before inserting, so that the common case allocates no keys.
     if !accounts.contains_key(at.account) {
@@ -597,7 +612,7 @@ pub(super) fn queue_or_create<'q>(
     }
     let queues = accounts.get_mut(at.account)?;
     if !queues.contains_key(at.queue) {
-        queues.insert(at.queue.to_owned(), QueueState::new(now_ms));
+        queues.insert(at.queue.to_owned(), QueueState::new(now_ms, tracking));
     }
     queues.get_mut(at.queue)
 }
@@ -654,7 +669,7 @@ pub(super) fn deliver_dead_letters(
         return;
     }
     if !queues.contains_key(dlq) {
-        queues.insert(dlq.to_owned(), QueueState::new(now_ms));
+        queues.insert(dlq.to_owned(), QueueState::new(now_ms, tokens.tracking));
     }
     let Some(target) = queues.get_mut(dlq) else {
         return;

@@ -357,9 +357,15 @@ impl Broker {
         if record.pristine {
             self.registry.pristine = self.registry.pristine.saturating_sub(1);
         }
-        if let Some(queues) = self.accounts.get_mut(at.account)
-            && let Some(due) = queues.remove(at.queue).and_then(|q| q.sweep_due_ms)
-        {
+        let dropped = self
+            .accounts
+            .get_mut(at.account)
+            .and_then(|queues| queues.remove(at.queue));
+        if dropped.as_ref().is_some_and(|q| q.tracking) {
+            self.orphans
+                .push((at.account.to_owned(), at.queue.to_owned()));
+        }
+        if let Some(due) = dropped.and_then(|q| q.sweep_due_ms) {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
         }

@@ -23,10 +23,12 @@
 //! - [`whole`]: purging a whole queue, and its status;
 //! - [`queue`]: one queue's indexes and leases;
 //! - [`refs`]: peek refs and preview ids, bounded in number and age;
-//! - [`tokens`]: message ids, lease ids, peek refs and preview ids.
+//! - [`tokens`]: message ids, lease ids, peek refs and preview ids;
+//! - [`journal`]: the changes a data directory writes, and loading them back.
 
 mod account;
 mod broker;
+mod journal;
 mod manage;
 mod preview;
 mod purge_all;
@@ -45,6 +47,7 @@ pub(crate) use account::{
     WorkerSettings, bounded, check_queue_name,
 };
 pub(crate) use broker::Broker;
+pub(crate) use journal::{Change, Journal};
 pub(crate) use manage::{Declared, SettingsChange};
 pub(crate) use tokens::RandomSource;
 

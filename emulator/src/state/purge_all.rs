@@ -19,10 +19,11 @@ impl Broker {
         // Settled first: messages a feeding queue dead-lettered before now
         // are part of what is purged.
         self.prepare(at, now_ms);
-        let outcome = match queue_or_create(&mut self.accounts, at, now_ms) {
+        let outcome = match queue_or_create(&mut self.accounts, at, now_ms, self.tokens.tracking) {
             Some(q) => {
                 let purged = q.clear();
                 q.purged_at_ms = Some(now_ms);
+                q.meta_dirty = q.tracking;
                 schedule_sweep(&mut self.sweeps, q, at);
                 PurgedQueue {
                     purged,

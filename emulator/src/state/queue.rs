@@ -77,14 +77,36 @@ pub(super) struct QueueState {
     pub(super) created_ms: u64,
     /// When the last purge of the whole queue started, if one did.
     pub(super) purged_at_ms: Option<u64>,
+    /// Whether changes are journaled for a data directory: only then do
+    /// `touched`, `cleared` and `meta_dirty` fill, so that the in-memory
+    /// emulator keeps nothing it would never drain.
+    pub(super) tracking: bool,
+    /// Messages stored, changed or deleted since the journal last took
+    /// them, each with whether its body is new (may repeat; the journal
+    /// reads each one's current state).
+    pub(super) touched: Vec<(u64, bool)>,
+    /// Every message was deleted at once since the journal last looked.
+    pub(super) cleared: bool,
+    /// `created_ms`, `dead_lettered` or `purged_at_ms` changed.
+    pub(super) meta_dirty: bool,
 }
 
 impl QueueState {
     /// An empty queue whose state starts at `now_ms`.
-    pub(super) fn new(now_ms: u64) -> QueueState {
+    pub(super) fn new(now_ms: u64, tracking: bool) -> QueueState {
         QueueState {
             created_ms: now_ms,
+            tracking,
+            meta_dirty: tracking,
             ..QueueState::default()
+        }
+    }
+
+    /// Notes that message `seq` must be written (or deleted) again; its
+    /// body too when `body` (a new message), otherwise its header only.
+    pub(super) fn touch(&mut self, seq: u64, body: bool) {
+        if self.tracking {
+            self.touched.push((seq, body));
         }
     }
 
@@ -109,6 +131,7 @@ impl QueueState {
     }
 
     pub(super) fn insert(&mut self, seq: u64, moved: DeadLetterMove) {
+        self.touch(seq, true);
         self.bytes = self.bytes.saturating_add(len_u64(moved.body.len()));
         self.oldest.insert((moved.timestamp_ms, seq));
         self.ready.insert((moved.visible_at_ms, seq));
@@ -146,6 +169,7 @@ impl QueueState {
     /// Deletes a message from every index, and forgets all its lease ids.
     pub(super) fn remove(&mut self, seq: u64) -> Option<Stored> {
         let stored = self.messages.remove(&seq)?;
+        self.touch(seq, false);
         match stored.lease {
             Some(lease) => {
                 self.inflight.remove(&(lease.expiry_ms, seq));
@@ -187,6 +211,7 @@ impl QueueState {
     ) {
         if let Some(stored) = self.remove(seq) {
             self.dead_lettered = self.dead_lettered.saturating_add(1);
+            self.meta_dirty = self.tracking;
             if keep {
                 moved.push(DeadLetterMove {
                     kind: stored.kind,
@@ -260,6 +285,9 @@ impl QueueState {
         }
         stored.released = true;
         stored.generation = stored.generation.wrapping_add(1);
+        if self.tracking {
+            self.touched.push((seq, false));
+        }
         if out_of_attempts(stored.attempts, max_retries) {
             self.dead_letter(seq, now_ms, keep, moved);
         } else {
@@ -316,6 +344,7 @@ impl QueueState {
         stored.generation = stored.generation.wrapping_add(1);
         stored.visible_at_ms = now_ms.saturating_add(delay_ms);
         self.ready.insert((stored.visible_at_ms, seq));
+        self.touch(seq, false);
     }
 
     /// Deletes every message at once, with its leases, refs and preview
@@ -330,6 +359,11 @@ impl QueueState {
         self.bytes = 0;
         self.refs = RefBook::default();
         self.previews = RefBook::default();
+        if self.tracking {
+            // Supersedes every change noted before it.
+            self.touched.clear();
+            self.cleared = true;
+        }
         purged
     }
 
@@ -345,6 +379,7 @@ impl QueueState {
             .is_some_and(|at| now_ms.saturating_sub(at) >= PURGE_STATUS_TTL_MS)
         {
             self.purged_at_ms = None;
+            self.meta_dirty = self.tracking;
         }
     }
 

@@ -185,9 +185,11 @@ impl fmt::Debug for RandomSource {
 /// Issues every token.
 #[derive(Debug)]
 pub(super) struct Tokens {
-    message_key: u64,
-    next_seq: u64,
+    pub(super) message_key: u64,
+    pub(super) next_seq: u64,
     random: RandomSource,
+    /// Whether queue states journal their changes (a data directory).
+    pub(super) tracking: bool,
 }
 
 impl Tokens {
@@ -196,6 +198,7 @@ impl Tokens {
             message_key: random.u64(),
             next_seq: 0,
             random,
+            tracking: false,
         }
     }
 

@@ -2,6 +2,7 @@
 //! in [`lifecycle`]; extend, preview and purging a whole queue in
 //! [`operations`]; the randomized run is in [`randomized`].
 
+mod journal;
 mod lifecycle;
 mod operations;
 mod randomized;

@@ -1,0 +1,369 @@
+//! The data directory: what survives a restart, what is refused, a failed
+//! store never answering success, space given back, the backlog limit.
+#![allow(missing_docs, unreachable_pub)]
+
+mod support;
+
+use cf_queues_emulator::{EmulatorConfig, ManualClock, reset_data_dir};
+use reqwest::Method;
+use serde_json::json;
+use support::{Raw, dir_bytes, start_on};
+
+fn bodies(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_queues_and_attempts_survive_a_restart_and_old_leases_still_ack() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e.max_retries(5)).await;
+    let raw = Raw::new(&handle);
+    let before = handle.data_commits();
+    assert_eq!(raw.push("work", &bodies("m", 4)).await, 200);
+    // Every answered change was synced before its answer left.
+    assert!(handle.data_commits() > before);
+    let leased = raw.pull("work", 2, 60_000).await;
+    assert_eq!(leased.len(), 2);
+    let (status, acked) = raw.ack("work", &[leased[0].1.clone()]).await;
+    assert_eq!((status, acked), (200, 1));
+    // A queue created by the API, with settings and a consumer.
+    let (status, created) = raw.post("/queues", json!({"queue_name": "orders"})).await;
+    assert_eq!(status, 200, "{created}");
+    let orders = created["result"]["queue_id"].as_str().unwrap().to_owned();
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            &format!("/queues/{orders}"),
+            json!({"settings": {"delivery_delay": 7}}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let consumer = json!({"type": "http_pull", "settings": {"max_retries": 9}});
+    let (status, _) = raw
+        .post(&format!("/queues/{orders}/consumers"), consumer)
+        .await;
+    assert_eq!(status, 200);
+    handle.shutdown().await.expect("shutdown");
+
+    let handle = start_on(dir.path(), |e| e.max_retries(5)).await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.backlog("work").await, 3);
+    // The lease that was live ended with the restart, and its message is
+    // visible again with its attempt counted.
+    let again = raw.pull("work", 10, 60_000).await;
+    let mut seen: Vec<(String, u64)> = again.iter().map(|m| (m.0.clone(), m.2)).collect();
+    seen.sort();
+    let expected = vec![
+        ("m-1".to_owned(), 2),
+        ("m-2".to_owned(), 1),
+        ("m-3".to_owned(), 1),
+    ];
+    assert_eq!(seen, expected);
+    // A lease id from before the restart still acks its message (late acks).
+    let (status, acked) = raw.ack("work", &[leased[1].1.clone()]).await;
+    assert_eq!((status, acked), (200, 1));
+    assert_eq!(raw.backlog("work").await, 2);
+    let (status, queue) = raw
+        .call(Method::GET, &format!("/queues/{orders}"), json!(null))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(queue["result"]["queue_name"], "orders");
+    assert_eq!(queue["result"]["settings"]["delivery_delay"], 7);
+    assert_eq!(
+        queue["result"]["consumers"][0]["settings"]["max_retries"],
+        9
+    );
+    // A deleted queue stays deleted across a restart.
+    let (status, _) = raw
+        .call(Method::DELETE, &format!("/queues/{orders}"), json!(null))
+        .await;
+    assert_eq!(status, 200);
+    handle.shutdown().await.expect("shutdown");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let (status, _) = raw
+        .call(
+            Method::GET,
+            &format!("/queues/{orders}/metrics"),
+            json!(null),
+        )
+        .await;
+    assert_eq!(status, 404);
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_and_purge_status_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| {
+        e.max_retries(1).dead_letter_queue("work", "dlq")
+    })
+    .await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.push("work", &bodies("d", 2)).await, 200);
+    let leased = raw.pull("work", 2, 60_000).await;
+    let retries: Vec<_> = leased.iter().map(|m| json!({"lease_id": m.1})).collect();
+    let (status, _) = raw
+        .post("/queues/work/messages/ack", json!({"retries": retries}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = raw
+        .post(
+            "/queues/other/purge",
+            json!({"delete_messages_permanently": true}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    handle.shutdown().await.expect("shutdown");
+
+    let handle = start_on(dir.path(), |e| {
+        e.max_retries(1).dead_letter_queue("work", "dlq")
+    })
+    .await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.backlog("dlq").await, 2);
+    assert_eq!(handle.dead_lettered("work"), 2);
+    let (status, answer) = raw
+        .call(Method::GET, "/queues/other/purge", json!(null))
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["completed"], "true");
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let second = cf_queues_emulator::Emulator::new()
+        .data_dir(dir.path())
+        .start()
+        .await;
+    let message = second.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("in use by another running emulator"),
+        "{message}"
+    );
+    assert!(reset_data_dir(dir.path()).is_err());
+    handle.shutdown().await.expect("shutdown");
+
+    let manual = cf_queues_emulator::Emulator::new()
+        .data_dir(dir.path())
+        .clock(ManualClock::new(1_000))
+        .start()
+        .await;
+    let message = manual.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("system clock"), "{message}");
+
+    std::fs::write(
+        dir.path().join("FORMAT"),
+        "cf-queues-emulator data format 0\n",
+    )
+    .unwrap();
+    let old = cf_queues_emulator::Emulator::new()
+        .data_dir(dir.path())
+        .start()
+        .await;
+    let message = old.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("version 0") && message.contains("reads version 1"),
+        "{message}"
+    );
+    assert!(
+        message.contains("cfq drain") && message.contains("cfq replay"),
+        "{message}"
+    );
+    // The reset clears it, and a fresh directory starts empty.
+    let handle = start_on(dir.path(), |e| e.reset_data_dir(true)).await;
+    assert_eq!(Raw::new(&handle).backlog("work").await, 0);
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_seeds_an_empty_directory_and_a_conflict_names_the_queue() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = |delay: u32| {
+        EmulatorConfig::from_toml(&format!(
+            "[[queues]]\nqueue_name = \"orders\"\nqueue_id = \"ordersid\"\n\
+             settings = {{ delivery_delay = {delay} }}\nconsumer = {{ type = \"http_pull\" }}\n"
+        ))
+        .expect("config")
+    };
+    let handle = start_on(dir.path(), |e| e.config(config(3))).await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.push("ordersid", &bodies("c", 1)).await, 200);
+    handle.shutdown().await.expect("shutdown");
+    // The same configuration over the full directory: accepted.
+    let handle = start_on(dir.path(), |e| e.config(config(3))).await;
+    assert_eq!(Raw::new(&handle).backlog("ordersid").await, 1);
+    handle.shutdown().await.expect("shutdown");
+    let conflict = cf_queues_emulator::Emulator::new()
+        .data_dir(dir.path())
+        .config(config(4))
+        .start()
+        .await;
+    let message = conflict.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("\"orders\""), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_store_answers_503_and_never_a_success() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.push("work", &bodies("f", 1)).await, 200);
+    handle.fail_data_writes();
+    assert_eq!(raw.push("work", &bodies("lost", 1)).await, 503);
+    // Everything after answers 503: memory may hold what the disk does not.
+    let (status, _) = raw.post("/queues/work/messages/pull", json!({})).await;
+    assert_eq!(status, 503);
+    handle.shutdown().await.expect("shutdown");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let left: Vec<String> = raw
+        .pull("work", 10, 1000)
+        .await
+        .into_iter()
+        .map(|m| m.0)
+        .collect();
+    assert_eq!(left, ["f-0"]);
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acked_messages_give_their_space_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let body = "x".repeat(100_000);
+    let mut after_first = 0;
+    for round in 0..2 {
+        // 50 MB: 500 messages of 100 kB, pushed and acked in batches of 2
+        // (a batch is at most 256 kB).
+        for batch in 0..250 {
+            let bodies: Vec<String> = (0..2)
+                .map(|i| format!("{round}-{batch}-{i}{body}"))
+                .collect();
+            assert_eq!(raw.push("big", &bodies).await, 200);
+            let leased = raw.pull("big", 2, 60_000).await;
+            let leases: Vec<String> = leased.into_iter().map(|m| m.1).collect();
+            assert_eq!(raw.ack("big", &leases).await, (200, 2));
+        }
+        if round == 0 {
+            after_first = dir_bytes(dir.path());
+        }
+    }
+    let grown = dir_bytes(dir.path()).saturating_sub(after_first);
+    assert!(
+        grown < 10_000_000,
+        "the second 50 MB grew the directory by {grown} bytes"
+    );
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_beyond_the_limit_is_refused_with_10251() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e.max_backlog_bytes(10)).await;
+    let raw = Raw::new(&handle);
+    assert_eq!(raw.push("work", &["12345".to_owned()]).await, 200);
+    let path = "/queues/work/messages";
+    let (status, answer) = raw
+        .post(path, json!({"body": "123456", "content_type": "text"}))
+        .await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        answer["errors"][0]["code"],
+        cf_queues::codes::QUEUE_STORAGE_LIMIT_EXCEEDED
+    );
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delays_count_while_the_emulator_is_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let message = json!({"body": "later", "content_type": "text", "delay_seconds": 1});
+    assert_eq!(raw.post("/queues/work/messages", message).await.0, 200);
+    assert!(raw.pull("work", 1, 1000).await.is_empty());
+    handle.shutdown().await.expect("shutdown");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let handle = start_on(dir.path(), |e| e).await;
+    let pulled = Raw::new(&handle).pull("work", 1, 1000).await;
+    assert_eq!(
+        pulled.len(),
+        1,
+        "the delay ran out while the emulator was stopped"
+    );
+    handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answered_change_was_synced_before_its_answer_left() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    // One request at a time, so no commit is shared: each answered change
+    // must have moved the counter of synced commits by the time it arrived.
+    let mut commits = handle.data_commits();
+    let mut synced = |what: &str| {
+        let now = handle.data_commits();
+        assert!(now > commits, "{what} was answered before a commit");
+        commits = now;
+    };
+    assert_eq!(raw.push("work", &bodies("s", 6)).await, 200);
+    synced("a push");
+    let leased = raw.pull("work", 3, 60_000).await;
+    assert_eq!(leased.len(), 3);
+    synced("a pull (its attempts)");
+    assert_eq!(raw.ack("work", &[leased[0].1.clone()]).await, (200, 1));
+    synced("an ack");
+    let retry = json!({"retries": [{"lease_id": leased[1].1}]});
+    assert_eq!(raw.post("/queues/work/messages/ack", retry).await.0, 200);
+    synced("a retry");
+    let (_, peeked) = raw
+        .post("/queues/work/messages/peek", json!({"batch_size": 1}))
+        .await;
+    let peek_ref = peeked["result"]["messages"][0]["ref"].clone();
+    let purge = json!({"refs": [{"ref": peek_ref}]});
+    assert_eq!(raw.post("/queues/work/messages/purge", purge).await.0, 200);
+    synced("a purge by ref");
+    let (_, previewed) = raw
+        .post("/queues/work/messages/preview", json!({"batch_size": 1}))
+        .await;
+    let preview_id = previewed["result"]["messages"][0]["lease_id"].clone();
+    let delete = json!({"acks": [{"lease_id": preview_id}]});
+    let (status, answer) = raw.post("/queues/work/messages/preview/ack", delete).await;
+    assert_eq!(status, 200, "{answer}");
+    synced("a preview deletion");
+    let (_, created) = raw.post("/queues", json!({"queue_name": "made"})).await;
+    synced("a queue created");
+    let id = created["result"]["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let edit = json!({"settings": {"delivery_paused": true}});
+    let path = format!("/queues/{id}");
+    assert_eq!(raw.call(Method::PATCH, &path, edit).await.0, 200);
+    synced("a queue edited");
+    let consumer = json!({"type": "http_pull"});
+    let (status, made) = raw.post(&format!("{path}/consumers"), consumer).await;
+    assert_eq!(status, 200, "{made}");
+    synced("a consumer created");
+    let consumer_id = made["result"]["consumer_id"].as_str().unwrap_or_default();
+    let consumer_path = format!("{path}/consumers/{consumer_id}");
+    assert_eq!(
+        raw.call(Method::DELETE, &consumer_path, json!(null))
+            .await
+            .0,
+        200
+    );
+    synced("a consumer deleted");
+    let purge_all = json!({"delete_messages_permanently": true});
+    assert_eq!(raw.post("/queues/work/purge", purge_all).await.0, 200);
+    synced("a purge of the whole queue");
+    assert_eq!(raw.call(Method::DELETE, &path, json!(null)).await.0, 200);
+    synced("a queue deleted");
+    handle.shutdown().await.expect("shutdown");
+}
