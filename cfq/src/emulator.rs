@@ -30,6 +30,14 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     if let Some(token) = args.token {
         emulator = emulator.token(token);
     }
+    if let Some(dir) = &args.data_dir {
+        emulator = emulator.data_dir(dir).reset_data_dir(args.reset);
+        note(format_args!(
+            "keeping the account in {}{}: every answered change is synced there first",
+            dir.display(),
+            if args.reset { ", emptied first" } else { "" }
+        ));
+    }
     if args.strict {
         emulator = emulator.strict_queues(args.queues);
     }

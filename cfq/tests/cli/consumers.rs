@@ -4,78 +4,13 @@
 //! disabled; a Worker consumer shown and never replaced; the help texts of
 //! the new commands.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use serde_json::{Value, json};
 
-use crate::support::{Run, TOKEN, cfq, cfq_at, run, run_with_stdin, temp_dir};
-
-/// A `cfq emulator` child, stopped when dropped (a failed test too).
-struct Served {
-    child: Child,
-    base_url: String,
-    /// The `queue NAME: ID` lines it printed.
-    queues: Vec<(String, String)>,
-}
-
-impl Served {
-    fn start(config: &std::path::Path, extra: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cfq"))
-            .args(["emulator", "--listen", "127.0.0.1:0", "--token", TOKEN])
-            .arg("--config")
-            .arg(config)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("cfq starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut base_url = None;
-        let mut queues = Vec::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("utf-8");
-            let line = line.trim();
-            if let Some(url) = line.strip_prefix("export CLOUDFLARE_BASE_URL=") {
-                base_url = Some(url.to_owned());
-            } else if let Some((name, id)) = line
-                .strip_prefix("queue ")
-                .and_then(|rest| rest.split_once(": "))
-            {
-                queues.push((name.to_owned(), id.to_owned()));
-            } else if line == "press Ctrl-C to stop" {
-                break;
-            }
-        }
-        Served {
-            child,
-            base_url: base_url.expect("the base URL printed"),
-            queues,
-        }
-    }
-
-    fn cfq(&self) -> Command {
-        cfq_at(&self.base_url)
-    }
-
-    /// SIGTERM, and a clean exit.
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-        assert!(self.child.wait().expect("cfq exits").success());
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{Run, Served, TOKEN, cfq, run, run_with_stdin, temp_dir};
 
 async fn cfq_run(mut command: Command, words: &[&str]) -> Run {
     command.args(words);
@@ -114,7 +49,7 @@ async fn from_nothing_to_a_running_consumer_by_name() {
     )
     .expect("write");
     // Strict: only the declared queues and those the API creates exist.
-    let served = Served::start(&config, &["--strict"]);
+    let served = Served::start(&["--config".as_ref(), config.as_os_str(), "--strict".as_ref()]);
     assert_eq!(served.queues.len(), 2, "{:?}", served.queues);
     assert_eq!(
         served.queues[0],

@@ -6,6 +6,7 @@
 mod admin;
 mod budget;
 mod consumers;
+mod data_dir;
 mod drain;
 mod messages;
 mod resources;

@@ -3,9 +3,9 @@
 //! answers the emulator never gives.
 #![allow(dead_code)]
 
-use std::io::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
 use serde_json::Value;
@@ -189,4 +189,68 @@ pub fn pasted(like: &Command, line: &str) -> Command {
     }
     shell.env("PATH", path);
     shell
+}
+
+/// A `cfq emulator` child, stopped when dropped (a failed test too).
+pub struct Served {
+    child: Child,
+    pub base_url: String,
+    /// The `queue NAME: ID` lines it printed.
+    pub queues: Vec<(String, String)>,
+}
+
+impl Served {
+    /// Starts `cfq emulator` on a free port with the test token and `extra`
+    /// flags, and reads what it prints until it serves.
+    pub fn start(extra: &[&std::ffi::OsStr]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cfq"))
+            .args(["emulator", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut base_url = None;
+        let mut queues = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("utf-8");
+            let line = line.trim();
+            if let Some(url) = line.strip_prefix("export CLOUDFLARE_BASE_URL=") {
+                base_url = Some(url.to_owned());
+            } else if let Some((name, id)) = line
+                .strip_prefix("queue ")
+                .and_then(|rest| rest.split_once(": "))
+            {
+                queues.push((name.to_owned(), id.to_owned()));
+            } else if line == "press Ctrl-C to stop" {
+                break;
+            }
+        }
+        Served {
+            child,
+            base_url: base_url.expect("the base URL printed"),
+            queues,
+        }
+    }
+
+    pub fn cfq(&self) -> Command {
+        cfq_at(&self.base_url)
+    }
+
+    /// SIGTERM, and a clean exit.
+    pub fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        assert!(self.child.wait().expect("cfq exits").success());
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
