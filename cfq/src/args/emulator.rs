@@ -29,7 +29,7 @@ pub struct EmulatorArgs {
     /// The file's fields are the API's (`queue_name`, `queue_id`, `settings`, `consumer` with
     /// `type = "http_pull"`, `dead_letter_queue`, ...); its format is documented in the
     /// cf-queues-emulator crate, module `config`:
-    /// https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/. A queue declared
+    /// `https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/`. A queue declared
     /// without `queue_id` gets a fresh one, printed at start.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
