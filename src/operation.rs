@@ -70,31 +70,21 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation: [`Operation::MESSAGES`], then [`Operation::MANAGEMENT`].
-    pub const ALL: [Operation; 23] = [
-        Operation::Push,
-        Operation::Batch,
-        Operation::Pull,
-        Operation::Ack,
-        Operation::Peek,
-        Operation::Purge,
-        Operation::Extend,
-        Operation::Preview,
-        Operation::DeletePreviewed,
-        Operation::Metrics,
-        Operation::PurgeQueue,
-        Operation::PurgeStatus,
-        Operation::ListQueues,
-        Operation::CreateQueue,
-        Operation::GetQueue,
-        Operation::UpdateQueue,
-        Operation::EditQueue,
-        Operation::DeleteQueue,
-        Operation::ListConsumers,
-        Operation::CreateConsumer,
-        Operation::GetConsumer,
-        Operation::UpdateConsumer,
-        Operation::DeleteConsumer,
-    ];
+    pub const ALL: [Operation; 23] = {
+        // Joined from the two lists, so that each operation is listed once.
+        let mut all = [Operation::Push; 23];
+        let mut i = 0;
+        while i < Operation::MESSAGES.len() {
+            all[i] = Operation::MESSAGES[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < Operation::MANAGEMENT.len() {
+            all[i + j] = Operation::MANAGEMENT[j];
+            j += 1;
+        }
+        all
+    };
 
     /// The operations on a queue's messages, under
     /// `/accounts/{account_id}/queues/{queue_id}`, in the order of

@@ -46,20 +46,18 @@ impl Client {
         check_name("name", name)?;
         let mut lookup = NameLookup::new(name);
         let mut number = 1;
-        let mut previous: Option<QueuePage> = None;
+        let mut previous: Option<Vec<Option<String>>> = None;
         loop {
             let page = self.list_page(number, Some(name)).await?;
-            if previous
-                .as_ref()
-                .is_some_and(|p| page_ids(p) == page_ids(&page))
-            {
+            let ids = page_ids(&page);
+            if previous.as_ref() == Some(&ids) {
                 break; // the same page again: `page` is ignored too
             }
             match lookup.read(number, &page)? {
                 Next::Page(next) => number = next,
                 Next::Done => break,
             }
-            previous = Some(page);
+            previous = Some(ids);
         }
         let id = lookup.finish()?;
         Ok(self.queue(id)?.named(name.to_owned()))
@@ -80,24 +78,22 @@ impl Client {
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
         let mut queues = Vec::new();
         let mut number = 1;
-        let mut previous: Option<QueuePage> = None;
+        let mut previous: Option<Vec<Option<String>>> = None;
         loop {
             let page = self.list_page(number, None).await?;
-            if previous
-                .as_ref()
-                .is_some_and(|p| page_ids(p) == page_ids(&page))
-            {
+            let ids = page_ids(&page);
+            if previous.as_ref() == Some(&ids) {
                 // The same page again: a server that ignores `page` and
                 // gives no `result_info` would otherwise be read 1,000 times.
                 return Ok(queues);
             }
             let next = after_page(number, &page);
-            queues.extend(page.queues.iter().cloned().map(QueueInfo::from));
+            queues.extend(page.queues.into_iter().map(QueueInfo::from));
             match next {
                 Next::Page(n) => number = n,
                 Next::Done => return Ok(queues),
             }
-            previous = Some(page);
+            previous = Some(ids);
         }
     }
 

@@ -37,8 +37,8 @@ pub(crate) fn after_page(number: u32, page: &QueuePage) -> Next {
 
 /// The queue ids of a page, to tell a page served again (a server that
 /// ignores `page` and gives no `result_info`) from the next one.
-pub(crate) fn page_ids(page: &QueuePage) -> Vec<Option<&str>> {
-    page.queues.iter().map(|q| q.queue_id.as_deref()).collect()
+pub(crate) fn page_ids(page: &QueuePage) -> Vec<Option<String>> {
+    page.queues.iter().map(|q| q.queue_id.clone()).collect()
 }
 
 /// The lookup of one name through the pages of a filtered list.
