@@ -42,7 +42,10 @@ use tokio::time::Instant;
 /// other processes using the same token, pace apart and coordinate only
 /// through `r`, which they can overrun together: give each process a token
 /// of its own, or one client cloned. A server that sends no such headers is
-/// not paced (a missing header means no information, not zero).
+/// not paced (a missing header means no information, not zero); when it
+/// starts sending them (limits switched back on), its own count (`r`)
+/// says what is spent, not the calls this client sent while it did not
+/// limit.
 ///
 /// A call whose budget, by the server's figures, comes back only after
 /// longer than the retry policy honours

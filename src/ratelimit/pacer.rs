@@ -24,6 +24,26 @@
 //!   would be for the rest of it), and the margin absorbs the difference
 //!   between when a call is sent and when the server counts it.
 //!
+//! When the bucket is built (the first `Ratelimit-Policy`, or the first
+//! after the figures were forgotten), it starts short of the calls that can
+//! still be in the server's window, and only those:
+//!
+//! - with a `Ratelimit` in the same answer, the server's own count: `q - r`,
+//!   plus the calls it may not have counted yet (as for the cap). The
+//!   server's figure wins over anything this client counted itself: a
+//!   server that says its whole budget is there gets the whole burst, at
+//!   once, however many calls went before;
+//! - with the policy alone, this client's counted calls since the last
+//!   success without figures (before it, the server said it limited
+//!   nothing);
+//!
+//! and in either case the bucket never owes more than it refills in `t`
+//! (the server's word for when its budget is back) or, without one, in `w`:
+//! by then every call now in the window has left it, so a longer wait would
+//! only idle. (Before 0.3, every counted call ever sent was subtracted: a
+//! client that sent 10,000 calls while the limits were switched off waited
+//! about 43 minutes once they came back, with the whole budget there.)
+//!
 //! Until the first answer, only one counted call is in flight: its answer
 //! says whether the server sends the headers at all. A server that sends
 //! none is not paced (a missing header is no information, not zero). A
@@ -91,6 +111,10 @@ struct State {
     bucket: Option<Bucket>,
     /// A 429 with code 971 asked every counted call to wait until then.
     paused_until: Option<Instant>,
+    /// The number of the last counted call sent before a success without
+    /// figures (the server did not limit it): a policy announced later
+    /// counts only the calls after it.
+    forgotten: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -127,6 +151,15 @@ impl Bucket {
             tokens: capacity,
             updated: now,
         }
+    }
+
+    /// Starts a fresh bucket with `in_window` calls already in the server's
+    /// window, but owing no more than `horizon` of refill: every call in
+    /// the window now has left it by then (`w`), or the server said its
+    /// budget comes back by then (`t`), so a longer wait would only idle.
+    fn start_spent(&mut self, in_window: f64, horizon: Duration) {
+        let floor = 1.0 - self.per_second * horizon.as_secs_f64();
+        self.tokens = (self.capacity - in_window).max(floor).min(self.capacity);
     }
 
     fn refill(&mut self, now: Instant) {
@@ -307,7 +340,7 @@ impl Pass {
         let mut state = pacer.lock();
         self.release(&mut state);
         state.answered = true;
-        let sent_so_far = state.sent as f64;
+        let (sent, forgotten) = (state.sent, state.forgotten);
         if let Some(policy) = figures.policy {
             match &mut state.bucket {
                 Some(bucket) if bucket.policy == policy => {}
@@ -318,9 +351,25 @@ impl Pass {
                             old.refill(now);
                             fresh.tokens = old.tokens.min(fresh.capacity);
                         }
-                        // The calls sent before the policy was known are
-                        // in the window too.
-                        None => fresh.tokens -= sent_so_far,
+                        None => {
+                            // Only the calls that can still be in the
+                            // server's window count: by its own figures
+                            // when it sent them, else this client's calls
+                            // since it last heard the server does not limit.
+                            let (in_window, horizon) = match figures.quota {
+                                Some(quota) => {
+                                    let unseen =
+                                        (sent - self.basis).saturating_add(self.in_flight_before);
+                                    let counted = policy.quota.saturating_sub(quota.remaining);
+                                    (
+                                        counted.saturating_add(unseen),
+                                        quota.reset.unwrap_or(policy.window),
+                                    )
+                                }
+                                None => (sent - forgotten, policy.window),
+                            };
+                            fresh.start_spent(in_window as f64, horizon);
+                        }
                     }
                     *bucket = Some(fresh);
                 }
@@ -330,6 +379,10 @@ impl Pass {
         if silent && status.is_success() && state.cap.is_none_or(|cap| self.basis >= cap.basis) {
             state.cap = None;
             state.bucket = None;
+            // The calls sent up to this one were answered by a server
+            // that said nothing of a limit: a policy announced later does
+            // not count them.
+            state.forgotten = state.forgotten.max(self.basis);
         }
         let asked = figures.retry_after;
         let blocked =
@@ -556,6 +609,83 @@ mod tests {
             late.map(drop),
             Err(Denied::Deadline),
             "a wait past the deadline is not started"
+        );
+    }
+
+    /// Sends `calls` counted calls one after another, each answered with
+    /// `status` and no figures.
+    fn answered_without_figures(pacer: &Arc<Pacer>, calls: usize, status: StatusCode) {
+        let now = Instant::now();
+        for call in 0..calls {
+            let pass = pacer.try_admit(true, now);
+            let pass = pass.unwrap_or_else(|wait| panic!("call {call} held: {wait:?}"));
+            pass.answered(status, Figures::default(), &[]);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_the_server_did_not_limit_do_not_count_against_its_full_budget() {
+        let pacer = Arc::new(Pacer::default());
+        // The limits switched off: 10,000 calls answered without figures.
+        answered_without_figures(&pacer, 10_000, OK);
+        // Switched on again, and the server says its whole budget is there.
+        let now = Instant::now();
+        let pass = pacer.try_admit(true, now).expect("not paced");
+        pass.answered(OK, read(1_200, 300, Some((1_200, 300))), &[]);
+        assert!(pacer.try_admit(true, now).is_ok(), "goes at once");
+        // The whole burst of 12, the call above included: none is in the
+        // window by the server's count.
+        assert_eq!(admitted(&pacer, 100), 11);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_server_s_remaining_budget_sets_a_fresh_bucket() {
+        let pacer = Arc::new(Pacer::default());
+        answered_without_figures(&pacer, 50, OK);
+        let now = Instant::now();
+        let pass = pacer.try_admit(true, now).expect("not paced");
+        // 1,195 counted in the window (other processes): 5 left, back in 10 s.
+        pass.answered(OK, read(5, 10, Some((1_200, 300))), &[]);
+        assert_eq!(
+            pacer.try_admit(true, now).map(drop),
+            Err(Wait::Until {
+                at: now + Duration::from_secs(10),
+                server: false,
+            }),
+            "the server's `t`, not a wait for 1,195 calls to be paid back"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_policy_alone_never_owes_more_than_its_window() {
+        let pacer = Arc::new(Pacer::default());
+        // Failures without figures say nothing: these calls may all count.
+        answered_without_figures(&pacer, 1, OK);
+        answered_without_figures(&pacer, 10_000, StatusCode::BAD_GATEWAY);
+        let now = Instant::now();
+        let pass = pacer.try_admit(true, now).expect("not paced");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "ratelimit-policy",
+            HeaderValue::from_static("\"default\";q=1200;w=300"),
+        );
+        pass.answered(OK, Figures::read(&headers), &[]);
+        // Every one of them has left the window 300 s from now.
+        let Err(Wait::Until { at, server: false }) = pacer.try_admit(true, now).map(drop) else {
+            panic!("held by the pace");
+        };
+        let wait = at - now;
+        assert!(wait <= Duration::from_secs(300), "{wait:?}");
+        assert!(wait > Duration::from_secs(299), "{wait:?}");
+        // After a silent success, only the calls since count.
+        let pacer = Arc::new(Pacer::default());
+        answered_without_figures(&pacer, 10_000, OK);
+        let pass = pacer.try_admit(true, now).expect("not paced");
+        pass.answered(OK, Figures::read(&headers), &[]);
+        assert_eq!(
+            admitted(&pacer, 100),
+            11,
+            "the burst less the call answered"
         );
     }
 
