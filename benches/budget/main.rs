@@ -272,7 +272,7 @@ async fn run() -> Result<bool> {
     let unpaced = backlogged(RateLimits::none(), windows, false).await?;
     println!();
     println!(
-        "| backlogged producer | msg/s | of 400 msg/s | batches | most requests in 300 s | 429s | batches held through a block | wall |"
+        "| backlogged producer | msg/s | of 400 msg/s | batches | most requests in 300 s | 429s | refused batches sent again | wall |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for (name, run) in [

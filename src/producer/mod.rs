@@ -24,13 +24,32 @@
 //!
 //! While a batch waits for the budget or for a free slot, it keeps filling,
 //! up to 100 messages or 256 KB: under a steady load the budget goes to
-//! full batches rather than to small ones sent early. A batch refused with
-//! a 429 (code 971 or 10250) lowers the number of batches in flight, which
-//! climbs back by one after as many successes as batches allowed in
-//! flight. A five-minute block triggered anyway (by another process on the
-//! same token) holds the batches: none is sent until it ends, and the one
-//! refused is sent again then, since it did not land (at most
-//! [`MAX_BLOCKS_HELD`] times).
+//! full batches rather than to small ones sent early.
+//!
+//! # Refused for the rate: held and sent again
+//!
+//! A 429 with code 971 (the token's budget, up to Cloudflare's five-minute
+//! block) or 10250 (the queue's own rate) says that nothing landed. The
+//! batch is then held and sent again, for as long as its
+//! [`send_timeout`](ProducerBuilder::send_timeout) allows, counted from
+//! when the producer took its oldest message; past it, each of its senders
+//! gets [`ProducerError::TimedOut`] (nothing landed, and how many attempts
+//! were refused). What one refusal does to everything behind it:
+//!
+//! - the refused batch waits for what the refusal asked (its
+//!   `Retry-After`, else the retry policy's backoff, which doubles) and
+//!   then for the pacer (which holds every counted call of the token
+//!   through a block), so that resends never come faster than the server
+//!   asked;
+//! - each refusal halves the batches in flight (at least one; it climbs
+//!   back by one after as many successes as it allows), and the held batch
+//!   keeps its place: after two refusals it is the only one on its way,
+//!   and the later batches wait behind it, still filling, while the buffer
+//!   holds senders back. Nothing is dropped; batches in flight together may
+//!   land in any order, as always;
+//! - the send timeout of a message runs while it waits behind a held
+//!   batch: a batch that reaches its first attempt after its timeout still
+//!   gets that one attempt, but no resend.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -58,6 +77,7 @@
 //! | [`linger`](ProducerBuilder::linger) | 5 ms | little latency next to a push, time for a batch to fill |
 //! | [`max_buffered`](ProducerBuilder::max_buffered) | 1,000 messages | ten batches: keeps the batches in flight busy, bounds memory |
 //! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip; the API budget, not this, bounds the pace |
+//! | [`send_timeout`](ProducerBuilder::send_timeout) | 10 min | a batch refused for the rate outlasts a five-minute block; its senders still learn within a bound |
 //!
 //! # Retries
 //!
@@ -65,7 +85,8 @@
 //! [`Queue::push_batch`] is: by default only when it surely did not land
 //! ([`PushRetries`](crate::retry::PushRetries)), so that no message is duplicated
 //! unless the queue's retry policy chose at-least-once. The producer adds
-//! no retries of its own.
+//! one kind of resend of its own, which cannot duplicate either: a batch
+//! refused for the rate is sent again until its send timeout (above).
 //!
 //! # Close and drop
 //!
@@ -109,11 +130,12 @@ pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
 pub const DEFAULT_MAX_BUFFERED: usize = 1_000;
 /// The default number of batches in flight at once.
 pub const DEFAULT_MAX_CONCURRENT_BATCHES: usize = 4;
-/// How many five-minute blocks a batch refused by one is held through and
-/// sent again after: a token blocked again and again is shared with a
-/// process that does not pace itself, and after three blocks (a quarter of
-/// an hour) its senders learn of it.
-pub const MAX_BLOCKS_HELD: u32 = 3;
+/// The default send timeout: ten minutes, so that a batch outlasts one of
+/// Cloudflare's five-minute blocks and the pacing after it, while a token
+/// blocked again and again (shared with a process that does not pace
+/// itself) or a queue overloaded for minutes fails its senders within a
+/// bound they can plan for.
+pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Why a message sent to a [`Producer`] did not land.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -128,6 +150,22 @@ pub enum ProducerError {
     /// may have landed anyway.
     #[error("the batch carrying the message failed: {0}")]
     Failed(Arc<Error>),
+    /// The message's batch was refused for the rate on every attempt (a 429
+    /// with code 971 or 10250, or held back by the pacer: nothing landed)
+    /// until its [send timeout](ProducerBuilder::send_timeout) passed, or
+    /// would have before the next attempt could go.
+    #[error(
+        "not pushed within the send timeout of {timeout:?}: {attempts} attempts refused for the rate, nothing landed; the last: {last}"
+    )]
+    #[non_exhaustive]
+    TimedOut {
+        /// The send timeout in force.
+        timeout: Duration,
+        /// How many requests carried the batch, every one refused.
+        attempts: u32,
+        /// The last refusal.
+        last: Arc<Error>,
+    },
     /// The producer was closed before it took the message, which is handed back.
     #[error("the producer is closed")]
     Closed(Box<Message>),
@@ -146,16 +184,18 @@ impl ProducerError {
     /// The error behind a rejected message or a failed batch.
     pub fn error(&self) -> Option<&Error> {
         match self {
-            ProducerError::Rejected(error) | ProducerError::Failed(error) => Some(error),
+            ProducerError::Rejected(error)
+            | ProducerError::Failed(error)
+            | ProducerError::TimedOut { last: error, .. } => Some(error),
             ProducerError::Closed(_) | ProducerError::Dropped { .. } => None,
         }
     }
 
     /// Whether the message may have landed despite this error, so that
     /// sending it again may duplicate it: see [`Error::may_have_landed`]
-    /// for a failed batch; a rejected message, one the closed producer
-    /// handed back, and one still waiting when the producer stopped did
-    /// not land.
+    /// for a failed batch; a rejected message, one whose batch was refused
+    /// until its send timeout, one the closed producer handed back, and one
+    /// still waiting when the producer stopped did not land.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -178,7 +218,9 @@ impl ProducerError {
         match self {
             ProducerError::Failed(error) => error.may_have_landed(),
             ProducerError::Dropped { may_have_landed } => *may_have_landed,
-            ProducerError::Rejected(_) | ProducerError::Closed(_) => false,
+            ProducerError::Rejected(_)
+            | ProducerError::TimedOut { .. }
+            | ProducerError::Closed(_) => false,
         }
     }
 }
@@ -204,7 +246,8 @@ pub struct ProducerStats {
     /// Times the batches in flight allowed were lowered after a 429 with
     /// code 971 or 10250.
     pub slowdowns: u64,
-    /// Batches held through a five-minute block and sent again after it.
+    /// Times a batch refused for the rate (a 429 with code 971 or 10250)
+    /// was held and sent again.
     pub held: u64,
 }
 
@@ -273,6 +316,7 @@ impl Producer {
             linger: DEFAULT_LINGER,
             max_buffered: DEFAULT_MAX_BUFFERED,
             max_concurrent_batches: DEFAULT_MAX_CONCURRENT_BATCHES,
+            send_timeout: DEFAULT_SEND_TIMEOUT,
         }
     }
 
@@ -305,6 +349,8 @@ impl Producer {
     ///
     /// [`ProducerError::Rejected`] for a message that breaks a limit on its
     /// own, [`ProducerError::Failed`] when its batch failed,
+    /// [`ProducerError::TimedOut`] when it was refused for the rate until
+    /// its send timeout,
     /// [`ProducerError::Closed`] after [`Producer::close`], and
     /// [`ProducerError::Dropped`] when the runtime shut down first. Each
     /// says whether the message may have landed
@@ -385,6 +431,7 @@ pub struct ProducerBuilder {
     linger: Duration,
     max_buffered: usize,
     max_concurrent_batches: usize,
+    send_timeout: Duration,
 }
 
 impl ProducerBuilder {
@@ -415,6 +462,23 @@ impl ProducerBuilder {
     /// while.
     pub fn max_concurrent_batches(mut self, batches: usize) -> ProducerBuilder {
         self.max_concurrent_batches = batches;
+        self
+    }
+
+    /// How long a message may take to land, from when the producer takes it
+    /// from the buffer, as far as refusals for the rate go: a batch refused
+    /// with a 429 with code 971 or 10250 (nothing landed) is sent again,
+    /// after the wait the refusal asked and the pacer's, until the timeout
+    /// of its oldest message passes; then its senders get
+    /// [`ProducerError::TimedOut`]. A resend that could only start after
+    /// the timeout is not waited for. Default [`DEFAULT_SEND_TIMEOUT`] (10
+    /// minutes): a batch outlasts one of Cloudflare's five-minute blocks,
+    /// and its senders still learn within a bound. [`Duration::ZERO`] sends
+    /// each batch once (the queue's retry policy aside); [`Duration::MAX`]
+    /// until it lands. Other failures are not resent: see
+    /// [Retries](self#retries).
+    pub fn send_timeout(mut self, timeout: Duration) -> ProducerBuilder {
+        self.send_timeout = timeout;
         self
     }
 
@@ -452,6 +516,7 @@ impl ProducerBuilder {
             flow: Arc::new(Flow::new(max_batches)),
             permits: Arc::new(Semaphore::new(max_batches)),
             max_batches: max_batches as u32,
+            send_timeout: self.send_timeout,
             counters: Arc::clone(&counters),
             sealed: None,
             linger_ends: None,

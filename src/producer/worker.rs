@@ -10,7 +10,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::{MAX_BLOCKS_HELD, ProducerCounters, ProducerError, Queued, SenderReply, not_sent};
+use super::{ProducerCounters, ProducerError, Queued, SenderReply, not_sent};
 use crate::batch::{BatchPlanner, PlannedBatch, Rejected};
 use crate::client::Client;
 use crate::codes;
@@ -18,12 +18,21 @@ use crate::counters::add;
 use crate::error::Error;
 use crate::queue::Queue;
 use crate::ratelimit::Pass;
+use crate::response::PushReceipt;
 use crate::time::{after, sleep_until};
 
-/// The longest a batch refused by a block waits before it is sent again,
-/// whatever `Retry-After` said: Cloudflare's block is five minutes, and a
-/// figure of days is a server's mistake that must not hold senders forever.
+/// The longest a refused batch waits before it is sent again, whatever
+/// `Retry-After` said: Cloudflare's block is five minutes, and a figure of
+/// days is a server's mistake that must not hold senders forever, even
+/// with no send timeout.
 const LONGEST_HOLD: Duration = Duration::from_secs(3600);
+
+/// A message's sender, and when the producer took the message: its send
+/// timeout runs from then.
+pub(super) struct Taken {
+    reply: SenderReply,
+    at: Instant,
+}
 
 /// How many batches may be in flight now: the setting, halved after a 429
 /// with code 971 or 10250, and raised back by one after as many successes
@@ -131,14 +140,15 @@ pub(super) struct Worker {
     /// The queue's id, shared: asked for on every turn of the loop.
     pub(super) queue_id: Arc<str>,
     pub(super) receiver: mpsc::Receiver<Queued>,
-    pub(super) planner: BatchPlanner<SenderReply>,
+    pub(super) planner: BatchPlanner<Taken>,
     pub(super) linger: Duration,
     pub(super) flow: Arc<Flow>,
     pub(super) permits: Arc<Semaphore>,
     pub(super) max_batches: u32,
+    pub(super) send_timeout: Duration,
     pub(super) counters: Arc<ProducerCounters>,
     /// A batch closed by a message that did not fit in it; it goes first.
-    pub(super) sealed: Option<PlannedBatch<SenderReply>>,
+    pub(super) sealed: Option<PlannedBatch<Taken>>,
     /// When the open batch's linger ends (`None`: never, or no batch).
     pub(super) linger_ends: Option<Instant>,
     pub(super) linger_over: bool,
@@ -198,10 +208,16 @@ impl Worker {
         match item {
             Some(Queued::Message(message, reply)) => {
                 add(&self.counters.accepted, 1);
-                match self.planner.add(reply, message) {
+                let taken = Taken {
+                    reply,
+                    at: Instant::now(),
+                };
+                match self.planner.add(taken, message) {
                     Err(Rejected { tag, error }) => {
                         add(&self.counters.rejected, 1);
-                        let _ = tag.send(Err(ProducerError::Rejected(Arc::new(error))));
+                        let _ = tag
+                            .reply
+                            .send(Err(ProducerError::Rejected(Arc::new(error))));
                     }
                     Ok(Some(full)) => {
                         self.sealed = Some(full);
@@ -255,6 +271,10 @@ impl Worker {
             }
         };
         let count = batch.len() as u64;
+        // The oldest message's timeout: a refused batch is sent again until then.
+        let oldest = batch.tags().iter().map(|taken| taken.at).min();
+        let timeout = self.send_timeout;
+        let deadline = oldest.and_then(|at| after(at, timeout));
         add(&self.counters.batches, 1);
         add(&self.counters.in_flight, count);
         self.flow.in_flight.fetch_add(1, Ordering::AcqRel);
@@ -273,8 +293,15 @@ impl Worker {
         );
         tokio::spawn(
             async move {
-                let result = send(&queue, &batch, &counters, &flow, pass).await;
-                let replies = batch.into_tags();
+                let sending = Sending {
+                    queue: &queue,
+                    counters: &counters,
+                    flow: &flow,
+                    deadline,
+                    timeout,
+                };
+                let result = sending.send(&batch, pass).await;
+                let replies = batch.into_tags().into_iter().map(|taken| taken.reply);
                 match result {
                     Ok(receipt) => {
                         flow.succeeded();
@@ -286,9 +313,8 @@ impl Worker {
                     Err(error) => {
                         add(&counters.failed, count);
                         tracing::warn!(messages = count, %error, may_have_landed = error.may_have_landed(), "a batch push failed");
-                        let error = Arc::new(error);
                         for reply in replies {
-                            let _ = reply.send(Err(ProducerError::Failed(Arc::clone(&error))));
+                            let _ = reply.send(Err(error.clone()));
                         }
                     }
                 }
@@ -301,58 +327,98 @@ impl Worker {
     }
 }
 
-/// Pushes one batch through the queue's call path, which retries it as
-/// its policy says; a batch refused by a five-minute block (which did not
-/// land) is held until the block ends and sent again.
-async fn send(
-    queue: &Queue,
-    batch: &PlannedBatch<SenderReply>,
-    counters: &ProducerCounters,
-    flow: &Flow,
-    mut pass: Option<Pass>,
-) -> crate::Result<crate::response::PushReceipt> {
-    let observe = |error: &Error| {
-        if error.status() == Some(429) {
-            add(&counters.throttled, 1);
-            let codes = error.codes();
-            if codes
-                .iter()
-                .any(|c| [codes::API_RATE_LIMITED, codes::QUEUE_OVERLOADED].contains(c))
-                && flow.slow_down()
+/// What sending one batch needs, besides the batch.
+struct Sending<'a> {
+    queue: &'a Queue,
+    counters: &'a ProducerCounters,
+    flow: &'a Flow,
+    /// When its oldest message's send timeout passes (`None`: never).
+    deadline: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Sending<'_> {
+    /// Pushes one batch through the queue's call path, which retries it as
+    /// its policy says; a batch refused for the rate (nothing landed) is
+    /// sent again, after the wait the refusal asked and the pacer's, until
+    /// the deadline.
+    async fn send(
+        &self,
+        batch: &PlannedBatch<Taken>,
+        mut pass: Option<Pass>,
+    ) -> Result<PushReceipt, ProducerError> {
+        let counters = self.counters;
+        let flow = self.flow;
+        let observe = |error: &Error| {
+            if error.status() == Some(429) {
+                add(&counters.throttled, 1);
+                if refused_for_rate(error) && flow.slow_down() {
+                    add(&counters.slowdowns, 1);
+                }
+            }
+        };
+        let mut attempts: u32 = 0;
+        let mut resends: u32 = 0;
+        loop {
+            let result = self
+                .queue
+                .push_planned_observed(batch, &observe, pass.take())
+                .await;
+            let error = match result {
+                Ok(receipt) => return Ok(receipt),
+                Err(error) => error,
+            };
+            attempts = attempts.saturating_add(error.attempts());
+            if !refused_for_rate(&error) {
+                return Err(ProducerError::Failed(Arc::new(error)));
+            }
+            let timed_out = |last: Error| ProducerError::TimedOut {
+                timeout: self.timeout,
+                attempts,
+                last: Arc::new(last),
+            };
+            resends = resends.saturating_add(1);
+            let policy = self.queue.retry_policy();
+            let wait = error
+                .retry_after()
+                .unwrap_or_else(|| policy.backoff_for(resends))
+                .min(LONGEST_HOLD);
+            let resend_at = after(Instant::now(), wait);
+            if self
+                .deadline
+                .is_some_and(|end| resend_at.is_none_or(|at| at >= end))
             {
-                add(&counters.slowdowns, 1);
+                return Err(timed_out(error));
             }
-        }
-    };
-    let max_wait = queue.retry_policy().max_retry_after;
-    let mut blocks = 0;
-    loop {
-        let result = queue
-            .push_planned_observed(batch, &observe, pass.take())
-            .await;
-        match &result {
-            Err(error) if blocks < MAX_BLOCKS_HELD && is_block(error, max_wait) => {
-                blocks += 1;
-                add(&counters.held, 1);
-                let wait = error.retry_after().unwrap_or(max_wait).min(LONGEST_HOLD);
-                tracing::warn!(
-                    messages = batch.len(),
-                    wait_s = wait.as_secs(),
-                    "the token is blocked: the batch is held until the block ends"
-                );
-                tokio::time::sleep(wait).await;
+            add(&counters.held, 1);
+            tracing::info!(
+                messages = batch.len(),
+                attempts,
+                wait_ms = wait.as_millis() as u64,
+                %error,
+                "a batch refused for the rate is held and sent again"
+            );
+            tokio::time::sleep(wait).await;
+            if let Some(pacer) = self.queue.client().pacer() {
+                match pacer.admit(true, self.deadline, Duration::MAX).await {
+                    Ok(admitted) => pass = Some(admitted),
+                    Err(_) => return Err(timed_out(error)),
+                }
             }
-            _ => return result,
         }
     }
 }
 
-/// A refusal for the rate that lasts longer than the retry policy waits
-/// (Cloudflare's five-minute block), of a batch that did not land.
-fn is_block(error: &Error, max_wait: Duration) -> bool {
-    error.is_rate_limited()
-        && !error.may_have_landed()
-        && error.retry_after().is_some_and(|wait| wait > max_wait)
+/// A refusal that says nothing landed and that a later attempt may pass:
+/// a 429 with code 971 (the token's budget) or 10250 (the queue's rate),
+/// or a call the pacer held back ([`Error::RateLimited`]).
+fn refused_for_rate(error: &Error) -> bool {
+    matches!(error, Error::RateLimited { .. })
+        || (error.status() == Some(429)
+            && error
+                .codes()
+                .iter()
+                .any(|c| [codes::API_RATE_LIMITED, codes::QUEUE_OVERLOADED].contains(c)))
 }
 
 impl Drop for Worker {
@@ -365,7 +431,7 @@ impl Drop for Worker {
         // buffer are not messages.
         let mut buffered = 0u64;
         let held = self.sealed.take().into_iter().chain(self.planner.take());
-        for reply in held.flat_map(PlannedBatch::into_tags) {
+        for Taken { reply, .. } in held.flat_map(PlannedBatch::into_tags) {
             buffered += 1;
             not_sent(reply);
         }

@@ -9,4 +9,5 @@ mod consumer_faults;
 mod consumer_http_pull;
 mod consumer_lifecycle;
 mod producer;
+mod producer_refusals;
 mod support;
