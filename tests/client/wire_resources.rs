@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 
 use crate::support::{ACCOUNT, QUEUE, TOKEN, path, quick, success};
 
+#[path = "wire_resources_consumers.rs"]
+mod consumers;
 #[path = "wire_resources_faults.rs"]
 mod faults;
 #[path = "wire_http_pull.rs"]
