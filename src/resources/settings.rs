@@ -105,6 +105,27 @@ impl QueueSettings {
     }
 }
 
+/// Whether a queue's settings as the API answered them show every setting
+/// of `wire` with the value sent. A setting left out of the answer, or an
+/// answer without settings, shows nothing.
+pub(crate) fn shows_applied(
+    wire: &types::QueueSettingsRequest,
+    answer: Option<&types::QueueSettings>,
+) -> bool {
+    let Some(answer) = answer else {
+        return wire == &types::QueueSettingsRequest::default();
+    };
+    // Exactly the value sent: 3600.5 is not the 3600 asked for.
+    let same =
+        |sent: Option<u32>, got: Option<f64>| sent.is_none_or(|sent| got == Some(f64::from(sent)));
+    same(wire.delivery_delay, answer.delivery_delay)
+        && same(
+            wire.message_retention_period,
+            answer.message_retention_period,
+        )
+        && (wire.delivery_paused.is_none() || wire.delivery_paused == answer.delivery_paused)
+}
+
 impl From<types::QueueSettings> for QueueSettings {
     fn from(s: types::QueueSettings) -> Self {
         QueueSettings {
