@@ -45,6 +45,7 @@ use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
 use crate::ratelimit::{Denied, Figures, Limiter, Pacer, Pass};
+use crate::resources::ServerClock;
 use crate::retry::RetryPolicy;
 
 /// Everything one call needs besides the request itself.
@@ -71,6 +72,9 @@ pub(crate) struct Call<'a> {
     /// when a "HTTP pull not enabled" answer is Cloudflare's propagation
     /// delay, tried again with backoff, rather than the queue's state.
     pub pull_grace_until: Option<Instant>,
+    /// Told the `Date` of every answer, for a create that may have to tell
+    /// its own queue from someone else's after a lost answer.
+    pub server_clock: Option<&'a ServerClock>,
 }
 
 impl Call<'_> {
@@ -151,6 +155,9 @@ impl Call<'_> {
         let attempt_span = tracing::debug_span!("attempt", attempt);
         let run = async {
             let (outcome, exchange) = recorded(self.response_cap, request).await;
+            if let Some(clock) = self.server_clock.filter(|_| exchange.status.is_some()) {
+                clock.observe(&exchange.headers);
+            }
             // The figures are read before the answer is consumed: three
             // numbers, not a copy of its headers.
             let answer = pass.and_then(|pass| {
@@ -286,6 +293,7 @@ mod tests {
             messages: 1,
             response_cap: 1024,
             pull_grace_until: None,
+            server_clock: None,
         }
     }
 

@@ -13,7 +13,9 @@ use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::message::Body;
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::resources::Consumer;
+use crate::resources::server_clock::rfc3339_unix_ms;
+use crate::resources::settings::shows_applied;
+use crate::resources::{Consumer, QueueSettings};
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo, peeked, previewed,
@@ -78,17 +80,13 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             .map(PurgeStatus::from)
             .is_ok(),
         Operation::ListQueues => decode::<types::QueueListEnvelope>(operation, status, body)
-            .map(|page| {
-                page.queues
-                    .into_iter()
-                    .for_each(|q| drop(QueueInfo::from(q)))
-            })
+            .map(|page| page.queues.into_iter().for_each(|q| drop(queue_info(q))))
             .is_ok(),
         Operation::CreateQueue
         | Operation::GetQueue
         | Operation::UpdateQueue
         | Operation::EditQueue => decode::<types::QueueEnvelope>(operation, status, body)
-            .map(QueueInfo::from)
+            .map(queue_info)
             .is_ok(),
         Operation::ListConsumers => decode::<types::ConsumerListEnvelope>(operation, status, body)
             .map(|list| list.into_iter().for_each(|c| drop(Consumer::from(c))))
@@ -102,6 +100,22 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             decode::<types::DeleteEnvelope>(operation, status, body).is_ok()
         }
     }
+}
+
+/// A queue as every call reads it, with what a create reads besides: its
+/// creation time (to tell its own queue after a lost answer) and whether
+/// its settings show the ones sent.
+fn queue_info(queue: types::QueueDetails) -> QueueInfo {
+    let _ = queue.created_on.as_deref().map(rfc3339_unix_ms);
+    let sent = QueueSettings::new()
+        .delivery_delay(std::time::Duration::from_secs(2))
+        .delivery_paused(true)
+        .message_retention_period(std::time::Duration::from_secs(3600))
+        .to_wire(&crate::limits::Limits::default());
+    if let Ok(sent) = sent {
+        let _ = shows_applied(&sent, queue.settings.as_ref());
+    }
+    QueueInfo::from(queue)
 }
 
 /// [`decode_response`] as a 200 and as a 500.
@@ -223,7 +237,11 @@ mod tests {
     /// mistyped one.
     fn management_operations() -> [(Operation, Value, Value); 4] {
         let queue = json!({"queue_id": "q", "queue_name": "orders",
-                           "settings": {"delivery_delay": 5, "delivery_paused": true}});
+                           "created_on": "2026-11-29T10:00:00.123456Z",
+                           "settings": {"delivery_delay": 5, "delivery_paused": true,
+                                        "message_retention_period": 3600},
+                           "consumers": [{"type": "worker", "consumer_id": "w",
+                                          "script": "mailer", "service": "mailer"}]});
         let consumer = json!({"type": "http_pull", "consumer_id": "c", "dead_letter_queue": "",
                               "settings": {"batch_size": 50.0, "visibility_timeout_ms": 6000}});
         [

@@ -1,5 +1,7 @@
 //! The account's queues: listing them, resolving a name, creating one.
 
+use std::time::SystemTime;
+
 use super::Queue;
 use crate::call::Call;
 use crate::client::Client;
@@ -8,7 +10,8 @@ use crate::error::{Result, built};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::lookup::{NameLookup, Next, after_page, page_ids};
-use crate::resources::settings::{check_name, check_new_name};
+use crate::resources::settings::{check_name, check_new_name, shows_applied};
+use crate::resources::{QueueSettings, ServerClock};
 use crate::response::QueueInfo;
 use crate::response_cap::SMALL_RESPONSE_BYTES;
 
@@ -44,11 +47,22 @@ impl Client {
     /// Reading changes nothing; dropping the future is safe.
     pub async fn queue_by_name(&self, name: &str) -> Result<Queue> {
         check_name("name", name)?;
+        let (id, _) = self.find_by_name(name, None).await?;
+        Ok(self.queue(id)?.named(name.to_owned()))
+    }
+
+    /// The id and the listing of the queue of this name; the `Date` of
+    /// every answer goes to `clock`, if given.
+    async fn find_by_name(
+        &self,
+        name: &str,
+        clock: Option<&ServerClock>,
+    ) -> Result<(String, types::QueueDetails)> {
         let mut lookup = NameLookup::new(name);
         let mut number = 1;
         let mut previous: Option<Vec<Option<String>>> = None;
         loop {
-            let page = self.list_page(number, Some(name)).await?;
+            let page = self.list_page(number, Some(name), clock).await?;
             let ids = page_ids(&page);
             if previous.as_ref() == Some(&ids) {
                 break; // the same page again: `page` is ignored too
@@ -59,8 +73,7 @@ impl Client {
             }
             previous = Some(ids);
         }
-        let id = lookup.finish()?;
-        Ok(self.queue(id)?.named(name.to_owned()))
+        lookup.finish()
     }
 
     /// Every queue of the account, with its settings and consumers, read
@@ -80,7 +93,7 @@ impl Client {
         let mut number = 1;
         let mut previous: Option<Vec<Option<String>>> = None;
         loop {
-            let page = self.list_page(number, None).await?;
+            let page = self.list_page(number, None, None).await?;
             let ids = page_ids(&page);
             if previous.as_ref() == Some(&ids) {
                 // The same page again: a server that ignores `page` and
@@ -97,15 +110,24 @@ impl Client {
         }
     }
 
-    /// Creates a queue of this name (`POST /queues`) and returns a handle
-    /// on it. Its settings are Cloudflare's defaults: change them with
-    /// [`Queue::edit`], and enable HTTP pull with [`Queue::enable_http_pull`].
+    /// Creates a queue of this name (`POST /queues` with `{"queue_name"}`)
+    /// and returns a handle on it. Its settings are Cloudflare's defaults:
+    /// give others at creation with [`Client::create_queue_with`], change
+    /// them later with [`Queue::edit`], and enable HTTP pull with
+    /// [`Queue::enable_http_pull`].
     ///
     /// Like a push, a create is not repeated after an ambiguous failure (a
     /// 5xx, a timeout, a broken connection): it may have landed, and a
-    /// second create of a taken name fails. The name is looked up instead:
-    /// a queue of that name is taken as the one created. An answer without
-    /// `queue_id` is followed by one lookup too.
+    /// second create of a taken name fails. The name is looked up instead,
+    /// and the queue found is taken as the one created only if it was
+    /// created after the create was sent: its `created_on` (the server's
+    /// clock) is compared with the time of sending (ours), through the
+    /// `Date` headers of the answers this call received, less an allowance
+    /// of 2 s for a `created_on` cut to whole seconds and for the gap
+    /// between Cloudflare's own clocks. A queue of that name created
+    /// earlier is someone else's, and is never adopted. An answer without
+    /// `queue_id` is followed by one lookup too (the create landed: the
+    /// queue of that name is the one created).
     ///
     /// ```no_run
     /// # async fn demo(client: cf_queues::Client) -> cf_queues::Result<()> {
@@ -122,18 +144,77 @@ impl Client {
     /// (1 to 63 lowercase letters, digits and dashes, no dash first or
     /// last); an [`Error::Api`](crate::Error::Api) when the name is taken
     /// (409, code 11009, not retried) or refused (code 11003,
-    /// InvalidQueueName); the first error when the lookup after a lost
-    /// answer does not find the queue.
+    /// InvalidQueueName); after a lost answer, the first error when the
+    /// lookup does not find the queue, finds one created before the create
+    /// was sent, or cannot tell (no answer carried a `Date`, or the queue
+    /// has no readable `created_on`).
     ///
     /// # Cancellation
     ///
     /// A create dropped after it was sent may have landed: look the name up.
     pub async fn create_queue(&self, name: &str) -> Result<Queue> {
+        self.create_queue_with(name, QueueSettings::new()).await
+    }
+
+    /// Creates a queue of this name with these settings (`POST /queues`
+    /// with `{"queue_name", "settings": {...}}`, as `wrangler queues create
+    /// --delivery-delay-secs N --message-retention-period-secs N` sends
+    /// it) and returns a handle on it. With no setting given it is
+    /// [`Client::create_queue`], and sends no `settings`.
+    ///
+    /// The live API applies settings given at creation, though Cloudflare's
+    /// published description lists only `queue_name`; the answer is read
+    /// tolerantly: when it does not show every setting given with the value
+    /// sent (an older API that ignored them, an answer without `settings`),
+    /// the settings are applied with one [`Queue::edit`] (`PATCH
+    /// /queues/{id}`, retried like a read: it writes the same values). A
+    /// lost answer is handled as by [`Client::create_queue`] (not repeated;
+    /// the queue found is adopted only if created after sending), and the
+    /// adopted queue's listing is checked for the settings the same way.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: cf_queues::Client) -> cf_queues::Result<()> {
+    /// use std::time::Duration;
+    /// use cf_queues::resources::QueueSettings;
+    /// let settings = QueueSettings::new()
+    ///     .delivery_delay(Duration::from_secs(2))
+    ///     .message_retention_period(Duration::from_secs(3600));
+    /// let queue = client.create_queue_with("orders", settings).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Client::create_queue`]; and, before sending, the
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) of
+    /// [`Queue::edit`] for a setting out of range (one check decides both:
+    /// a delay over 24 hours, a retention outside 60 s to 14 days). When
+    /// the edit that applies the settings fails, its error: the queue
+    /// exists then, with Cloudflare's defaults; find it with
+    /// [`Client::queue_by_name`] and [`Queue::edit`] it.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped after the create was sent, the queue may exist, with or
+    /// without the settings: look the name up and read it with
+    /// [`Queue::info`].
+    pub async fn create_queue_with(&self, name: &str, settings: QueueSettings) -> Result<Queue> {
         check_new_name("queue_name", name)?;
-        let body: types::CreateQueueRequest =
-            built(types::CreateQueueRequest::builder().queue_name(name))?;
-        let created = self
-            .account_call(Operation::CreateQueue)
+        let wire = if settings.is_empty() {
+            None
+        } else {
+            Some(settings.to_wire(self.limits())?)
+        };
+        let body: types::CreateQueueRequest = built(
+            types::CreateQueueRequest::builder()
+                .queue_name(name)
+                .settings(wire.clone()),
+        )?;
+        let clock = ServerClock::new();
+        let sent = SystemTime::now();
+        let mut call = self.account_call(Operation::CreateQueue);
+        call.server_clock = Some(&clock);
+        let created = call
             .run(|| {
                 self.raw()
                     .create_queue()
@@ -142,35 +223,68 @@ impl Client {
                     .send()
             })
             .await;
-        match created {
-            Ok(details) => match details.queue_id.filter(|id| !id.is_empty()) {
-                Some(id) => Ok(self.queue(id)?.named(name.to_owned())),
-                None => self.queue_by_name(name).await,
+        let (id, listed) = match created {
+            Ok(details) => match details.queue_id.clone().filter(|id| !id.is_empty()) {
+                Some(id) => (id, details),
+                None => self.find_by_name(name, None).await?,
             },
             Err(error) if error.may_have_landed() => {
                 tracing::debug!(%error, name, "create queue may have landed; looking the name up");
-                self.queue_by_name(name).await.map_err(|_| error)
+                match self.find_by_name(name, Some(&clock)).await {
+                    Ok((id, details))
+                        if clock.created_since(sent, details.created_on.as_deref()) =>
+                    {
+                        (id, details)
+                    }
+                    Ok((id, details)) => {
+                        tracing::debug!(
+                            name,
+                            queue = %id,
+                            created_on = ?details.created_on,
+                            "the queue of that name was not created by this create (or cannot be told)"
+                        );
+                        return Err(error);
+                    }
+                    Err(_) => return Err(error),
+                }
             }
-            Err(error) => Err(error),
+            Err(error) => return Err(error),
+        };
+        let queue = self.queue(id)?.named(name.to_owned());
+        if let Some(wire) = &wire
+            && !shows_applied(wire, listed.settings.as_ref())
+        {
+            tracing::debug!(
+                name,
+                "the create's answer does not show its settings; editing"
+            );
+            queue.edit(settings).await?;
         }
+        Ok(queue)
     }
 
     /// One page of the queue list, filtered by name if given.
-    async fn list_page(&self, number: u32, name: Option<&str>) -> Result<QueuePage> {
-        self.account_call(Operation::ListQueues)
-            .run(|| {
-                let request = self
-                    .raw()
-                    .list_queues()
-                    .account_id(self.account_id())
-                    .page(number);
-                match name {
-                    Some(name) => request.name(name),
-                    None => request,
-                }
-                .send()
-            })
-            .await
+    async fn list_page(
+        &self,
+        number: u32,
+        name: Option<&str>,
+        clock: Option<&ServerClock>,
+    ) -> Result<QueuePage> {
+        let mut call = self.account_call(Operation::ListQueues);
+        call.server_clock = clock;
+        call.run(|| {
+            let request = self
+                .raw()
+                .list_queues()
+                .account_id(self.account_id())
+                .page(number);
+            match name {
+                Some(name) => request.name(name),
+                None => request,
+            }
+            .send()
+        })
+        .await
     }
 
     /// The call settings of an account-wide call (no queue id yet).
@@ -187,6 +301,7 @@ impl Client {
             messages: 0,
             response_cap: self.max_response_bytes().unwrap_or(SMALL_RESPONSE_BYTES),
             pull_grace_until: None,
+            server_clock: None,
         }
     }
 }

@@ -73,7 +73,10 @@ impl Queue {
     /// # Errors
     ///
     /// [`Error::InvalidInput`] before sending, naming the setting out of
-    /// range; [`Error::OtherConsumer`] when a Worker (or another kind)
+    /// range, or `dead_letter_queue` for a name no queue can have (the rule
+    /// [`Client::create_queue`](crate::Client::create_queue) checks: 1 to 63
+    /// lowercase letters, digits and dashes, no dash first or last);
+    /// [`Error::OtherConsumer`] when a Worker (or another kind)
     /// consumes the queue: a queue has one consumer, and it is never
     /// replaced silently; otherwise what the calls met.
     ///
@@ -190,9 +193,10 @@ impl Queue {
 
     fn other_consumer(&self, other: &Consumer) -> Error {
         let consumer = match other {
-            Consumer::Worker(worker) => match &worker.script_name {
-                Some(script) => format!("the Worker {script:?}"),
-                None => "a Worker".to_owned(),
+            Consumer::Worker(worker) => match (&worker.script_name, &worker.service) {
+                (Some(script), _) => format!("the Worker {script:?}"),
+                (None, Some(service)) => format!("the Worker service {service:?}"),
+                (None, None) => "a Worker".to_owned(),
             },
             other => format!("a consumer of type {:?}", other.kind()),
         };

@@ -163,6 +163,7 @@ impl Queue {
             messages,
             response_cap,
             pull_grace_until,
+            server_clock: None,
         }
     }
 

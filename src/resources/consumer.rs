@@ -79,8 +79,14 @@ pub struct WorkerConsumer {
     pub queue_name: Option<String>,
     /// When it was created, as the API wrote it.
     pub created_on: Option<String>,
-    /// The Worker's name.
+    /// The Worker's name: the answer's `script_name` (the published
+    /// description's field) or, when that is absent or empty, its `script`
+    /// (the live API's, which wrangler reads).
     pub script_name: Option<String>,
+    /// The Worker service that consumes the queue, when the answer names
+    /// one (`service`: wrangler finds a Worker consumer by `script` or
+    /// `service`).
+    pub service: Option<String>,
     /// The **name** of the dead-letter queue, if any.
     pub dead_letter_queue: Option<String>,
     /// The most messages in a batch.
@@ -117,7 +123,11 @@ impl From<types::QueueConsumer> for Consumer {
                 consumer_id,
                 queue_name: c.queue_name,
                 created_on: c.created_on,
-                script_name: c.script_name,
+                script_name: c
+                    .script_name
+                    .filter(|name| !name.is_empty())
+                    .or_else(|| c.script.filter(|name| !name.is_empty())),
+                service: c.service.filter(|name| !name.is_empty()),
                 dead_letter_queue,
                 batch_size: known_u32(settings.batch_size),
                 max_retries: known_u32(settings.max_retries),

@@ -5,6 +5,7 @@ use crate::envelope::QueuePage;
 use crate::error::{Error, Result};
 use crate::message::known_u32;
 use crate::operation::Operation;
+use crate::raw::types;
 
 /// The most pages read in one listing. Cloudflare allows 10,000 queues per
 /// account; at its page size of 20 that is 500 pages. A server that never
@@ -45,14 +46,15 @@ pub(crate) fn page_ids(page: &QueuePage) -> Vec<Option<String>> {
 #[derive(Debug)]
 pub(crate) struct NameLookup<'a> {
     name: &'a str,
-    ids: Vec<String>,
+    /// The queues listed with the name, with their ids.
+    found: Vec<(String, types::QueueDetails)>,
 }
 
 impl<'a> NameLookup<'a> {
     pub(crate) fn new(name: &'a str) -> NameLookup<'a> {
         NameLookup {
             name,
-            ids: Vec::new(),
+            found: Vec::new(),
         }
     }
 
@@ -68,7 +70,7 @@ impl<'a> NameLookup<'a> {
                 continue;
             }
             match queue.queue_id.as_deref().filter(|id| !id.is_empty()) {
-                Some(id) => self.ids.push(id.to_owned()),
+                Some(id) => self.found.push((id.to_owned(), queue.clone())),
                 None => {
                     return Err(Error::Decode {
                         operation: Operation::ListQueues,
@@ -85,22 +87,22 @@ impl<'a> NameLookup<'a> {
         }
         // Names are unique in an account: once one is found, further
         // pages only cost calls against the API budget.
-        if !others || !self.ids.is_empty() {
+        if !others || !self.found.is_empty() {
             return Ok(Next::Done);
         }
         Ok(after_page(number, page))
     }
 
-    /// The id of the queue of that name.
-    pub(crate) fn finish(mut self) -> Result<String> {
-        match self.ids.len() {
+    /// The id of the queue of that name, and the queue as listed.
+    pub(crate) fn finish(mut self) -> Result<(String, types::QueueDetails)> {
+        match self.found.len() {
             0 => Err(Error::UnknownQueueName {
                 name: self.name.to_owned(),
             }),
-            1 => Ok(self.ids.remove(0)),
+            1 => Ok(self.found.remove(0)),
             _ => Err(Error::AmbiguousQueueName {
                 name: self.name.to_owned(),
-                queue_ids: self.ids,
+                queue_ids: self.found.into_iter().map(|(id, _)| id).collect(),
             }),
         }
     }
@@ -109,7 +111,10 @@ impl<'a> NameLookup<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::types;
+
+    fn id(lookup: NameLookup<'_>) -> Option<String> {
+        lookup.finish().ok().map(|(id, _)| id)
+    }
 
     fn page(names: &[(&str, &str)], total_pages: Option<f64>) -> QueuePage {
         QueuePage {
@@ -133,7 +138,7 @@ mod tests {
         let mut lookup = NameLookup::new("orders");
         let next = lookup.read(1, &page(&[("orders", "a1")], Some(9.0)));
         assert_eq!(next.ok(), Some(Next::Done));
-        assert_eq!(lookup.finish().ok().as_deref(), Some("a1"));
+        assert_eq!(id(lookup).as_deref(), Some("a1"));
     }
 
     #[test]
@@ -143,7 +148,7 @@ mod tests {
         assert_eq!(lookup.read(1, &first).ok(), Some(Next::Page(2)));
         let second = page(&[("Orders", "d1"), ("orders", "e1")], Some(3.0));
         assert_eq!(lookup.read(2, &second).ok(), Some(Next::Done));
-        assert_eq!(lookup.finish().ok().as_deref(), Some("e1"));
+        assert_eq!(id(lookup).as_deref(), Some("e1"));
 
         let mut lookup = NameLookup::new("orders");
         assert_eq!(lookup.read(3, &first).ok(), Some(Next::Done));

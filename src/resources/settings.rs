@@ -105,6 +105,27 @@ impl QueueSettings {
     }
 }
 
+/// Whether a queue's settings as the API answered them show every setting
+/// of `wire` with the value sent. A setting left out of the answer, or an
+/// answer without settings, shows nothing.
+pub(crate) fn shows_applied(
+    wire: &types::QueueSettingsRequest,
+    answer: Option<&types::QueueSettings>,
+) -> bool {
+    let Some(answer) = answer else {
+        return wire == &types::QueueSettingsRequest::default();
+    };
+    // Exactly the value sent: 3600.5 is not the 3600 asked for.
+    let same =
+        |sent: Option<u32>, got: Option<f64>| sent.is_none_or(|sent| got == Some(f64::from(sent)));
+    same(wire.delivery_delay, answer.delivery_delay)
+        && same(
+            wire.message_retention_period,
+            answer.message_retention_period,
+        )
+        && (wire.delivery_paused.is_none() || wire.delivery_paused == answer.delivery_paused)
+}
+
 impl From<types::QueueSettings> for QueueSettings {
     fn from(s: types::QueueSettings) -> Self {
         QueueSettings {
@@ -129,7 +150,7 @@ impl From<types::QueueSettings> for QueueSettings {
 /// | `max_retries` | 3 | 0 to 100 |
 /// | `retry_delay` | 0 (retries that give none) | at most 24 h, rounded up to whole seconds |
 /// | `visibility_timeout` | 30 s (pulls that give none) | 1 ms to 12 h, rounded up to whole milliseconds |
-/// | `dead_letter_queue` | none: messages out of retries are deleted | a queue **name** |
+/// | `dead_letter_queue` | none: messages out of retries are deleted | a queue **name**: 1 to 63 lowercase letters, digits and dashes, no dash first or last |
 ///
 /// ```
 /// use std::time::Duration;
@@ -186,6 +207,12 @@ impl HttpPullSettings {
     }
 
     /// Sets the dead-letter queue, by its **name** (not its id).
+    ///
+    /// The name is checked when the settings are sent, before anything is
+    /// sent, with the rule queue creation follows (the one the live API
+    /// states when it refuses a name, code 11003): a name no queue can
+    /// have is an [`Error::InvalidInput`] naming `dead_letter_queue`,
+    /// rather than a consumer whose dead letters go nowhere.
     pub fn dead_letter_queue(mut self, name: impl Into<String>) -> HttpPullSettings {
         self.dead_letter_queue = Some(name.into());
         self
@@ -222,7 +249,7 @@ impl HttpPullSettings {
         let dead_letter_queue = self
             .dead_letter_queue
             .as_deref()
-            .map(|name| check_name("dead_letter_queue", name).map(|()| name.to_owned()))
+            .map(|name| check_new_name("dead_letter_queue", name).map(|()| name.to_owned()))
             .transpose()?;
         let settings: types::HttpPullConsumerSettings = built(
             types::HttpPullConsumerSettings::builder()
@@ -251,7 +278,8 @@ pub(crate) fn check_name(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Checks the name of a queue to create against the rule the live API
+/// Checks the name of a queue to create, or of a dead-letter queue to
+/// name, against the rule the live API
 /// states when it refuses one (11003 InvalidQueueName, quoted in
 /// cloudflare/workers-sdk#2522): `^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`,
 /// that is 1 to 63 lowercase letters, digits and dashes, not starting or
@@ -277,11 +305,23 @@ pub(crate) fn check_new_name(field: &str, name: &str) -> Result<()> {
         Some(problem) => Err(Error::invalid(
             field,
             format!(
-                "{name:?} is not a queue name Cloudflare accepts ({problem}; the rule is \
-                 ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$)"
+                "{} is not a queue name Cloudflare accepts ({problem}): a name is 1 to 63 \
+                 lowercase letters, digits and dashes, not starting or ending with a dash \
+                 (^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$)",
+                quoted_start(name)
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// A name quoted for an error message, cut after 64 characters: a name of
+/// megabytes must not make an error of megabytes.
+fn quoted_start(name: &str) -> String {
+    const SHOWN: usize = 64;
+    match name.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}...", &name[..cut]),
+        None => format!("{name:?}"),
     }
 }
 
@@ -312,5 +352,14 @@ mod tests {
                 "{error:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_huge_name_is_not_copied_into_the_error() {
+        let huge = "a".repeat(2 << 20);
+        let error = check_new_name("dead_letter_queue", &huge).expect_err("too long");
+        let text = error.to_string();
+        assert!(text.len() < 400, "{} bytes", text.len());
+        assert!(text.contains("2097152 characters, over the 63"), "{text}");
     }
 }

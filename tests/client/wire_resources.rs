@@ -21,6 +21,10 @@ use serde_json::{Value, json};
 
 use crate::support::{ACCOUNT, QUEUE, TOKEN, path, quick, success};
 
+#[path = "wire_resources_consumers.rs"]
+mod consumers;
+#[path = "wire_resources_create.rs"]
+mod create;
 #[path = "wire_resources_faults.rs"]
 mod faults;
 #[path = "wire_http_pull.rs"]
@@ -594,8 +598,9 @@ async fn a_create_answer_without_queue_id_is_followed_by_one_lookup() {
 }
 
 /// A 500 may hide a create that landed: it is not repeated (even under a
-/// policy that retries), the name is looked up, and the queue found is the
-/// create's success.
+/// policy that retries), the name is looked up, and the queue found,
+/// created after the create was sent, is the create's success (one
+/// created before is someone else's: `create::a_lost_answer_and_an_older_queue...`).
 #[tokio::test]
 async fn a_lost_create_answer_is_looked_up_not_repeated() {
     let server = MockServer::start_async().await;
@@ -608,10 +613,13 @@ async fn a_lost_create_answer_is_looked_up_not_repeated() {
                 .json_body(failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"));
         })
         .await;
+    // Created by the create: after it was sent.
+    let mut found = example_queue();
+    found["created_on"] = json!(crate::support::rfc3339(std::time::SystemTime::now()));
     let lookup = list_mock(
         &server,
         &[("page", "1"), ("name", NAME)],
-        success(json!([example_queue()])),
+        success(json!([found])),
     )
     .await;
     let others = catch_all(&server).await;
