@@ -10,7 +10,7 @@ use super::{Global, Target, parse_delay, parse_duration};
 const QUEUES_LONG: &str = "\
 List, show, create, update and delete the account's queues.
 
-A queue is named by --queue (a name, or an id of 32 hex digits), --queue-id or --queue-name, \
+A queue is named by --queue (a name, or an id of 32 lowercase hex digits), --queue-id or --queue-name, \
 as in every command. Settings are the queue's own: a delivery delay for messages pushed \
 without one, how long an unconsumed message is kept, and whether delivery is paused. How \
 messages are delivered to a consumer (retries, leases, the dead-letter queue) is set on its \
