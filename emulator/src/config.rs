@@ -501,6 +501,7 @@ impl ConsumerConfig {
                 let d = WorkerSettings::default();
                 ConsumerKind::Worker {
                     script_name: self.script_name.clone().unwrap_or_default(),
+                    service: None,
                     settings: WorkerSettings {
                         batch_size: s.batch_size.unwrap_or(d.batch_size),
                         max_concurrency: s.max_concurrency,

@@ -79,7 +79,7 @@
 //! | method and path | `Operation` | result |
 //! |---|---|---|
 //! | `GET /queues?page&per_page&name` | `ListQueues` | queue objects, and `result_info` `{count, page, per_page, total_count, total_pages}` |
-//! | `POST /queues` `{queue_name}` | `CreateQueue` | the queue object |
+//! | `POST /queues` `{queue_name, settings?}` | `CreateQueue` | the queue object, with the settings given (checked as an update's) and the defaults for the rest |
 //! | `GET /queues/{queue_id}` | `GetQueue` | the queue object |
 //! | `PUT /queues/{queue_id}` `{queue_name?, settings?}` | `UpdateQueue` | the queue object; settings left out are reset |
 //! | `PATCH /queues/{queue_id}` `{queue_name?, settings?}` | `EditQueue` | the queue object; settings left out are kept |
@@ -95,7 +95,11 @@
 //! message_retention_period}, consumers, consumers_total_count, producers:
 //! [], producers_total_count: 0}`; a consumer is `{type, consumer_id,
 //! created_on, queue_name, dead_letter_queue ("" when none), settings}`,
-//! with `script_name` for a Worker. Timestamps are RFC 3339 with
+//! with, for a Worker, its script as both `script_name` (the published
+//! description's name) and `script` (the live API's, by which wrangler
+//! finds a Worker consumer), and `service` when one was given. A create or
+//! update of a Worker consumer takes its script as `script_name` or
+//! `script` (or, failing both, `service`). Timestamps are RFC 3339 with
 //! milliseconds.
 //! Every answer is wrapped in Cloudflare's `{success, errors, messages,
 //! result}` envelope, with its field names as sent (camelCase `ackCount`,

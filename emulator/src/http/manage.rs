@@ -123,7 +123,9 @@ pub(super) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
 pub(super) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let name = string(&call.request, "queue_name", "/queue_name")?
         .ok_or_else(|| ErrorAnswer::invalid("/queue_name", "queue_name is required"))?;
-    let record = app.with_broker(|broker, now| broker.create_queue(&call.account, name, now))?;
+    let settings = settings_change(&call.request)?;
+    let record =
+        app.with_broker(|broker, now| broker.create_queue(&call.account, name, settings, now))?;
     queue_answer(&record)
 }
 

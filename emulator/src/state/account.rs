@@ -123,7 +123,13 @@ impl Default for WorkerSettings {
 pub(crate) enum ConsumerKind {
     HttpPull(PullSettings),
     Worker {
+        /// The Worker's script, shown as both `script_name` (the published
+        /// description) and `script` (the live API, which wrangler reads).
         script_name: String,
+        /// The Worker service, when the request named one (the live API's
+        /// `service`); absent from rows written before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service: Option<String>,
         settings: WorkerSettings,
     },
 }

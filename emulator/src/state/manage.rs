@@ -264,24 +264,29 @@ impl Broker {
         }
     }
 
-    /// Creates a queue of this name with a fresh id, no consumer and the
-    /// default settings.
+    /// Creates a queue of this name with a fresh id, no consumer, and
+    /// the default settings changed by `settings` (the settings a create
+    /// gives, checked as an update's: the live API applies them, and
+    /// wrangler's `queues create --delivery-delay-secs` sends them).
     pub(crate) fn create_queue(
         &mut self,
         account: &str,
         name: &str,
+        settings: SettingsChange,
         now_ms: u64,
     ) -> Result<QueueRecord, AccountError> {
         check_queue_name(name)?;
         if self.registry.id_of(account, name).is_some() {
             return Err(AccountError::NameTaken(name.to_owned()));
         }
+        let mut created = QueueSettings::default();
+        settings.apply(&mut created);
         let record = QueueRecord {
             id: self.tokens.resource_id(),
             name: name.to_owned(),
             created_ms: now_ms,
             modified_ms: now_ms,
-            settings: QueueSettings::default(),
+            settings: created,
             consumer: None,
             pristine: false,
             order: self.registry.next_order(),
