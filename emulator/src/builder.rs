@@ -101,6 +101,10 @@ impl Emulator {
     }
 
     /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
+    ///
+    /// [`Emulator::start`] refuses a token no client could send as
+    /// `Authorization: Bearer <token>`: an empty one, or one holding a
+    /// space, a control character or anything outside visible ASCII.
     pub fn token(mut self, token: impl Into<String>) -> Emulator {
         self.token = Some(token.into());
         self
@@ -339,10 +343,17 @@ impl Emulator {
     /// # Errors
     ///
     /// The address cannot be bound, the operating system's random number
-    /// generator is not available, or the dead-letter settings would make
+    /// generator is not available, the [token](Emulator::token) cannot be
+    /// sent in a header (`ErrorKind::InvalidInput`, saying why without
+    /// showing it), or the dead-letter settings would make
     /// messages unreachable or a queue is declared twice
     /// (`ErrorKind::InvalidInput`, naming the setting).
     pub async fn start(self) -> io::Result<EmulatorHandle> {
+        if !self.open
+            && let Some(token) = &self.token
+        {
+            check_token(token)?;
+        }
         self.check_dead_letters()?;
         self.config
             .check()
@@ -539,6 +550,33 @@ impl Emulator {
     }
 }
 
+/// Refuses a token that no client can send as `Authorization: Bearer
+/// <token>`, which would start an emulator no one can call. The error says
+/// what is wrong and where, never the token itself: it is a secret.
+fn check_token(token: &str) -> io::Result<()> {
+    let problem = if token.is_empty() {
+        Some("it is empty".to_owned())
+    } else {
+        token.chars().enumerate().find_map(|(at, c)| {
+            let what = match c {
+                ' ' => "a space",
+                c if c.is_whitespace() => "white space",
+                c if c.is_control() => "a control character",
+                c if !c.is_ascii() => "a character outside ASCII",
+                _ => return None,
+            };
+            Some(format!("character {} is {what}", at + 1))
+        })
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(invalid(format!(
+            "the API token cannot be sent as `Authorization: Bearer <token>` ({problem}); \
+             a token is visible ASCII (letters, digits, punctuation), without spaces"
+        ))),
+    }
+}
+
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }
@@ -616,6 +654,41 @@ mod tests {
             let message = refused(&emulator).unwrap_or_default();
             assert!(message.contains(says), "{message:?} should say {says:?}");
         }
+    }
+
+    #[test]
+    fn tokens_no_client_can_send_are_refused_without_being_shown() {
+        assert!(check_token("cfq_0123-abc.XYZ~!").is_ok());
+        for (token, says) in [
+            ("", "it is empty"),
+            ("a b", "character 2 is a space"),
+            ("secret\t", "character 7 is white space"),
+            ("sec\u{7f}ret", "character 4 is a control character"),
+            ("sécret", "character 2 is a character outside ASCII"),
+        ] {
+            let error = check_token(token)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(says), "{error:?} should say {says:?}");
+            if token.len() > 2 {
+                assert!(!error.contains(token), "{error:?} shows the token");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn start_refuses_a_token_with_a_space() {
+        let refused = Emulator::new().token("a b").start().await;
+        let error = refused.err().map(|e| (e.kind(), e.to_string()));
+        let (kind, text) = error.unwrap_or((io::ErrorKind::Other, String::new()));
+        assert_eq!(kind, io::ErrorKind::InvalidInput);
+        assert!(
+            text.contains("is a space") && !text.contains("a b"),
+            "{text}"
+        );
+        let open = Emulator::new().token("a b").without_auth().start().await;
+        assert!(open.is_ok(), "no token is checked when none is asked for");
     }
 
     #[test]
