@@ -120,7 +120,7 @@
 //! | 405, 0 "messages cannot be pulled unless http_pull mode is enabled" | a pull, ack or lease extension on a queue without an HTTP pull consumer (as the live API answers a pull) |
 //! | 409, 10252 "queue_delivery_paused" | a pull on a queue whose delivery is paused |
 //! | 409, 11009 "queue name already taken" | a queue created or renamed to a name the account has |
-//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit) |
+//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit), for a queue created or renamed (pointer `/queue_name`) or a consumer's `dead_letter_queue`, a queue that may be created by that name (pointer `/dead_letter_queue`); a long name is shown cut after 80 characters |
 //! | 409, 11004 `workers.api.error.consumer_exists` | a consumer created on a queue that has one |
 //! | 404, 7003 | a consumer id the queue does not have |
 //! | 400, 10202 to 10206 | a bad delay, message metadata, message size, batch size or batch count |

@@ -202,8 +202,9 @@ pub(crate) enum AccountError {
     ConsumerNotFound,
     /// Another queue of the account has that name.
     NameTaken(String),
-    /// A name Cloudflare would refuse.
-    InvalidName(String),
+    /// A name Cloudflare would refuse, in the request's field `field`
+    /// (`queue_name`, or `dead_letter_queue` for a consumer's).
+    InvalidName { field: &'static str, name: String },
     /// The queue has a consumer already: one per queue.
     ConsumerExists,
     /// A field out of its bounds, with its JSON pointer.
@@ -410,6 +411,13 @@ impl Registry {
 /// 1 to 63 lowercase letters, digits and dashes, starting and ending with a
 /// letter or digit.
 pub(crate) fn check_queue_name(name: &str) -> Result<(), AccountError> {
+    check_name_in("queue_name", name)
+}
+
+/// [`check_queue_name`] for a name given in the request's field `field`:
+/// the one place the emulator decides what a queue name is, for queues
+/// created or renamed and for the dead-letter queues consumers name.
+pub(crate) fn check_name_in(field: &'static str, name: &str) -> Result<(), AccountError> {
     let bytes = name.as_bytes();
     let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let valid = (1..=63).contains(&bytes.len())
@@ -419,7 +427,10 @@ pub(crate) fn check_queue_name(name: &str) -> Result<(), AccountError> {
     if valid {
         Ok(())
     } else {
-        Err(AccountError::InvalidName(name.to_owned()))
+        Err(AccountError::InvalidName {
+            field,
+            name: name.to_owned(),
+        })
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::account::{
     AccountError, Consumer, ConsumerKind, ConsumerSpec, PullSettings, QueueRecord, QueueSettings,
-    check_queue_name,
+    check_name_in, check_queue_name,
 };
 use super::{At, Broker};
 
@@ -469,6 +469,11 @@ impl Broker {
         let dlq = consumer
             .as_ref()
             .and_then(|c| c.spec.dead_letter_queue.clone());
+        if let Some(name) = &dlq {
+            // The queue it names may be created by that name: the rule of
+            // a queue created by the API.
+            check_name_in("dead_letter_queue", name)?;
+        }
         if dlq.as_deref() == Some(current.name.as_str()) {
             return Err(AccountError::Invalid {
                 pointer: "/dead_letter_queue".into(),

@@ -166,3 +166,71 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
     assert_eq!(failed(&both).1, 10207);
     assert_eq!(both.1["errors"][0]["source"]["pointer"], json!("/script"));
 }
+
+#[tokio::test]
+async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
+    let (emulator, _clock) = emulator_with(|e| e).await;
+    let id = create(&emulator, "work").await;
+    let consumers = queues(&format!("/{id}/consumers"));
+    let huge = "d".repeat(2_000_000);
+    for name in ["Orders_DLQ", "-dlq", "dlq-", &*"d".repeat(64), &*huge] {
+        let refused = [
+            call(
+                &emulator,
+                Method::POST,
+                &consumers,
+                Some(json!({"type": "http_pull", "dead_letter_queue": name})),
+            )
+            .await,
+            call(
+                &emulator,
+                Method::PUT,
+                &format!("{consumers}/0123"),
+                Some(json!({"type": "worker", "script_name": "w", "dead_letter_queue": name})),
+            )
+            .await,
+        ];
+        for answer in &refused {
+            let (status, code, message) = failed(answer);
+            assert_eq!(
+                (status, code),
+                (400, 11003),
+                "{}",
+                &message[..message.len().min(200)]
+            );
+            assert!(
+                message.starts_with("Invalid queue name: invalid queue name: "),
+                "{message:.200}"
+            );
+            assert!(message.len() < 400, "a long name is not echoed whole");
+            assert_eq!(
+                answer.1["errors"][0]["source"]["pointer"],
+                json!("/dead_letter_queue")
+            );
+        }
+    }
+    // Nothing was created: no consumer, no dead-letter queue.
+    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let names: Vec<&str> = ok(&listed)
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| q["queue_name"].as_str())
+        .collect();
+    assert_eq!(names, ["work"]);
+    let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    assert_eq!(ok(&info)["consumers"], json!([]));
+    // The same field name on a queue name refused at creation.
+    let bad = call(
+        &emulator,
+        Method::POST,
+        &queues(""),
+        Some(json!({"queue_name": "Bad"})),
+    )
+    .await;
+    assert_eq!(
+        bad.1["errors"][0]["source"]["pointer"],
+        json!("/queue_name")
+    );
+    assert_eq!(failed(&bad).1, 11003);
+}
