@@ -312,9 +312,11 @@ impl Emulator {
     /// everything in memory. The directory is created if needed, locked
     /// while the emulator runs, and must be of this version's
     /// [`DATA_FORMAT_VERSION`](crate::DATA_FORMAT_VERSION). A
-    /// configuration ([`Emulator::config`]) only seeds an empty directory;
-    /// over a non-empty one, each queue it declares must be there as
-    /// declared, or the start fails naming the queue.
+    /// configuration ([`Emulator::config`]) and the [strict
+    /// queues](Emulator::strict_queues) only seed a new directory; over one
+    /// that holds an account their queues are neither applied nor checked
+    /// (the directory is the truth), and [`EmulatorHandle::start_notes`]
+    /// says so. See [Durability](crate#durability).
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Emulator {
         self.data_dir = Some(dir.into());
         self
@@ -358,7 +360,7 @@ impl Emulator {
         self.config
             .check()
             .map_err(|(i, why)| invalid(format!("queues[{i}]: {why}")))?;
-        let (broker, store) = self.open_broker()?;
+        let (broker, store, notes) = self.open_broker()?;
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let address = listener.local_addr()?;
         if !address.ip().is_loopback() {
@@ -420,15 +422,16 @@ impl Emulator {
             server,
             stop: Some(stop),
             task: Some(task),
+            notes,
         })
     }
 
     /// The broker, in memory or loaded from the data directory, with the
     /// store thread that keeps the directory.
-    fn open_broker(&self) -> io::Result<(Broker, Option<Store>)> {
+    fn open_broker(&self) -> io::Result<(Broker, Option<Store>, Vec<String>)> {
         let seeded = self.broker(os_random()?)?;
         let Some(dir) = &self.data_dir else {
-            return Ok((seeded, None));
+            return Ok((seeded, None, Vec::new()));
         };
         if !matches!(self.clock, EmulatorClock::System) {
             // Stored timestamps are wall-clock times; a clock moved by hand
@@ -439,6 +442,7 @@ impl Emulator {
             )));
         }
         let data = DataDir::open(dir, self.reset_data_dir)?;
+        let mut notes = Vec::new();
         let mut broker = if data.is_empty()? {
             let mut broker = seeded;
             broker.track_changes();
@@ -448,13 +452,23 @@ impl Emulator {
         } else {
             let mut loaded = Broker::new(self.broker_config(), os_random()?);
             data.load(&mut loaded, self.clock.now_ms())?;
-            let fixed: Vec<String> = (self.config.queues.iter())
-                .filter_map(|q| q.queue_id.clone())
-                .chain(self.strict_queues.iter().flatten().cloned())
-                .collect();
-            loaded
-                .check_seed(&seeded, EMULATOR_ACCOUNT_ID, &fixed)
-                .map_err(|why| invalid(format!("data directory {}: {why}", dir.display())))?;
+            // The directory is the truth: the queues may have been changed
+            // through the API since they were declared, and checking them
+            // against the declarations would refuse the same start command
+            // next time, with only data-losing ways out.
+            let declared =
+                self.config.queues.len() + self.strict_queues.as_ref().map_or(0, HashSet::len);
+            if declared > 0 {
+                let note = format!(
+                    "data directory {} already holds an account: the {declared} queue(s) \
+                     declared by the configuration or --strict were not applied (a \
+                     configuration seeds only a new directory; the directory's queues are \
+                     kept as they are; --reset starts afresh from the configuration)",
+                    dir.display()
+                );
+                tracing::info!("{note}");
+                notes.push(note);
+            }
             loaded
         };
         let key = broker.message_key();
@@ -462,7 +476,7 @@ impl Emulator {
         let pending = broker.take_journal();
         let store = data.spawn(key)?;
         store.submit(pending);
-        Ok((broker, Some(store)))
+        Ok((broker, Some(store), notes))
     }
 
     fn broker_config(&self) -> BrokerConfig {

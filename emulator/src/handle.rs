@@ -44,6 +44,7 @@ pub struct EmulatorHandle {
     pub(super) server: Arc<ServerState>,
     pub(super) stop: Option<oneshot::Sender<()>>,
     pub(super) task: Option<JoinHandle<io::Result<()>>>,
+    pub(super) notes: Vec<String>,
 }
 
 impl EmulatorHandle {
@@ -55,6 +56,15 @@ impl EmulatorHandle {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// What the start did that its caller may not expect, one line each,
+    /// for a command line to print (`cfq emulator` does): for now, that a
+    /// [data directory](crate::Emulator::data_dir) already held an account,
+    /// so the queues a configuration declares were not applied. Also
+    /// logged with `tracing` at the info level.
+    pub fn start_notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The API token the emulator accepts, `None` when it accepts anything.

@@ -347,12 +347,18 @@
 //!   second emulator on the same directory is refused at start. The
 //!   kernel releases the lock when the process dies, so a crash never
 //!   leaves the directory locked.
-//! - **Seeding.** A configuration ([`Emulator::config`]) seeds only an
-//!   empty directory. Over a directory that holds an account, each queue
-//!   the configuration declares must be stored as declared (its id when
-//!   the configuration gives one, settings, consumer); otherwise the start
-//!   fails with an error naming the queue. Queues created by the API since
-//!   are kept.
+//! - **Seeding.** A configuration ([`Emulator::config`]) and the [strict
+//!   queues](Emulator::strict_queues) seed only a new directory (one no
+//!   emulator has started on). Over a directory that holds an account the
+//!   directory is the truth: the queues they declare are neither applied
+//!   nor checked against it, and [`EmulatorHandle::start_notes`] says so
+//!   (`cfq emulator` prints it; it is also logged with `tracing`). Why: a
+//!   declared queue changed through the API since (renamed, its settings
+//!   or consumer changed, deleted) would otherwise make the same start
+//!   command refuse the directory, and the only ways out would lose data
+//!   (`--reset`) or need an edit of the file. The configuration's round
+//!   trip, rate limits and strictness (which ids may spring into being)
+//!   still apply: they are settings of the emulator, not of the account.
 //! - **The reset.** [`Emulator::reset_data_dir`] (`cfq emulator --reset`)
 //!   empties the directory at start, and [`reset_data_dir`] without
 //!   starting; both are refused while another emulator holds the lock.

@@ -180,7 +180,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_configuration_seeds_an_empty_directory_and_a_conflict_names_the_queue() {
+async fn a_configuration_seeds_only_a_new_directory_and_the_directory_is_the_truth() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = |delay: u32| {
         EmulatorConfig::from_toml(&format!(
@@ -190,20 +190,43 @@ async fn a_configuration_seeds_an_empty_directory_and_a_conflict_names_the_queue
         .expect("config")
     };
     let handle = start_on(dir.path(), |e| e.config(config(3))).await;
+    assert_eq!(
+        handle.start_notes(),
+        [] as [String; 0],
+        "a new directory is seeded"
+    );
     let raw = Raw::new(&handle);
     assert_eq!(raw.push("ordersid", &bodies("c", 1)).await, 200);
-    handle.shutdown().await.expect("shutdown");
-    // The same configuration over the full directory: accepted.
-    let handle = start_on(dir.path(), |e| e.config(config(3))).await;
-    assert_eq!(Raw::new(&handle).backlog("ordersid").await, 1);
-    handle.shutdown().await.expect("shutdown");
-    let conflict = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .config(config(4))
-        .start()
+    // The declared queue changed through the API.
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            "/queues/ordersid",
+            json!({"settings": {"delivery_delay": 9}}),
+        )
         .await;
-    let message = conflict.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("\"orders\""), "{message}");
+    assert_eq!(status, 200);
+    handle.shutdown().await.expect("shutdown");
+    // The same start command starts, keeps the directory's queue as it is,
+    // and says that the configuration was not applied.
+    for declared in [3, 4] {
+        let handle = start_on(dir.path(), |e| e.config(config(declared))).await;
+        let raw = Raw::new(&handle);
+        assert_eq!(raw.backlog("ordersid").await, 1);
+        let (status, queue) = raw.call(Method::GET, "/queues/ordersid", json!(null)).await;
+        assert_eq!(status, 200);
+        assert_eq!(queue["result"]["settings"]["delivery_delay"], 9);
+        let notes = handle.start_notes().join("\n");
+        assert!(
+            notes.contains("already holds an account") && notes.contains("not applied"),
+            "{notes}"
+        );
+        handle.shutdown().await.expect("shutdown");
+    }
+    // Nothing declared, nothing to say.
+    let handle = start_on(dir.path(), |e| e).await;
+    assert!(handle.start_notes().is_empty());
+    handle.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
