@@ -273,6 +273,16 @@ impl EmulatorHandle {
         }
     }
 
+    /// Holds every commit of the data directory while `hold` is true (a
+    /// slow disk), to test that no answer leaves before the commit of the
+    /// changes handed in before it.
+    #[doc(hidden)]
+    pub fn hold_data_writes(&self, hold: bool) {
+        if let Some(store) = &self.app.store {
+            store.counters.hold.store(hold, Ordering::Relaxed);
+        }
+    }
+
     /// Serves until the task ends (after [`EmulatorHandle::shutdown`] from elsewhere, or an error).
     ///
     /// # Errors

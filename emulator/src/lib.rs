@@ -310,8 +310,10 @@
 //!   change waiting, writes them in one transaction and syncs once), so
 //!   durability costs well under one sync per request
 //!   ([`EmulatorHandle::data_commits`] counts them). Any answer, a read
-//!   included, waits for the changes handed in before it, so nothing an
-//!   answer shows can vanish in a crash. Changes made through
+//!   or a refusal included (a 404, 400, 405, 409, an authentication or
+//!   rate-limit refusal, an unknown path), waits for the changes handed in
+//!   before it, so nothing an answer shows (a 404 shows a deletion) can
+//!   vanish in a crash. Changes made through
 //!   [`EmulatorHandle`]'s methods are written too, but those methods do not
 //!   wait for the sync.
 //! - **The claim.** A process crash (`kill -9`) at any moment loses no

@@ -166,6 +166,24 @@ impl App {
         }
     }
 
+    /// `answer` once every change handed to the store before it is
+    /// committed: the one place every answer passes, refusals included,
+    /// so that nothing an answer shows (a 404 shows a deletion) can be
+    /// undone by a crash. A failed commit turns it into 503.
+    async fn settled(&self, answer: Result<Answer, Refusal>) -> Result<Answer, Refusal> {
+        let Some(store) = self.store.as_ref() else {
+            return answer;
+        };
+        match store.settle().await {
+            Ok(()) => answer,
+            Err(why) => Err(Refusal {
+                failure: ErrorAnswer::storage(Some(why)),
+                // A body left unread still closes the connection.
+                unread: answer.as_ref().err().is_some_and(|r| r.unread),
+            }),
+        }
+    }
+
     /// Reads a body that will not be used to its end, so that the
     /// connection can carry the next request; `false` if it could not be.
     async fn drain(&self, body: Body) -> bool {
@@ -289,18 +307,11 @@ fn operation(
                         // it: counted like the pieces of a listing.
                         conn.produced(body.len());
                     }
-                    match app.store.as_ref() {
-                        // Nothing leaves before what it reveals is synced.
-                        Some(store) => match store.settle().await {
-                            Ok(()) => answer,
-                            Err(why) => Err(Refusal::from(ErrorAnswer::storage(Some(why)))),
-                        },
-                        None => answer,
-                    }
+                    answer
                 }
                 Err(refused) => Err(refused),
             };
-            let mut response = respond(answer);
+            let mut response = respond(app.settled(answer).await);
             app.add_rate_headers(&mut response, credential);
             response
         },
@@ -309,7 +320,7 @@ fn operation(
 
 async fn refuse(app: &App, failure: ErrorAnswer, body: Body) -> Response {
     let unread = !app.drain(body).await;
-    respond(Err(Refusal { failure, unread }))
+    respond(app.settled(Err(Refusal { failure, unread })).await)
 }
 
 fn respond(answer: Result<Answer, Refusal>) -> Response {

@@ -390,3 +390,71 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     synced("a queue deleted");
     handle.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_waits_for_the_commit_of_the_deletion_it_reveals() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = Arc::new(start_on(dir.path(), |e| e).await);
+    let raw = Arc::new(Raw::new(&handle));
+    let http = reqwest::Client::new();
+    let account = format!(
+        "{}/accounts/{}",
+        handle.base_url(),
+        cf_queues_emulator::EMULATOR_ACCOUNT_ID
+    );
+    for (case, refusal) in ["the deleted id", "no route", "a wrong token"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("doomed-{case}");
+        let (status, created) = raw.post("/queues", json!({ "queue_name": name })).await;
+        assert_eq!(status, 200, "{created}");
+        let id = created["result"]["queue_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+
+        handle.hold_data_writes(true);
+        let deleting = {
+            let (raw, path) = (Arc::clone(&raw), format!("/queues/{id}"));
+            tokio::spawn(async move { raw.call(Method::DELETE, &path, json!(null)).await.0 })
+        };
+        // The deletion is applied in memory; its commit is held.
+        while handle.queue_id(&name).is_some() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let committed_before = handle.data_commits();
+        let releasing = {
+            let handle = Arc::clone(&handle);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                handle.hold_data_writes(false);
+            })
+        };
+        let (url, token) = match refusal {
+            "the deleted id" => (format!("{account}/queues/{id}"), handle.token()),
+            "no route" => (format!("{account}/nowhere/{id}"), handle.token()),
+            _ => (format!("{account}/queues/{id}"), Some("wrong-token")),
+        };
+        let answer = http
+            .get(url)
+            .bearer_auth(token.unwrap_or_default())
+            .send()
+            .await
+            .expect("answered");
+        assert!(
+            answer.status().is_client_error(),
+            "{refusal}: {}",
+            answer.status()
+        );
+        assert!(
+            handle.data_commits() > committed_before,
+            "{refusal}: answered before the deletion handed in before it was committed"
+        );
+        releasing.await.expect("released");
+        assert_eq!(deleting.await.expect("deleted"), 200);
+    }
+}
