@@ -158,8 +158,10 @@
 //!   id it declares, so that a restart keeps `CLOUDFLARE_QUEUE_ID` valid.
 //!   A queue created by the API has no consumer until one is created, as
 //!   on Cloudflare. Deleting a queue deletes its messages; its id answers
-//!   404 on every operation from then on, and never springs back into
-//!   being. The list is in creation order, 20 a page unless `per_page` (1
+//!   404 on every operation from then on, a call whose body was still
+//!   arriving when the deletion was answered included (each operation
+//!   checks its queue again under the lock it runs under), and never
+//!   springs back into being. The list is in creation order, 20 a page unless `per_page` (1
 //!   to 1,000) says otherwise; `name` keeps the queue of exactly that name;
 //!   `total_count` and `total_pages` count the account's queues without
 //!   the filter, as Cloudflare's description says.

@@ -104,6 +104,22 @@ impl App {
         operation(&mut broker, now)
     }
 
+    /// [`App::with_broker`] for an operation on the call's queue, which
+    /// must still be there under the lock the operation runs under: the
+    /// check before the body was read ran under another, and a deletion
+    /// may have been answered between the two (a push must not land in a
+    /// deleted queue, where no call could ever reach it).
+    fn with_queue<T>(
+        &self,
+        call: &Incoming,
+        operation: impl FnOnce(&mut Broker, u64) -> Result<T, ErrorAnswer>,
+    ) -> Result<T, ErrorAnswer> {
+        self.with_broker(|broker, now| {
+            admit(broker, call.op, call.at(), now)?;
+            operation(broker, now)
+        })
+    }
+
     pub(crate) fn broker(&self) -> BrokerGuard<'_> {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
         BrokerGuard {
@@ -360,6 +376,8 @@ fn respond(answer: Result<Answer, Refusal>) -> Response {
 
 /// A request that passed the steps every operation shares.
 struct Incoming {
+    /// The operation asked for.
+    op: Operation,
     /// The account named in the path.
     account: String,
     /// The queue named in the path; empty for the account's list and create.
@@ -453,6 +471,7 @@ impl Incoming {
             .map(|Query(query)| query)
             .unwrap_or_default();
         Ok(Incoming {
+            op,
             account: ids.account,
             queue: ids.queue,
             consumer: ids.consumer,
@@ -510,13 +529,7 @@ impl Incoming {
                 account: &ids.account,
                 queue: &ids.queue,
             };
-            app.with_broker(|broker, now| {
-                if op.is_messages() {
-                    broker.open_for_messages(at, now).map_err(ErrorAnswer::from)
-                } else {
-                    broker.get_queue(at).map(drop).map_err(ErrorAnswer::from)
-                }
-            })?;
+            app.with_broker(|broker, now| admit(broker, op, at, now))?;
         }
         if let Some(limiter) = app.rate_limiter().as_mut() {
             let address = parts.extensions.get::<Arc<Conn>>().map(|c| c.peer_ip());
@@ -533,6 +546,18 @@ impl Incoming {
             account: &self.account,
             queue: &self.queue,
         }
+    }
+}
+
+/// Whether the queue of the path is there for `op`: a messages request may
+/// bring it into being (the lax mode), a management request never does.
+/// The one place that decides it, before the body is read and again under
+/// the lock each operation runs under ([`App::with_queue`]).
+fn admit(broker: &mut Broker, op: Operation, at: At<'_>, now: u64) -> Result<(), ErrorAnswer> {
+    if op.is_messages() {
+        broker.open_for_messages(at, now).map_err(ErrorAnswer::from)
+    } else {
+        broker.get_queue(at).map(drop).map_err(ErrorAnswer::from)
     }
 }
 
