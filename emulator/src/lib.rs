@@ -192,7 +192,11 @@
 //!   that name (Cloudflare's consumer configuration page: "If there is no
 //!   Queue with the specified name, it will be created automatically"): in
 //!   the lax mode as a queue whose id is that name, otherwise with a fresh
-//!   id and no consumer.
+//!   id and no consumer. The name is resolved when a message is
+//!   dead-lettered: if the dead-letter queue was deleted or renamed since,
+//!   a queue of the consumer's name is created then the same way (a
+//!   deleted id never comes back, so it gets a fresh one), listed like any
+//!   other; exhausted messages always land in a queue a client can read.
 //! - **Queue settings decide delivery too**: `delivery_delay` delays every
 //!   message pushed without a delay of its own (an explicit 0 is 0; a batch's
 //!   `delay_seconds` counts as the messages' own); `delivery_paused` keeps

@@ -287,7 +287,9 @@ impl Account {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Policy {
     pub(super) max_retries: u32,
-    /// The id of the queue its exhausted messages go to.
+    /// The NAME of the queue its exhausted messages go to, resolved to
+    /// an id (or created) only when a message goes there
+    /// ([`Broker::deliver_dead_letters`](super::Broker)).
     pub(super) dead_letter: Option<String>,
     /// Messages pushed longer ago than this are gone.
     pub(super) retention_ms: u64,
@@ -354,19 +356,6 @@ impl Registry {
         })
     }
 
-    /// Where the exhausted messages of queue `id` go, by its consumer's
-    /// dead-letter queue NAME: the queue of that name, or, while none has
-    /// it, the queue whose id is that name if it may spring into being (a
-    /// lax dead-letter queue, as `Emulator::dead_letter_queue` names them).
-    pub(super) fn dead_letter_target(&self, account: &str, name: &str) -> Option<String> {
-        let found = self.accounts.get(account).and_then(|a| a.names.get(name));
-        match found {
-            Some(id) => Some(id.clone()),
-            None if self.may_spring(account, name) => Some(name.to_owned()),
-            None => None,
-        }
-    }
-
     /// The delivery policy of queue `id`: its consumer's, the lax defaults
     /// for a queue without a record, Cloudflare's defaults for a queue
     /// without a consumer.
@@ -399,9 +388,7 @@ impl Registry {
         };
         Policy {
             max_retries,
-            // A queue that is its own dead-letter queue gets its exhausted
-            // messages back as new ones, as the broker always did.
-            dead_letter: dlq_name.and_then(|name| self.dead_letter_target(account, name)),
+            dead_letter: dlq_name.map(str::to_owned),
             retention_ms: u64::from(retention_s) * 1000,
         }
     }

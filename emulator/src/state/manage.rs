@@ -142,7 +142,7 @@ impl Broker {
     /// the specified name, it will be created automatically". A name that
     /// may spring into being as an id does so (a lax queue, pullable);
     /// another gets a fresh id and no consumer, as on Cloudflare.
-    fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
+    pub(super) fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
         if self.registry.id_of(account, name).is_some() {
             return;
         }

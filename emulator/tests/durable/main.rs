@@ -458,3 +458,151 @@ async fn a_refusal_waits_for_the_commit_of_the_deletion_it_reveals() {
         assert_eq!(deleting.await.expect("deleted"), 200);
     }
 }
+
+/// The names of the account's queues, in creation order, with their ids.
+async fn listed(raw: &Raw) -> Vec<(String, String)> {
+    let (status, list) = raw
+        .call(Method::GET, "/queues?per_page=100", json!(null))
+        .await;
+    assert_eq!(status, 200, "{list}");
+    list["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|q| {
+            let field = |k: &str| q[k].as_str().unwrap_or_default().to_owned();
+            (field("queue_name"), field("queue_id"))
+        })
+        .collect()
+}
+
+/// Pushes one message to `queue`, pulls it and retries it: with a
+/// `max_retries` of 1, it is dead-lettered at once.
+async fn dead_letter_one(raw: &Raw, queue: &str, body: &str) {
+    assert_eq!(raw.push(queue, &[body.to_owned()]).await, 200);
+    let leased = raw.pull(queue, 1, 60_000).await;
+    assert_eq!(leased.len(), 1);
+    let retry = json!({"retries": [{"lease_id": leased[0].1}]});
+    let (status, answer) = raw
+        .post(&format!("/queues/{queue}/messages/ack"), retry)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// The bodies a queue holds, by peeking (which any queue allows).
+async fn held(raw: &Raw, queue: &str) -> Vec<String> {
+    let (status, answer) = raw
+        .post(
+            &format!("/queues/{queue}/messages/peek"),
+            json!({"batch_size": 100}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["result"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m["body"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
+    dir: Option<&std::path::Path>,
+) {
+    let start = || async {
+        let emulator = cf_queues_emulator::Emulator::new();
+        match dir {
+            Some(dir) => emulator.data_dir(dir),
+            None => emulator,
+        }
+        .start()
+        .await
+        .expect("emulator starts")
+    };
+    let handle = start().await;
+    let raw = Raw::new(&handle);
+    let (_, created) = raw.post("/queues", json!({"queue_name": "work"})).await;
+    let work = created["result"]["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let consumer = json!({"type": "http_pull", "dead_letter_queue": "work-dlq", "settings": {"max_retries": 1}});
+    let (status, _) = raw
+        .post(&format!("/queues/{work}/consumers"), consumer)
+        .await;
+    assert_eq!(status, 200);
+    let first = handle
+        .queue_id("work-dlq")
+        .expect("the dead-letter queue, created by name");
+
+    // Deleted: the next dead letter creates a queue of that name, anew.
+    let (status, _) = raw
+        .call(Method::DELETE, &format!("/queues/{first}"), json!(null))
+        .await;
+    assert_eq!(status, 200);
+    dead_letter_one(&raw, &work, "after-delete").await;
+    let second = handle
+        .queue_id("work-dlq")
+        .expect("created again by the dead letter");
+    assert_ne!(
+        second, first,
+        "a fresh id: the deleted one never comes back"
+    );
+    assert_eq!(held(&raw, &second).await, ["after-delete"]);
+
+    // Renamed: the renamed queue keeps what it holds, and the next dead
+    // letter goes to a new queue of the name the consumer gives.
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            &format!("/queues/{second}"),
+            json!({"queue_name": "old-dlq"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    dead_letter_one(&raw, &work, "after-rename").await;
+    let third = handle
+        .queue_id("work-dlq")
+        .expect("created by the dead letter");
+    assert!(third != second && third != first);
+    assert_eq!(held(&raw, &third).await, ["after-rename"]);
+    assert_eq!(held(&raw, &second).await, ["after-delete"]);
+    let expected = vec![
+        ("work".to_owned(), work.clone()),
+        ("old-dlq".to_owned(), second.clone()),
+        ("work-dlq".to_owned(), third.clone()),
+    ];
+    assert_eq!(
+        listed(&raw).await,
+        expected,
+        "every dead letter is in a listed queue"
+    );
+    handle.shutdown().await.expect("shutdown");
+
+    if dir.is_some() {
+        let handle = start().await;
+        let raw = Raw::new(&handle);
+        assert_eq!(listed(&raw).await, expected);
+        assert_eq!(held(&raw, &second).await, ["after-delete"]);
+        assert_eq!(held(&raw, &third).await, ["after-rename"]);
+        // Nothing is kept under the name as if it were an id.
+        assert_eq!(
+            handle
+                .metrics_in(cf_queues_emulator::EMULATOR_ACCOUNT_ID, "work-dlq")
+                .backlog_count,
+            0
+        );
+        handle.shutdown().await.expect("shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one_in_memory() {
+    dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one_across_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(Some(dir.path())).await;
+}
