@@ -7,7 +7,7 @@
 use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use serde_json::{Value, json};
 
-use crate::support::{LOOKUP, TOKEN, cfq, run, run_with_stdin};
+use crate::support::{LOOKUP, TOKEN, cfq, queue_names, run, run_with_stdin};
 
 const ORDERS_ID: &str = "9a7806061c88ada191ed06f989cc3dac";
 /// A valid queue name that is also 32 hex digits.
@@ -126,20 +126,6 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     let mut both = cfq(&emulator);
     both.args(["--queue", "beta", "queues", "info", "--queue-id", "beta"]);
     assert_eq!(run(both).await.one()["queue_name"], "alpha");
-}
-
-/// The account's queues by name, sorted, read through the library.
-async fn queue_names(emulator: &EmulatorHandle) -> Vec<String> {
-    let client = emulator.client().expect("client");
-    let mut names: Vec<String> = client
-        .queues()
-        .await
-        .expect("list")
-        .into_iter()
-        .filter_map(|q| q.queue_name)
-        .collect();
-    names.sort();
-    names
 }
 
 /// A typo is an error, never a new queue: `cfq push --queue Orders` once

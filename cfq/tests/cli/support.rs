@@ -40,6 +40,20 @@ pub async fn lax_queues(emulator: &EmulatorHandle, ids: &[&str]) {
     }
 }
 
+/// The account's queues by name, sorted, read through the library.
+pub async fn queue_names(emulator: &EmulatorHandle) -> Vec<String> {
+    let client = emulator.client().expect("client");
+    let mut names: Vec<String> = client
+        .queues()
+        .await
+        .expect("list")
+        .into_iter()
+        .filter_map(|q| q.queue_name)
+        .collect();
+    names.sort();
+    names
+}
+
 /// `cfq` aimed at `base_url` with the test token, and nothing from the
 /// developer's own environment.
 pub fn cfq_at(base_url: &str) -> Command {
