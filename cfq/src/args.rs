@@ -28,10 +28,13 @@ or CLOUDFLARE_BASE_URL, which lets cfq talk to `cfq emulator`. Tokens are never 
 other users of the machine could read them; the one exception is `cfq emulator --token`, the \
 token the local emulator accepts, not one cfq sends.
 
-A queue is named by its name or its id: a value of --queue of 32 hex digits is an id, any other \
-is looked up as a name (once per command), and used as an id when no queue has that name (the \
-emulator's queues that spring into being have such ids). --queue-id and --queue-name force one \
-reading. `cfq queues list` shows every queue's name and id.
+A queue is named by its name or its id: a value of --queue (or CFQ_QUEUE, or --to) of 32 \
+lowercase hex digits is an id, any other is looked up as a name (once per command). A name no \
+queue has is an error (exit 4) that names the account's queues with a near name; it is never \
+tried as an id, since a lax server (`cfq emulator`) makes a queue spring into being for any id, \
+and a typo would push to a queue nobody reads. --queue-id and --queue-name force one reading: \
+--queue-id takes any value as an id (the emulator's free-form ids). `cfq queues list` shows every \
+queue's name and id.
 
 From nothing to a running consumer: `cfq queues create orders`, then \
 `cfq consumer enable --queue orders` (HTTP pull, which pulling needs; or \
@@ -191,8 +194,8 @@ pub enum OutputFormat {
 /// How a queue was named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueRef {
-    /// `--queue` or `CFQ_QUEUE`: an id when it is 32 hex digits, otherwise
-    /// a name, or an id when no queue has that name.
+    /// `--queue` or `CFQ_QUEUE`: an id when it is 32 lowercase hex digits,
+    /// otherwise a name (one no queue has is an error, never an id).
     Either(String),
     /// `--queue-id`: an id, never looked up.
     Id(String),
@@ -218,7 +221,7 @@ impl QueueRef {
 /// The queue a command works on.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Target {
-    /// The queue, by name or id (32 hex digits are an id) [env: CFQ_QUEUE]
+    /// The queue, by name or id (32 lowercase hex digits are an id) [env: CFQ_QUEUE]
     #[arg(
         long,
         short = 'q',
@@ -246,7 +249,7 @@ impl Target {
 #[derive(Debug, Args, Clone)]
 #[group(required = true, multiple = false)]
 pub struct Destination {
-    /// The queue to push the messages to, by name or id (32 hex digits are an id)
+    /// The queue to push the messages to, by name or id (32 lowercase hex digits are an id)
     #[arg(long, value_name = "QUEUE")]
     pub to: Option<String>,
 
@@ -642,7 +645,7 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct MoveArgs {
-    /// The queue to move messages from, by name or id (32 hex digits are an id) [env: CFQ_QUEUE]
+    /// The queue to move messages from, by name or id (32 lowercase hex digits are an id) [env: CFQ_QUEUE]
     // Its own fields, not a flattened Target: a doc comment on a flattened
     // struct does not reach clap, and this queue is the source.
     #[arg(

@@ -11,7 +11,7 @@ use crate::exit::{Code, Failure};
 use crate::session::Session;
 use crate::stderr::note;
 use crate::words::QueueFlag;
-use crate::words::command_line;
+use crate::words::{command_line, looks_like_id};
 
 /// A queue's consumer as `consumer enable` and `consumer info` print it in
 /// JSON: the API's field names (`type`, `dead_letter_queue`, `settings`
@@ -137,6 +137,51 @@ fn shown(session: &Session, name: Option<&str>) -> String {
     }
 }
 
+/// The name of the dead-letter queue given, as the API takes it.
+///
+/// `--dead-letter-queue` with an id's shape that is the id of one of the
+/// account's queues stands for that queue: sent as an id, it would name a
+/// new queue after the id (Cloudflare creates a missing dead-letter queue).
+/// One GET for such a value, none for a plain name.
+async fn dead_letter_name(session: &Session, args: &EnableArgs) -> Result<Option<String>, Failure> {
+    if let Some(name) = &args.dead_letter_queue_name {
+        return Ok(Some(name.clone()));
+    }
+    let (value, forced_id) = match (&args.dead_letter_queue, &args.dead_letter_queue_id) {
+        (Some(value), _) if looks_like_id(value) => (value, false),
+        (Some(name), _) => return Ok(Some(name.clone())),
+        (None, Some(id)) => (id, true),
+        (None, None) => return Ok(None),
+    };
+    let queue = session.client.queue(value).map_err(|e| {
+        Failure::call(&e, &session.context()).with_hint("--dead-letter-queue-id takes a queue id")
+    })?;
+    let context = session.context_for(&queue);
+    match queue.info().await {
+        Ok(info) => match info.queue_name.filter(|n| !n.is_empty()) {
+            Some(name) => Ok(Some(name)),
+            None => Err(Failure::new(
+                Code::Api,
+                format_args!("the API gave no name for the dead-letter queue {value}"),
+            )
+            .with_hint("name it with --dead-letter-queue-name")),
+        },
+        Err(e) if e.is_not_found() && !forced_id => Ok(Some(value.clone())),
+        Err(e) => {
+            let failure = Failure::call(&e, &context);
+            Err(if e.is_not_found() {
+                failure.with_hint(format!(
+                    "no queue has the id {value} given as the dead-letter queue: `cfq queues \
+                     list` shows the account's queues; --dead-letter-queue-name NAME names (and \
+                     creates) one by name"
+                ))
+            } else {
+                failure
+            })
+        }
+    }
+}
+
 pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failure> {
     // The settings not given are kept, as `queues update` keeps them: the
     // library's enable sets exactly the settings it is handed, and a
@@ -162,8 +207,8 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
     if let Some(timeout) = args.visibility_timeout {
         settings = settings.visibility_timeout(timeout);
     }
-    if let Some(name) = &args.dead_letter_queue {
-        settings = settings.dead_letter_queue(name.clone());
+    if let Some(name) = dead_letter_name(session, args).await? {
+        settings = settings.dead_letter_queue(name);
     }
     let enabled = session
         .queue

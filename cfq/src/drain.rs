@@ -282,7 +282,7 @@ pub async fn move_messages(session: &Session, args: &MoveArgs) -> Result<Code, F
         return Err(Failure::usage("no destination: pass --to QUEUE"));
     };
     // Resolved once: every push of the run goes to this handle.
-    let destination = session.other(&to).await?.queue;
+    let destination = session.other(&to).await?;
     if destination.id() == source.id() {
         return Err(Failure::usage(
             "--to names the queue the messages are already on",

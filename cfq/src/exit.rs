@@ -51,9 +51,6 @@ pub struct Context {
     pub queue_name: Option<String>,
     pub account: Option<String>,
     pub base_url: Option<String>,
-    /// The `--queue` value was looked up as a name, no queue had it, and it
-    /// was taken as an id: a "not found" then means neither.
-    pub by_fallback: bool,
 }
 
 impl Context {
@@ -249,32 +246,20 @@ fn hint(error: &Error, context: &Context) -> Option<String> {
              minute after it was enabled",
             http_pull_hint(context)
         )),
-        _ if error_codes.contains(&codes::QUEUE_ID_MALFORMED) => Some(if context.by_fallback {
-            format!(
-                "no queue is named {queue:?}, and it is not a queue id (32 hex digits): \
-                 `cfq queues list` shows the account's queues, with their names and ids"
-            )
-        } else {
-            "queue ids are 32 hex digits: name the queue by its name with --queue or \
+        _ if error_codes.contains(&codes::QUEUE_ID_MALFORMED) => Some(
+            "queue ids are 32 lowercase hex digits: name the queue by its name with --queue or \
              --queue-name (`cfq queues list` shows both)"
-                .into()
-        }),
+                .into(),
+        ),
         _ if error_codes.contains(&codes::QUEUE_NAME_TAKEN) => Some(format!(
             "a queue of that name exists: `cfq queues info --queue {}` shows it",
             context.queue_name.as_deref().unwrap_or("NAME")
         )),
         _ if error.is_not_found() => {
-            let mut text = if context.by_fallback {
-                format!(
-                    "no queue is named {queue:?}, nor has that id, in account {account}: \
-                     `cfq queues list` shows the account's queues, with their names and ids"
-                )
-            } else {
-                format!(
-                    "no queue {queue} in account {account}: `cfq queues list` shows the \
-                     account's queues, with their names and ids"
-                )
-            };
+            let mut text = format!(
+                "no queue {queue} in account {account}: `cfq queues list` shows the account's \
+                 queues, with their names and ids"
+            );
             if needs_http_pull(error.operation()) {
                 text.push_str(
                     "; if the queue exists, pulling, acknowledging and extending need HTTP pull: ",

@@ -3,11 +3,16 @@
 //! command reaches the same queue. A leaf: `exit`, `output` and `session`
 //! all print commands.
 
-/// Whether a value is a queue id by its form: Cloudflare's ids are 32 hex
-/// digits. A queue name can be too (names are lowercase letters, digits and
-/// dashes); `--queue-name` reads it as one.
+/// Whether a value is a queue id by its form: Cloudflare's ids are 32
+/// lowercase hex digits. A queue name can be too (names are lowercase
+/// letters, digits and dashes); `--queue-name` reads it as one. Upper case
+/// is not an id's shape: such a value is looked up as a name, and when no
+/// queue has it the error names the queue whose id it is in lower case.
 pub fn looks_like_id(value: &str) -> bool {
-    value.len() == 32 && value.bytes().all(|b| b.is_ascii_hexdigit())
+    value.len() == 32
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Words as one command line for a POSIX shell: a word with anything but
@@ -40,7 +45,7 @@ pub enum QueueFlag {
 }
 
 /// The words that name a queue in a printed command, so that pasting it
-/// reaches the same queue: an id of 32 hex digits as itself, any other id
+/// reaches the same queue: an id of 32 lowercase hex digits as itself, any other id
 /// with `--queue-id` (as a plain `--queue` value it would be looked up as
 /// a name first, and another queue may have it).
 pub fn queue_id_words(flag: QueueFlag, id: &str) -> Vec<String> {
@@ -78,7 +83,7 @@ mod tests {
     #[test]
     fn ids_by_their_form() {
         assert!(looks_like_id("9a7806061c88ada191ed06f989cc3dac"));
-        assert!(looks_like_id("9A7806061C88ADA191ED06F989CC3DAC"));
+        assert!(!looks_like_id("9A7806061C88ADA191ED06F989CC3DAC"));
         assert!(!looks_like_id("9a7806061c88ada191ed06f989cc3da"));
         assert!(!looks_like_id("9a7806061c88ada191ed06f989cc3dag"));
         assert!(!looks_like_id("orders"));

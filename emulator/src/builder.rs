@@ -101,6 +101,10 @@ impl Emulator {
     }
 
     /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
+    ///
+    /// [`Emulator::start`] refuses a token no client could send as
+    /// `Authorization: Bearer <token>`: an empty one, or one holding a
+    /// space, a control character or anything outside visible ASCII.
     pub fn token(mut self, token: impl Into<String>) -> Emulator {
         self.token = Some(token.into());
         self
@@ -308,9 +312,11 @@ impl Emulator {
     /// everything in memory. The directory is created if needed, locked
     /// while the emulator runs, and must be of this version's
     /// [`DATA_FORMAT_VERSION`](crate::DATA_FORMAT_VERSION). A
-    /// configuration ([`Emulator::config`]) only seeds an empty directory;
-    /// over a non-empty one, each queue it declares must be there as
-    /// declared, or the start fails naming the queue.
+    /// configuration ([`Emulator::config`]) and the [strict
+    /// queues](Emulator::strict_queues) only seed a new directory; over one
+    /// that holds an account their queues are neither applied nor checked
+    /// (the directory is the truth), and [`EmulatorHandle::start_notes`]
+    /// says so. See [Durability](crate#durability).
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Emulator {
         self.data_dir = Some(dir.into());
         self
@@ -339,15 +345,22 @@ impl Emulator {
     /// # Errors
     ///
     /// The address cannot be bound, the operating system's random number
-    /// generator is not available, or the dead-letter settings would make
+    /// generator is not available, the [token](Emulator::token) cannot be
+    /// sent in a header (`ErrorKind::InvalidInput`, saying why without
+    /// showing it), or the dead-letter settings would make
     /// messages unreachable or a queue is declared twice
     /// (`ErrorKind::InvalidInput`, naming the setting).
     pub async fn start(self) -> io::Result<EmulatorHandle> {
+        if !self.open
+            && let Some(token) = &self.token
+        {
+            check_token(token)?;
+        }
         self.check_dead_letters()?;
         self.config
             .check()
             .map_err(|(i, why)| invalid(format!("queues[{i}]: {why}")))?;
-        let (broker, store) = self.open_broker()?;
+        let (broker, store, notes) = self.open_broker()?;
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let address = listener.local_addr()?;
         if !address.ip().is_loopback() {
@@ -409,15 +422,16 @@ impl Emulator {
             server,
             stop: Some(stop),
             task: Some(task),
+            notes,
         })
     }
 
     /// The broker, in memory or loaded from the data directory, with the
     /// store thread that keeps the directory.
-    fn open_broker(&self) -> io::Result<(Broker, Option<Store>)> {
+    fn open_broker(&self) -> io::Result<(Broker, Option<Store>, Vec<String>)> {
         let seeded = self.broker(os_random()?)?;
         let Some(dir) = &self.data_dir else {
-            return Ok((seeded, None));
+            return Ok((seeded, None, Vec::new()));
         };
         if !matches!(self.clock, EmulatorClock::System) {
             // Stored timestamps are wall-clock times; a clock moved by hand
@@ -428,6 +442,7 @@ impl Emulator {
             )));
         }
         let data = DataDir::open(dir, self.reset_data_dir)?;
+        let mut notes = Vec::new();
         let mut broker = if data.is_empty()? {
             let mut broker = seeded;
             broker.track_changes();
@@ -437,13 +452,23 @@ impl Emulator {
         } else {
             let mut loaded = Broker::new(self.broker_config(), os_random()?);
             data.load(&mut loaded, self.clock.now_ms())?;
-            let fixed: Vec<String> = (self.config.queues.iter())
-                .filter_map(|q| q.queue_id.clone())
-                .chain(self.strict_queues.iter().flatten().cloned())
-                .collect();
-            loaded
-                .check_seed(&seeded, EMULATOR_ACCOUNT_ID, &fixed)
-                .map_err(|why| invalid(format!("data directory {}: {why}", dir.display())))?;
+            // The directory is the truth: the queues may have been changed
+            // through the API since they were declared, and checking them
+            // against the declarations would refuse the same start command
+            // next time, with only data-losing ways out.
+            let declared =
+                self.config.queues.len() + self.strict_queues.as_ref().map_or(0, HashSet::len);
+            if declared > 0 {
+                let note = format!(
+                    "data directory {} already holds an account: the {declared} queue(s) \
+                     declared by the configuration or --strict were not applied (a \
+                     configuration seeds only a new directory; the directory's queues are \
+                     kept as they are; --reset starts afresh from the configuration)",
+                    dir.display()
+                );
+                tracing::info!("{note}");
+                notes.push(note);
+            }
             loaded
         };
         let key = broker.message_key();
@@ -451,7 +476,7 @@ impl Emulator {
         let pending = broker.take_journal();
         let store = data.spawn(key)?;
         store.submit(pending);
-        Ok((broker, Some(store)))
+        Ok((broker, Some(store), notes))
     }
 
     fn broker_config(&self) -> BrokerConfig {
@@ -539,6 +564,33 @@ impl Emulator {
     }
 }
 
+/// Refuses a token that no client can send as `Authorization: Bearer
+/// <token>`, which would start an emulator no one can call. The error says
+/// what is wrong and where, never the token itself: it is a secret.
+fn check_token(token: &str) -> io::Result<()> {
+    let problem = if token.is_empty() {
+        Some("it is empty".to_owned())
+    } else {
+        token.chars().enumerate().find_map(|(at, c)| {
+            let what = match c {
+                ' ' => "a space",
+                c if c.is_whitespace() => "white space",
+                c if c.is_control() => "a control character",
+                c if !c.is_ascii() => "a character outside ASCII",
+                _ => return None,
+            };
+            Some(format!("character {} is {what}", at + 1))
+        })
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(invalid(format!(
+            "the API token cannot be sent as `Authorization: Bearer <token>` ({problem}); \
+             a token is visible ASCII (letters, digits, punctuation), without spaces"
+        ))),
+    }
+}
+
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }
@@ -616,6 +668,41 @@ mod tests {
             let message = refused(&emulator).unwrap_or_default();
             assert!(message.contains(says), "{message:?} should say {says:?}");
         }
+    }
+
+    #[test]
+    fn tokens_no_client_can_send_are_refused_without_being_shown() {
+        assert!(check_token("cfq_0123-abc.XYZ~!").is_ok());
+        for (token, says) in [
+            ("", "it is empty"),
+            ("a b", "character 2 is a space"),
+            ("secret\t", "character 7 is white space"),
+            ("sec\u{7f}ret", "character 4 is a control character"),
+            ("sécret", "character 2 is a character outside ASCII"),
+        ] {
+            let error = check_token(token)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(error.contains(says), "{error:?} should say {says:?}");
+            if token.len() > 2 {
+                assert!(!error.contains(token), "{error:?} shows the token");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn start_refuses_a_token_with_a_space() {
+        let refused = Emulator::new().token("a b").start().await;
+        let error = refused.err().map(|e| (e.kind(), e.to_string()));
+        let (kind, text) = error.unwrap_or((io::ErrorKind::Other, String::new()));
+        assert_eq!(kind, io::ErrorKind::InvalidInput);
+        assert!(
+            text.contains("is a space") && !text.contains("a b"),
+            "{text}"
+        );
+        let open = Emulator::new().token("a b").without_auth().start().await;
+        assert!(open.is_ok(), "no token is checked when none is asked for");
     }
 
     #[test]

@@ -376,14 +376,7 @@ impl EmulatorConfig {
         let limits = cf_queues::limits::Limits::default();
         for (i, queue) in self.queues.iter().enumerate() {
             if check_queue_name(&queue.queue_name).is_err() {
-                return Err((
-                    i,
-                    format!(
-                        "queue_name {:?} is not a queue name (1 to 63 lowercase letters, digits \
-                         and dashes, starting and ending with a letter or digit)",
-                        queue.queue_name
-                    ),
-                ));
+                return Err((i, not_a_queue_name("queue_name", &queue.queue_name)));
             }
             if let Some(id) = &queue.queue_id
                 && let Err(e) = limits.check_id("queue_id", id)
@@ -474,6 +467,11 @@ impl ConsumerConfig {
                 }
             }
         }
+        if let Some(dlq) = self.dead_letter_queue.as_deref().filter(|n| !n.is_empty())
+            && check_queue_name(dlq).is_err()
+        {
+            return Err(not_a_queue_name("consumer.dead_letter_queue", dlq));
+        }
         if self.dead_letter_queue.as_deref() == Some(queue_name) {
             return Err(format!(
                 "consumer.dead_letter_queue: {queue_name:?} cannot be its own dead-letter queue: \
@@ -501,6 +499,7 @@ impl ConsumerConfig {
                 let d = WorkerSettings::default();
                 ConsumerKind::Worker {
                     script_name: self.script_name.clone().unwrap_or_default(),
+                    service: None,
                     settings: WorkerSettings {
                         batch_size: s.batch_size.unwrap_or(d.batch_size),
                         max_concurrency: s.max_concurrency,
@@ -521,6 +520,14 @@ impl ConsumerConfig {
             dead_letter_queue: dead_letter_queue.filter(|name| !name.is_empty()),
         }
     }
+}
+
+/// The error of a field holding a name no queue can have.
+fn not_a_queue_name(field: &str, name: &str) -> String {
+    format!(
+        "{field} {name:?} is not a queue name (1 to 63 lowercase letters, digits and dashes, \
+         starting and ending with a letter or digit)"
+    )
 }
 
 /// The line of the `i`-th `[[queues]]` header of `text`, from 1, for

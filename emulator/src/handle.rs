@@ -44,6 +44,7 @@ pub struct EmulatorHandle {
     pub(super) server: Arc<ServerState>,
     pub(super) stop: Option<oneshot::Sender<()>>,
     pub(super) task: Option<JoinHandle<io::Result<()>>>,
+    pub(super) notes: Vec<String>,
 }
 
 impl EmulatorHandle {
@@ -55,6 +56,15 @@ impl EmulatorHandle {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.address
+    }
+
+    /// What the start did that its caller may not expect, one line each,
+    /// for a command line to print (`cfq emulator` does): for now, that a
+    /// [data directory](crate::Emulator::data_dir) already held an account,
+    /// so the queues a configuration declares were not applied. Also
+    /// logged with `tracing` at the info level.
+    pub fn start_notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The API token the emulator accepts, `None` when it accepts anything.
@@ -260,6 +270,16 @@ impl EmulatorHandle {
     pub fn fail_data_writes(&self) {
         if let Some(store) = &self.app.store {
             store.counters.fail.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Holds every commit of the data directory while `hold` is true (a
+    /// slow disk), to test that no answer leaves before the commit of the
+    /// changes handed in before it.
+    #[doc(hidden)]
+    pub fn hold_data_writes(&self, hold: bool) {
+        if let Some(store) = &self.app.store {
+            store.counters.hold.store(hold, Ordering::Relaxed);
         }
     }
 

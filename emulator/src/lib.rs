@@ -79,7 +79,7 @@
 //! | method and path | `Operation` | result |
 //! |---|---|---|
 //! | `GET /queues?page&per_page&name` | `ListQueues` | queue objects, and `result_info` `{count, page, per_page, total_count, total_pages}` |
-//! | `POST /queues` `{queue_name}` | `CreateQueue` | the queue object |
+//! | `POST /queues` `{queue_name, settings?}` | `CreateQueue` | the queue object, with the settings given (checked as an update's) and the defaults for the rest |
 //! | `GET /queues/{queue_id}` | `GetQueue` | the queue object |
 //! | `PUT /queues/{queue_id}` `{queue_name?, settings?}` | `UpdateQueue` | the queue object; settings left out are reset |
 //! | `PATCH /queues/{queue_id}` `{queue_name?, settings?}` | `EditQueue` | the queue object; settings left out are kept |
@@ -95,7 +95,11 @@
 //! message_retention_period}, consumers, consumers_total_count, producers:
 //! [], producers_total_count: 0}`; a consumer is `{type, consumer_id,
 //! created_on, queue_name, dead_letter_queue ("" when none), settings}`,
-//! with `script_name` for a Worker. Timestamps are RFC 3339 with
+//! with, for a Worker, its script as both `script_name` (the published
+//! description's name) and `script` (the live API's, by which wrangler
+//! finds a Worker consumer), and `service` when one was given. A create or
+//! update of a Worker consumer takes its script as `script_name` or
+//! `script` (or, failing both, `service`). Timestamps are RFC 3339 with
 //! milliseconds.
 //! Every answer is wrapped in Cloudflare's `{success, errors, messages,
 //! result}` envelope, with its field names as sent (camelCase `ackCount`,
@@ -116,7 +120,7 @@
 //! | 405, 0 "messages cannot be pulled unless http_pull mode is enabled" | a pull, ack or lease extension on a queue without an HTTP pull consumer (as the live API answers a pull) |
 //! | 409, 10252 "queue_delivery_paused" | a pull on a queue whose delivery is paused |
 //! | 409, 11009 "queue name already taken" | a queue created or renamed to a name the account has |
-//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit) |
+//! | 400, 11003 InvalidQueueName | a queue name Cloudflare refuses (1 to 63 lowercase letters, digits and dashes, starting and ending with a letter or digit), for a queue created or renamed (pointer `/queue_name`) or a consumer's `dead_letter_queue`, a queue that may be created by that name (pointer `/dead_letter_queue`); a long name is shown cut after 80 characters |
 //! | 409, 11004 `workers.api.error.consumer_exists` | a consumer created on a queue that has one |
 //! | 404, 7003 | a consumer id the queue does not have |
 //! | 400, 10202 to 10206 | a bad delay, message metadata, message size, batch size or batch count |
@@ -154,8 +158,10 @@
 //!   id it declares, so that a restart keeps `CLOUDFLARE_QUEUE_ID` valid.
 //!   A queue created by the API has no consumer until one is created, as
 //!   on Cloudflare. Deleting a queue deletes its messages; its id answers
-//!   404 on every operation from then on, and never springs back into
-//!   being. The list is in creation order, 20 a page unless `per_page` (1
+//!   404 on every operation from then on, a call whose body was still
+//!   arriving when the deletion was answered included (each operation
+//!   checks its queue again under the lock it runs under), and never
+//!   springs back into being. The list is in creation order, 20 a page unless `per_page` (1
 //!   to 1,000) says otherwise; `name` keeps the queue of exactly that name;
 //!   `total_count` and `total_pages` count the account's queues without
 //!   the filter, as Cloudflare's description says.
@@ -186,7 +192,11 @@
 //!   that name (Cloudflare's consumer configuration page: "If there is no
 //!   Queue with the specified name, it will be created automatically"): in
 //!   the lax mode as a queue whose id is that name, otherwise with a fresh
-//!   id and no consumer.
+//!   id and no consumer. The name is resolved when a message is
+//!   dead-lettered: if the dead-letter queue was deleted or renamed since,
+//!   a queue of the consumer's name is created then the same way (a
+//!   deleted id never comes back, so it gets a fresh one), listed like any
+//!   other; exhausted messages always land in a queue a client can read.
 //! - **Queue settings decide delivery too**: `delivery_delay` delays every
 //!   message pushed without a delay of its own (an explicit 0 is 0; a batch's
 //!   `delay_seconds` counts as the messages' own); `delivery_paused` keeps
@@ -306,8 +316,10 @@
 //!   change waiting, writes them in one transaction and syncs once), so
 //!   durability costs well under one sync per request
 //!   ([`EmulatorHandle::data_commits`] counts them). Any answer, a read
-//!   included, waits for the changes handed in before it, so nothing an
-//!   answer shows can vanish in a crash. Changes made through
+//!   or a refusal included (a 404, 400, 405, 409, an authentication or
+//!   rate-limit refusal, an unknown path), waits for the changes handed in
+//!   before it, so nothing an answer shows (a 404 shows a deletion) can
+//!   vanish in a crash. Changes made through
 //!   [`EmulatorHandle`]'s methods are written too, but those methods do not
 //!   wait for the sync.
 //! - **The claim.** A process crash (`kill -9`) at any moment loses no
@@ -343,12 +355,18 @@
 //!   second emulator on the same directory is refused at start. The
 //!   kernel releases the lock when the process dies, so a crash never
 //!   leaves the directory locked.
-//! - **Seeding.** A configuration ([`Emulator::config`]) seeds only an
-//!   empty directory. Over a directory that holds an account, each queue
-//!   the configuration declares must be stored as declared (its id when
-//!   the configuration gives one, settings, consumer); otherwise the start
-//!   fails with an error naming the queue. Queues created by the API since
-//!   are kept.
+//! - **Seeding.** A configuration ([`Emulator::config`]) and the [strict
+//!   queues](Emulator::strict_queues) seed only a new directory (one no
+//!   emulator has started on). Over a directory that holds an account the
+//!   directory is the truth: the queues they declare are neither applied
+//!   nor checked against it, and [`EmulatorHandle::start_notes`] says so
+//!   (`cfq emulator` prints it; it is also logged with `tracing`). Why: a
+//!   declared queue changed through the API since (renamed, its settings
+//!   or consumer changed, deleted) would otherwise make the same start
+//!   command refuse the directory, and the only ways out would lose data
+//!   (`--reset`) or need an edit of the file. The configuration's round
+//!   trip, rate limits and strictness (which ids may spring into being)
+//!   still apply: they are settings of the emulator, not of the account.
 //! - **The reset.** [`Emulator::reset_data_dir`] (`cfq emulator --reset`)
 //!   empties the directory at start, and [`reset_data_dir`] without
 //!   starting; both are refused while another emulator holds the lock.

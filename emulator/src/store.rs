@@ -301,6 +301,9 @@ pub(crate) struct Counters {
     pub journals: AtomicU64,
     /// Set by a test: the next commits fail as a full disk would.
     pub fail: AtomicBool,
+    /// Set by a test: commits wait while it is set, as a slow disk's
+    /// would, so that a test can see what leaves before a commit.
+    pub hold: AtomicBool,
 }
 
 /// The store thread's side in the app: journals go in under the broker's
@@ -357,6 +360,8 @@ impl Store {
     /// Stops the thread after it wrote what it was handed, releasing the
     /// directory's lock.
     pub(crate) fn close(&self) {
+        // A test's hold must not keep the thread from finishing.
+        self.counters.hold.store(false, Ordering::Relaxed);
         drop(
             self.tx
                 .lock()
@@ -395,6 +400,9 @@ fn run(
         while let Ok((ticket, journal)) = rx.try_recv() {
             through = ticket;
             group.push(journal);
+        }
+        while counters.hold.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let outcome = if counters.fail.load(Ordering::Relaxed) {
             Err(io::Error::new(

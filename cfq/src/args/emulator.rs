@@ -1,11 +1,14 @@
 //! `cfq emulator`'s flags: where it listens, what it accepts, the account it
 //! declares, its limits, and how far away it behaves.
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use cf_queues_emulator::Latency;
+use clap::builder::TypedValueParser;
+use clap::error::ErrorKind;
 use clap::{ArgGroup, Args, ValueEnum};
 
 use super::parse_duration;
@@ -19,8 +22,9 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8787", value_parser = parse_listen)]
     pub listen: SocketAddr,
 
-    /// The API token to accept [default: a generated one, printed at start]
-    #[arg(long, value_name = "TOKEN", value_parser = parse_token)]
+    /// The API token to accept: visible ASCII, no spaces [default: a generated one, printed at
+    /// start]
+    #[arg(long, value_name = "TOKEN", value_parser = TokenParser)]
     pub token: Option<String>,
 
     /// Declare the account from a TOML file: queues with their names, ids, settings and
@@ -151,11 +155,62 @@ fn parse_listen(text: &str) -> Result<SocketAddr, String> {
         .map_err(|e| format!("{e} (expected an address like 127.0.0.1:8787)"))
 }
 
-fn parse_token(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() || text.chars().any(char::is_control) {
-        return Err("needs a non-empty value without control characters".into());
+/// `--token`: a value every client can send in `Authorization: Bearer
+/// TOKEN`, or a usage error that names the problem but never the value
+/// (clap's own error for a bad value quotes it, and a token is a secret).
+#[derive(Debug, Clone, Copy)]
+struct TokenParser;
+
+impl TypedValueParser for TokenParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<String, clap::Error> {
+        let problem = match value.to_str() {
+            None => Err("is not UTF-8".to_owned()),
+            Some(text) => token_problem(text).map_or(Ok(text), Err),
+        };
+        problem.map(str::to_owned).map_err(|problem| {
+            clap::Error::raw(
+                ErrorKind::ValueValidation,
+                format!(
+                    "the value of --token {problem} (the value is not shown): clients send it \
+                     in an `Authorization: Bearer TOKEN` header, which takes visible ASCII \
+                     only, without spaces\n"
+                ),
+            )
+            .with_cmd(cmd)
+        })
     }
-    Ok(text.to_owned())
+}
+
+/// Why a token could not be sent by a client, if it could not: the header
+/// value of a bearer token is one run of visible ASCII (RFC 6750's
+/// b64token is narrower still; any visible character is accepted here, as
+/// HTTP clients send them). Names the first offending character by
+/// position and kind, never by value.
+fn token_problem(token: &str) -> Option<String> {
+    if token.is_empty() {
+        return Some("is empty".to_owned());
+    }
+    let (index, c) = token
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !c.is_ascii_graphic())?;
+    let kind = if c == ' ' {
+        "a space"
+    } else if c.is_control() {
+        "a control character"
+    } else if c.is_whitespace() {
+        "a white space character"
+    } else {
+        "a character outside visible ASCII"
+    };
+    Some(format!("has {kind} at character {}", index + 1))
 }
 
 fn parse_dead_letter(text: &str) -> Result<(String, String), String> {
@@ -168,6 +223,28 @@ fn parse_dead_letter(text: &str) -> Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_a_client_can_send() {
+        assert_eq!(token_problem("conformance-123_~!."), None);
+        assert_eq!(token_problem(""), Some("is empty".into()));
+        assert_eq!(
+            token_problem("a b"),
+            Some("has a space at character 2".into())
+        );
+        assert_eq!(
+            token_problem("ab\t"),
+            Some("has a control character at character 3".into())
+        );
+        assert_eq!(
+            token_problem("a\u{a0}"),
+            Some("has a white space character at character 2".into())
+        );
+        assert_eq!(
+            token_problem("tökén"),
+            Some("has a character outside visible ASCII at character 2".into())
+        );
+    }
 
     #[test]
     fn latencies() {

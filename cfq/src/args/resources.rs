@@ -10,7 +10,7 @@ use super::{Global, Target, parse_delay, parse_duration};
 const QUEUES_LONG: &str = "\
 List, show, create, update and delete the account's queues.
 
-A queue is named by --queue (a name, or an id of 32 hex digits), --queue-id or --queue-name, \
+A queue is named by --queue (a name, or an id of 32 lowercase hex digits), --queue-id or --queue-name, \
 as in every command. Settings are the queue's own: a delivery delay for messages pushed \
 without one, how long an unconsumed message is kept, and whether delivery is paused. How \
 messages are delivered to a consumer (retries, leases, the dead-letter queue) is set on its \
@@ -38,9 +38,12 @@ Enable HTTP pull on the queue with these settings; when it is enabled already, c
 settings given and keep the others.
 
 A setting never given has Cloudflare's default: batch size 5, 3 retries, no retry delay, a \
-visibility timeout of 30s, no dead-letter queue (a message out of retries is deleted). The \
-dead-letter queue is named by its NAME, not its id, and Cloudflare creates it when no queue has \
-that name. To take a setting back to its default (the dead-letter queue among them), disable HTTP \
+visibility timeout of 30s, no dead-letter queue (a message out of retries is deleted). The API \
+takes the dead-letter queue by its name, and Cloudflare creates it when no queue has that name. \
+--dead-letter-queue takes a name, or an id (32 lowercase hex digits) of one of the account's \
+queues, which is set by that queue's name: an id is never made the name of a new queue. A value \
+of that shape that is no queue's id is a name. --dead-letter-queue-id and \
+--dead-letter-queue-name force one reading. To take a setting back to its default (the dead-letter queue among them), disable HTTP \
 pull and enable it again. A queue consumed by a Worker is refused, not changed: a queue has one \
 consumer.
 
@@ -227,9 +230,22 @@ pub struct EnableArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_visibility)]
     pub visibility_timeout: Option<Duration>,
 
-    /// The NAME of the queue that receives messages out of retries (created if missing)
-    #[arg(long, value_name = "NAME")]
+    /// The queue that receives messages out of retries: a name (created if missing), or the id
+    /// of a queue (32 lowercase hex digits), set by that queue's name
+    #[arg(
+        long,
+        value_name = "QUEUE",
+        conflicts_with_all = ["dead_letter_queue_id", "dead_letter_queue_name"]
+    )]
     pub dead_letter_queue: Option<String>,
+
+    /// The dead-letter queue by its id: the queue must exist, and is set by its name
+    #[arg(long, value_name = "ID", conflicts_with = "dead_letter_queue_name")]
+    pub dead_letter_queue_id: Option<String>,
+
+    /// The dead-letter queue by its name, never read as an id (created if missing)
+    #[arg(long, value_name = "NAME")]
+    pub dead_letter_queue_name: Option<String>,
 
     #[command(flatten)]
     pub global: Global,

@@ -6,7 +6,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::{TOKEN, cfq, cfq_at, emulator, run, run_with_stdin};
+use crate::support::{TOKEN, cfq, cfq_at, emulator, lax_queues, run, run_with_stdin};
 use cf_queues_emulator::Fault;
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
@@ -116,6 +116,7 @@ async fn metrics_watch_prints_until_interrupted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_watch_keeps_watching_through_transient_errors() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["watched"]).await;
     // The first call and its two retries.
     emulator.inject(
         Fault::status(503)

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, RateLimitModel};
 
-use crate::support::{TOKEN, cfq, pull_all_texts, run, temp_dir};
+use crate::support::{TOKEN, cfq, lax_queues, pull_all_texts, run, temp_dir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
@@ -22,6 +22,7 @@ async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
         .start()
         .await
         .expect("emulator starts");
+    lax_queues(&emulator, &["paced", "replayed"]).await;
     let dir = temp_dir("budget");
     let file = dir.join("lines.txt");
     let lines: Vec<String> = (1..=500).map(|i| format!("line {i}")).collect();

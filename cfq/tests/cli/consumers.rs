@@ -10,7 +10,7 @@ use std::time::Duration;
 use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use serde_json::{Value, json};
 
-use crate::support::{Run, Served, TOKEN, cfq, run, run_with_stdin, temp_dir};
+use crate::support::{Run, Served, TOKEN, cfq, queue_names, run, run_with_stdin, temp_dir};
 
 async fn cfq_run(mut command: Command, words: &[&str]) -> Run {
     command.args(words);
@@ -349,6 +349,108 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
     consumer(&emulator, &["info", "-q", "no-such-queue"])
         .await
         .expect_code(4);
+}
+
+/// A dead-letter queue given by its id is set by its name, which is what
+/// the API takes: `--dead-letter-queue <id>` once sent the id as a name, and
+/// a new queue named after it was created to receive the dead letters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_queue_given_by_its_id_is_set_by_its_name() {
+    let config = EmulatorConfig::from_toml(
+        r#"
+        [[queues]]
+        queue_name = "orders"
+
+        [[queues]]
+        queue_name = "parked"
+        "#,
+    )
+    .expect("a valid configuration");
+    let emulator = Emulator::new()
+        .token(TOKEN)
+        .config(config)
+        .start()
+        .await
+        .expect("emulator starts");
+    let parked = emulator.queue_id("parked").expect("declared");
+    assert!(
+        parked.len() == 32 && parked.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{parked}"
+    );
+    let queues = queue_names(&emulator).await;
+    let dead_letter_queue = |run: &Run| run.one()["consumer"]["dead_letter_queue"].clone();
+
+    let by_id = consumer(
+        &emulator,
+        &["enable", "-q", "orders", "--dead-letter-queue", &parked],
+    )
+    .await;
+    by_id.expect_code(0);
+    assert_eq!(dead_letter_queue(&by_id), "parked");
+    assert_eq!(queue_names(&emulator).await, queues, "a queue was created");
+
+    let forced = consumer(
+        &emulator,
+        &["enable", "-q", "orders", "--dead-letter-queue-id", &parked],
+    )
+    .await;
+    forced.expect_code(0);
+    assert_eq!(dead_letter_queue(&forced), "parked");
+    let batch_size = forced.one()["consumer"]["settings"]["batch_size"].clone();
+
+    // An id no queue has: nothing is changed, nothing created.
+    let ghost = "0123456789abcdef0123456789abcdef";
+    let unknown = consumer(
+        &emulator,
+        &[
+            "enable",
+            "-q",
+            "orders",
+            "--dead-letter-queue-id",
+            ghost,
+            "--batch-size",
+            "9",
+        ],
+    )
+    .await;
+    unknown.expect_code(4);
+    assert!(
+        unknown.stderr.contains(&format!(
+            "no queue has the id {ghost} given as the dead-letter queue"
+        )),
+        "{unknown:?}"
+    );
+    let info = consumer(&emulator, &["info", "-q", "orders"]).await;
+    assert_eq!(dead_letter_queue(&info), "parked");
+    assert_eq!(info.one()["consumer"]["settings"]["batch_size"], batch_size);
+    assert_ne!(batch_size, json!(9));
+    assert_eq!(queue_names(&emulator).await, queues, "a queue was created");
+
+    // --dead-letter-queue-name reads even an id's shape as a name, which
+    // Cloudflare creates when no queue has it.
+    let named = consumer(
+        &emulator,
+        &["enable", "-q", "orders", "--dead-letter-queue-name", ghost],
+    )
+    .await;
+    named.expect_code(0);
+    assert_eq!(dead_letter_queue(&named), ghost);
+    assert!(queue_names(&emulator).await.contains(&ghost.to_owned()));
+
+    let both = consumer(
+        &emulator,
+        &[
+            "enable",
+            "-q",
+            "orders",
+            "--dead-letter-queue",
+            "parked",
+            "--dead-letter-queue-id",
+            &parked,
+        ],
+    )
+    .await;
+    both.expect_code(2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

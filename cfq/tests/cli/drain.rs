@@ -16,7 +16,8 @@ use crate::support::scripted_server::{
     Scripted, acked, failure, lease_ids, pulled, scripted, success,
 };
 use crate::support::{
-    LOOKUP, TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
+    LOOKUP, TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
+    temp_dir,
 };
 use serde_json::{Value, json};
 
@@ -61,6 +62,7 @@ async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["source", "target"]).await;
     let dir = temp_dir("roundtrip");
     let file = dir.join("drained.ndjson");
     let client = emulator.client().expect("client");
@@ -256,6 +258,7 @@ async fn a_drain_killed_midway_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_killed_midway_resumes_from_its_log() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["restored"]).await;
     let dir = temp_dir("killed-replay");
     let file = dir.join("saved.ndjson");
     let all = numbered("saved", 250);
@@ -313,6 +316,7 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["restored"]).await;
     let dir = temp_dir("replay resume");
     let file = dir.join("dead letters.ndjson");
     let all = numbered("kept", 250);
@@ -379,6 +383,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
         .start()
         .await
         .expect("emulator");
+    lax_queues(&emulator, &["parked", "live"]).await;
     for _ in 0..3 {
         emulator.push_from_worker("parked", WorkerBody::Bytes(vec![9, 9]));
     }
@@ -472,6 +477,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_redrives_and_leaves_what_http_cannot_push() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["dead", "live"]).await;
     let client = emulator.client().expect("client");
     let dead = client.queue("dead").expect("id");
     push_texts(&emulator, "dead", &numbered("dead letter", 120)).await;
@@ -519,6 +525,7 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["from", "into"]).await;
     let all = numbered("redrive", 100);
     push_texts(&emulator, "from", &all).await;
     // The push to the destination lands; the acknowledgement is held.
@@ -566,6 +573,7 @@ async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["torn", "restored"]).await;
     let dir = temp_dir("torn-tail");
     let file = dir.join("drained.ndjson");
     push_texts(&emulator, "torn", &numbered("whole", 3)).await;

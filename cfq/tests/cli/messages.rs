@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::support::{
-    TOKEN, cfq, cfq_at, emulator, pasted, pull_all_texts, resume_command, run, run_with_stdin,
-    temp_dir, text_bodies,
+    TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
+    run_with_stdin, temp_dir, text_bodies,
 };
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, Fault, Operation};
 use serde_json::json;
@@ -13,6 +13,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_text_json_stdin_and_delayed() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["jobs", "piped"]).await;
     let mut push = cfq(&emulator);
     push.args(["push", "--queue", "jobs", "hello"]);
     let pushed = run(push).await;
@@ -69,6 +70,7 @@ async fn push_text_json_stdin_and_delayed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["astext", "files"]).await;
     let dir = temp_dir("mixed");
     let file = dir.join("mixed.ndjson");
     let mut content: Vec<u8> = Vec::new();
@@ -168,6 +170,7 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["astext", "events"]).await;
     let dir = temp_dir("broken-json");
     let file = dir.join("events.ndjson");
     let lines: Vec<String> = (1..=250)
@@ -234,6 +237,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["resume"]).await;
     let dir = temp_dir("resume");
     let file = dir.join("lines.txt");
     let lines: Vec<String> = (1..=250).map(|i| format!("message {i}")).collect();
@@ -282,6 +286,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["resume"]).await;
     let dir = temp_dir("it's a $resume");
     let file = dir.join("lines of mine.ndjson");
     let lines: Vec<String> = (1..=250).map(|i| json!({"n": i}).to_string()).collect();
@@ -386,6 +391,7 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_from_stdin_loses_one_line_ending() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["stdin"]).await;
     for input in ["x\n", "crlf\r\n", "two\n\n", "none"] {
         let mut push = cfq(&emulator);
         push.args(["push", "-q", "stdin", "-"]);
@@ -679,17 +685,20 @@ async fn errors_have_their_exit_codes_and_hints() {
     );
     assert!(!auth.stderr.contains("not-the-token"));
 
-    // Neither a name nor an id of the strict emulator: looked up as a name,
-    // then tried as an id.
+    // Not a queue's name, and not an id's shape: an unknown name, with the
+    // near one, and no request that names it as an id.
     let mut unknown = cfq(&emulator);
     unknown.args(["push", "--queue", "unknown", "x"]);
     let missing = run(unknown).await;
     missing.expect_code(4);
-    assert!(missing.stderr.contains("10104"), "{missing:?}");
     assert!(
         missing
             .stderr
-            .contains("no queue is named \"unknown\", nor has that id"),
+            .contains("no queue is named \"unknown\" in this account"),
+        "{missing:?}"
+    );
+    assert!(
+        missing.stderr.contains("did you mean \"known\"?"),
         "{missing:?}"
     );
 
@@ -768,6 +777,7 @@ async fn errors_have_their_exit_codes_and_hints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbose_traces_requests_without_the_token() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["traced"]).await;
     let mut push = cfq(&emulator);
     push.args(["-v", "push", "--queue", "traced", "hello"]);
     let traced = run(push).await;

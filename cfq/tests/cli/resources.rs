@@ -7,7 +7,7 @@
 use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
 use serde_json::{Value, json};
 
-use crate::support::{LOOKUP, TOKEN, cfq, run, run_with_stdin};
+use crate::support::{LOOKUP, TOKEN, cfq, queue_names, run, run_with_stdin};
 
 const ORDERS_ID: &str = "9a7806061c88ada191ed06f989cc3dac";
 /// A valid queue name that is also 32 hex digits.
@@ -89,21 +89,21 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     as_name.expect_code(0);
     assert_eq!(id_of(&as_name), "hexnamed");
 
-    // A value no queue has as a name is an id: the emulator's free-form ids
-    // keep working, and spring into being on their first push.
+    // --queue-id takes any value as an id: the emulator's free-form ids
+    // spring into being on their first push.
     let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "jobs", "free-form"]);
+    push.args(["push", "--queue-id", "jobs", "free-form"]);
     run(push).await.expect_code(0);
     assert_eq!(emulator.metrics("jobs").backlog_count, 1);
-    // --queue-name never falls back to an id.
+    // --queue-name never reads an id.
     let unknown = info(&emulator, &["--queue-name", "ghost"]).await;
     unknown.expect_code(4);
     assert!(
         unknown.stderr.contains("no queue is named \"ghost\""),
         "{unknown:?}"
     );
-    // An unknown name that is not an id either: the unknown name, exit 4,
-    // with the command that lists and the one that creates.
+    // An unknown name: exit 4, with the command that lists and the one
+    // that creates.
     let neither = info(&emulator, &["--queue", "no-such-queue"]).await;
     neither.expect_code(4);
     for needed in [
@@ -113,15 +113,7 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     ] {
         assert!(neither.stderr.contains(needed), "{needed}: {neither:?}");
     }
-    // A value tried as a name, then as an id, that is neither.
-    let nothing = info(&emulator, &["--queue", "nothing"]).await;
-    nothing.expect_code(4);
-    assert!(
-        nothing
-            .stderr
-            .contains("no queue is named \"nothing\", nor has that id"),
-        "{nothing:?}"
-    );
+    assert!(!neither.stderr.contains("did you mean"), "{neither:?}");
 
     // Before the command, and from CFQ_QUEUE (the --queue reading).
     let mut before_command = cfq(&emulator);
@@ -134,6 +126,84 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     let mut both = cfq(&emulator);
     both.args(["--queue", "beta", "queues", "info", "--queue-id", "beta"]);
     assert_eq!(run(both).await.one()["queue_name"], "alpha");
+}
+
+/// A typo is an error, never a new queue: `cfq push --queue Orders` once
+/// found no queue named so, sent `Orders` as an id, the lax emulator made
+/// it spring into being, and the push succeeded where nobody reads. Now
+/// every command that names a queue (`--queue`, `CFQ_QUEUE`, `--to`)
+/// exits 4 naming the queues with a near name, and the account's queues
+/// are what they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typo_is_an_error_naming_the_near_queues_and_creates_no_queue() {
+    let emulator = crossed().await;
+    let queues = queue_names(&emulator).await;
+    let dir = crate::support::temp_dir("typo");
+    let file = dir.join("messages.txt");
+    std::fs::write(&file, "one\ntwo\n").expect("write");
+    let file = file.to_str().expect("UTF-8 path");
+
+    let typed = |words: &[&str]| {
+        let mut command = cfq(&emulator);
+        command.args(words);
+        command
+    };
+    let upper = ORDERS_ID.to_uppercase();
+    let by_upper_id = format!("the queue of id \"{ORDERS_ID}\" (ids are lowercase)");
+    let mut from_env = typed(&["push", "x"]);
+    from_env.env("CFQ_QUEUE", "Orders");
+    let cases = [
+        (
+            typed(&["push", "--queue", "Orders", "x"]),
+            "Orders",
+            "\"orders\"",
+        ),
+        (from_env, "Orders", "\"orders\""),
+        (
+            typed(&["pull", "--queue", "ordres"]),
+            "ordres",
+            "\"orders\"",
+        ),
+        (
+            typed(&["drain", "--queue", "order", "--to", "/dev/null"]),
+            "order",
+            "\"orders\"",
+        ),
+        (
+            typed(&["replay", file, "--to", "Alpha"]),
+            "Alpha",
+            "\"alpha\"",
+        ),
+        (
+            typed(&["move", "--queue", "orders", "--to", "betta"]),
+            "betta",
+            "\"beta\"",
+        ),
+        (
+            typed(&["push", "--queue", &upper, "x"]),
+            upper.as_str(),
+            by_upper_id.as_str(),
+        ),
+    ];
+    for (command, name, near) in cases {
+        let failed = run(command).await;
+        failed.expect_code(4);
+        assert!(
+            failed.stderr.contains(&format!(
+                "error: no queue is named \"{name}\" in this account"
+            )),
+            "{failed:?}"
+        );
+        assert!(
+            failed
+                .stderr
+                .contains(&format!("hint: did you mean {near}?")),
+            "{near}: {failed:?}"
+        );
+        assert!(failed.stdout.is_empty(), "{failed:?}");
+    }
+    assert_eq!(queue_names(&emulator).await, queues, "a queue was created");
+    assert_eq!(emulator.metrics(ORDERS_ID).backlog_count, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use crate::support::{
-    LOOKUP, Run, cfq, emulator, pasted, pull_all_texts, resume_command, run, temp_dir,
+    LOOKUP, Run, cfq, emulator, lax_queues, pasted, pull_all_texts, resume_command, run, temp_dir,
 };
 use serde_json::json;
 
@@ -70,6 +70,7 @@ async fn finish(child: Child) -> Run {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["interrupted"]).await;
     let dir = temp_dir("sigint");
     let (file, bodies) = numbered_file(&dir, 300);
     let (like, child) = push_until_the_second_batch_is_held(
@@ -112,6 +113,7 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_abandons_the_batch_in_flight_as_one_that_may_have_landed() {
     let emulator = emulator().await;
+    lax_queues(&emulator, &["abandoned"]).await;
     let dir = temp_dir("sigterm-twice");
     let (file, _) = numbered_file(&dir, 300);
     let (_, child) =

@@ -174,7 +174,7 @@ fn bad_arguments_exit_2() {
         (vec!["emulator", "--strict"], "Usage: cfq emulator"),
         (vec!["emulator", "--queue", "jobs"], "--strict"),
         (vec!["emulator", "--dead-letter", "jobs"], "QUEUE=DLQ"),
-        (vec!["emulator", "--token", ""], "non-empty"),
+        (vec!["emulator", "--token", ""], "--token is empty"),
         (vec!["emulator", "--latency", "far"], "expected a duration"),
         (
             vec!["emulator", "--latency", "100ms,"],
@@ -220,6 +220,48 @@ fn bad_arguments_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+/// A token no client can send in `Authorization: Bearer TOKEN` is refused
+/// before anything listens, with the problem named and the token never
+/// shown: `--token "a b"` used to start an emulator nobody could use.
+#[test]
+fn tokens_no_client_can_send_are_refused_unshown() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let secret = "s3cret-PART";
+    let cases: [(std::ffi::OsString, &str); 6] = [
+        (format!("{secret} x").into(), "has a space at character 12"),
+        (format!("{secret}\tx").into(), "has a control character"),
+        (format!("{secret}\u{7f}").into(), "has a control character"),
+        (format!("{secret}\u{a0}").into(), "a white space character"),
+        (
+            format!("{secret}é").into(),
+            "a character outside visible ASCII",
+        ),
+        (
+            std::ffi::OsStr::from_bytes(b"s3cret-PART\xff").to_owned(),
+            "is not UTF-8",
+        ),
+    ];
+    for (token, says) in cases {
+        // Under `timeout`: an emulator that accepted the token would serve
+        // until stopped.
+        let output = Command::new("timeout")
+            .arg("20")
+            .arg(env!("CARGO_BIN_EXE_cfq"))
+            .args(["emulator", "--listen", "127.0.0.1:0", "--token"])
+            .arg(&token)
+            .stdin(Stdio::null())
+            .output()
+            .expect("cfq runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{token:?}: {stderr}");
+        assert!(stderr.contains(says), "{token:?}: {stderr}");
+        assert!(stderr.contains("Authorization: Bearer"), "{stderr}");
+        assert!(!stderr.contains("s3cret"), "the token echoed: {stderr}");
+        assert!(!stderr.contains("PART"), "the token echoed: {stderr}");
+        assert!(output.stdout.is_empty(), "it started: {output:?}");
     }
 }
 
@@ -519,7 +561,11 @@ fn dead_letter_redrive_end_to_end() {
             String::from_utf8_lossy(&output.stdout).into_owned(),
         )
     };
-    assert_eq!(against(&["push", "--queue", "jobs", "poison"]).0, Some(0));
+    // The lax emulator's queues spring into being by id, named after it.
+    assert_eq!(
+        against(&["push", "--queue-id", "jobs", "poison"]).0,
+        Some(0)
+    );
     let (code, pulled) = against(&["pull", "--queue", "jobs", "--visibility", "200ms"]);
     assert_eq!(code, Some(0));
     assert!(pulled.contains("poison"));

@@ -28,6 +28,32 @@ pub async fn emulator() -> EmulatorHandle {
         .expect("emulator starts")
 }
 
+/// Brings queues into being on a lax emulator, each named after its id,
+/// as a first request by id does. cfq reads a `--queue` value that is not
+/// 32 lowercase hex digits as a name only, and a name no queue has is an
+/// error, so a test's queues exist before cfq names them.
+pub async fn lax_queues(emulator: &EmulatorHandle, ids: &[&str]) {
+    let client = emulator.client().expect("client");
+    for id in ids {
+        let queue = client.queue(*id).expect("an id");
+        queue.metrics().await.expect("the queue springs into being");
+    }
+}
+
+/// The account's queues by name, sorted, read through the library.
+pub async fn queue_names(emulator: &EmulatorHandle) -> Vec<String> {
+    let client = emulator.client().expect("client");
+    let mut names: Vec<String> = client
+        .queues()
+        .await
+        .expect("list")
+        .into_iter()
+        .filter_map(|q| q.queue_name)
+        .collect();
+    names.sort();
+    names
+}
+
 /// `cfq` aimed at `base_url` with the test token, and nothing from the
 /// developer's own environment.
 pub fn cfq_at(base_url: &str) -> Command {

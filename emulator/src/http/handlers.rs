@@ -44,7 +44,7 @@ fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, E
         .iter()
         .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
         .fold(0, u64::saturating_add);
-    let metrics = app.with_broker(|broker, now| {
+    let metrics = app.with_queue(&call, |broker, now| {
         let held = broker.metrics(call.at(), now).backlog_bytes;
         if held.saturating_add(incoming) > app.max_backlog_bytes {
             return Err(ErrorAnswer::new(
@@ -134,7 +134,7 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 pub(super) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let asked_batch = batch_size(&call.request, &app.limits)?;
     let asked_visibility = visibility_ms(&call.request, &app.limits)?;
-    let (deliveries, metrics) = app.with_broker(|broker, now| {
+    let (deliveries, metrics) = app.with_queue(&call, |broker, now| {
         let consumer = http_pull(broker, &call)?;
         if broker.access(call.at()).1.delivery_paused {
             return Err(ErrorAnswer::new(
@@ -184,7 +184,7 @@ fn pull_shaped(
 pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, asked_retries) = acks_and_retries(app, &call.request)?;
     let leases = acks.len().saturating_add(asked_retries.len());
-    let report = app.with_broker(|broker, now| {
+    let report = app.with_queue(&call, |broker, now| {
         let consumer = http_pull(broker, &call)?;
         let retry_delay_ms = u64::from(consumer.retry_delay_s) * 1000;
         let retries: Vec<(String, u64)> = asked_retries
@@ -205,7 +205,9 @@ pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 /// `POST /messages/peek`.
 pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
-    let peeked = app.with_broker(|broker, now| broker.peek(call.at(), batch_size, now));
+    let peeked = app.with_queue(&call, |broker, now| {
+        Ok(broker.peek(call.at(), batch_size, now))
+    })?;
     let mut items = Vec::with_capacity(peeked.len());
     for p in peeked {
         let fields = PeekedFields {
@@ -239,7 +241,7 @@ pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
             }
         }
     }
-    let report = app.with_broker(|broker, now| broker.purge(call.at(), &refs, now));
+    let report = app.with_queue(&call, |broker, now| Ok(broker.purge(call.at(), &refs, now)))?;
     success(&PurgeResult {
         errors: [],
         warnings: report.warnings,
@@ -252,7 +254,7 @@ pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let ids = lease_ids(&call.request, "extend")?;
     let asked_visibility = visibility_ms(&call.request, &app.limits)?;
-    let report = app.with_broker(|broker, now| {
+    let report = app.with_queue(&call, |broker, now| {
         let consumer = http_pull(broker, &call)?;
         let visibility = asked_visibility.unwrap_or(consumer.visibility_timeout_ms);
         app.limit_queue(&call, QueueBucket::Leases, ids.len(), now)?;
@@ -268,7 +270,9 @@ pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 /// `POST /messages/preview`.
 pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
-    let previewed = app.with_broker(|broker, now| broker.preview(call.at(), batch_size, now));
+    let previewed = app.with_queue(&call, |broker, now| {
+        Ok(broker.preview(call.at(), batch_size, now))
+    })?;
     pull_shaped(app, call, previewed, &MessagesOnly {})
 }
 
@@ -280,8 +284,9 @@ pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, Erro
         .into_iter()
         .map(|(id, delay)| (id, delay.unwrap_or(0)))
         .collect();
-    let report =
-        app.with_broker(|broker, now| broker.delete_previewed(call.at(), &acks, &retries, now));
+    let report = app.with_queue(&call, |broker, now| {
+        Ok(broker.delete_previewed(call.at(), &acks, &retries, now))
+    })?;
     success(&PreviewAckResult {
         warnings: report.warnings,
     })
@@ -290,7 +295,8 @@ pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, Erro
 
 /// `GET /metrics`, as JSON or as one server-sent event.
 pub(super) fn metrics(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let metrics = MetricsOut::from(app.with_broker(|broker, now| broker.metrics(call.at(), now)));
+    let metrics =
+        MetricsOut::from(app.with_queue(&call, |broker, now| Ok(broker.metrics(call.at(), now)))?);
     if call.event_stream {
         // The published description streams the bare metrics object, not
         // an envelope.
@@ -314,16 +320,16 @@ pub(super) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
              of the queue is deleted",
         ));
     }
-    let record = app.with_broker(|broker, now| {
+    let record = app.with_queue(&call, |broker, now| {
         broker.purge_all(call.at(), now);
-        broker.get_queue(call.at())
+        broker.get_queue(call.at()).map_err(ErrorAnswer::from)
     })?;
     success(&QueueOut::new(&record)).map(Answer::Json)
 }
 
 /// `GET /purge`.
 pub(super) fn purge_status(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let started = app.with_broker(|broker, now| broker.purge_status(call.at(), now));
+    let started = app.with_queue(&call, |broker, now| Ok(broker.purge_status(call.at(), now)))?;
     success(&PurgeStatusResult::new(started)).map(Answer::Json)
 }
 

@@ -32,14 +32,15 @@ impl From<AccountError> for ErrorAnswer {
                 codes::QUEUE_NAME_TAKEN,
                 format!("queue name already taken: {name}"),
             ),
-            AccountError::InvalidName(name) => ErrorAnswer::bad_request(
+            AccountError::InvalidName { field, name } => ErrorAnswer::bad_request(
                 codes::INVALID_QUEUE_NAME,
                 format!(
-                    "Invalid queue name: invalid queue name: {name}. Must match \
-                     ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$"
+                    "Invalid queue name: invalid queue name: {}. Must match \
+                     ^[a-z0-9]([a-z0-9-]{{0,61}}[a-z0-9])?$",
+                    shown_name(&name)
                 ),
             )
-            .at("/queue_name"),
+            .at(&format!("/{field}")),
             AccountError::ConsumerExists => ErrorAnswer::new(
                 StatusCode::CONFLICT,
                 codes::CONSUMER_EXISTS,
@@ -47,6 +48,17 @@ impl From<AccountError> for ErrorAnswer {
             ),
             AccountError::Invalid { pointer, message } => ErrorAnswer::invalid(&pointer, message),
         }
+    }
+}
+
+/// A refused name as an error shows it: cut after 80 characters (a name
+/// may be up to the body limit, 2 MiB, and the answer should not echo it
+/// all), so that the field still says which one it was.
+fn shown_name(name: &str) -> String {
+    const SHOWN: usize = 80;
+    match name.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &name[..cut], name.len()),
+        None => name.to_owned(),
     }
 }
 
@@ -123,7 +135,9 @@ pub(super) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
 pub(super) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let name = string(&call.request, "queue_name", "/queue_name")?
         .ok_or_else(|| ErrorAnswer::invalid("/queue_name", "queue_name is required"))?;
-    let record = app.with_broker(|broker, now| broker.create_queue(&call.account, name, now))?;
+    let settings = settings_change(&call.request)?;
+    let record =
+        app.with_broker(|broker, now| broker.create_queue(&call.account, name, settings, now))?;
     queue_answer(&record)
 }
 

@@ -104,6 +104,22 @@ impl App {
         operation(&mut broker, now)
     }
 
+    /// [`App::with_broker`] for an operation on the call's queue, which
+    /// must still be there under the lock the operation runs under: the
+    /// check before the body was read ran under another, and a deletion
+    /// may have been answered between the two (a push must not land in a
+    /// deleted queue, where no call could ever reach it).
+    fn with_queue<T>(
+        &self,
+        call: &Incoming,
+        operation: impl FnOnce(&mut Broker, u64) -> Result<T, ErrorAnswer>,
+    ) -> Result<T, ErrorAnswer> {
+        self.with_broker(|broker, now| {
+            admit(broker, call.op, call.at(), now)?;
+            operation(broker, now)
+        })
+    }
+
     pub(crate) fn broker(&self) -> BrokerGuard<'_> {
         // The broker never panics mid-update; a poisoned lock still holds a consistent state.
         BrokerGuard {
@@ -163,6 +179,24 @@ impl App {
             if let Ok(value) = HeaderValue::from_str(&value) {
                 headers.insert(name, value);
             }
+        }
+    }
+
+    /// `answer` once every change handed to the store before it is
+    /// committed: the one place every answer passes, refusals included,
+    /// so that nothing an answer shows (a 404 shows a deletion) can be
+    /// undone by a crash. A failed commit turns it into 503.
+    async fn settled(&self, answer: Result<Answer, Refusal>) -> Result<Answer, Refusal> {
+        let Some(store) = self.store.as_ref() else {
+            return answer;
+        };
+        match store.settle().await {
+            Ok(()) => answer,
+            Err(why) => Err(Refusal {
+                failure: ErrorAnswer::storage(Some(why)),
+                // A body left unread still closes the connection.
+                unread: answer.as_ref().err().is_some_and(|r| r.unread),
+            }),
         }
     }
 
@@ -289,18 +323,11 @@ fn operation(
                         // it: counted like the pieces of a listing.
                         conn.produced(body.len());
                     }
-                    match app.store.as_ref() {
-                        // Nothing leaves before what it reveals is synced.
-                        Some(store) => match store.settle().await {
-                            Ok(()) => answer,
-                            Err(why) => Err(Refusal::from(ErrorAnswer::storage(Some(why)))),
-                        },
-                        None => answer,
-                    }
+                    answer
                 }
                 Err(refused) => Err(refused),
             };
-            let mut response = respond(answer);
+            let mut response = respond(app.settled(answer).await);
             app.add_rate_headers(&mut response, credential);
             response
         },
@@ -309,7 +336,7 @@ fn operation(
 
 async fn refuse(app: &App, failure: ErrorAnswer, body: Body) -> Response {
     let unread = !app.drain(body).await;
-    respond(Err(Refusal { failure, unread }))
+    respond(app.settled(Err(Refusal { failure, unread })).await)
 }
 
 fn respond(answer: Result<Answer, Refusal>) -> Response {
@@ -349,6 +376,8 @@ fn respond(answer: Result<Answer, Refusal>) -> Response {
 
 /// A request that passed the steps every operation shares.
 struct Incoming {
+    /// The operation asked for.
+    op: Operation,
     /// The account named in the path.
     account: String,
     /// The queue named in the path; empty for the account's list and create.
@@ -442,6 +471,7 @@ impl Incoming {
             .map(|Query(query)| query)
             .unwrap_or_default();
         Ok(Incoming {
+            op,
             account: ids.account,
             queue: ids.queue,
             consumer: ids.consumer,
@@ -499,13 +529,7 @@ impl Incoming {
                 account: &ids.account,
                 queue: &ids.queue,
             };
-            app.with_broker(|broker, now| {
-                if op.is_messages() {
-                    broker.open_for_messages(at, now).map_err(ErrorAnswer::from)
-                } else {
-                    broker.get_queue(at).map(drop).map_err(ErrorAnswer::from)
-                }
-            })?;
+            app.with_broker(|broker, now| admit(broker, op, at, now))?;
         }
         if let Some(limiter) = app.rate_limiter().as_mut() {
             let address = parts.extensions.get::<Arc<Conn>>().map(|c| c.peer_ip());
@@ -522,6 +546,18 @@ impl Incoming {
             account: &self.account,
             queue: &self.queue,
         }
+    }
+}
+
+/// Whether the queue of the path is there for `op`: a messages request may
+/// bring it into being (the lax mode), a management request never does.
+/// The one place that decides it, before the body is read and again under
+/// the lock each operation runs under ([`App::with_queue`]).
+fn admit(broker: &mut Broker, op: Operation, at: At<'_>, now: u64) -> Result<(), ErrorAnswer> {
+    if op.is_messages() {
+        broker.open_for_messages(at, now).map_err(ErrorAnswer::from)
+    } else {
+        broker.get_queue(at).map(drop).map_err(ErrorAnswer::from)
     }
 }
 

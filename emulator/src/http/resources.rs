@@ -69,8 +69,15 @@ pub(super) struct ConsumerOut<'a> {
     consumer_id: &'a str,
     created_on: String,
     queue_name: &'a str,
+    /// A Worker's script under both names: `script_name` (the published
+    /// description) and `script` (the live API; wrangler finds a Worker
+    /// consumer by `script` or `service`).
     #[serde(skip_serializing_if = "Option::is_none")]
     script_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    script: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service: Option<&'a str>,
     /// The dead-letter queue's name, `""` when none (as the description says).
     dead_letter_queue: &'a str,
     settings: ConsumerSettingsOut,
@@ -100,8 +107,9 @@ impl<'a> ConsumerOut<'a> {
         record: &'a QueueRecord,
         consumer: &'a super::super::state::Consumer,
     ) -> ConsumerOut<'a> {
-        let (script_name, settings) = match &consumer.spec.kind {
+        let (script_name, service, settings) = match &consumer.spec.kind {
             ConsumerKind::HttpPull(s) => (
+                None,
                 None,
                 ConsumerSettingsOut::HttpPull {
                     batch_size: s.batch_size,
@@ -112,9 +120,11 @@ impl<'a> ConsumerOut<'a> {
             ),
             ConsumerKind::Worker {
                 script_name,
+                service,
                 settings: s,
             } => (
                 Some(script_name.as_str()),
+                service.as_deref(),
                 ConsumerSettingsOut::Worker {
                     batch_size: s.batch_size,
                     max_concurrency: s.max_concurrency,
@@ -130,6 +140,8 @@ impl<'a> ConsumerOut<'a> {
             created_on: rfc3339_ms(consumer.created_ms),
             queue_name: &record.name,
             script_name,
+            script: script_name,
+            service,
             dead_letter_queue: consumer.spec.dead_letter_queue.as_deref().unwrap_or(""),
             settings,
         }
@@ -253,6 +265,33 @@ pub(super) fn settings_change(request: &Object) -> Result<SettingsChange, ErrorA
     })
 }
 
+/// A Worker consumer's script and service. The script is `script_name`
+/// (the published description) or `script` (the live API's name, which
+/// its answers carry), or else the `service` named; two names that
+/// disagree are refused rather than one silently chosen.
+fn worker_script(request: &Object) -> Result<(String, Option<String>), ErrorAnswer> {
+    let given = |key: &str| -> Result<Option<&str>, ErrorAnswer> {
+        Ok(string(request, key, &format!("/{key}"))?.filter(|name| !name.is_empty()))
+    };
+    let (script_name, script, service) =
+        (given("script_name")?, given("script")?, given("service")?);
+    if let (Some(a), Some(b)) = (script_name, script)
+        && a != b
+    {
+        return Err(ErrorAnswer::invalid(
+            "/script",
+            format!("script {b:?} and script_name {a:?} name two scripts; give one"),
+        ));
+    }
+    let script = script_name.or(script).or(service).ok_or_else(|| {
+        ErrorAnswer::invalid(
+            "/script_name",
+            "a worker consumer needs a script_name (or script, or service)",
+        )
+    })?;
+    Ok((script.to_owned(), service.map(str::to_owned)))
+}
+
 /// A consumer as a create or an update writes it: `type` decides which
 /// settings apply; those left out take their defaults.
 pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswer> {
@@ -280,14 +319,11 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
             })
         }
         Some("worker") => {
-            let script_name = string(request, "script_name", "/script_name")?
-                .filter(|name| !name.is_empty())
-                .ok_or_else(|| {
-                    ErrorAnswer::invalid("/script_name", "a worker consumer needs a script_name")
-                })?;
+            let (script_name, service) = worker_script(request)?;
             let d = WorkerSettings::default();
             ConsumerKind::Worker {
-                script_name: script_name.to_owned(),
+                script_name,
+                service,
                 settings: WorkerSettings {
                     batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
                         .unwrap_or(d.batch_size),

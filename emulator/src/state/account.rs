@@ -123,7 +123,13 @@ impl Default for WorkerSettings {
 pub(crate) enum ConsumerKind {
     HttpPull(PullSettings),
     Worker {
+        /// The Worker's script, shown as both `script_name` (the published
+        /// description) and `script` (the live API, which wrangler reads).
         script_name: String,
+        /// The Worker service, when the request named one (the live API's
+        /// `service`); absent from rows written before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service: Option<String>,
         settings: WorkerSettings,
     },
 }
@@ -196,8 +202,9 @@ pub(crate) enum AccountError {
     ConsumerNotFound,
     /// Another queue of the account has that name.
     NameTaken(String),
-    /// A name Cloudflare would refuse.
-    InvalidName(String),
+    /// A name Cloudflare would refuse, in the request's field `field`
+    /// (`queue_name`, or `dead_letter_queue` for a consumer's).
+    InvalidName { field: &'static str, name: String },
     /// The queue has a consumer already: one per queue.
     ConsumerExists,
     /// A field out of its bounds, with its JSON pointer.
@@ -280,7 +287,9 @@ impl Account {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Policy {
     pub(super) max_retries: u32,
-    /// The id of the queue its exhausted messages go to.
+    /// The NAME of the queue its exhausted messages go to, resolved to
+    /// an id (or created) only when a message goes there
+    /// ([`Broker::deliver_dead_letters`](super::Broker)).
     pub(super) dead_letter: Option<String>,
     /// Messages pushed longer ago than this are gone.
     pub(super) retention_ms: u64,
@@ -347,19 +356,6 @@ impl Registry {
         })
     }
 
-    /// Where the exhausted messages of queue `id` go, by its consumer's
-    /// dead-letter queue NAME: the queue of that name, or, while none has
-    /// it, the queue whose id is that name if it may spring into being (a
-    /// lax dead-letter queue, as `Emulator::dead_letter_queue` names them).
-    pub(super) fn dead_letter_target(&self, account: &str, name: &str) -> Option<String> {
-        let found = self.accounts.get(account).and_then(|a| a.names.get(name));
-        match found {
-            Some(id) => Some(id.clone()),
-            None if self.may_spring(account, name) => Some(name.to_owned()),
-            None => None,
-        }
-    }
-
     /// The delivery policy of queue `id`: its consumer's, the lax defaults
     /// for a queue without a record, Cloudflare's defaults for a queue
     /// without a consumer.
@@ -392,9 +388,7 @@ impl Registry {
         };
         Policy {
             max_retries,
-            // A queue that is its own dead-letter queue gets its exhausted
-            // messages back as new ones, as the broker always did.
-            dead_letter: dlq_name.and_then(|name| self.dead_letter_target(account, name)),
+            dead_letter: dlq_name.map(str::to_owned),
             retention_ms: u64::from(retention_s) * 1000,
         }
     }
@@ -404,6 +398,13 @@ impl Registry {
 /// 1 to 63 lowercase letters, digits and dashes, starting and ending with a
 /// letter or digit.
 pub(crate) fn check_queue_name(name: &str) -> Result<(), AccountError> {
+    check_name_in("queue_name", name)
+}
+
+/// [`check_queue_name`] for a name given in the request's field `field`:
+/// the one place the emulator decides what a queue name is, for queues
+/// created or renamed and for the dead-letter queues consumers name.
+pub(crate) fn check_name_in(field: &'static str, name: &str) -> Result<(), AccountError> {
     let bytes = name.as_bytes();
     let inner = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     let valid = (1..=63).contains(&bytes.len())
@@ -413,7 +414,10 @@ pub(crate) fn check_queue_name(name: &str) -> Result<(), AccountError> {
     if valid {
         Ok(())
     } else {
-        Err(AccountError::InvalidName(name.to_owned()))
+        Err(AccountError::InvalidName {
+            field,
+            name: name.to_owned(),
+        })
     }
 }
 

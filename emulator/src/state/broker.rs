@@ -220,11 +220,7 @@ impl Broker {
             dead_letter,
             ..
         } = self.policy(at);
-        let Broker {
-            accounts, tokens, ..
-        } = self;
-        let dlq = dead_letter.as_deref();
-        let policy = (max_retries, dlq.is_some());
+        let policy = (max_retries, dead_letter.is_some());
         let mut moved = Vec::new();
         let mut warnings = std::collections::BTreeMap::new();
         let mut warn = |lease_id: &String, reason: &str| {
@@ -233,7 +229,7 @@ impl Broker {
                 .or_insert_with(|| reason.to_owned());
         };
         let mut absent = QueueState::default();
-        let q = queue_mut(accounts, at).unwrap_or(&mut absent);
+        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
         // Only keys of leases this call used go in, never client input, so
         // the cheap hasher stays safe.
         let mut used: HashSet<u128, KeyBuild> = HashSet::default();
@@ -276,8 +272,8 @@ impl Broker {
             }
         }
         q.trim_refs(now_ms);
-        if let (Some(dlq), Some(queues)) = (dlq, accounts.get_mut(at.account)) {
-            deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
+        if let Some(dlq) = &dead_letter {
+            self.deliver_dead_letters(at.account, dlq, moved, now_ms);
         }
         self.finish(at);
         AckReport {
@@ -521,11 +517,45 @@ impl Broker {
     /// out of attempts by its policy.
     fn expire(&mut self, at: At<'_>, now_ms: u64) {
         let policy = self.policy(at);
-        let Broker {
-            accounts, tokens, ..
-        } = self;
-        if let Some(queues) = accounts.get_mut(at.account) {
-            expire_queue(&policy, queues, tokens, at.queue, now_ms);
+        let moved = match self.accounts.get_mut(at.account) {
+            Some(queues) => expire_queue(&policy, queues, at.queue, now_ms),
+            None => return,
+        };
+        if let Some(dlq) = &policy.dead_letter {
+            self.deliver_dead_letters(at.account, dlq, moved, now_ms);
+        }
+    }
+
+    /// Enqueues dead-lettered messages in the queue NAMED `dlq` as new
+    /// messages (fresh id, attempts 0, original timestamp). While no queue
+    /// has that name (the dead-letter queue was deleted or renamed since
+    /// its consumer named it), one is created by it, as naming it did
+    /// ([`Broker::ensure_dead_letter_queue`]): messages always land in a
+    /// queue a client can list and read, never in storage no id reaches.
+    pub(super) fn deliver_dead_letters(
+        &mut self,
+        account: &str,
+        dlq: &str,
+        moved: Vec<DeadLetterMove>,
+        now_ms: u64,
+    ) {
+        if moved.is_empty() {
+            return;
+        }
+        if self.registry.id_of(account, dlq).is_none() {
+            self.ensure_dead_letter_queue(account, dlq, now_ms);
+        }
+        // `ensure_dead_letter_queue` always leaves a queue of that name.
+        let Some(id) = self.registry.id_of(account, dlq).map(str::to_owned) else {
+            return;
+        };
+        let tracking = self.tokens.tracking;
+        let queues = self.accounts.entry(account.to_owned()).or_default();
+        let target = queues
+            .entry(id)
+            .or_insert_with(|| QueueState::new(now_ms, tracking));
+        for message in moved {
+            target.insert(self.tokens.seq(), message);
         }
     }
 
@@ -633,48 +663,29 @@ pub(super) fn schedule_sweep(
     }
 }
 
+/// Drops a queue's messages past its retention and ends its expired
+/// leases; returns the messages its policy sends to its dead-letter queue,
+/// for [`Broker::deliver_dead_letters`].
 pub(super) fn expire_queue(
     policy: &Policy,
     queues: &mut Queues,
-    tokens: &mut Tokens,
     name: &str,
     now_ms: u64,
-) {
-    let dlq = policy.dead_letter.as_deref();
+) -> Vec<DeadLetterMove> {
     let mut moved = Vec::new();
     let Some(q) = queues.get_mut(name) else {
-        return;
+        return moved;
     };
     // A retention period that reaches back before the epoch drops nothing.
     if let Some(cutoff_ms) = now_ms.checked_sub(policy.retention_ms) {
         q.drop_older_than(cutoff_ms);
     }
-    q.expire(now_ms, policy.max_retries, dlq.is_some(), &mut moved);
+    q.expire(
+        now_ms,
+        policy.max_retries,
+        policy.dead_letter.is_some(),
+        &mut moved,
+    );
     q.trim_refs(now_ms);
-    if let Some(dlq) = dlq {
-        deliver_dead_letters(queues, tokens, dlq, moved, now_ms);
-    }
-}
-
-/// Enqueues dead-lettered messages as new messages (fresh id, attempts 0,
-/// original timestamp), creating the dead-letter queue if needed.
-pub(super) fn deliver_dead_letters(
-    queues: &mut Queues,
-    tokens: &mut Tokens,
-    dlq: &str,
-    moved: Vec<DeadLetterMove>,
-    now_ms: u64,
-) {
-    if moved.is_empty() {
-        return;
-    }
-    if !queues.contains_key(dlq) {
-        queues.insert(dlq.to_owned(), QueueState::new(now_ms, tokens.tracking));
-    }
-    let Some(target) = queues.get_mut(dlq) else {
-        return;
-    };
-    for message in moved {
-        target.insert(tokens.seq(), message);
-    }
+    moved
 }

@@ -392,62 +392,6 @@ impl Broker {
         Ok(())
     }
 
-    /// Checks that every queue `seeded` declares (from a configuration or
-    /// the strict queues; `fixed_ids` are the ids they declare) is in this loaded broker as declared: a
-    /// configuration seeds only an empty directory, and must not silently
-    /// disagree with a full one. The error names the queue.
-    pub(crate) fn check_seed(
-        &self,
-        seeded: &Broker,
-        account: &str,
-        fixed_ids: &[String],
-    ) -> Result<(), String> {
-        let Some(declared) = seeded.registry.accounts.get(account) else {
-            return Ok(());
-        };
-        let mut names: Vec<&QueueRecord> = declared.queues.values().collect();
-        names.sort_by_key(|r| r.order);
-        for want in names {
-            let name = &want.name;
-            let Some(id) = self.registry.id_of(account, name) else {
-                return Err(format!(
-                    "queue {name:?} is declared by the configuration but not stored in the \
-                     directory (a configuration only seeds an empty directory; reset it to \
-                     start from the configuration)"
-                ));
-            };
-            let Some(have) = self.registry.record(account, id) else {
-                continue;
-            };
-            let spec = |r: &QueueRecord| r.consumer.as_ref().map(|c| c.spec.clone());
-            // A declaration without an id got a fresh one in `seeded`.
-            let fixed = fixed_ids.contains(&want.id);
-            let differs = if fixed && have.id != want.id {
-                Some(format!("id {:?}, declared {:?}", have.id, want.id))
-            } else if have.settings != want.settings {
-                Some(format!(
-                    "settings {:?}, declared {:?}",
-                    have.settings, want.settings
-                ))
-            } else if spec(have) != spec(want) {
-                Some(format!(
-                    "consumer {:?}, declared {:?}",
-                    spec(have),
-                    spec(want)
-                ))
-            } else {
-                None
-            };
-            if let Some(differs) = differs {
-                return Err(format!(
-                    "queue {name:?} differs between the configuration and the directory: \
-                     stored with {differs}"
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// Ends a restore: changes are journaled from now on.
     pub(crate) fn finish_restore(&mut self) {
         self.tokens.tracking = true;

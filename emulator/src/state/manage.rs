@@ -9,7 +9,7 @@
 
 use super::account::{
     AccountError, Consumer, ConsumerKind, ConsumerSpec, PullSettings, QueueRecord, QueueSettings,
-    check_queue_name,
+    check_name_in, check_queue_name,
 };
 use super::{At, Broker};
 
@@ -142,7 +142,7 @@ impl Broker {
     /// the specified name, it will be created automatically". A name that
     /// may spring into being as an id does so (a lax queue, pullable);
     /// another gets a fresh id and no consumer, as on Cloudflare.
-    fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
+    pub(super) fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
         if self.registry.id_of(account, name).is_some() {
             return;
         }
@@ -264,24 +264,29 @@ impl Broker {
         }
     }
 
-    /// Creates a queue of this name with a fresh id, no consumer and the
-    /// default settings.
+    /// Creates a queue of this name with a fresh id, no consumer, and
+    /// the default settings changed by `settings` (the settings a create
+    /// gives, checked as an update's: the live API applies them, and
+    /// wrangler's `queues create --delivery-delay-secs` sends them).
     pub(crate) fn create_queue(
         &mut self,
         account: &str,
         name: &str,
+        settings: SettingsChange,
         now_ms: u64,
     ) -> Result<QueueRecord, AccountError> {
         check_queue_name(name)?;
         if self.registry.id_of(account, name).is_some() {
             return Err(AccountError::NameTaken(name.to_owned()));
         }
+        let mut created = QueueSettings::default();
+        settings.apply(&mut created);
         let record = QueueRecord {
             id: self.tokens.resource_id(),
             name: name.to_owned(),
             created_ms: now_ms,
             modified_ms: now_ms,
-            settings: QueueSettings::default(),
+            settings: created,
             consumer: None,
             pristine: false,
             order: self.registry.next_order(),
@@ -464,6 +469,11 @@ impl Broker {
         let dlq = consumer
             .as_ref()
             .and_then(|c| c.spec.dead_letter_queue.clone());
+        if let Some(name) = &dlq {
+            // The queue it names may be created by that name: the rule of
+            // a queue created by the API.
+            check_name_in("dead_letter_queue", name)?;
+        }
         if dlq.as_deref() == Some(current.name.as_str()) {
             return Err(AccountError::Invalid {
                 pointer: "/dead_letter_queue".into(),

@@ -71,7 +71,7 @@ async fn exchange(
 }
 
 /// Reads one answer with a `Content-Length`, keeping what follows it.
-async fn read_response(
+pub async fn read_response(
     stream: &mut TcpStream,
     pending: &mut Vec<u8>,
 ) -> std::io::Result<(u16, Vec<u8>)> {
@@ -110,7 +110,7 @@ async fn read_response(
     Ok((status, body))
 }
 
-fn post_head(path: &str, auth: Option<&str>, length: usize) -> String {
+pub fn post_head(path: &str, auth: Option<&str>, length: usize) -> String {
     let auth = auth.map_or(String::new(), |a| format!("authorization: {a}\r\n"));
     format!(
         "POST /client/v4{path} HTTP/1.1\r\nhost: emulator\r\n{auth}\

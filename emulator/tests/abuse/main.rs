@@ -4,4 +4,5 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod limits;
+mod races;
 mod soak;

@@ -180,7 +180,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_configuration_seeds_an_empty_directory_and_a_conflict_names_the_queue() {
+async fn a_configuration_seeds_only_a_new_directory_and_the_directory_is_the_truth() {
     let dir = tempfile::tempdir().expect("temp dir");
     let config = |delay: u32| {
         EmulatorConfig::from_toml(&format!(
@@ -190,20 +190,43 @@ async fn a_configuration_seeds_an_empty_directory_and_a_conflict_names_the_queue
         .expect("config")
     };
     let handle = start_on(dir.path(), |e| e.config(config(3))).await;
+    assert_eq!(
+        handle.start_notes(),
+        [] as [String; 0],
+        "a new directory is seeded"
+    );
     let raw = Raw::new(&handle);
     assert_eq!(raw.push("ordersid", &bodies("c", 1)).await, 200);
-    handle.shutdown().await.expect("shutdown");
-    // The same configuration over the full directory: accepted.
-    let handle = start_on(dir.path(), |e| e.config(config(3))).await;
-    assert_eq!(Raw::new(&handle).backlog("ordersid").await, 1);
-    handle.shutdown().await.expect("shutdown");
-    let conflict = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .config(config(4))
-        .start()
+    // The declared queue changed through the API.
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            "/queues/ordersid",
+            json!({"settings": {"delivery_delay": 9}}),
+        )
         .await;
-    let message = conflict.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("\"orders\""), "{message}");
+    assert_eq!(status, 200);
+    handle.shutdown().await.expect("shutdown");
+    // The same start command starts, keeps the directory's queue as it is,
+    // and says that the configuration was not applied.
+    for declared in [3, 4] {
+        let handle = start_on(dir.path(), |e| e.config(config(declared))).await;
+        let raw = Raw::new(&handle);
+        assert_eq!(raw.backlog("ordersid").await, 1);
+        let (status, queue) = raw.call(Method::GET, "/queues/ordersid", json!(null)).await;
+        assert_eq!(status, 200);
+        assert_eq!(queue["result"]["settings"]["delivery_delay"], 9);
+        let notes = handle.start_notes().join("\n");
+        assert!(
+            notes.contains("already holds an account") && notes.contains("not applied"),
+            "{notes}"
+        );
+        handle.shutdown().await.expect("shutdown");
+    }
+    // Nothing declared, nothing to say.
+    let handle = start_on(dir.path(), |e| e).await;
+    assert!(handle.start_notes().is_empty());
+    handle.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,4 +389,220 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     assert_eq!(raw.call(Method::DELETE, &path, json!(null)).await.0, 200);
     synced("a queue deleted");
     handle.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_waits_for_the_commit_of_the_deletion_it_reveals() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let handle = Arc::new(start_on(dir.path(), |e| e).await);
+    let raw = Arc::new(Raw::new(&handle));
+    let http = reqwest::Client::new();
+    let account = format!(
+        "{}/accounts/{}",
+        handle.base_url(),
+        cf_queues_emulator::EMULATOR_ACCOUNT_ID
+    );
+    for (case, refusal) in ["the deleted id", "no route", "a wrong token"]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("doomed-{case}");
+        let (status, created) = raw.post("/queues", json!({ "queue_name": name })).await;
+        assert_eq!(status, 200, "{created}");
+        let id = created["result"]["queue_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+
+        handle.hold_data_writes(true);
+        let deleting = {
+            let (raw, path) = (Arc::clone(&raw), format!("/queues/{id}"));
+            tokio::spawn(async move { raw.call(Method::DELETE, &path, json!(null)).await.0 })
+        };
+        // The deletion is applied in memory; its commit is held.
+        while handle.queue_id(&name).is_some() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let committed_before = handle.data_commits();
+        let releasing = {
+            let handle = Arc::clone(&handle);
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                handle.hold_data_writes(false);
+            })
+        };
+        let (url, token) = match refusal {
+            "the deleted id" => (format!("{account}/queues/{id}"), handle.token()),
+            "no route" => (format!("{account}/nowhere/{id}"), handle.token()),
+            _ => (format!("{account}/queues/{id}"), Some("wrong-token")),
+        };
+        let answer = http
+            .get(url)
+            .bearer_auth(token.unwrap_or_default())
+            .send()
+            .await
+            .expect("answered");
+        assert!(
+            answer.status().is_client_error(),
+            "{refusal}: {}",
+            answer.status()
+        );
+        assert!(
+            handle.data_commits() > committed_before,
+            "{refusal}: answered before the deletion handed in before it was committed"
+        );
+        releasing.await.expect("released");
+        assert_eq!(deleting.await.expect("deleted"), 200);
+    }
+}
+
+/// The names of the account's queues, in creation order, with their ids.
+async fn listed(raw: &Raw) -> Vec<(String, String)> {
+    let (status, list) = raw
+        .call(Method::GET, "/queues?per_page=100", json!(null))
+        .await;
+    assert_eq!(status, 200, "{list}");
+    list["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|q| {
+            let field = |k: &str| q[k].as_str().unwrap_or_default().to_owned();
+            (field("queue_name"), field("queue_id"))
+        })
+        .collect()
+}
+
+/// Pushes one message to `queue`, pulls it and retries it: with a
+/// `max_retries` of 1, it is dead-lettered at once.
+async fn dead_letter_one(raw: &Raw, queue: &str, body: &str) {
+    assert_eq!(raw.push(queue, &[body.to_owned()]).await, 200);
+    let leased = raw.pull(queue, 1, 60_000).await;
+    assert_eq!(leased.len(), 1);
+    let retry = json!({"retries": [{"lease_id": leased[0].1}]});
+    let (status, answer) = raw
+        .post(&format!("/queues/{queue}/messages/ack"), retry)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// The bodies a queue holds, by peeking (which any queue allows).
+async fn held(raw: &Raw, queue: &str) -> Vec<String> {
+    let (status, answer) = raw
+        .post(
+            &format!("/queues/{queue}/messages/peek"),
+            json!({"batch_size": 100}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    answer["result"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| m["body"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
+    dir: Option<&std::path::Path>,
+) {
+    let start = || async {
+        let emulator = cf_queues_emulator::Emulator::new();
+        match dir {
+            Some(dir) => emulator.data_dir(dir),
+            None => emulator,
+        }
+        .start()
+        .await
+        .expect("emulator starts")
+    };
+    let handle = start().await;
+    let raw = Raw::new(&handle);
+    let (_, created) = raw.post("/queues", json!({"queue_name": "work"})).await;
+    let work = created["result"]["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let consumer = json!({"type": "http_pull", "dead_letter_queue": "work-dlq", "settings": {"max_retries": 1}});
+    let (status, _) = raw
+        .post(&format!("/queues/{work}/consumers"), consumer)
+        .await;
+    assert_eq!(status, 200);
+    let first = handle
+        .queue_id("work-dlq")
+        .expect("the dead-letter queue, created by name");
+
+    // Deleted: the next dead letter creates a queue of that name, anew.
+    let (status, _) = raw
+        .call(Method::DELETE, &format!("/queues/{first}"), json!(null))
+        .await;
+    assert_eq!(status, 200);
+    dead_letter_one(&raw, &work, "after-delete").await;
+    let second = handle
+        .queue_id("work-dlq")
+        .expect("created again by the dead letter");
+    assert_ne!(
+        second, first,
+        "a fresh id: the deleted one never comes back"
+    );
+    assert_eq!(held(&raw, &second).await, ["after-delete"]);
+
+    // Renamed: the renamed queue keeps what it holds, and the next dead
+    // letter goes to a new queue of the name the consumer gives.
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            &format!("/queues/{second}"),
+            json!({"queue_name": "old-dlq"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    dead_letter_one(&raw, &work, "after-rename").await;
+    let third = handle
+        .queue_id("work-dlq")
+        .expect("created by the dead letter");
+    assert!(third != second && third != first);
+    assert_eq!(held(&raw, &third).await, ["after-rename"]);
+    assert_eq!(held(&raw, &second).await, ["after-delete"]);
+    let expected = vec![
+        ("work".to_owned(), work.clone()),
+        ("old-dlq".to_owned(), second.clone()),
+        ("work-dlq".to_owned(), third.clone()),
+    ];
+    assert_eq!(
+        listed(&raw).await,
+        expected,
+        "every dead letter is in a listed queue"
+    );
+    handle.shutdown().await.expect("shutdown");
+
+    if dir.is_some() {
+        let handle = start().await;
+        let raw = Raw::new(&handle);
+        assert_eq!(listed(&raw).await, expected);
+        assert_eq!(held(&raw, &second).await, ["after-delete"]);
+        assert_eq!(held(&raw, &third).await, ["after-rename"]);
+        // Nothing is kept under the name as if it were an id.
+        assert_eq!(
+            handle
+                .metrics_in(cf_queues_emulator::EMULATOR_ACCOUNT_ID, "work-dlq")
+                .backlog_count,
+            0
+        );
+        handle.shutdown().await.expect("shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one_in_memory() {
+    dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one_across_a_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(Some(dir.path())).await;
 }

@@ -500,6 +500,14 @@ fn configuration_errors_name_the_line_and_the_field() {
             &["queues[0]", "queue_id \"not-an-id\""],
         ),
         (
+            "[[queues]]\nqueue_name = \"a\"\nconsumer = { type = \"http_pull\", dead_letter_queue = \"Bad_DLQ\" }\n",
+            &[
+                "line 1",
+                "queues[0]",
+                "consumer.dead_letter_queue \"Bad_DLQ\" is not a queue name",
+            ],
+        ),
+        (
             "[[queues]]\nqueue_name = \"a\"\nconsumer = { type = \"worker\" }\n",
             &["queues[0]", "consumer.script_name is required"],
         ),

@@ -1,0 +1,213 @@
+//! Races between a request and a deletion: a call whose body arrives
+//! slowly, its queue deleted meanwhile, must not act on the deleted queue
+//! (a push there would land where no call can ever reach it), in memory
+//! and with a data directory.
+
+use std::time::Duration;
+
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::limits::{post_head, read_response};
+
+const TOKEN: &str = "race-token";
+
+async fn start(dir: Option<&std::path::Path>) -> EmulatorHandle {
+    let emulator = Emulator::new().token(TOKEN);
+    let emulator = match dir {
+        Some(dir) => emulator.data_dir(dir),
+        None => emulator,
+    };
+    emulator.start().await.expect("emulator starts")
+}
+
+/// `method` on `path` under the account, by a well-behaved client.
+async fn call(
+    handle: &EmulatorHandle,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
+    let url = format!("{}/accounts/{EMULATOR_ACCOUNT_ID}{path}", handle.base_url());
+    let mut request = reqwest::Client::new()
+        .request(method, url)
+        .bearer_auth(TOKEN);
+    if !body.is_null() {
+        request = request.json(&body);
+    }
+    let answer = request.send().await.expect("answered");
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap_or(Value::Null))
+}
+
+/// A queue created by the API with an HTTP pull consumer, holding one
+/// message; its id.
+async fn queue_with_a_message(handle: &EmulatorHandle, name: &str) -> String {
+    let (status, created) = call(
+        handle,
+        reqwest::Method::POST,
+        "/queues",
+        json!({ "queue_name": name }),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    let id = created["result"]["queue_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let consumers = format!("/queues/{id}/consumers");
+    let (status, _) = call(
+        handle,
+        reqwest::Method::POST,
+        &consumers,
+        json!({"type": "http_pull"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let push = json!({"body": "before", "content_type": "text"});
+    let (status, _) = call(
+        handle,
+        reqwest::Method::POST,
+        &format!("/queues/{id}/messages"),
+        push,
+    )
+    .await;
+    assert_eq!(status, 200);
+    id
+}
+
+/// `op` on queue `id` with `body`, sent as a slow client sends it: the
+/// head and half the body, then (once the server has checked the head)
+/// the queue's deletion by another client, then the rest. The status.
+async fn slow_call_racing_the_deletion(
+    handle: &EmulatorHandle,
+    id: &str,
+    op: &str,
+    body: &[u8],
+) -> u16 {
+    let path = format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{id}/messages{op}");
+    let mut stream = TcpStream::connect(handle.local_addr())
+        .await
+        .expect("connect");
+    let received = handle.requests_received();
+    let head = post_head(&path, Some(&format!("Bearer {TOKEN}")), body.len());
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let (first, rest) = body.split_at(body.len() / 2);
+    stream.write_all(first).await.expect("half a body");
+    stream.flush().await.expect("flush");
+    while handle.requests_received() == received {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The head passed its checks (the queue was there) and the server
+    // waits for the body.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (deleted, _) = call(
+        handle,
+        reqwest::Method::DELETE,
+        &format!("/queues/{id}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(deleted, 200);
+    stream.write_all(rest).await.expect("the rest of the body");
+    let mut pending = Vec::new();
+    let (status, _) = read_response(&mut stream, &mut pending)
+        .await
+        .expect("answered");
+    status
+}
+
+async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::path::Path>) {
+    let handle = start(dir).await;
+    let batch =
+        serde_json::to_vec(&json!({"messages": [{"body": "lost?", "content_type": "text"}]}))
+            .unwrap_or_default();
+    let push =
+        serde_json::to_vec(&json!({"body": "lost?", "content_type": "text"})).unwrap_or_default();
+    let pull = serde_json::to_vec(&json!({"batch_size": 10, "visibility_timeout_ms": 60_000}))
+        .unwrap_or_default();
+    let purge =
+        serde_json::to_vec(&json!({"delete_messages_permanently": true})).unwrap_or_default();
+    let mut ids = Vec::new();
+    for (n, (op, body)) in [("/batch", &batch), ("", &push), ("/pull", &pull)]
+        .into_iter()
+        .enumerate()
+    {
+        let id = queue_with_a_message(&handle, &format!("racing-{n}")).await;
+        let status = slow_call_racing_the_deletion(&handle, &id, op, body).await;
+        assert_eq!(status, 404, "{op}: answered as any call to a deleted queue");
+        assert_eq!(
+            handle.metrics_in(EMULATOR_ACCOUNT_ID, &id).backlog_count,
+            0,
+            "{op}: nothing held for the deleted id"
+        );
+        ids.push(id);
+    }
+    // The purge of the whole queue is no messages call: its own path.
+    let id = queue_with_a_message(&handle, "racing-purge").await;
+    let path = format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{id}/purge");
+    let mut stream = TcpStream::connect(handle.local_addr())
+        .await
+        .expect("connect");
+    let received = handle.requests_received();
+    let head = post_head(&path, Some(&format!("Bearer {TOKEN}")), purge.len());
+    stream.write_all(head.as_bytes()).await.expect("head");
+    stream.write_all(&purge[..5]).await.expect("part");
+    while handle.requests_received() == received {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (deleted, _) = call(
+        &handle,
+        reqwest::Method::DELETE,
+        &format!("/queues/{id}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(deleted, 200);
+    stream.write_all(&purge[5..]).await.expect("rest");
+    let (status, _) = read_response(&mut stream, &mut Vec::new())
+        .await
+        .expect("answered");
+    assert_eq!(
+        status, 404,
+        "purge: answered as any call to a deleted queue"
+    );
+    ids.push(id);
+    handle.shutdown().await.expect("shutdown");
+
+    if let Some(dir) = dir {
+        // Nothing of the deleted queues is on disk to come back.
+        let handle = start(Some(dir)).await;
+        for id in &ids {
+            assert_eq!(
+                handle.metrics_in(EMULATOR_ACCOUNT_ID, id).backlog_count,
+                0,
+                "{id}"
+            );
+            assert_eq!(handle.dead_lettered_in(EMULATOR_ACCOUNT_ID, id), 0, "{id}");
+            let (status, _) = call(
+                &handle,
+                reqwest::Method::GET,
+                &format!("/queues/{id}/metrics"),
+                Value::Null,
+            )
+            .await;
+            assert_eq!(status, 404);
+        }
+        handle.shutdown().await.expect("shutdown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_call_racing_its_queues_deletion_acts_on_nothing_in_memory() {
+    a_call_racing_its_queues_deletion_acts_on_nothing(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_call_racing_its_queues_deletion_leaves_nothing_on_disk() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    a_call_racing_its_queues_deletion_acts_on_nothing(Some(dir.path())).await;
+}
