@@ -105,11 +105,6 @@ pub async fn info(session: &Session, _args: &InfoArgs) -> Result<Code, Failure> 
 pub async fn create(account: &Account, args: &CreateArgs) -> Result<Code, Failure> {
     let mut context = account.context();
     context.queue_name = Some(args.name.clone());
-    let queue = account
-        .client
-        .create_queue(&args.name)
-        .await
-        .map_err(|e| Failure::call(&e, &context))?;
     let mut settings = QueueSettings::new();
     if let Some(delay) = args.delivery_delay {
         settings = settings.delivery_delay(delay);
@@ -120,31 +115,38 @@ pub async fn create(account: &Account, args: &CreateArgs) -> Result<Code, Failur
     if args.paused {
         settings = settings.delivery_paused(true);
     }
-    context.queue = Some(queue.id().to_owned());
-    let info = if settings.is_empty() {
-        // The create's answer gave the id; the settings as the API has
-        // them are one read away, and a failed read fails nothing: the
-        // queue exists.
-        match queue.info().await {
-            Ok(info) => info,
-            Err(e) => {
-                note(format_args!(
-                    "warning: the queue was created, but reading it back failed: {}",
-                    Failure::call(&e, &context).message
-                ));
-                created_only(queue.id(), &args.name)
+    let with_settings = !settings.is_empty();
+    // The settings travel in the create, as wrangler sends them; the client
+    // applies them with one edit when the answer does not show them.
+    let queue = account
+        .client
+        .create_queue_with(&args.name, settings)
+        .await
+        .map_err(|e| {
+            let failure = Failure::call(&e, &context);
+            if with_settings {
+                failure.with_hint(format_args!(
+                    "if queue {} was created, its settings may not be set: `cfq queues info \
+                     --queue {}` shows them, and `cfq queues update --queue {}` with the same \
+                     flags sets them",
+                    args.name, args.name, args.name
+                ))
+            } else {
+                failure
             }
+        })?;
+    context.queue = Some(queue.id().to_owned());
+    // The settings as the API has them are one read away, and a failed read
+    // fails nothing: the queue exists.
+    let info = match queue.info().await {
+        Ok(info) => info,
+        Err(e) => {
+            note(format_args!(
+                "warning: the queue was created, but reading it back failed: {}",
+                Failure::call(&e, &context).message
+            ));
+            created_only(queue.id(), &args.name)
         }
-    } else {
-        queue.edit(settings).await.map_err(|e| {
-            Failure::call(&e, &context).with_hint(format_args!(
-                "queue {} was created ({}) but its settings were not set: `cfq queues update \
-                 --queue {}` with the same flags sets them",
-                args.name,
-                queue.id(),
-                args.name
-            ))
-        })?
     };
     let out = account.out;
     if out.json() {
