@@ -293,8 +293,10 @@
 //!   sprang into being and were never changed, those holding no messages
 //!   are forgotten (and spring back anew, with new `created_on` and consumer
 //!   id, when named again): a client naming a new id in every request
-//!   cannot grow the account without bound. The ids of deleted queues are
-//!   kept, so that they never spring back. So memory follows what is
+//!   cannot grow the account without bound. An account left holding
+//!   nothing by that (no queue, none deleted) is forgotten with them, so
+//!   requests to ever new account ids do not grow the registry either. The
+//!   ids of deleted queues are kept, so that they never spring back. So memory follows what is
 //!   stored, not what was asked.
 //!
 //! # Durability
@@ -385,9 +387,12 @@
 //!   pages they freed (tested: a second 50 MB pushed and acked grows the
 //!   directory by under 10 MB), though the file does not shrink. The whole
 //!   account is loaded into memory at start, so the backlog is bounded by
-//!   memory as without a directory. Each changing request's journal is
-//!   made by looking at every queue holding messages (a few lookups each),
-//!   so a data directory costs time in the number of such queues.
+//!   memory as without a directory. Each request's journal holds what the
+//!   request touched (its queue, the queues dead letters moved between,
+//!   the records it changed), found from notes taken as they were changed,
+//!   never by a walk of the account: a push costs the same beside 10,000
+//!   queues holding messages, or 10,000 accounts, as alone (measured by
+//!   `cargo bench -p cf-queues-emulator --bench account_scale`).
 //!
 //! # Limits under load
 //!

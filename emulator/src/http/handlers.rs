@@ -44,7 +44,7 @@ fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, E
         .iter()
         .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
         .fold(0, u64::saturating_add);
-    let metrics = app.with_queue(&call, |broker, now| {
+    let metrics = app.with_queue(call, |broker, now| {
         let held = broker.metrics(call.at(), now).backlog_bytes;
         if held.saturating_add(incoming) > app.max_backlog_bytes {
             return Err(ErrorAnswer::new(

@@ -224,9 +224,6 @@ pub(super) struct Account {
     /// Dead-letter queue name -> the queues whose consumer names it, so that
     /// a dead-letter queue is brought up to date before it is observed.
     pub(super) dlq_sources: HashMap<String, BTreeSet<String>>,
-    /// Ids whose record changed since the journal last took them
-    /// ([`Broker::take_journal`](super::Broker::take_journal)).
-    pub(super) dirty: BTreeSet<String>,
 }
 
 impl Account {
@@ -236,9 +233,15 @@ impl Account {
         self.queues.get(id).map_or(id, |q| q.name.as_str())
     }
 
-    /// Inserts a record, indexing its name, order and dead-letter queue.
+    /// Whether it holds nothing: no queue, and none deleted (whose ids must
+    /// be kept so that they never spring back).
+    pub(super) fn is_empty(&self) -> bool {
+        self.queues.is_empty() && self.deleted.is_empty()
+    }
+
+    /// Inserts a record, indexing its name, order and dead-letter queue
+    /// (the registry notes it for the journal: [`Registry::insert`]).
     pub(super) fn insert(&mut self, record: QueueRecord) {
-        self.dirty.insert(record.id.clone());
         self.names.insert(record.name.clone(), record.id.clone());
         self.order.insert(record.order, record.id.clone());
         if let Some(dlq) = record
@@ -257,7 +260,6 @@ impl Account {
     /// Removes a record and its indexes; `None` if there was none.
     pub(super) fn remove(&mut self, id: &str) -> Option<QueueRecord> {
         let record = self.queues.remove(id)?;
-        self.dirty.insert(record.id.clone());
         self.names.remove(&record.name);
         self.order.remove(&record.order);
         self.unlink_dlq(&record);
@@ -305,6 +307,12 @@ pub(crate) struct Registry {
     pub(super) pristine: usize,
     /// Above this many pristine records, the idle ones are forgotten.
     pub(super) sweep_above: usize,
+    /// Whether changes are noted for a data directory's journal.
+    pub(super) tracking: bool,
+    /// Account -> ids whose record changed since the journal last took
+    /// them ([`Broker::take_journal`](super::Broker::take_journal)): only
+    /// what was touched is looked at, never every account.
+    pub(super) dirty: HashMap<String, BTreeSet<String>>,
 }
 
 impl Registry {
@@ -321,10 +329,45 @@ impl Registry {
     }
 
     pub(super) fn record_mut(&mut self, account: &str, id: &str) -> Option<&mut QueueRecord> {
-        let account = self.accounts.get_mut(account)?;
-        let record = account.queues.get_mut(id)?;
+        if !self.accounts.get(account)?.queues.contains_key(id) {
+            return None;
+        }
         // Conservatively dirty: a mutable borrow is taken to change it.
-        account.dirty.insert(record.id.clone());
+        self.note(account, id);
+        self.accounts.get_mut(account)?.queues.get_mut(id)
+    }
+
+    /// Notes that the record `id` of `account` changed, for the journal.
+    fn note(&mut self, account: &str, id: &str) {
+        if !self.tracking {
+            return;
+        }
+        match self.dirty.get_mut(account) {
+            Some(ids) => {
+                if !ids.contains(id) {
+                    ids.insert(id.to_owned());
+                }
+            }
+            None => {
+                self.dirty
+                    .insert(account.to_owned(), BTreeSet::from([id.to_owned()]));
+            }
+        }
+    }
+
+    /// Inserts a record into its account (created if needed).
+    pub(super) fn insert(&mut self, account: &str, record: QueueRecord) {
+        self.note(account, &record.id);
+        self.accounts
+            .entry(account.to_owned())
+            .or_default()
+            .insert(record);
+    }
+
+    /// Removes a record and its indexes; `None` if there was none.
+    pub(super) fn remove(&mut self, account: &str, id: &str) -> Option<QueueRecord> {
+        let record = self.accounts.get_mut(account)?.remove(id)?;
+        self.note(account, id);
         Some(record)
     }
 

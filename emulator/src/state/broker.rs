@@ -16,8 +16,7 @@ use super::{
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
 
-/// The queues of one account, by queue id.
-pub(super) type Queues = HashMap<String, QueueState>;
+use super::states::States;
 
 /// The whole emulated service: every account's queues plus token issuing.
 #[derive(Debug)]
@@ -26,7 +25,7 @@ pub(crate) struct Broker {
     /// Dead-letter queue -> the other queues feeding it, so a DLQ is brought
     /// up to date before it is observed.
     pub(super) feeders: HashMap<String, Vec<String>>,
-    pub(super) accounts: HashMap<String, Queues>,
+    pub(super) accounts: States,
     /// Every account's queues as resources: names, settings, consumers.
     pub(super) registry: Registry,
     pub(super) tokens: Tokens,
@@ -57,7 +56,7 @@ impl Broker {
             registry: Registry::new(config.springs.clone()),
             config,
             feeders,
-            accounts: HashMap::new(),
+            accounts: States::default(),
             tokens: Tokens::new(random),
             sweeps: BTreeSet::new(),
             orphans: Vec::new(),
@@ -517,8 +516,8 @@ impl Broker {
     /// out of attempts by its policy.
     fn expire(&mut self, at: At<'_>, now_ms: u64) {
         let policy = self.policy(at);
-        let moved = match self.accounts.get_mut(at.account) {
-            Some(queues) => expire_queue(&policy, queues, at.queue, now_ms),
+        let moved = match self.accounts.get_mut(at) {
+            Some(q) => expire_queue(&policy, q, now_ms),
             None => return,
         };
         if let Some(dlq) = &policy.dead_letter {
@@ -549,11 +548,16 @@ impl Broker {
         let Some(id) = self.registry.id_of(account, dlq).map(str::to_owned) else {
             return;
         };
-        let tracking = self.tokens.tracking;
-        let queues = self.accounts.entry(account.to_owned()).or_default();
-        let target = queues
-            .entry(id)
-            .or_insert_with(|| QueueState::new(now_ms, tracking));
+        let at = At {
+            account,
+            queue: &id,
+        };
+        let Some(target) = self
+            .accounts
+            .get_or_create(at, now_ms, self.tokens.tracking)
+        else {
+            return;
+        };
         for message in moved {
             target.insert(self.tokens.seq(), message);
         }
@@ -584,13 +588,13 @@ impl Broker {
     }
 
     fn reclaim(&mut self, at: At<'_>) {
-        let Some(queues) = self.accounts.get_mut(at.account) else {
-            return;
-        };
-        if !queues.get(at.queue).is_some_and(QueueState::is_reclaimable) {
+        let reclaimable = (self.accounts.get(at.account))
+            .and_then(|queues| queues.get(at.queue))
+            .is_some_and(QueueState::is_reclaimable);
+        if !reclaimable {
             return;
         }
-        let dropped = queues.remove(at.queue);
+        let dropped = self.accounts.remove(at);
         if dropped.as_ref().is_some_and(|q| q.tracking) {
             self.orphans
                 .push((at.account.to_owned(), at.queue.to_owned()));
@@ -598,9 +602,6 @@ impl Broker {
         if let Some(due) = dropped.and_then(|q| q.sweep_due_ms) {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
-        }
-        if queues.is_empty() {
-            self.accounts.remove(at.account);
         }
     }
 }
@@ -621,30 +622,17 @@ fn resolve(
         .ok_or(LEASE_UNKNOWN)
 }
 
-pub(super) fn queue_mut<'q>(
-    accounts: &'q mut HashMap<String, Queues>,
-    at: At<'_>,
-) -> Option<&'q mut QueueState> {
-    accounts
-        .get_mut(at.account)
-        .and_then(|queues| queues.get_mut(at.queue))
+pub(super) fn queue_mut<'q>(accounts: &'q mut States, at: At<'_>) -> Option<&'q mut QueueState> {
+    accounts.get_mut(at)
 }
 
 pub(super) fn queue_or_create<'q>(
-    accounts: &'q mut HashMap<String, Queues>,
+    accounts: &'q mut States,
     at: At<'_>,
     now_ms: u64,
     tracking: bool,
 ) -> Option<&'q mut QueueState> {
-    // Looked up before inserting, so that the common case allocates no keys.
-    if !accounts.contains_key(at.account) {
-        accounts.insert(at.account.to_owned(), Queues::new());
-    }
-    let queues = accounts.get_mut(at.account)?;
-    if !queues.contains_key(at.queue) {
-        queues.insert(at.queue.to_owned(), QueueState::new(now_ms, tracking));
-    }
-    queues.get_mut(at.queue)
+    accounts.get_or_create(at, now_ms, tracking)
 }
 
 /// Puts the queue on the sweep list for its oldest ref or preview id,
@@ -668,14 +656,10 @@ pub(super) fn schedule_sweep(
 /// for [`Broker::deliver_dead_letters`].
 pub(super) fn expire_queue(
     policy: &Policy,
-    queues: &mut Queues,
-    name: &str,
+    q: &mut QueueState,
     now_ms: u64,
 ) -> Vec<DeadLetterMove> {
     let mut moved = Vec::new();
-    let Some(q) = queues.get_mut(name) else {
-        return moved;
-    };
     // A retention period that reaches back before the epoch drops nothing.
     if let Some(cutoff_ms) = now_ms.checked_sub(policy.retention_ms) {
         q.drop_older_than(cutoff_ms);

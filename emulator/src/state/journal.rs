@@ -19,7 +19,7 @@ use std::sync::Arc;
 use super::account::QueueRecord;
 use super::broker::Broker;
 use super::queue::{Lease, QueueState, Stored};
-use super::{BodyKind, len_u64};
+use super::{At, BodyKind, len_u64};
 
 /// One row to write, in the order the changes were made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,26 +178,28 @@ impl Broker {
     /// emulator has a data directory.
     pub(crate) fn track_changes(&mut self) {
         self.tokens.tracking = true;
-        for q in self
-            .accounts
-            .values_mut()
-            .flat_map(|queues| queues.values_mut())
-        {
-            q.tracking = true;
+        self.accounts.track_all(|q| {
             q.meta_dirty = true;
             q.touched.extend(q.messages.keys().map(|&seq| (seq, true)));
-        }
-        for account in self.registry.accounts.values_mut() {
-            account.dirty.extend(account.queues.keys().cloned());
-            account.dirty.extend(account.deleted.iter().cloned());
+        });
+        self.registry.tracking = true;
+        for (id, account) in &self.registry.accounts {
+            let ids = account.queues.keys().chain(&account.deleted).cloned();
+            self.registry
+                .dirty
+                .entry(id.clone())
+                .or_default()
+                .extend(ids);
         }
     }
 
     /// The changes since the last call, to be written before any answer
-    /// that reveals them leaves. It looks at every queue state (a few map
-    /// lookups each), not only the operation's: a queue's expiries move
-    /// messages to its dead-letter queue and the other way round, and a
-    /// missed change would be a lost message.
+    /// that reveals them leaves. It looks at the queue states and records
+    /// lent mutably since the last call (not only the operation's own: a
+    /// queue's expiries move messages to its dead-letter queue and the
+    /// other way round), never at every queue: a state or a record can
+    /// only change through the accessors that note it, so none is missed,
+    /// and a request costs the same with 10,000 queues as with one.
     pub(crate) fn take_journal(&mut self) -> Journal {
         let mut changes = Vec::new();
         for (account, queue) in self.orphans.drain(..) {
@@ -211,8 +213,14 @@ impl Broker {
                 meta: None,
             });
         }
-        for (account, queues) in &mut self.accounts {
-            for (id, q) in queues.iter_mut() {
+        for (account, ids) in self.accounts.take_lent() {
+            for id in ids {
+                let Some(q) = self.accounts.get_mut(At {
+                    account: &account,
+                    queue: &id,
+                }) else {
+                    continue;
+                };
                 if q.cleared {
                     q.cleared = false;
                     changes.push(Change::Clear {
@@ -256,15 +264,20 @@ impl Broker {
                 }
             }
         }
-        for (account_id, account) in &mut self.registry.accounts {
-            for id in std::mem::take(&mut account.dirty) {
-                let change = match account.queues.get(&id) {
+        // Taken again: the lookups above noted what they looked at.
+        self.accounts.clear_lent();
+        for (account_id, ids) in std::mem::take(&mut self.registry.dirty) {
+            let account = self.registry.accounts.get(&account_id);
+            for id in ids {
+                let record = account.and_then(|a| a.queues.get(&id));
+                let deleted = account.is_some_and(|a| a.deleted.contains(&id));
+                let change = match record {
                     Some(record) => Change::Record {
                         account: account_id.clone(),
                         record: Some(serde_json::to_vec(record).unwrap_or_default()),
                         id,
                     },
-                    None if account.deleted.contains(&id) => Change::Deleted {
+                    None if deleted => Change::Deleted {
                         account: account_id.clone(),
                         id,
                     },
@@ -309,7 +322,6 @@ impl Broker {
         }
         self.registry.next_order = self.registry.next_order.max(record.order.saturating_add(1));
         entry.insert(record);
-        entry.dirty.clear();
         Ok(())
     }
 
@@ -325,13 +337,22 @@ impl Broker {
 
     /// The queue state of `queue`, created (tracking, its figures clean)
     /// if it is not loaded yet.
-    fn restored_state(&mut self, account: &str, queue: &str, now_ms: u64) -> &mut QueueState {
-        let queues = self.accounts.entry(account.to_owned()).or_default();
-        queues.entry(queue.to_owned()).or_insert_with(|| {
-            let mut q = QueueState::new(now_ms, true);
+    fn restored_state(
+        &mut self,
+        account: &str,
+        queue: &str,
+        now_ms: u64,
+    ) -> Option<&mut QueueState> {
+        let at = At { account, queue };
+        let fresh = self
+            .accounts
+            .get(account)
+            .is_none_or(|q| !q.contains_key(queue));
+        let q = self.accounts.get_or_create(at, now_ms, true)?;
+        if fresh {
             q.meta_dirty = false;
-            q
-        })
+        }
+        Some(q)
     }
 
     /// Restores a queue state's figures from its row.
@@ -347,7 +368,9 @@ impl Broker {
         let dead_lettered = u64::from_le_bytes(take(row, &mut at)?);
         let [purged] = take::<1>(row, &mut at)?;
         let purged_at_ms = u64::from_le_bytes(take(row, &mut at)?);
-        let q = self.restored_state(account, queue, now_ms);
+        let q = self
+            .restored_state(account, queue, now_ms)
+            .ok_or("no queue state")?;
         q.created_ms = created_ms;
         q.dead_lettered = dead_lettered;
         q.purged_at_ms = (purged != 0).then_some(purged_at_ms);
@@ -368,7 +391,9 @@ impl Broker {
     ) -> Result<(), String> {
         let (mut stored, leased) = decode(header, body)?;
         self.tokens.next_seq = self.tokens.next_seq.max(seq.saturating_add(1));
-        let q = self.restored_state(account, queue, now_ms);
+        let q = self
+            .restored_state(account, queue, now_ms)
+            .ok_or("no queue state")?;
         if q.messages.contains_key(&seq) {
             return Err(format!("message {seq} stored twice"));
         }
@@ -395,9 +420,9 @@ impl Broker {
     /// Ends a restore: changes are journaled from now on.
     pub(crate) fn finish_restore(&mut self) {
         self.tokens.tracking = true;
-        for account in self.registry.accounts.values_mut() {
-            account.dirty.clear();
-        }
+        self.registry.tracking = true;
+        self.registry.dirty.clear();
+        self.accounts.clear_lent();
     }
 }
 

@@ -127,11 +127,7 @@ impl Broker {
             order,
         };
         self.registry.pristine += 1;
-        self.registry
-            .accounts
-            .entry(at.account.to_owned())
-            .or_default()
-            .insert(record);
+        self.registry.insert(at.account, record);
         if let Some(dlq) = dead_letter_queue {
             self.ensure_dead_letter_queue(at.account, &dlq, now_ms);
         }
@@ -159,11 +155,9 @@ impl Broker {
         }
         let id = self.tokens.resource_id();
         let order = self.registry.next_order();
-        self.registry
-            .accounts
-            .entry(account.to_owned())
-            .or_default()
-            .insert(QueueRecord {
+        self.registry.insert(
+            account,
+            QueueRecord {
                 id,
                 name: name.to_owned(),
                 created_ms: now_ms,
@@ -172,7 +166,8 @@ impl Broker {
                 consumer: None,
                 pristine: false,
                 order,
-            });
+            },
+        );
     }
 
     /// Past [`MAX_PRISTINE_LAX`](super::account::MAX_PRISTINE_LAX) queues
@@ -198,9 +193,14 @@ impl Broker {
             }
         }
         for (account, id) in idle {
-            if let Some(queues) = self.registry.accounts.get_mut(&account) {
-                queues.remove(&id);
+            if self.registry.remove(&account, &id).is_some() {
                 self.registry.pristine = self.registry.pristine.saturating_sub(1);
+            }
+            // An account left holding nothing, never changed (no queue of
+            // its own, none deleted), is forgotten with its queues:
+            // requests to ever new account ids must not grow the registry.
+            if (self.registry.accounts.get(&account)).is_some_and(|a| a.is_empty()) {
+                self.registry.accounts.remove(&account);
             }
         }
         self.registry.sweep_above = self
@@ -291,11 +291,7 @@ impl Broker {
             pristine: false,
             order: self.registry.next_order(),
         };
-        self.registry
-            .accounts
-            .entry(account.to_owned())
-            .or_default()
-            .insert(record.clone());
+        self.registry.insert(account, record.clone());
         Ok(record)
     }
 
@@ -350,22 +346,17 @@ impl Broker {
     /// back into being.
     pub(crate) fn delete_queue<'a>(&mut self, at: impl Into<At<'a>>) -> Result<(), AccountError> {
         let at = at.into();
-        let account = self
+        let record = self
             .registry
-            .accounts
-            .get_mut(at.account)
+            .remove(at.account, at.queue)
             .ok_or(AccountError::QueueNotFound)?;
-        let record = account
-            .remove(at.queue)
-            .ok_or(AccountError::QueueNotFound)?;
-        account.deleted.insert(record.id.clone());
+        if let Some(account) = self.registry.accounts.get_mut(at.account) {
+            account.deleted.insert(record.id.clone());
+        }
         if record.pristine {
             self.registry.pristine = self.registry.pristine.saturating_sub(1);
         }
-        let dropped = self
-            .accounts
-            .get_mut(at.account)
-            .and_then(|queues| queues.remove(at.queue));
+        let dropped = self.accounts.remove(at);
         if dropped.as_ref().is_some_and(|q| q.tracking) {
             self.orphans
                 .push((at.account.to_owned(), at.queue.to_owned()));
@@ -373,9 +364,6 @@ impl Broker {
         if let Some(due) = dropped.and_then(|q| q.sweep_due_ms) {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
-        }
-        if self.accounts.get(at.account).is_some_and(|q| q.is_empty()) {
-            self.accounts.remove(at.account);
         }
         Ok(())
     }
@@ -546,11 +534,7 @@ impl Broker {
             pristine: false,
             order,
         };
-        self.registry
-            .accounts
-            .entry(account.to_owned())
-            .or_default()
-            .insert(record);
+        self.registry.insert(account, record);
         Ok(id)
     }
 

@@ -34,6 +34,7 @@ mod preview;
 mod purge_all;
 mod queue;
 mod refs;
+mod states;
 #[cfg(test)]
 mod tests;
 mod tokens;

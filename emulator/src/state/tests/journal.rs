@@ -46,7 +46,7 @@ fn apply(rows: &mut Rows, journal: Journal) {
 /// (account, queue, seq) -> (body, attempts) of a broker's messages.
 fn live(broker: &Broker) -> BTreeMap<(String, String, u64), (Vec<u8>, u32)> {
     let mut out = BTreeMap::new();
-    for (account, queues) in &broker.accounts {
+    for (account, queues) in broker.accounts.iter() {
         for (queue, q) in queues {
             for (seq, stored) in q.messages.iter() {
                 let (back, _) = decode(&encode(stored), &stored.body).expect("row decodes");

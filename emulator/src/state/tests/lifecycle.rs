@@ -262,3 +262,41 @@ fn idle_queues_that_sprang_into_being_are_forgotten_past_the_bound() {
         Err(AccountError::QueueNotFound)
     );
 }
+
+#[test]
+fn requests_to_ever_new_accounts_leave_a_registry_of_bounded_size() {
+    use super::super::account::MAX_PRISTINE_LAX;
+    for tracking in [false, true] {
+        let mut b = broker();
+        if tracking {
+            b.track_changes();
+        }
+        for i in 0..100_000u64 {
+            let account = format!("{i:032x}");
+            // What a messages request and a management read of an unknown
+            // account do: the queue springs into being, the pull finds
+            // nothing, the list finds the queue.
+            let at = At {
+                account: &account,
+                queue: "q",
+            };
+            b.open_for_messages(at, i).expect("springs");
+            let (pulled, _) = b.pull(at, 10, 30_000, i);
+            assert!(pulled.is_empty());
+            b.list_queues(&account, None, 1, 20);
+            if tracking {
+                // The journal of one request is the request's, not a walk.
+                let journal = b.take_journal();
+                assert!(journal.changes.len() <= MAX_PRISTINE_LAX + 1, "{i}");
+            }
+            assert!(
+                b.registry.accounts.len() <= MAX_PRISTINE_LAX + 1,
+                "{i}: {} accounts",
+                b.registry.accounts.len()
+            );
+        }
+        assert!(b.accounts.is_empty(), "no queue state: nothing is held");
+        assert!(b.registry.dirty.is_empty(), "nothing left to journal");
+        assert!(b.registry.pristine <= MAX_PRISTINE_LAX + 1);
+    }
+}
