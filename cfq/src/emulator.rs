@@ -94,6 +94,11 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         };
         Failure::new(code, format_args!("cannot start the emulator: {e}"))
     })?;
+    // Said on stderr, beside the other notes: a configuration that a data
+    // directory holding an account did not apply, say.
+    for line in handle.start_notes() {
+        note(format_args!("note: {line}"));
+    }
     let address = handle.local_addr();
     if !address.ip().is_loopback() {
         note(format_args!(
