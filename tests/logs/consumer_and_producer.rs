@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
+use cf_queues::PullOptions;
 use cf_queues::consumer::{Consumer, Outcome};
 use cf_queues::error::BodyError;
 use cf_queues::producer::{Producer, ProducerError};
-use cf_queues::PullOptions;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
