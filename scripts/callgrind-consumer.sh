@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 19's instruction count: the consumer's instructions per message
+# The consumer's instruction count: its instructions per message
 # against the bare pull + ack loop's, and against the consumer of a parent
 # commit, each the median of three runs under callgrind.
 #
-# The workload is the consumer_distance bench's callgrind mode
+# The workload is the consumer_at_a_distance bench's callgrind mode
 # (CFQ_BENCH_CALLGRIND=1): a fixed number of messages at no distance and
 # without limits, on a current_thread runtime; the emulator serves from a
 # child process that valgrind does not follow, so only the client's
@@ -11,8 +11,9 @@
 #
 # The parent commit is built in a worktree of its own with a target
 # directory of its own, so that neither build disturbs the other. A parent
-# without the bench gets this commit's copy of it (its callgrind path must
-# then compile against the parent's consumer).
+# with the bench under its former name (consumer_distance) builds that one;
+# a parent without it gets this commit's copy, and the test kit it uses
+# (its callgrind path must then compile against the parent's consumer).
 #
 # Usage:
 #   scripts/callgrind-consumer.sh [N | REV]   # the parent is HEAD~N (default 1), or REV
@@ -39,11 +40,14 @@ else
 fi
 mkdir -p "$WORK"
 
-# The bench executable of the tree in $1, built into the target directory $2.
+# The bench executable of the tree in $1, built into the target directory $2:
+# the bench under its name in that tree.
 build() {
-    (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench --bench consumer_distance \
+    local bench=consumer_at_a_distance
+    if ! grep -q "name = \"$bench\"" "$1/Cargo.toml"; then bench=consumer_distance; fi
+    (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench --bench "$bench" \
         --features consumer --no-run --message-format=json) |
-        jq -r 'select(.reason == "compiler-artifact" and .target.name == "consumer_distance" and .executable != null) | .executable' |
+        jq -r --arg bench "$bench" 'select(.reason == "compiler-artifact" and .target.name == $bench and .executable != null) | .executable' |
         tail -n 1
 }
 
@@ -51,15 +55,19 @@ PARENT_TREE=$WORK/parent-$PARENT
 if [ ! -d "$PARENT_TREE" ]; then
     git worktree add --detach "$PARENT_TREE" "$PARENT" >/dev/null
 fi
-if [ ! -d "$PARENT_TREE/benches/consumer_distance" ]; then
-    cp -r "$ROOT/benches/consumer_distance" "$PARENT_TREE/benches/"
+if [ ! -d "$PARENT_TREE/benches/consumer_at_a_distance" ] &&
+    [ ! -d "$PARENT_TREE/benches/consumer_distance" ]; then
+    cp -r "$ROOT/benches/consumer_at_a_distance" "$PARENT_TREE/benches/"
     if ! grep -q 'fn max_pulls_in_flight' "$PARENT_TREE/src/consumer/builder.rs"; then
-        sed -i '/callgrind: not in older consumers/d' "$PARENT_TREE"/benches/consumer_distance/*.rs
+        sed -i '/callgrind: not in older consumers/d' "$PARENT_TREE"/benches/consumer_at_a_distance/*.rs
     fi
-    if ! grep -q 'name = "consumer_distance"' "$PARENT_TREE/Cargo.toml"; then
-        printf '\n[[bench]]\nname = "consumer_distance"\npath = "benches/consumer_distance/main.rs"\nharness = false\nrequired-features = ["consumer"]\n' \
-            >>"$PARENT_TREE/Cargo.toml"
+    if [ ! -d "$PARENT_TREE/testkit" ]; then
+        cp -r "$ROOT/testkit" "$PARENT_TREE/"
+        sed -i 's/^members = \[/members = ["testkit", /' "$PARENT_TREE/Cargo.toml"
+        sed -i 's/^\[dev-dependencies\]$/[dev-dependencies]\ncf-queues-testkit = { path = "testkit" }/' "$PARENT_TREE/Cargo.toml"
     fi
+    printf '\n[[bench]]\nname = "consumer_at_a_distance"\npath = "benches/consumer_at_a_distance/main.rs"\nharness = false\nrequired-features = ["consumer"]\n' \
+        >>"$PARENT_TREE/Cargo.toml"
 fi
 
 echo "building HEAD ($(git rev-parse --short HEAD)) and the parent ${PARENT:0:7}..." >&2

@@ -24,10 +24,6 @@
 //! follows the CPU the process gets, and the CPU ratio tells the consumer's
 //! own cost apart from that.
 
-#[allow(dead_code)]
-#[path = "../throughput/common.rs"]
-mod common;
-
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,7 +33,7 @@ use cf_queues::producer::Producer;
 use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 
-use crate::common::{Result, drain, env_count, thousands};
+use cf_queues_testkit::bench::{Result, drain, env_count, thousands};
 
 const TASKS: usize = 64;
 

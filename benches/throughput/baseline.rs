@@ -11,7 +11,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use crate::common::{BATCH, Result, VISIBILITY};
+use cf_queues_testkit::bench::{BATCH, Result, VISIBILITY};
 
 /// The baseline: the same cycle with a bare `reqwest::Client`, pre-built JSON,
 /// and a parse of the pull response just deep enough to find the lease ids.

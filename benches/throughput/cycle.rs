@@ -9,7 +9,7 @@ use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::EmulatorHandle;
 
 use crate::baseline::RawQueue;
-use crate::common::{BATCH, BoxError, Result, ack_all, drain, pull_options, thousands};
+use cf_queues_testkit::bench::{BATCH, BoxError, Result, ack_all, drain, pull_options, thousands};
 
 /// Measured repetitions of each throughput figure; the median is reported.
 pub(crate) const REPEATS: usize = 3;

@@ -15,8 +15,8 @@ use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{EmulatorHandle, Latency};
 
 use crate::baseline::RawQueue;
-use crate::common::{BATCH, Result, drain, thousands};
 use crate::cycle::REPEATS;
+use cf_queues_testkit::bench::{BATCH, Result, drain, thousands};
 
 /// The round trip the emulator adds.
 pub(crate) const ROUND_TRIP: Duration = Duration::from_millis(100);

@@ -24,12 +24,11 @@
 //!
 //! Layout: each measurement is a module that prints its progress and returns
 //! its figures ([`cycle`], [`distance`], [`memory`]); [`baseline`] is the bare-reqwest
-//! driver, [`common`] what any measurement can use, and [`report`] the final
+//! driver, `cf_queues_testkit::bench` what any measurement can use, and [`report`] the final
 //! table, a section per measurement. A new measurement over the same emulator
 //! is one more module, one call in [`run`] and one section in [`report`].
 
 mod baseline;
-mod common;
 mod cycle;
 mod distance;
 mod memory;
@@ -40,7 +39,7 @@ use std::time::Instant;
 
 use cf_queues_emulator::Emulator;
 
-use crate::common::{BATCH, Result, env_count};
+use cf_queues_testkit::bench::{BATCH, Result, env_count};
 
 const DEFAULT_MESSAGES: usize = 30_000;
 const DEFAULT_DISTANT_MESSAGES: usize = 2_000;

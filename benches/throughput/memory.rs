@@ -16,7 +16,7 @@ use cf_queues::batch::Batch;
 use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
 
-use crate::common::{BATCH, Result, drain, env_count};
+use cf_queues_testkit::bench::{BATCH, Result, drain, env_count};
 
 /// Set to `1` in the child that only measures memory.
 pub(crate) const MEMORY_ONLY_ENV: &str = "CFQ_BENCH_MEMORY_ONLY";

@@ -1,9 +1,9 @@
 //! The table printed at the end of the run, one section per measurement.
 
-use crate::common::{BATCH, MB, percent, thousands};
 use crate::cycle::{REPEATS, Throughput};
 use crate::distance::{Distance, ROUND_TRIP};
 use crate::memory::{BACKLOG_BODY_BYTES, Figures, GLIBC_TUNABLES, Memory};
+use cf_queues_testkit::bench::{BATCH, MB, percent, thousands};
 
 /// The goal for the end-to-end figure on a 2-core machine.
 const GOAL_MSG_PER_S: f64 = 50_000.0;

@@ -8,7 +8,8 @@ use cf_queues::retry::{RetryClass, RetryPolicy};
 use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 
-use crate::support::{emulator, quick};
+use cf_queues_testkit::clients::quick;
+use cf_queues_testkit::emulators::emulator;
 
 #[tokio::test]
 async fn a_rate_limit_wait_past_the_deadline_is_not_started() {

@@ -9,7 +9,7 @@ use httpmock::Method::POST;
 use httpmock::MockServer;
 use serde_json::json;
 
-use crate::support::{ACCOUNT, QUEUE};
+use cf_queues_testkit::wire::{ACCOUNT, QUEUE};
 
 /// A token the tests look for in every error text.
 const TOKEN: &str = "secret-token-that-must-not-leak";

@@ -5,7 +5,7 @@
 use cf_queues::operation::Operation;
 use cf_queues::retry::RetryClass;
 use cf_queues::{Acks, Client, Error, Message, PullOptions};
-use cf_queues_emulator::Emulator;
+use cf_queues_testkit::emulators::emulator;
 use httpmock::Method::POST;
 use httpmock::MockServer;
 
@@ -62,7 +62,7 @@ async fn redirects_are_reported_and_never_followed() {
 
 #[tokio::test]
 async fn bodies_that_grow_sixfold_when_escaped_are_still_received() {
-    let emulator = Emulator::new().start().await.expect("emulator");
+    let emulator = emulator().await;
     let queue = emulator
         .client()
         .and_then(|c| c.queue("escapes"))
@@ -115,7 +115,7 @@ async fn bodies_that_grow_sixfold_when_escaped_are_still_received() {
 
 #[tokio::test]
 async fn a_user_cap_refuses_a_pull_before_it_leases() {
-    let emulator = Emulator::new().start().await.expect("emulator");
+    let emulator = emulator().await;
     let queue = emulator
         .client_builder()
         .expect("builder")

@@ -3,7 +3,8 @@
 
 use cf_queues::fuzzing::{decode_everything, decode_retry_after};
 use cf_queues::{Acks, Message, PullOptions, Queue};
-use cf_queues_emulator::{Emulator, EmulatorHandle};
+use cf_queues_emulator::EmulatorHandle;
+use cf_queues_testkit::emulators::emulator;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -85,7 +86,7 @@ struct Roundtrip {
 
 fn roundtrip() -> Roundtrip {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let emulator = runtime.block_on(Emulator::new().start()).expect("emulator");
+    let emulator = runtime.block_on(emulator());
     let queue = emulator
         .client()
         .and_then(|c| c.queue("props"))

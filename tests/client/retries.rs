@@ -1,35 +1,19 @@
 //! Retries, timeouts, deadlines, rate limits and faults, against the
 //! emulator's fault injection and small hand-made TCP servers.
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cf_queues::retry::{PushRetries, RetryPolicy};
-use cf_queues::{Client, Error, Message, PullOptions};
-use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
-
-const TOKEN: &str = "reliability-secret-token";
-
-use crate::support::quick;
+use cf_queues::{Error, Message, PullOptions};
+use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
+use cf_queues_testkit::clients::{client, quick, without_timers};
+use cf_queues_testkit::scripted::{Scripted, Step};
+use cf_queues_testkit::wire::{pulled_nothing, success};
+use serde_json::json;
 
 async fn emulator() -> EmulatorHandle {
-    Emulator::new()
-        .token(TOKEN)
-        .start()
-        .await
-        .expect("emulator starts")
-}
-
-fn client(emulator: &EmulatorHandle, retry: RetryPolicy) -> Client {
-    emulator
-        .client_builder()
-        .expect("builder")
-        .retry(retry)
-        .build()
-        .expect("client")
+    cf_queues_testkit::emulators::emulator_with(|e| e.token("reliability-secret-token")).await
 }
 
 #[tokio::test]
@@ -140,18 +124,16 @@ async fn a_rate_limited_push_is_retried_because_it_did_not_land() {
 #[tokio::test]
 async fn x_should_retry_false_stops_retries() {
     // The emulator sends no such header; a one-shot TCP server does.
-    let server = ScriptedServer::start(vec![
-        Script::Respond(
-            "HTTP/1.1 503 Service Unavailable\r\nx-should-retry: false\r\ncontent-type: application/json\r\n",
-            "{\"success\":false,\"errors\":[]}",
+    let server = Scripted::steps(vec![
+        Step::RespondWith(
+            503,
+            vec![("x-should-retry", "false")],
+            json!({"success": false, "errors": []}),
         ),
-        Script::Respond(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
-            PULL_OK,
-        ),
+        Step::Respond(200, pulled_nothing()),
     ]);
     let error = server
-        .queue(quick())
+        .queue_retrying(quick())
         .pull(PullOptions::new())
         .await
         .expect_err("told not to retry");
@@ -171,11 +153,8 @@ fn retry_after_is_honoured_with_paused_time() {
             .retry_after(Duration::from_secs(30))
             .only(Operation::Pull),
     );
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        // No timers of its own (timeouts, pool reaping) to race the paused clock.
-        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
+    // No timers of its own (timeouts, pool reaping) to race the paused clock.
+    let client = without_timers(emulator.client_builder().expect("builder"))
         .retry(RetryPolicy::default())
         .build()
         .expect("client");
@@ -204,30 +183,18 @@ fn retry_after_is_honoured_with_paused_time() {
 
 #[tokio::test]
 async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
-    let server = ScriptedServer::start(vec![
-        Script::Hang_up,
-        Script::Respond(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
-            PULL_OK,
-        ),
-    ]);
+    let server = Scripted::steps(vec![Step::HangUp, Step::Respond(200, pulled_nothing())]);
     let batch = server
-        .queue(quick())
+        .queue_retrying(quick())
         .pull(PullOptions::new())
         .await
         .expect("retried on a new connection");
     assert!(batch.messages.is_empty());
     assert_eq!(server.connections(), 2);
 
-    let server = ScriptedServer::start(vec![
-        Script::Hang_up,
-        Script::Respond(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
-            PULL_OK,
-        ),
-    ]);
+    let server = Scripted::steps(vec![Step::HangUp, Step::Respond(200, pulled_nothing())]);
     let error = server
-        .queue(quick())
+        .queue_retrying(quick())
         .push(Message::text("maybe landed"))
         .await
         .expect_err("not retried");
@@ -355,23 +322,24 @@ async fn a_429_without_a_rate_limit_code_is_not_retried_for_a_push() {
 
 #[tokio::test]
 async fn x_should_retry_true_does_not_duplicate_a_push() {
-    let server = ScriptedServer::start(vec![
-        Script::Respond(
-            "HTTP/1.1 503 Service Unavailable\r\nx-should-retry: true\r\ncontent-type: application/json\r\n",
-            "{\"success\":false,\"errors\":[]}",
+    let server = Scripted::steps(vec![
+        Step::RespondWith(
+            503,
+            vec![("x-should-retry", "true")],
+            json!({"success": false, "errors": []}),
         ),
-        Script::Respond(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
-            PULL_OK,
-        ),
+        Step::Respond(200, pulled_nothing()),
     ]);
     let error = server
-        .queue(quick())
+        .queue_retrying(quick())
         .push(Message::text("once"))
         .await
         .expect_err("503 is final for a push");
     assert_eq!((error.status(), server.connections()), (Some(503), 1));
-    let retried = server.queue(quick()).pull(PullOptions::new()).await;
+    let retried = server
+        .queue_retrying(quick())
+        .pull(PullOptions::new())
+        .await;
     assert!(
         retried.is_ok(),
         "a pull does follow x-should-retry: true: {retried:?}"
@@ -416,123 +384,17 @@ async fn a_refused_push_is_retried_because_it_never_left() {
         let probe = TcpListener::bind("127.0.0.1:0").expect("bind");
         probe.local_addr().expect("address").port()
     };
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&accepted);
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) else {
-            return;
-        };
-        if let Ok((mut stream, _)) = listener.accept() {
-            counter.fetch_add(1, Ordering::SeqCst);
-            read_request(&mut stream);
-            let body = r#"{"success":true,"errors":[],"messages":[],"result":{}}"#;
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes());
-        }
-    });
-    let client = Client::builder()
-        .api_token(TOKEN)
-        .account_id("acc")
-        .base_url(format!("http://127.0.0.1:{port}"))
-        .retry(RetryPolicy::default().backoff(Duration::from_millis(400), Duration::from_secs(1)))
-        .build()
-        .expect("client");
-    client
-        .queue("q")
-        .expect("id")
+    let server = Scripted::steps_on_port_after(
+        port,
+        Duration::from_millis(100),
+        vec![Step::Respond(200, success(json!({})))],
+    );
+    server
+        .queue_retrying(
+            RetryPolicy::default().backoff(Duration::from_millis(400), Duration::from_secs(1)),
+        )
         .push(Message::text("x"))
         .await
         .expect("lands on the retry");
-    assert_eq!(accepted.load(Ordering::SeqCst), 1);
-}
-
-const PULL_OK: &str = r#"{"success":true,"errors":[],"messages":[],"result":{"messages":[],"message_backlog_count":0}}"#;
-
-/// What a scripted connection does.
-#[allow(non_camel_case_types)]
-enum Script {
-    /// Read the request, answer with these head lines and body.
-    Respond(&'static str, &'static str),
-    /// Read the request, then close without answering.
-    Hang_up,
-}
-
-/// A TCP server that plays one script per connection, in order.
-struct ScriptedServer {
-    address: std::net::SocketAddr,
-    connections: Arc<AtomicUsize>,
-}
-
-impl ScriptedServer {
-    fn start(scripts: Vec<Script>) -> ScriptedServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let address = listener.local_addr().expect("address");
-        let connections = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&connections);
-        std::thread::spawn(move || {
-            for script in scripts {
-                let Ok((mut stream, _)) = listener.accept() else {
-                    return;
-                };
-                counter.fetch_add(1, Ordering::SeqCst);
-                read_request(&mut stream);
-                if let Script::Respond(head, body) = script {
-                    let response = format!(
-                        "{head}content-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = stream.write_all(response.as_bytes());
-                }
-            }
-        });
-        ScriptedServer {
-            address,
-            connections,
-        }
-    }
-
-    fn queue(&self, retry: RetryPolicy) -> cf_queues::Queue {
-        Client::builder()
-            .api_token(TOKEN)
-            .account_id("acc")
-            .base_url(format!("http://{}", self.address))
-            .retry(retry)
-            .build()
-            .and_then(|c| c.queue("q"))
-            .expect("client")
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
-
-/// Reads one request: the head, then `content-length` bytes of body.
-fn read_request(stream: &mut std::net::TcpStream) {
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let Ok(n) = stream.read(&mut buf) else { return };
-        if n == 0 {
-            return;
-        }
-        data.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&data).to_lowercase();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if data.len() >= end + 4 + length {
-                return;
-            }
-        }
-    }
+    assert_eq!(server.connections(), 1);
 }

@@ -6,56 +6,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use cf_queues::Error;
 use cf_queues::operation::Operation;
 use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
 use cf_queues::response::{ExtendOutcome, PurgeStatus, Warning};
-use cf_queues::{Client, Error};
 use httpmock::Method::{GET, POST};
-use httpmock::{Mock, MockServer, When};
+use httpmock::{Mock, MockServer};
 use serde_json::json;
 
-use crate::support::{ACCOUNT, QUEUE, TOKEN, path, success};
-const EMAIL: &str = "user@example.com";
-const KEY: &str = "144c9defac04969c7bfad8efaa8ea194";
-
-/// The two auth schemes: a token, and the legacy e-mail with global key.
-#[derive(Clone, Copy, Debug)]
-enum Auth {
-    Token,
-    GlobalKey,
-}
-
-const BOTH: [Auth; 2] = [Auth::Token, Auth::GlobalKey];
+use cf_queues_testkit::wire::{Auth, BOTH, QUEUE, path, success};
 
 fn queue(server: &MockServer, auth: Auth) -> cf_queues::Queue {
-    let builder = Client::builder()
-        .account_id(ACCOUNT)
-        .base_url(server.base_url());
-    match auth {
-        Auth::Token => builder.api_token(TOKEN),
-        Auth::GlobalKey => builder.global_api_key(EMAIL, KEY),
-    }
-    .build()
-    .and_then(|c| c.queue(QUEUE))
-    .expect("valid test configuration")
-}
-
-/// The headers every request carries, for the scheme in use. Every one
-/// asks for JSON: `GET /metrics` also answers `text/event-stream`, so the
-/// `Accept` header decides what comes back.
-fn authenticated(when: When, auth: Auth) -> When {
-    let when = when
-        .header_missing("api-version")
-        .header("accept", "application/json");
-    match auth {
-        Auth::Token => when
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .header_missing("x-auth-key"),
-        Auth::GlobalKey => when
-            .header("x-auth-email", EMAIL)
-            .header("x-auth-key", KEY)
-            .header_missing("authorization"),
-    }
+    auth.builder(&server.base_url())
+        .build()
+        .and_then(|c| c.queue(QUEUE))
+        .expect("valid test configuration")
 }
 
 #[tokio::test]
@@ -64,7 +29,7 @@ async fn extend_sends_leases_and_whole_milliseconds() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(path("/messages/extend")), auth)
+                auth.authenticated(when.method(POST).path(path("/messages/extend")))
                     .header("content-type", "application/json")
                     .json_body(json!({
                         "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
@@ -229,7 +194,7 @@ async fn preview_returns_its_own_ids_and_decodes_bodies() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(path("/messages/preview")), auth)
+                auth.authenticated(when.method(POST).path(path("/messages/preview")))
                     .header("content-type", "application/json")
                     .json_body(json!({"batch_size": 3}));
                 then.status(200).json_body(success(json!({"messages": [
@@ -262,7 +227,7 @@ async fn delete_previewed_sends_acks_and_retries() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(path("/messages/preview/ack")), auth)
+                auth.authenticated(when.method(POST).path(path("/messages/preview/ack")))
                     .header("content-type", "application/json")
                     .json_body(json!({
                         "acks": [{"lease_id": "preview-1"}],
@@ -297,7 +262,7 @@ async fn metrics_is_a_get_without_a_body() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(path("/metrics")), auth)
+                auth.authenticated(when.method(GET).path(path("/metrics")))
                     .header_missing("content-type");
                 then.status(200).json_body(success(json!({
                     "backlog_count": 5, "backlog_bytes": 1024, "oldest_message_timestamp_ms": 1_710_950_954_154u64
@@ -323,7 +288,7 @@ async fn purge_all_sends_the_confirmation_and_reads_the_queue() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(path("/purge")), auth)
+                auth.authenticated(when.method(POST).path(path("/purge")))
                     .header("content-type", "application/json")
                     .json_body(json!({"delete_messages_permanently": true}));
                 then.status(200).json_body(success(json!({
@@ -412,7 +377,7 @@ async fn purge_status_reads_strings_and_booleans() {
         let server = MockServer::start_async().await;
         let mock = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(path("/purge")), auth)
+                auth.authenticated(when.method(GET).path(path("/purge")))
                     .header_missing("content-type");
                 then.status(200).json_body(success(
                     json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"}),

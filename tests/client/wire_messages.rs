@@ -10,18 +10,16 @@ use httpmock::Method::POST;
 use httpmock::MockServer;
 use serde_json::json;
 
-use crate::support::{ACCOUNT, QUEUE, TOKEN};
+use cf_queues_testkit::wire::{ACCOUNT, Auth, QUEUE, TOKEN};
 
 /// The path of a `/messages` operation: `suffix` is `""`, `"/pull"`, ...
 fn path(suffix: &str) -> String {
-    crate::support::path(&format!("/messages{suffix}"))
+    cf_queues_testkit::wire::path(&format!("/messages{suffix}"))
 }
 
 fn client(server: &MockServer) -> Client {
-    Client::builder()
-        .api_token(TOKEN)
-        .account_id(ACCOUNT)
-        .base_url(server.base_url())
+    Auth::Token
+        .builder(&server.base_url())
         .build()
         .expect("valid test configuration")
 }

@@ -10,9 +10,9 @@ use cf_queues::producer::{Producer, ProducerError};
 use cf_queues::ratelimit::RateLimits;
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Client, Error, Message, Queue};
-use cf_queues_emulator::{
-    Emulator, EmulatorClock, EmulatorHandle, Fault, Latency, Operation, RateLimitModel,
-};
+use cf_queues_emulator::{EmulatorHandle, Fault, Latency, Operation, RateLimitModel};
+use cf_queues_testkit::clients::texts;
+use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_clock, emulator_with};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
@@ -22,12 +22,7 @@ const BLOCK: Duration = Duration::from_secs(300);
 /// `window` and Cloudflare's five-minute block.
 async fn limited(requests: u32, window: Duration) -> EmulatorHandle {
     let model = RateLimitModel::cloudflare().per_credential(requests, window, BLOCK);
-    Emulator::new()
-        .clock(EmulatorClock::tokio(1_700_000_000_000))
-        .rate_limits(model)
-        .start()
-        .await
-        .expect("emulator starts")
+    emulator_on_tokio_clock(1_700_000_000_000, |e| e.rate_limits(model)).await
 }
 
 /// A client with reqwest's pool timeout (90 s), shorter than the
@@ -44,10 +39,6 @@ fn client(emulator: &EmulatorHandle, limits: RateLimits) -> Client {
 
 fn queue(client: &Client, id: &str) -> Queue {
     client.queue(id).expect("queue id")
-}
-
-fn texts(count: usize) -> Vec<Message> {
-    (0..count).map(|i| Message::text(format!("m{i}"))).collect()
 }
 
 /// Triggers the block from another "process": a client that does not pace.
@@ -188,11 +179,8 @@ async fn the_producer_fills_its_batch_while_it_waits_for_the_budget() {
 
 #[tokio::test(start_paused = true)]
 async fn the_producer_fills_its_batch_while_it_waits_for_a_slot() {
-    let emulator = Emulator::new()
-        .latency(Latency::round_trip(Duration::from_millis(100)))
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator =
+        emulator_with(|e| e.latency(Latency::round_trip(Duration::from_millis(100)))).await;
     let producer = Producer::builder(queue(&client(&emulator, RateLimits::none()), "slot"))
         .max_concurrent_batches(1)
         .build()
@@ -215,11 +203,8 @@ async fn the_producer_fills_its_batch_while_it_waits_for_a_slot() {
 
 #[tokio::test(start_paused = true)]
 async fn a_429_lowers_the_batches_in_flight() {
-    let emulator = Emulator::new()
-        .latency(Latency::round_trip(Duration::from_millis(100)))
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator =
+        emulator_with(|e| e.latency(Latency::round_trip(Duration::from_millis(100)))).await;
     emulator.inject(
         Fault::status(429)
             .cloudflare_error(10250, "QueueOverloaded")
@@ -263,7 +248,7 @@ async fn a_429_lowers_the_batches_in_flight() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_batch_says_whether_its_messages_may_have_landed() {
-    let emulator = Emulator::new().start().await.expect("emulator starts");
+    let emulator = emulator().await;
     let client = emulator
         .client_builder()
         .expect("builder")

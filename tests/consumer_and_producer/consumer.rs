@@ -13,13 +13,16 @@ use std::time::Duration;
 use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, Outcome, RetryDelay};
 use cf_queues::error::BodyError;
 use cf_queues::{Message, PullOptions};
-use cf_queues_emulator::{Emulator, Fault, Operation, WorkerBody};
+use cf_queues_emulator::{Fault, Operation, WorkerBody};
 use tokio::time::Instant;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
-use crate::support::{LONG_LEASE, ack_now, emulator, eventually, push_texts, queue, until};
+use crate::ack_now;
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
+use cf_queues_testkit::emulators::{emulator, emulator_with};
+use cf_queues_testkit::wait::{eventually, until};
 
 #[tokio::test(start_paused = true)]
 async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
@@ -95,7 +98,7 @@ async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
-    let (emulator, _clock) = crate::support::emulator_on_tokio_time().await;
+    let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
     let queue = queue(&emulator, "slow");
     push_texts(&queue, 1).await;
     let attempts: Arc<Mutex<Vec<u32>>> = Arc::default();
@@ -129,7 +132,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
-    let (emulator, _clock) = crate::support::emulator_on_tokio_time().await;
+    let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
     let queue = queue(&emulator, "capped");
     push_texts(&queue, 1).await;
     let consumer = Consumer::builder(queue.clone())
@@ -417,11 +420,7 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
 
 #[tokio::test(start_paused = true)]
 async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
-    let emulator = Emulator::new()
-        .strict_queues(["known"])
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|e| e.strict_queues(["known"])).await;
     let queue = queue(&emulator, "unknown");
     let consumer = Consumer::builder(queue)
         // One pull at a time: with more, each of the first ones fails alike.

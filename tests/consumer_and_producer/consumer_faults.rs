@@ -12,10 +12,13 @@ use cf_queues::error::BodyError;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
-use crate::support::{
-    ack_now, acked, emulator, emulator_on_tokio_time, eventually, failure, lease_ids, pulled,
-    push_texts, queue, scripted, shut_gate, until,
-};
+use crate::ack_now;
+use cf_queues_testkit::clients::{push_texts, queue};
+use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
+use cf_queues_testkit::gate::Gate;
+use cf_queues_testkit::scripted::scripted;
+use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled};
 
 const MS: Duration = Duration::from_millis(1);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -258,7 +261,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
 async fn pulls_back_off_while_the_network_is_down_and_recover() {
     let emulator = emulator().await;
     push_texts(&queue(&emulator, "cut"), 5).await;
-    let gate = shut_gate(&emulator).await;
+    let gate = Gate::shut(&emulator).await;
     let consumer = Consumer::builder(gate.queue(&emulator, "cut"))
         // One pull at a time: this test pins the single puller's waits.
         .max_pulls_in_flight(1)
@@ -361,7 +364,7 @@ async fn an_extension_answered_without_a_count_keeps_the_lease() {
                 };
                 (200, pulled(messages))
             }
-            "extend" => (200, crate::support::success(reply.clone())),
+            "extend" => (200, cf_queues_testkit::wire::success(reply.clone())),
             "ack" => (200, acked(body, &[])),
             _ => (404, failure(7003, "No route for the URI")),
         })

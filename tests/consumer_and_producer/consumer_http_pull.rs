@@ -8,7 +8,10 @@ use cf_queues::consumer::{Consumer, ConsumerError};
 use cf_queues::resources::{HttpPullSettings, PROPAGATION_WINDOW};
 use serde_json::{Value, json};
 
-use crate::support::{ack_now, acked, eventually, failure, pulled, scripted, success};
+use crate::ack_now;
+use cf_queues_testkit::scripted::scripted;
+use cf_queues_testkit::wait::eventually;
+use cf_queues_testkit::wire::{acked, failure, pulled, success};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -12,9 +12,10 @@ use cf_queues::error::BodyError;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
-use crate::support::{
-    LONG_LEASE, ack_now, emulator, emulator_on_tokio_time, eventually, push_texts, queue, until,
-};
+use crate::ack_now;
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
+use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
+use cf_queues_testkit::wait::{eventually, until};
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);

@@ -11,11 +11,9 @@ use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use crate::support::{emulator, queue, until};
-
-fn texts(count: usize) -> Vec<Message> {
-    (0..count).map(|i| Message::text(format!("m{i}"))).collect()
-}
+use cf_queues_testkit::clients::{queue, texts};
+use cf_queues_testkit::emulators::emulator;
+use cf_queues_testkit::wait::until;
 
 #[tokio::test(start_paused = true)]
 async fn sends_the_fewest_requests_the_count_and_byte_limits_allow() {

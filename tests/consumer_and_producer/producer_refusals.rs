@@ -11,7 +11,8 @@ use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use crate::support::{emulator, queue};
+use cf_queues_testkit::clients::queue;
+use cf_queues_testkit::emulators::emulator;
 
 /// The two refusals that say nothing landed: the token's budget and the
 /// queue's own rate.

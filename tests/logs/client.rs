@@ -6,13 +6,11 @@
 //! through `tracing`); reqwest's `log` records are not captured here. None of
 //! them carries header values: credentials are sensitive headers.
 
-use std::time::Duration;
-
-use cf_queues::retry::RetryPolicy;
 use cf_queues::{Message, PullOptions};
-use cf_queues_emulator::{Emulator, Fault, Operation};
-
-use crate::support::SharedLog;
+use cf_queues_emulator::{Fault, Operation};
+use cf_queues_testkit::clients::{client, quick};
+use cf_queues_testkit::emulators::emulator_with;
+use cf_queues_testkit::logs::SharedLog;
 
 const TOKEN: &str = "logging-secret-token";
 
@@ -26,19 +24,9 @@ async fn logs_carry_operations_and_never_secrets() {
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator = emulator_with(|e| e.token(TOKEN)).await;
     emulator.inject(Fault::status(500).only(Operation::Pull));
-    let retry = RetryPolicy::default().backoff(Duration::from_millis(1), Duration::from_millis(2));
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(retry)
-        .build()
-        .expect("client");
+    let client = client(&emulator, quick());
     let queue = client.queue("logged").expect("id");
     queue.push(Message::text("x")).await.expect("push");
     queue

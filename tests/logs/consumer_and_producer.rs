@@ -9,23 +9,20 @@
 
 use std::time::Duration;
 
+use cf_queues::PullOptions;
 use cf_queues::consumer::{Consumer, Outcome};
 use cf_queues::error::BodyError;
 use cf_queues::producer::{Producer, ProducerError};
-use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
-use crate::support::{
-    LONG_LEASE, ack_now, emulator, emulator_on_tokio_time, eventually, push_texts, queue, until,
-};
+use crate::ack_now;
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
+use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
+use cf_queues_testkit::wait::{eventually, until};
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
-
-fn texts(count: usize) -> Vec<Message> {
-    (0..count).map(|i| Message::text(format!("m{i}"))).collect()
-}
 
 /// A subscriber that panics when the consumer opens a span of one name:
 /// a bug inside one of the consumer's own tasks, for the tests.
@@ -65,7 +62,7 @@ async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
     let emulator = emulator().await;
     let queue = queue(&emulator, "ackerpanic");
     push_texts(&queue, 3).await;
-    crate::support::refresh_tracing_interest();
+    cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
         .max_lease(LONG_LEASE)
@@ -89,7 +86,7 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "keeperpanic");
     push_texts(&queue, 1).await;
-    crate::support::refresh_tracing_interest();
+    cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .grace_period(Duration::from_secs(5))
@@ -119,11 +116,11 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
 
 #[tokio::test(start_paused = true)]
 async fn the_extend_span_carries_the_messaging_attributes() {
-    let (log, _guard) = crate::support::capture_spans();
+    let (log, _guard) = cf_queues_testkit::logs::capture_spans();
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = queue(&emulator, "spanned");
     push_texts(&queue, 1).await;
-    crate::support::refresh_tracing_interest();
+    cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()
@@ -163,7 +160,7 @@ async fn the_extend_span_carries_the_messaging_attributes() {
 #[tokio::test(start_paused = true)]
 async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // The test's runtime is current-thread: every task logs on this thread.
-    let (log, _guard) = crate::support::capture_spans();
+    let (log, _guard) = cf_queues_testkit::logs::capture_spans();
 
     let emulator = emulator().await;
     let queue = queue(&emulator, "traced");
@@ -171,7 +168,7 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // Flushed by size only: paused time may jump while loopback I/O is
     // pending, and an interval flush between the two acks would make two
     // settle spans.
-    crate::support::refresh_tracing_interest();
+    cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .ack_batch_size(2)
         .ack_interval(Duration::from_secs(3600))
@@ -245,7 +242,7 @@ fn a_runtime_shut_down_under_the_producer_drops_every_sender_and_logs_them_all()
 
         // The producer runs on a runtime of its own, on a thread whose
         // logs the test reads; the senders and the emulator run here.
-        let log = crate::support::SharedLog::default();
+        let log = cf_queues_testkit::logs::SharedLog::default();
         let writer = log.clone();
         let (handle_sender, handle) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

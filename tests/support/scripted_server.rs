@@ -1,3 +1,4 @@
+// Unused by the root package (its tests use `cf-queues-testkit`); kept only for `cfq/tests/cli/support.rs`, which phase 2 of the test kit moves to the kit, removing this file.
 //! A server that answers as a test's script says, for what the emulator
 //! never does (a message without a lease id, more messages than asked for,
 //! an ack answer without its counts, an ack applied and answered with a

@@ -1,9 +1,9 @@
-//! Issue 19's benchmarks: the consumer at a distance, against the emulator
+//! The consumer at a distance: its throughput against the emulator
 //! with a round trip ([`Latency`](cf_queues_emulator::Latency)) and
 //! Cloudflare's rate limits, each figure beside the bare pull + ack loop
 //! (one call at a time) measured in the same run.
 //!
-//! Run with `cargo bench --bench consumer_distance --features consumer`.
+//! Run with `cargo bench --bench consumer_at_a_distance --features consumer`.
 //!
 //! - Steady state at 100 ms and at 200 ms, per-queue limits on: default
 //!   settings, a no-op handler, a warm-up, then 30 s measured. Goal: at
@@ -31,10 +31,6 @@
 //! limit, lower to see 429s counted). With the defaults a run takes about three
 //! minutes, most of it the 30 s windows.
 
-#[allow(dead_code)]
-#[path = "../throughput/common.rs"]
-mod common;
-
 mod callgrind;
 mod count;
 mod steady;
@@ -44,9 +40,9 @@ use std::time::Duration;
 
 use cf_queues_emulator::Emulator;
 
-use crate::common::{Result, env_count, thousands};
 use crate::count::RateLimited;
 use crate::steady::{Window, bare_steady, consumer_drain, consumer_steady};
+use cf_queues_testkit::bench::{Result, env_count, thousands};
 
 const ROUND_TRIPS: [Duration; 2] = [Duration::from_millis(100), Duration::from_millis(200)];
 const DRAIN_ROUND_TRIP: Duration = Duration::from_millis(200);
@@ -66,7 +62,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("consumer_distance bench failed: {e}");
+            eprintln!("consumer_at_a_distance bench failed: {e}");
             ExitCode::FAILURE
         }
     }
@@ -152,7 +148,7 @@ async fn run() -> Result<()> {
 
     println!();
     println!(
-        "consumer_distance bench: {} s of warm-up, {} s windows (bare loop {} s), {cores} cores",
+        "consumer_at_a_distance bench: {} s of warm-up, {} s windows (bare loop {} s), {cores} cores",
         warm_up.as_secs(),
         window.as_secs(),
         bare_window.as_secs()

@@ -1,27 +1,26 @@
-//! What every measurement of this bench uses: the error type, the batch shape,
-//! reading counts from the environment, pulling and acking through the client,
-//! and number formatting.
-//!
-//! Nothing here knows about a particular measurement, and nothing here uses
-//! another module of this bench, so that a new measurement can use it as it
-//! is: as a module next to this one, or from a sibling bench target through
-//! `#[path = "../throughput/common.rs"] mod common;`.
+//! What the benches share: the error type, the batch shape, reading counts
+//! from the environment, pulling and acking through the client, and number
+//! formatting. Nothing here knows about a particular measurement.
 
 use std::time::Duration;
 
 use cf_queues::{Acks, PullOptions, PulledMessage, Queue};
 
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub(crate) type Result<T, E = BoxError> = std::result::Result<T, E>;
+/// Any error a bench reports and stops on.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A bench step's result.
+pub type Result<T, E = BoxError> = std::result::Result<T, E>;
 
 /// Messages per push, pull and ack.
-pub(crate) const BATCH: usize = 100;
-pub(crate) const VISIBILITY: Duration = Duration::from_secs(60);
-pub(crate) const MB: f64 = 1024.0 * 1024.0;
+pub const BATCH: usize = 100;
+/// The lease of every pull: longer than any measured step.
+pub const VISIBILITY: Duration = Duration::from_secs(60);
+/// A mebibyte, for memory figures.
+pub const MB: f64 = 1024.0 * 1024.0;
 
 /// A positive count from the environment variable `name`, or `default` when
 /// it is unset; `_` separators are allowed (`30_000`).
-pub(crate) fn env_count(name: &str, default: usize) -> Result<usize> {
+pub fn env_count(name: &str, default: usize) -> Result<usize> {
     match std::env::var(name) {
         Err(_) => Ok(default),
         Ok(value) => match value.trim().replace('_', "").parse::<usize>() {
@@ -31,7 +30,8 @@ pub(crate) fn env_count(name: &str, default: usize) -> Result<usize> {
     }
 }
 
-pub(crate) fn pull_options() -> PullOptions {
+/// A pull of [`BATCH`] messages leased for [`VISIBILITY`].
+pub fn pull_options() -> PullOptions {
     PullOptions::new()
         .batch_size(BATCH as u32)
         .visibility_timeout(VISIBILITY)
@@ -39,7 +39,7 @@ pub(crate) fn pull_options() -> PullOptions {
 
 /// Acks every message of a pull; anything short of all of them, or a
 /// warning, is an error, since a bench that loses messages measures nothing.
-pub(crate) async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize> {
+pub async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result<usize> {
     let acks = messages.iter().fold(Acks::new(), Acks::ack);
     let outcome = queue
         .ack(acks)
@@ -60,7 +60,7 @@ pub(crate) async fn ack_all(queue: &Queue, messages: &[PulledMessage]) -> Result
 }
 
 /// Pulls and acks until the queue is empty; returns how many it acked.
-pub(crate) async fn drain(queue: &Queue) -> Result<usize> {
+pub async fn drain(queue: &Queue) -> Result<usize> {
     let mut drained = 0;
     loop {
         let batch = queue
@@ -74,7 +74,8 @@ pub(crate) async fn drain(queue: &Queue) -> Result<usize> {
     }
 }
 
-pub(crate) fn percent(part: u64, whole: u64) -> f64 {
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -83,7 +84,7 @@ pub(crate) fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// `1234567.8` as `1,234,568`.
-pub(crate) fn thousands(n: f64) -> String {
+pub fn thousands(n: f64) -> String {
     let digits = format!("{:.0}", n.max(0.0));
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -1,10 +1,10 @@
-//! Issue 19: the consumer under slow and failing answers, one test per
-//! finding of its review (1 to 9), each named for the promise it checks.
-//! They fail on the one-call-at-a-time consumer for the reason the finding
-//! gives, and pass once pulls, flushes and extensions overlap and the
-//! shutdown is bounded.
+//! The consumer at a distance: under slow answers (round trips of
+//! hundreds of ms), failing acks and extensions, a five-minute block and
+//! answers the emulator never gives, each test named for the promise it
+//! checks: pulls, flushes and extensions overlap instead of waiting on one
+//! another, no message is handled twice, and shutdown is bounded.
 //!
-//! The tests of the settings and counters the rework added are in
+//! The tests of the settings and counters that serve these promises are in
 //! `settings_and_counters` at the bottom.
 
 use std::collections::HashMap;
@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use cf_queues::consumer::{Consumer, Outcome, RetryDelay, Summary};
 use cf_queues::{Acks, PulledMessage};
-use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
+use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
-use crate::support::{
-    LONG_LEASE, acked, emulator, emulator_on_tokio_time, eventually, failure, lease_ids, pulled,
-    push_texts, queue, scripted, success, until,
-};
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
+use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
+use cf_queues_testkit::scripted::scripted;
+use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 
 const SECOND: Duration = Duration::from_secs(1);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -149,12 +150,7 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_deletes_no_message_no_handler_saw() {
     let clock = TokioClock::starting_now();
-    let emulator = Emulator::new()
-        .clock(clock)
-        .max_retries(1)
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator = emulator_with(|e| e.clock(clock).max_retries(1)).await;
     let queue = queue(&emulator, "lastattempt");
     push_texts(&queue, 50).await;
     emulator.inject(Fault::stall_only(2 * SECOND).only(Operation::Pull));
@@ -206,7 +202,7 @@ async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
     };
     let monitor = consumer.monitor();
     let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::support::ack_now));
+    let run = tokio::spawn(consumer.run(crate::ack_now));
     let drained = tokio::time::timeout(60 * SECOND, async {
         while monitor.snapshot().handled < 50 {
             tokio::time::sleep(STEP).await;
@@ -327,7 +323,7 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
         .expect("valid settings");
     let monitor = consumer.monitor();
     let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::support::ack_now));
+    let run = tokio::spawn(consumer.run(crate::ack_now));
     until("the three handled", || monitor.snapshot().handled == 3).await;
     tokio::time::sleep(10 * SECOND).await;
     stop.cancel();
@@ -379,7 +375,7 @@ async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_w
         .build()
         .expect("valid settings");
     let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::support::ack_now));
+    let run = tokio::spawn(consumer.run(crate::ack_now));
     tokio::time::sleep(20 * SECOND).await;
     stop.cancel();
     let s = run.await.expect("task").expect("no fatal error");
@@ -440,7 +436,7 @@ async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() 
 }
 
 /// The `retries` entries of every ack call, sorted by lease id.
-fn retries_sent(server: &crate::support::Scripted) -> Vec<serde_json::Value> {
+fn retries_sent(server: &cf_queues_testkit::scripted::Scripted) -> Vec<serde_json::Value> {
     let mut entries: Vec<serde_json::Value> = server
         .bodies("ack")
         .iter()
@@ -528,11 +524,7 @@ struct Blocked {
 /// refused for five minutes (429, code 971, `Retry-After` up to 300 s).
 async fn through_a_five_minute_block() -> Blocked {
     let clock = TokioClock::starting_now();
-    let emulator = Emulator::new()
-        .clock(clock)
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator = emulator_with(|e| e.clock(clock)).await;
     let queue = queue(&emulator, "blocked");
     push_texts(&queue, 20).await;
     emulator.set_rate_limits(Some(RateLimitModel::cloudflare().per_credential(
@@ -554,7 +546,7 @@ async fn through_a_five_minute_block() -> Blocked {
     // Another process on the same token that does not pace itself goes
     // over the window, and the API blocks the token for every caller (this
     // consumer's client, which paces by the headers, would not have).
-    let elsewhere = crate::support::one_request_per_call(
+    let elsewhere = cf_queues_testkit::clients::one_request_per_call(
         emulator
             .client_builder()
             .expect("builder")
@@ -685,7 +677,7 @@ mod settings_and_counters {
             .expect("valid settings");
         let monitor = consumer.monitor();
         let stop = consumer.shutdown_token();
-        let run = tokio::spawn(consumer.run(crate::support::ack_now));
+        let run = tokio::spawn(consumer.run(crate::ack_now));
         until("the 10 handled", || monitor.snapshot().handled == 10).await;
         tokio::time::sleep(SECOND).await;
         let started = Instant::now();
@@ -713,7 +705,7 @@ mod settings_and_counters {
             .expect("valid settings");
         let monitor = consumer.monitor();
         let stop = consumer.shutdown_token();
-        let run = tokio::spawn(consumer.run(crate::support::ack_now));
+        let run = tokio::spawn(consumer.run(crate::ack_now));
         let mut most_now = 0;
         eventually("drained", Duration::from_millis(10), 60 * SECOND, || {
             let s = monitor.snapshot();

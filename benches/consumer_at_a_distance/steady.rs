@@ -9,8 +9,8 @@ use cf_queues::consumer::{Consumer, Outcome, Summary};
 use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{EmulatorHandle, Latency, RateLimitModel};
 
-use crate::common::{BATCH, Result, ack_all, pull_options, thousands};
 use crate::count::RateLimited;
+use cf_queues_testkit::bench::{BATCH, Result, ack_all, pull_options, thousands};
 
 /// Tasks pushing at once while a queue is filled: enough to keep the
 /// emulator busy at no latency, few enough not to crowd two cores.
@@ -81,7 +81,7 @@ pub(crate) async fn filled(
 /// and as much burst). The consumer paces itself below 5,000 a second, so
 /// a lower rate is how the 429 accounting is seen working.
 pub(crate) fn at_distance(emulator: &EmulatorHandle, round_trip: Duration, limits: bool) {
-    let rate = crate::common::env_count("CFQ_BENCH_QUEUE_RATE", CLOUDFLARE_RATE)
+    let rate = cf_queues_testkit::bench::env_count("CFQ_BENCH_QUEUE_RATE", CLOUDFLARE_RATE)
         .ok()
         .and_then(|rate| u32::try_from(rate).ok())
         .unwrap_or(CLOUDFLARE_RATE as u32);
@@ -106,7 +106,7 @@ impl Window {
     }
 
     pub(crate) fn rate_limited_percent(&self) -> f64 {
-        crate::common::percent(self.rate_limited, self.requests)
+        cf_queues_testkit::bench::percent(self.rate_limited, self.requests)
     }
 }
 

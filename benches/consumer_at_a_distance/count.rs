@@ -1,6 +1,7 @@
 //! Counting the 429s a client gets, from the client's own events: the
 //! emulator counts the requests it receives but not what it refused, and
-//! `Summary` (before issue 19) counts failed calls, not 429s.
+//! the `Summary` of the consumers it is compared with (the callgrind
+//! parent's) counts failed calls, not 429s.
 //!
 //! Every failed attempt of a call ends in exactly one event of
 //! `cf_queues::call`: "retrying" (its `reason`) or "call failed" (its

@@ -23,8 +23,8 @@ use cf_queues::Client;
 use cf_queues::consumer::{Consumer, Outcome};
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator};
 
-use crate::common::{Result, drain, env_count};
 use crate::steady::fill;
+use cf_queues_testkit::bench::{Result, drain, env_count};
 
 /// The queue the child fills.
 const QUEUE: &str = "callgrind";
@@ -95,7 +95,7 @@ pub(crate) fn measure() -> Result<()> {
                 "callgrind workload {side}: {drained} messages in {seconds:.2} s ({:.0} msg/s)",
                 drained as f64 / seconds
             );
-            Ok::<_, crate::common::BoxError>(())
+            Ok::<_, cf_queues_testkit::bench::BoxError>(())
         })();
         // Closing stdin ends the child; waiting reaps it.
         drop(child.stdin.take());
