@@ -131,14 +131,14 @@ async fn consumers_decodes_the_published_examples_and_odd_shapes() {
     assert_eq!(
         consumers,
         vec![
-            Consumer::HttpPull(example_http_pull_decoded(EXAMPLE_ID)),
+            ConsumerInfo::HttpPull(example_http_pull_decoded(EXAMPLE_ID)),
             example_worker_decoded(),
-            Consumer::HttpPull(odd),
-            Consumer::Other {
+            ConsumerInfo::HttpPull(odd),
+            ConsumerInfo::Other {
                 kind: "r2_bucket".into(),
                 consumer_id: Some("r1".into())
             },
-            Consumer::HttpPull(HttpPullConsumer::default()),
+            ConsumerInfo::HttpPull(HttpPullConsumer::default()),
         ]
     );
     assert_eq!(list.calls_async().await, 1);

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cf_queues::operation::Operation;
-use cf_queues::resources::{Consumer, QueueSettings, WorkerConsumer};
+use cf_queues::resources::{ConsumerInfo, QueueSettings, WorkerConsumer};
 use cf_queues::response::QueueInfo;
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Client, Error, Message, codes};
@@ -170,7 +170,7 @@ fn example_worker() -> Value {
 }
 
 /// [`example_worker`] decoded.
-fn example_worker_decoded() -> Consumer {
+fn example_worker_decoded() -> ConsumerInfo {
     let mut worker = WorkerConsumer::default();
     worker.consumer_id = Some(EXAMPLE_ID.into());
     worker.created_on = Some("2024-03-20T16:09:14.154Z".into());
@@ -182,7 +182,7 @@ fn example_worker_decoded() -> Consumer {
     worker.max_retries = Some(3);
     worker.max_wait_time = Some(Duration::from_millis(5000));
     worker.retry_delay = Some(Duration::from_secs(10));
-    Consumer::Worker(worker)
+    ConsumerInfo::Worker(worker)
 }
 
 /// A queue built from the published examples (`mq_queue`,
@@ -751,15 +751,15 @@ async fn info_reads_odd_shapes_tolerantly() {
         .delivery_delay(Duration::ZERO)
         .message_retention_period(Duration::from_secs(86_400));
     expected.consumers = vec![
-        Consumer::Other {
+        ConsumerInfo::Other {
             kind: "email".into(),
             consumer_id: Some("e1".into()),
         },
-        Consumer::Other {
+        ConsumerInfo::Other {
             kind: String::new(),
             consumer_id: None,
         },
-        Consumer::Worker(worker),
+        ConsumerInfo::Worker(worker),
     ];
     expected.consumers_total_count = 3;
     expected.producers_total_count = 1;

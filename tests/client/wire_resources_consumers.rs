@@ -10,12 +10,12 @@ use cf_queues::resources::HttpPullSettings;
 
 use super::http_pull::{CONSUMER, consumers_mock, consumers_path};
 
-fn worker(script_name: Option<&str>, service: Option<&str>) -> Consumer {
+fn worker(script_name: Option<&str>, service: Option<&str>) -> ConsumerInfo {
     let mut worker = WorkerConsumer::default();
     worker.consumer_id = Some(CONSUMER.into());
     worker.script_name = script_name.map(str::to_owned);
     worker.service = service.map(str::to_owned);
-    Consumer::Worker(worker)
+    ConsumerInfo::Worker(worker)
 }
 
 /// `script` (the live API's, which wrangler's `consumer remove` reads) or

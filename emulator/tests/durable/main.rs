@@ -4,7 +4,8 @@
 
 mod support;
 
-use cf_queues_emulator::{EmulatorConfig, ManualClock, reset_data_dir};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{ManualClock, reset_data_dir};
 use cf_queues_testkit::raw_http::Raw;
 use reqwest::Method;
 use serde_json::json;

@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use cf_queues_emulator::{
-    ConsumerConfig, EMULATOR_ACCOUNT_ID, Emulator, EmulatorConfig, ManualClock, QueueConfig,
-};
+use cf_queues_emulator::config::{ConsumerConfig, EmulatorConfig, QueueConfig};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, ManualClock};
 use reqwest::Method;
 use serde_json::{Value, json};
 
