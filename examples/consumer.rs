@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use cf_queues::Message;
-use cf_queues::consumer::{Consumer, Outcome, RetryDelay};
+use cf_queues::consumer::{Consumer, RetryDelay, Verdict};
 use cf_queues_emulator::Emulator;
 
 #[derive(serde::Deserialize)]
@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("order {} is not ready", order.id).into());
             }
             println!("order {} (attempt {})", order.id, message.attempts);
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Outcome::Ack)
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(Verdict::Ack)
         })
         .await?;
     println!(

@@ -15,7 +15,7 @@ use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::server_clock::rfc3339_unix_ms;
 use crate::resources::settings::shows_applied;
-use crate::resources::{Consumer, QueueSettings};
+use crate::resources::{ConsumerInfo, QueueSettings};
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo, peeked, previewed,
@@ -89,11 +89,11 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             .map(queue_info)
             .is_ok(),
         Operation::ListConsumers => decode::<types::ConsumerListEnvelope>(operation, status, body)
-            .map(|list| list.into_iter().for_each(|c| drop(Consumer::from(c))))
+            .map(|list| list.into_iter().for_each(|c| drop(ConsumerInfo::from(c))))
             .is_ok(),
         Operation::CreateConsumer | Operation::GetConsumer | Operation::UpdateConsumer => {
             decode::<types::ConsumerEnvelope>(operation, status, body)
-                .map(Consumer::from)
+                .map(ConsumerInfo::from)
                 .is_ok()
         }
         Operation::DeleteQueue | Operation::DeleteConsumer => {

@@ -5,7 +5,7 @@ use crate::message::{
     PeekedMessage, PreviewedMessage, PulledMessage, count_u64, known_u32, known_u64,
 };
 use crate::raw::types;
-use crate::resources::{Consumer, QueueSettings};
+use crate::resources::{ConsumerInfo, QueueSettings};
 
 /// Best-effort queue metrics: returned with pushes and pulls, and by
 /// [`Queue::metrics`](crate::Queue::metrics).
@@ -237,7 +237,7 @@ pub struct QueueInfo {
     pub settings: QueueSettings,
     /// The queue's consumer (a queue has at most one), as far as the API
     /// listed it; [`Queue::consumers`](crate::Queue::consumers) asks for it.
-    pub consumers: Vec<Consumer>,
+    pub consumers: Vec<ConsumerInfo>,
     /// How many consumers the queue has: the API's count, or the consumers
     /// listed when it gave none.
     pub consumers_total_count: u32,
@@ -247,11 +247,11 @@ pub struct QueueInfo {
 
 impl From<types::QueueDetails> for QueueInfo {
     fn from(q: types::QueueDetails) -> Self {
-        let consumers: Vec<Consumer> = q
+        let consumers: Vec<ConsumerInfo> = q
             .consumers
             .unwrap_or_default()
             .into_iter()
-            .map(Consumer::from)
+            .map(ConsumerInfo::from)
             .collect();
         let listed = u32::try_from(consumers.len()).unwrap_or(u32::MAX);
         let listed_producers =

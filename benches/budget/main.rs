@@ -23,7 +23,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues::producer::{Producer, ProducerStats};
 use cf_queues::ratelimit::RateLimits;
 use cf_queues::{Client, Message};
@@ -138,7 +138,7 @@ async fn backlogged(limits: RateLimits, windows: u32, consume: bool) -> Result<B
         let monitor = consumer.monitor();
         let stop = consumer.shutdown_token();
         let run = tokio::spawn(
-            consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Outcome::Ack) }),
+            consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Verdict::Ack) }),
         );
         Some((monitor, stop, run))
     } else {

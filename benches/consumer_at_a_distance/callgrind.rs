@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use cf_queues::Client;
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator};
 
 use crate::steady::fill;
@@ -123,7 +123,7 @@ async fn workload(side: &str, client: &Client, messages: usize) -> Result<usize>
         if handled.fetch_add(1, Ordering::Relaxed) + 1 == messages {
             stop.cancel();
         }
-        std::future::ready(Ok::<_, std::convert::Infallible>(Outcome::Ack))
+        std::future::ready(Ok::<_, std::convert::Infallible>(Verdict::Ack))
     }));
     let summary = run.await??;
     if summary.acked != messages as u64 {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use cf_queues::batch::Batch;
-use cf_queues::consumer::{Consumer, Outcome, Summary};
+use cf_queues::consumer::{Consumer, Summary, Verdict};
 use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{EmulatorHandle, Latency, RateLimitModel};
 
@@ -239,6 +239,6 @@ pub(crate) async fn consumer_drain(
 
 pub(crate) async fn no_op(
     _message: cf_queues::PulledMessage,
-) -> std::result::Result<Outcome, std::convert::Infallible> {
-    Ok(Outcome::Ack)
+) -> std::result::Result<Verdict, std::convert::Infallible> {
+    Ok(Verdict::Ack)
 }

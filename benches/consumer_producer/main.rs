@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues::producer::Producer;
 use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle};
@@ -220,7 +220,7 @@ async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<
     let cpu = cpu_seconds();
     let started = Instant::now();
     let run = tokio::spawn(
-        consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Outcome::Ack) }),
+        consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Verdict::Ack) }),
     );
     while monitor.snapshot().acked < messages as u64 {
         if run.is_finished() {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cf_queues::resources::{Consumer, HttpPullConsumer, HttpPullSettings, WorkerConsumer};
+use cf_queues::resources::{ConsumerInfo, HttpPullConsumer, HttpPullSettings, WorkerConsumer};
 use serde::Serialize;
 
 use crate::admin::confirm;
@@ -103,10 +103,10 @@ impl<'a> ConsumerFields<'a> {
         }
     }
 
-    fn of(consumer: &'a Consumer) -> ConsumerFields<'a> {
+    fn of(consumer: &'a ConsumerInfo) -> ConsumerFields<'a> {
         match consumer {
-            Consumer::HttpPull(c) => ConsumerFields::http_pull(c),
-            Consumer::Worker(w) => ConsumerFields::worker(w),
+            ConsumerInfo::HttpPull(c) => ConsumerFields::http_pull(c),
+            ConsumerInfo::Worker(w) => ConsumerFields::worker(w),
             other => ConsumerFields {
                 kind: other.kind(),
                 consumer_id: other.consumer_id(),
@@ -256,12 +256,12 @@ pub async fn info(session: &Session, _args: &ConsumerInfoArgs) -> Result<Code, F
         .await
         .map_err(|e| session.fail(&e))?;
     let consumer = consumers.first();
-    let name = queue_name(session, consumer.and_then(Consumer::as_http_pull));
+    let name = queue_name(session, consumer.and_then(ConsumerInfo::as_http_pull));
     if session.out.json() {
         session.out.json_line(&ConsumerLine {
             queue: session.queue.id(),
             queue_name: name,
-            http_pull: consumer.and_then(Consumer::as_http_pull).is_some(),
+            http_pull: consumer.and_then(ConsumerInfo::as_http_pull).is_some(),
             consumer: consumer.map(ConsumerFields::of),
             action: None,
         })?;
@@ -269,13 +269,13 @@ pub async fn info(session: &Session, _args: &ConsumerInfoArgs) -> Result<Code, F
     }
     let queue = shown(session, name);
     match consumer {
-        Some(Consumer::HttpPull(c)) => {
+        Some(ConsumerInfo::HttpPull(c)) => {
             session
                 .out
                 .line(&format!("queue {queue}: HTTP pull enabled"))?;
             print_http_pull(session, c)?;
         }
-        Some(Consumer::Worker(w)) => {
+        Some(ConsumerInfo::Worker(w)) => {
             let worker = match &w.script_name {
                 Some(script) => format!("the Worker {script:?}"),
                 None => "a Worker".to_owned(),
@@ -329,7 +329,7 @@ pub async fn disable(session: &Session, args: &DisableArgs) -> Result<Code, Fail
         .consumers()
         .await
         .map_err(|e| session.fail(&e))?;
-    let current = consumers.first().and_then(Consumer::as_http_pull);
+    let current = consumers.first().and_then(ConsumerInfo::as_http_pull);
     let name = queue_name(session, current);
     if current.is_none() {
         // Nothing to ask about: nothing would change.
@@ -363,7 +363,7 @@ fn report_disabled(
     session: &Session,
     name: Option<&str>,
     disabled: bool,
-    other: Option<&Consumer>,
+    other: Option<&ConsumerInfo>,
 ) -> Result<Code, Failure> {
     if session.out.json() {
         session.out.json_line(&Disabled {

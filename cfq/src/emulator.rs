@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorConfig, RateLimitModel};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
 
 use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};

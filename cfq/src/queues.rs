@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cf_queues::resources::{Consumer, QueueSettings};
+use cf_queues::resources::{ConsumerInfo, QueueSettings};
 use cf_queues::response::QueueInfo;
 use serde::Serialize;
 
@@ -46,7 +46,7 @@ impl<'a> QueueLine<'a> {
             queue_name: info.queue_name.as_deref(),
             created_on: info.created_on.as_deref(),
             modified_on: info.modified_on.as_deref(),
-            consumer: info.consumers.first().map(Consumer::kind),
+            consumer: info.consumers.first().map(ConsumerInfo::kind),
             settings: SettingsLine {
                 delivery_delay: settings.delivery_delay.map(|d| d.as_secs()),
                 delivery_paused: settings.delivery_paused,
@@ -254,8 +254,8 @@ fn print_queue(out: Output, info: &QueueInfo) -> Result<(), Failure> {
         None => "-",
     };
     let consumer = match info.consumers.first() {
-        Some(Consumer::HttpPull(_)) => "http_pull (HTTP pull enabled)".to_owned(),
-        Some(Consumer::Worker(worker)) => match &worker.script_name {
+        Some(ConsumerInfo::HttpPull(_)) => "http_pull (HTTP pull enabled)".to_owned(),
+        Some(ConsumerInfo::Worker(worker)) => match &worker.script_name {
             Some(script) => format!("worker {script}"),
             None => "worker".to_owned(),
         },

@@ -78,7 +78,7 @@ use super::state::{
 /// The file format is in the [module docs](self).
 ///
 /// ```
-/// use cf_queues_emulator::{ConsumerConfig, EmulatorConfig, QueueConfig};
+/// use cf_queues_emulator::config::{ConsumerConfig, EmulatorConfig, QueueConfig};
 ///
 /// let mut orders = QueueConfig::new("orders");
 /// orders.queue_id = Some("9a7806061c88ada191ed06f989cc3dac".into());

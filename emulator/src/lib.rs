@@ -11,7 +11,7 @@
 //! settings, and one consumer each, whose settings decide delivery. Any
 //! client written for Cloudflare, the official SDKs included, can be
 //! pointed at its base URL. The account can be declared in a file
-//! ([`EmulatorConfig`], `cfq emulator --config FILE`).
+//! ([`config::EmulatorConfig`], `cfq emulator --config FILE`).
 //!
 //! Nothing else offers this locally: Miniflare emulates the Worker
 //! bindings of Queues only, and `wrangler dev` has no pull consumers. So a
@@ -638,7 +638,7 @@
 //! [`Emulator::config`] and [`Emulator::config_file`] declare queues with
 //! their ids, settings and consumers, the round trip and the rate limits,
 //! in the API's field names; the file format, with an example, is in
-//! [`EmulatorConfig`]'s module ([`config`]). The builder's
+//! [`config`], beside [`config::EmulatorConfig`] and its parts. The builder's
 //! [`Emulator::strict_queues`], [`Emulator::max_retries`] and
 //! [`Emulator::dead_letter_queue`] are shorthands on top of it: strict
 //! queues are declared queues whose id is their name, with an HTTP pull
@@ -676,11 +676,6 @@ pub use cf_queues::operation::Operation;
 struct ReadmeDoctests;
 pub use builder::Emulator;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
-pub use config::{
-    BucketConfig, ConfigError, ConsumerConfig, ConsumerSettingsConfig, ConsumerType,
-    EmulatorConfig, LatencyConfig, QueueConfig, QueueSettingsConfig, RateLimitsConfig,
-    WindowConfig,
-};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;

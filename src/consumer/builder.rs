@@ -197,11 +197,11 @@ impl ConsumerBuilder {
     ///
     /// ```no_run
     /// # fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
-    /// use cf_queues::consumer::{Consumer, Outcome};
+    /// use cf_queues::consumer::{Consumer, Verdict};
     /// let consumer = Consumer::builder(queue)
     ///     .on_poison(|message, error| async move {
     ///         eprintln!("dropping undecodable message {}: {error}", message.id);
-    ///         Outcome::Ack
+    ///         Verdict::Ack
     ///     })
     ///     .build()?;
     /// # Ok(()) }
@@ -209,7 +209,7 @@ impl ConsumerBuilder {
     pub fn on_poison<F, Fut>(mut self, callback: F) -> ConsumerBuilder
     where
         F: Fn(PulledMessage, BodyError) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome> + Send + 'static,
+        Fut: Future<Output = Verdict> + Send + 'static,
     {
         let callback = Arc::new(callback);
         self.poison = Some(Arc::new(move |leased: Leased, error: BodyError| {
@@ -246,7 +246,7 @@ impl ConsumerBuilder {
             Arc::new(|leased: Leased, _error: BodyError| {
                 Box::pin(async move {
                     let (_, ticket) = leased.into_parts();
-                    stream::settle_ticket(ticket, Outcome::Retry(None));
+                    stream::settle_ticket(ticket, Verdict::Retry(None));
                 })
             })
         });

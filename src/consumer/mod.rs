@@ -12,7 +12,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use cf_queues::Message;
-//! use cf_queues::consumer::{Consumer, Outcome};
+//! use cf_queues::consumer::{Consumer, Verdict};
 //! # let emulator = cf_queues_emulator::Emulator::new().start().await?;
 //! # let queue = emulator.client()?.queue("orders")?;
 //! queue.push(Message::text("hello")).await?;
@@ -26,7 +26,7 @@
 //!             let text = message.body().text()?.to_owned();
 //!             println!("{text}");
 //!             stop.cancel(); // one message is enough for this example
-//!             Ok::<_, cf_queues::error::BodyError>(Outcome::Ack)
+//!             Ok::<_, cf_queues::error::BodyError>(Verdict::Ack)
 //!         }
 //!     })
 //!     .await?;
@@ -186,7 +186,6 @@ mod error;
 mod flush;
 mod lease_keeper;
 mod lease_table;
-mod outcome;
 mod puller;
 mod retry_delay;
 mod round_trip;
@@ -195,10 +194,15 @@ mod settings;
 mod shared;
 mod stream;
 mod summary;
+mod verdict;
 
 pub use builder::ConsumerBuilder;
 pub use error::ConsumerError;
-pub use outcome::Outcome;
+pub use verdict::Verdict;
+
+/// The handler's verdict under its 0.2 name.
+#[deprecated(since = "0.3.0", note = "renamed Verdict")]
+pub type Outcome = Verdict;
 pub use retry_delay::RetryDelay;
 pub use run::Consumer;
 pub use settings::{

@@ -77,7 +77,7 @@ impl Consumer {
     /// Runs `handler` on each message, concurrently, until the shutdown
     /// token is cancelled; returns what the consumer did.
     ///
-    /// The handler's [`Outcome`] settles the message; an `Err` retries it
+    /// The handler's [`Verdict`] settles the message; an `Err` retries it
     /// with the [`RetryDelay`] for its attempts (and is logged). A handler
     /// that panics retries its message the same way. Handlers run in tasks
     /// of their own, at most [`ConsumerBuilder::max_in_flight`] at once.
@@ -103,7 +103,7 @@ impl Consumer {
     pub async fn run<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(PulledMessage) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Outcome, E>> + Send + 'static,
+        Fut: Future<Output = Result<Verdict, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
     {
         let handler = Arc::new(handler);
@@ -128,19 +128,19 @@ impl Consumer {
     /// Runs `handler` on the messages of each pull together, until the
     /// shutdown token is cancelled; returns what the consumer did.
     ///
-    /// The handler returns one [`Outcome`] per message, in order. Messages
+    /// The handler returns one [`Verdict`] per message, in order. Messages
     /// without an outcome (a shorter list), and all of them after an `Err`
     /// or a panic, are retried with the [`RetryDelay`] for their attempts.
     /// Bodies that cannot be decoded go to the poison callback instead.
     ///
     /// ```no_run
     /// # async fn demo(queue: cf_queues::Queue) -> Result<(), Box<dyn std::error::Error>> {
-    /// use cf_queues::consumer::{Consumer, Outcome};
+    /// use cf_queues::consumer::{Consumer, Verdict};
     /// let summary = Consumer::builder(queue)
     ///     .build()?
     ///     .run_batch(|messages| async move {
     ///         // One insert for the whole pull, say.
-    ///         Ok::<_, std::convert::Infallible>(vec![Outcome::Ack; messages.len()])
+    ///         Ok::<_, std::convert::Infallible>(vec![Verdict::Ack; messages.len()])
     ///     })
     ///     .await?;
     /// # Ok(()) }
@@ -160,7 +160,7 @@ impl Consumer {
     pub async fn run_batch<H, Fut, E>(self, handler: H) -> Result<Summary, ConsumerError>
     where
         H: Fn(Vec<PulledMessage>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<Outcome>, E>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<Verdict>, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
     {
         let handler = Arc::new(handler);
@@ -184,7 +184,7 @@ impl Consumer {
                         }
                         let mut outcomes = outcomes.into_iter();
                         for ticket in tickets {
-                            let outcome = outcomes.next().unwrap_or(Outcome::Retry(None));
+                            let outcome = outcomes.next().unwrap_or(Verdict::Retry(None));
                             stream::settle_ticket(ticket, outcome);
                         }
                     }
@@ -192,7 +192,7 @@ impl Consumer {
                         add(&shared.counters.handler_errors, 1);
                         tracing::warn!(parent: &span, %error, "the batch handler failed; its messages are retried");
                         for ticket in tickets {
-                            stream::settle_ticket(ticket, Outcome::Retry(None));
+                            stream::settle_ticket(ticket, Verdict::Retry(None));
                         }
                     }
                 }
@@ -245,7 +245,7 @@ pub(super) fn joined(
     }
 }
 
-fn finish_one<E: fmt::Display>(ticket: Ticket, result: Result<Outcome, E>, span: &tracing::Span) {
+fn finish_one<E: fmt::Display>(ticket: Ticket, result: Result<Verdict, E>, span: &tracing::Span) {
     let counters = &ticket.shared.counters;
     add(&counters.handled, 1);
     let outcome = match result {
@@ -253,7 +253,7 @@ fn finish_one<E: fmt::Display>(ticket: Ticket, result: Result<Outcome, E>, span:
         Err(error) => {
             add(&counters.handler_errors, 1);
             tracing::warn!(parent: span, %error, "the handler failed; the message is retried");
-            Outcome::Retry(None)
+            Verdict::Retry(None)
         }
     };
     stream::settle_ticket(ticket, outcome);

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::shared::{Action, Ticket};
 use super::summary::Summary;
-use super::{ConsumerError, Outcome};
+use super::{ConsumerError, Verdict};
 use crate::counters::add;
 use crate::error::Result;
 use crate::message::PulledMessage;
@@ -76,21 +76,21 @@ impl Leased {
     /// Returns false, and sends nothing, when the consumer released the
     /// message already at the end of its shutdown grace period.
     pub fn ack(self) -> bool {
-        self.settle(Outcome::Ack)
+        self.settle(Verdict::Ack)
     }
 
     /// Retries the message with the consumer's retry delay for its attempts.
     ///
     /// Returns false as for [`Leased::ack`].
     pub fn retry(self) -> bool {
-        self.settle(Outcome::Retry(None))
+        self.settle(Verdict::Retry(None))
     }
 
     /// Retries the message after `delay` (capped at 24 hours).
     ///
     /// Returns false as for [`Leased::ack`].
     pub fn retry_after(self, delay: Duration) -> bool {
-        self.settle(Outcome::Retry(Some(delay)))
+        self.settle(Verdict::Retry(Some(delay)))
     }
 
     /// Stops extending the lease and lets it expire: the message comes back
@@ -98,11 +98,11 @@ impl Leased {
     ///
     /// Returns false as for [`Leased::ack`].
     pub fn leave(self) -> bool {
-        self.settle(Outcome::Leave)
+        self.settle(Verdict::Leave)
     }
 
     /// Settles the message with `outcome`; returns false as for [`Leased::ack`].
-    pub fn settle(self, outcome: Outcome) -> bool {
+    pub fn settle(self, outcome: Verdict) -> bool {
         let shared = std::sync::Arc::clone(&self.ticket.shared);
         let taken = settle_ticket(self.ticket, outcome);
         if taken {
@@ -145,18 +145,18 @@ impl Leased {
 }
 
 /// Settles a ticket with a handler's outcome; false if it was settled or released already.
-pub(crate) fn settle_ticket(ticket: Ticket, outcome: Outcome) -> bool {
+pub(crate) fn settle_ticket(ticket: Ticket, outcome: Verdict) -> bool {
     match outcome {
-        Outcome::Ack => ticket.settle(Action::Ack),
-        Outcome::Retry(None) => {
+        Verdict::Ack => ticket.settle(Action::Ack),
+        Verdict::Retry(None) => {
             let action = ticket.policy_retry();
             ticket.settle(action)
         }
-        Outcome::Retry(Some(delay)) => {
+        Verdict::Retry(Some(delay)) => {
             let delay = delay.min(ticket.shared.settings.max_delay);
             ticket.settle(Action::Retry(delay))
         }
-        Outcome::Leave => ticket.leave(),
+        Verdict::Leave => ticket.leave(),
     }
 }
 

@@ -36,7 +36,7 @@ pub struct Summary {
     pub retried: u64,
     /// Messages given back at shutdown (retried with no delay).
     pub released: u64,
-    /// Messages left to expire on purpose ([`Outcome::Leave`](super::Outcome::Leave)).
+    /// Messages left to expire on purpose ([`Verdict::Leave`](super::Verdict::Leave)).
     pub left: u64,
     /// Lease extensions the API accepted, one per lease per call.
     pub extended: u64,
@@ -143,7 +143,7 @@ crate::counters::live_counters!(
 ///
 /// ```no_run
 /// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
-/// use cf_queues::consumer::{Consumer, Outcome};
+/// use cf_queues::consumer::{Consumer, Verdict};
 /// let consumer = Consumer::builder(queue).build()?;
 /// let monitor = consumer.monitor();
 /// tokio::spawn(async move {
@@ -153,7 +153,7 @@ crate::counters::live_counters!(
 ///         println!("in flight {}, acked {}, backlog {}", s.in_flight, s.acked, s.backlog);
 ///     }
 /// });
-/// consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Outcome::Ack) }).await.ok();
+/// consumer.run(|_message| async { Ok::<_, std::convert::Infallible>(Verdict::Ack) }).await.ok();
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]

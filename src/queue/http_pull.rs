@@ -5,7 +5,7 @@ use super::{Queue, send};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::resources::{Consumer, HttpPullConsumer, HttpPullSettings};
+use crate::resources::{ConsumerInfo, HttpPullConsumer, HttpPullSettings};
 
 impl Queue {
     /// The queue's consumers (`GET .../consumers`): at most one, a Worker
@@ -19,12 +19,12 @@ impl Queue {
     /// # Cancellation
     ///
     /// Reading changes nothing; dropping the future is safe.
-    pub async fn consumers(&self) -> Result<Vec<Consumer>> {
+    pub async fn consumers(&self) -> Result<Vec<ConsumerInfo>> {
         let consumers = self
             .call(Operation::ListConsumers, 0, self.small_response_cap())
             .run(send!(self, list_consumers))
             .await?;
-        Ok(consumers.into_iter().map(Consumer::from).collect())
+        Ok(consumers.into_iter().map(ConsumerInfo::from).collect())
     }
 
     /// The queue's HTTP pull consumer, with its settings; `None` when HTTP
@@ -39,7 +39,7 @@ impl Queue {
     /// Reading changes nothing; dropping the future is safe.
     pub async fn http_pull(&self) -> Result<Option<HttpPullConsumer>> {
         Ok(self.consumers().await?.into_iter().find_map(|c| match c {
-            Consumer::HttpPull(c) => Some(c),
+            ConsumerInfo::HttpPull(c) => Some(c),
             _ => None,
         }))
     }
@@ -87,7 +87,7 @@ impl Queue {
     pub async fn enable_http_pull(&self, settings: HttpPullSettings) -> Result<HttpPullConsumer> {
         let body = types::ConsumerRequest::from(settings.to_wire(self.client.limits())?);
         let enabled = match self.consumers().await?.into_iter().next() {
-            Some(Consumer::HttpPull(current)) => {
+            Some(ConsumerInfo::HttpPull(current)) => {
                 self.update_http_pull(&current, body, &settings).await?
             }
             Some(other) => return Err(self.other_consumer(&other)),
@@ -191,9 +191,9 @@ impl Queue {
         Ok(updated)
     }
 
-    fn other_consumer(&self, other: &Consumer) -> Error {
+    fn other_consumer(&self, other: &ConsumerInfo) -> Error {
         let consumer = match other {
-            Consumer::Worker(worker) => match (&worker.script_name, &worker.service) {
+            ConsumerInfo::Worker(worker) => match (&worker.script_name, &worker.service) {
                 (Some(script), _) => format!("the Worker {script:?}"),
                 (None, Some(service)) => format!("the Worker service {service:?}"),
                 (None, None) => "a Worker".to_owned(),
@@ -229,8 +229,8 @@ fn consumer_id(consumer: &HttpPullConsumer) -> Result<&str> {
 fn as_written(answer: types::QueueConsumer, asked: &HttpPullSettings) -> HttpPullConsumer {
     let given = answer.settings.clone().unwrap_or_default();
     let dead_letter_given = answer.dead_letter_queue.is_some();
-    let mut consumer = match Consumer::from(answer) {
-        Consumer::HttpPull(c) => c,
+    let mut consumer = match ConsumerInfo::from(answer) {
+        ConsumerInfo::HttpPull(c) => c,
         other => HttpPullConsumer {
             consumer_id: other.consumer_id().map(str::to_owned),
             ..HttpPullConsumer::default()

@@ -1,4 +1,4 @@
-//! [`Consumer`]: a queue's consumer as the API describes it, read
+//! [`ConsumerInfo`]: a queue's consumer as the API describes it, read
 //! tolerantly: an unknown kind or a missing field never fails a call.
 
 use std::time::Duration;
@@ -11,7 +11,7 @@ use crate::raw::types;
 /// crate does not know. A queue has at most one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Consumer {
+pub enum ConsumerInfo {
     /// The queue's messages are pulled over HTTP (`type: "http_pull"`).
     HttpPull(HttpPullConsumer),
     /// A Worker consumes the queue (`type: "worker"`): HTTP pull is off, and
@@ -26,29 +26,29 @@ pub enum Consumer {
     },
 }
 
-impl Consumer {
+impl ConsumerInfo {
     /// The consumer's id, if the API gave one.
     pub fn consumer_id(&self) -> Option<&str> {
         match self {
-            Consumer::HttpPull(c) => c.consumer_id.as_deref(),
-            Consumer::Worker(c) => c.consumer_id.as_deref(),
-            Consumer::Other { consumer_id, .. } => consumer_id.as_deref(),
+            ConsumerInfo::HttpPull(c) => c.consumer_id.as_deref(),
+            ConsumerInfo::Worker(c) => c.consumer_id.as_deref(),
+            ConsumerInfo::Other { consumer_id, .. } => consumer_id.as_deref(),
         }
     }
 
     /// The consumer's kind as the API names it: `http_pull`, `worker`, ...
     pub fn kind(&self) -> &str {
         match self {
-            Consumer::HttpPull(_) => "http_pull",
-            Consumer::Worker(_) => "worker",
-            Consumer::Other { kind, .. } => kind,
+            ConsumerInfo::HttpPull(_) => "http_pull",
+            ConsumerInfo::Worker(_) => "worker",
+            ConsumerInfo::Other { kind, .. } => kind,
         }
     }
 
     /// The HTTP pull consumer, if this is one.
     pub fn as_http_pull(&self) -> Option<&HttpPullConsumer> {
         match self {
-            Consumer::HttpPull(c) => Some(c),
+            ConsumerInfo::HttpPull(c) => Some(c),
             _ => None,
         }
     }
@@ -101,13 +101,13 @@ pub struct WorkerConsumer {
     pub max_wait_time: Option<Duration>,
 }
 
-impl From<types::QueueConsumer> for Consumer {
+impl From<types::QueueConsumer> for ConsumerInfo {
     fn from(c: types::QueueConsumer) -> Self {
         let settings = c.settings.unwrap_or_default();
         let consumer_id = c.consumer_id.filter(|id| !id.is_empty());
         let dead_letter_queue = c.dead_letter_queue.filter(|name| !name.is_empty());
         match c.type_.as_deref() {
-            Some("http_pull") => Consumer::HttpPull(HttpPullConsumer {
+            Some("http_pull") => ConsumerInfo::HttpPull(HttpPullConsumer {
                 consumer_id,
                 queue_name: c.queue_name,
                 created_on: c.created_on,
@@ -119,7 +119,7 @@ impl From<types::QueueConsumer> for Consumer {
                     dead_letter_queue,
                 },
             }),
-            Some("worker") => Consumer::Worker(WorkerConsumer {
+            Some("worker") => ConsumerInfo::Worker(WorkerConsumer {
                 consumer_id,
                 queue_name: c.queue_name,
                 created_on: c.created_on,
@@ -135,7 +135,7 @@ impl From<types::QueueConsumer> for Consumer {
                 max_concurrency: known_u32(settings.max_concurrency),
                 max_wait_time: millis(settings.max_wait_time_ms),
             }),
-            other => Consumer::Other {
+            other => ConsumerInfo::Other {
                 kind: other.unwrap_or_default().to_owned(),
                 consumer_id,
             },

@@ -41,7 +41,7 @@ pub use recent::PROPAGATION_WINDOW;
 pub(crate) use recent::RecentlyEnabled;
 pub(crate) use server_clock::ServerClock;
 
-pub use consumer::{Consumer, HttpPullConsumer, WorkerConsumer};
+pub use consumer::{ConsumerInfo, HttpPullConsumer, WorkerConsumer};
 pub use settings::{
     HttpPullSettings, MAX_RETENTION, MAX_RETRIES_LIMIT, MIN_RETENTION, QueueSettings,
 };

@@ -104,7 +104,25 @@ pub async fn call_with(
             .header("content-type", "application/json")
             .body(body.to_string());
     }
-    let response = request.send().await.expect("request completes");
+    answer(request.send().await.expect("request completes")).await
+}
+
+/// A POST of `body` as it is, JSON or not, to `path` with the emulator's
+/// token and a JSON content type: for what the client refuses to send.
+pub async fn post_text(handle: &EmulatorHandle, path: &str, body: String) -> Answer {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", handle.base_url()))
+        .bearer_auth(handle.token().unwrap_or_default())
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("request completes");
+    answer(response).await
+}
+
+/// The status, headers and body of `response`.
+async fn answer(response: reqwest::Response) -> Answer {
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let text = response.text().await.expect("body");
@@ -209,4 +227,112 @@ pub async fn enable_http_pull(handle: &EmulatorHandle, id: &str, consumer: Value
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Body, lease id and attempts of each message a pull answered (`answer`
+/// is the whole envelope).
+pub fn leased(answer: &Value) -> Vec<(String, String, u64)> {
+    answer["result"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            (
+                m["body"].as_str().unwrap_or_default().to_owned(),
+                m["lease_id"].as_str().unwrap_or_default().to_owned(),
+                m["attempts"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// A raw client of one emulator that outlives no handle of it: it keeps
+/// the base URL and token, for a test that stops and starts the emulator
+/// on its data directory. Paths are under the emulator's account.
+pub struct Raw {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for Raw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token stays out of test output.
+        f.debug_struct("Raw")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Raw {
+    /// A client of `handle`'s emulator.
+    pub fn new(handle: &EmulatorHandle) -> Raw {
+        Raw {
+            base: format!("{}/accounts/{EMULATOR_ACCOUNT_ID}", handle.base_url()),
+            token: handle.token().unwrap_or_default().to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// `method` on `path` under the account, with `body` as JSON unless it
+    /// is null: the status and the JSON answer (null when it is not JSON).
+    pub async fn call(&self, method: Method, path: &str, body: Value) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if !body.is_null() {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request sent");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `POST` of `body` to `path` under the account.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(Method::POST, path, body).await
+    }
+
+    /// Pushes text bodies to `queue` in one batch; the status.
+    pub async fn push(&self, queue: &str, bodies: &[String]) -> u16 {
+        let messages: Vec<Value> = bodies
+            .iter()
+            .map(|b| json!({"body": b, "content_type": "text"}))
+            .collect();
+        let path = format!("/queues/{queue}/messages/batch");
+        self.post(&path, json!({ "messages": messages })).await.0
+    }
+
+    /// Pulls up to `n` messages from `queue` for `visibility_ms`, checking
+    /// the status: body, lease id and attempts of each.
+    pub async fn pull(
+        &self,
+        queue: &str,
+        n: u32,
+        visibility_ms: u64,
+    ) -> Vec<(String, String, u64)> {
+        let path = format!("/queues/{queue}/messages/pull");
+        let body = json!({"batch_size": n, "visibility_timeout_ms": visibility_ms});
+        let (status, answer) = self.post(&path, body).await;
+        assert_eq!(status, 200, "{answer}");
+        leased(&answer)
+    }
+
+    /// Acks these lease ids on `queue`: the status and the `ackCount`.
+    pub async fn ack(&self, queue: &str, leases: &[String]) -> (u16, u64) {
+        let acks: Vec<Value> = leases.iter().map(|l| json!({"lease_id": l})).collect();
+        let path = format!("/queues/{queue}/messages/ack");
+        let (status, answer) = self.post(&path, json!({"acks": acks, "retries": []})).await;
+        (status, answer["result"]["ackCount"].as_u64().unwrap_or(0))
+    }
+
+    /// The backlog of `queue` by its metrics (`u64::MAX` when unreadable).
+    pub async fn backlog(&self, queue: &str) -> u64 {
+        let path = format!("/queues/{queue}/metrics");
+        let (_, answer) = self.call(Method::GET, &path, Value::Null).await;
+        answer["result"]["backlog_count"]
+            .as_u64()
+            .unwrap_or(u64::MAX)
+    }
 }

@@ -34,7 +34,7 @@ pub enum Step {
     /// Answer with this status and JSON body, then close.
     Respond(u16, Value),
     /// Answer with this status, these extra headers and JSON body, then close.
-    RespondWith(u16, Vec<(&'static str, &'static str)>, Value),
+    RespondWith(u16, Vec<(&'static str, String)>, Value),
     /// Close without answering: the answer is lost after the request was sent.
     HangUp,
     /// Hold the connection this long without answering, then close.
@@ -291,7 +291,7 @@ fn read_request(stream: &mut TcpStream) -> Option<Request> {
     }
 }
 
-fn respond(stream: &mut TcpStream, status: u16, headers: &[(&str, &str)], body: &Value) {
+fn respond(stream: &mut TcpStream, status: u16, headers: &[(&str, String)], body: &Value) {
     let reason = axum::http::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())

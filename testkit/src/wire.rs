@@ -119,7 +119,8 @@ impl Auth {
         match self {
             Auth::Token => when
                 .header("authorization", format!("Bearer {TOKEN}"))
-                .header_missing("x-auth-key"),
+                .header_missing("x-auth-key")
+                .header_missing("x-auth-email"),
             Auth::GlobalKey => when
                 .header("x-auth-email", EMAIL)
                 .header("x-auth-key", KEY)

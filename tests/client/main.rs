@@ -13,10 +13,3 @@ mod schema;
 mod wire_leases_and_queue;
 mod wire_messages;
 mod wire_resources;
-
-/// The kit under the name `wire_resources.rs` and its `#[path]` modules
-/// still import it by, until they import the kit themselves.
-mod support {
-    pub use cf_queues_testkit::clients::quick;
-    pub use cf_queues_testkit::wire::{ACCOUNT, QUEUE, TOKEN, path, rfc3339, shifted, success};
-}

@@ -127,7 +127,7 @@ async fn x_should_retry_false_stops_retries() {
     let server = Scripted::steps(vec![
         Step::RespondWith(
             503,
-            vec![("x-should-retry", "false")],
+            vec![("x-should-retry", "false".into())],
             json!({"success": false, "errors": []}),
         ),
         Step::Respond(200, pulled_nothing()),
@@ -325,7 +325,7 @@ async fn x_should_retry_true_does_not_duplicate_a_push() {
     let server = Scripted::steps(vec![
         Step::RespondWith(
             503,
-            vec![("x-should-retry", "true")],
+            vec![("x-should-retry", "true".into())],
             json!({"success": false, "errors": []}),
         ),
         Step::Respond(200, pulled_nothing()),

@@ -71,7 +71,7 @@ fn example_request() -> Value {
 pub(super) async fn consumers_mock(server: &MockServer, consumers: Value) -> Mock<'_> {
     server
         .mock_async(|when, then| {
-            authenticated(when.method(GET).path(consumers_path()), Auth::Token);
+            Auth::Token.authenticated(when.method(GET).path(consumers_path()));
             then.status(200).json_body(success(consumers));
         })
         .await
@@ -105,7 +105,7 @@ async fn consumers_decodes_the_published_examples_and_odd_shapes() {
     let server = MockServer::start_async().await;
     let list = server
         .mock_async(|when, then| {
-            authenticated(when.method(GET).path(consumers_path()), Auth::GlobalKey);
+            Auth::GlobalKey.authenticated(when.method(GET).path(consumers_path()));
             then.status(200).json_body(success(json!([
                 example_http_pull(EXAMPLE_ID),
                 example_worker(),
@@ -131,14 +131,14 @@ async fn consumers_decodes_the_published_examples_and_odd_shapes() {
     assert_eq!(
         consumers,
         vec![
-            Consumer::HttpPull(example_http_pull_decoded(EXAMPLE_ID)),
+            ConsumerInfo::HttpPull(example_http_pull_decoded(EXAMPLE_ID)),
             example_worker_decoded(),
-            Consumer::HttpPull(odd),
-            Consumer::Other {
+            ConsumerInfo::HttpPull(odd),
+            ConsumerInfo::Other {
                 kind: "r2_bucket".into(),
                 consumer_id: Some("r1".into())
             },
-            Consumer::HttpPull(HttpPullConsumer::default()),
+            ConsumerInfo::HttpPull(HttpPullConsumer::default()),
         ]
     );
     assert_eq!(list.calls_async().await, 1);
@@ -178,13 +178,13 @@ async fn enable_http_pull_creates_the_consumer() {
         let server = MockServer::start_async().await;
         let list = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(consumers_path()), auth);
+                auth.authenticated(when.method(GET).path(consumers_path()));
                 then.status(200).json_body(success(json!([])));
             })
             .await;
         let create = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(consumers_path()), auth)
+                auth.authenticated(when.method(POST).path(consumers_path()))
                     .header("content-type", "application/json")
                     .json_body(json!({
                         "type": "http_pull",
@@ -337,14 +337,14 @@ async fn enable_http_pull_updates_an_existing_consumer() {
         let server = MockServer::start_async().await;
         let list = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(consumers_path()), auth);
+                auth.authenticated(when.method(GET).path(consumers_path()));
                 then.status(200)
                     .json_body(success(json!([example_http_pull(CONSUMER)])));
             })
             .await;
         let update = server
             .mock_async(|when, then| {
-                authenticated(when.method(PUT).path(consumer_path(CONSUMER)), auth)
+                auth.authenticated(when.method(PUT).path(consumer_path(CONSUMER)))
                     .header("content-type", "application/json")
                     .json_body(json!({
                         "type": "http_pull",
@@ -581,10 +581,7 @@ async fn disable_http_pull_deletes_the_consumer() {
         let list = consumers_mock(&server, json!([example_http_pull(CONSUMER)])).await;
         let delete = server
             .mock_async(|when, then| {
-                authenticated(
-                    when.method(DELETE).path(consumer_path(CONSUMER)),
-                    Auth::Token,
-                );
+                Auth::Token.authenticated(when.method(DELETE).path(consumer_path(CONSUMER)));
                 then.status(200).json_body(answer.clone());
             })
             .await;

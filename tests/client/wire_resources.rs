@@ -11,15 +11,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cf_queues::operation::Operation;
-use cf_queues::resources::{Consumer, QueueSettings, WorkerConsumer};
+use cf_queues::resources::{ConsumerInfo, QueueSettings, WorkerConsumer};
 use cf_queues::response::QueueInfo;
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Client, Error, Message, codes};
+use cf_queues_testkit::clients::{quick, without_timers};
+use cf_queues_testkit::wire::{
+    ACCOUNT, Auth, BOTH, QUEUE, failure, path, rfc3339, shifted, success,
+};
 use httpmock::Method::{DELETE, GET, PATCH, POST};
 use httpmock::{HttpMockRequest, HttpMockResponse, Mock, MockServer, When};
 use serde_json::{Value, json};
-
-use crate::support::{ACCOUNT, QUEUE, TOKEN, path, quick, success};
 
 #[path = "wire_resources_consumers.rs"]
 mod consumers;
@@ -32,36 +34,19 @@ mod http_pull;
 #[path = "wire_pull_window.rs"]
 mod pull_window;
 
-const EMAIL: &str = "user@example.com";
-const KEY: &str = "144c9defac04969c7bfad8efaa8ea194";
 /// The published example of an identifier (`mq_identifier`), which the
 /// description also gives consumers.
 const EXAMPLE_ID: &str = "023e105f4ecef8ad9ca31a8372d0c353";
 /// The published example of a queue name (`mq_queue-name`).
 const NAME: &str = "example-queue";
 
-/// The two auth schemes: a token, and the legacy e-mail with global key.
-#[derive(Clone, Copy, Debug)]
-enum Auth {
-    Token,
-    GlobalKey,
-}
-
-const BOTH: [Auth; 2] = [Auth::Token, Auth::GlobalKey];
-
 /// A client on `server` with the scheme `auth` and fast retries, so that a
 /// call that should not be repeated would be (and show in a hit count).
 fn client(server: &MockServer, auth: Auth) -> Client {
-    let builder = Client::builder()
-        .account_id(ACCOUNT)
-        .base_url(server.base_url())
-        .retry(quick());
-    match auth {
-        Auth::Token => builder.api_token(TOKEN),
-        Auth::GlobalKey => builder.global_api_key(EMAIL, KEY),
-    }
-    .build()
-    .expect("valid test configuration")
+    auth.builder(&server.base_url())
+        .retry(quick())
+        .build()
+        .expect("valid test configuration")
 }
 
 fn queue(server: &MockServer, auth: Auth) -> cf_queues::Queue {
@@ -73,31 +58,10 @@ fn queue(server: &MockServer, auth: Auth) -> cf_queues::Queue {
 /// A client for paused time: no timers of its own (timeouts, pool reaping)
 /// that the paused clock would jump to while a request is on the wire.
 fn paused_client(server: &MockServer, retry: RetryPolicy) -> Client {
-    Client::builder()
-        .account_id(ACCOUNT)
-        .api_token(TOKEN)
-        .base_url(server.base_url())
-        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
+    without_timers(Auth::Token.builder(&server.base_url()))
         .retry(retry)
         .build()
         .expect("valid test configuration")
-}
-
-/// The headers every request carries, for the scheme in use.
-fn authenticated(when: When, auth: Auth) -> When {
-    let when = when
-        .header_missing("api-version")
-        .header("accept", "application/json");
-    match auth {
-        Auth::Token => when
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .header_missing("x-auth-key")
-            .header_missing("x-auth-email"),
-        Auth::GlobalKey => when
-            .header("x-auth-email", EMAIL)
-            .header("x-auth-key", KEY)
-            .header_missing("authorization"),
-    }
 }
 
 /// Exactly these query parameters, in any order, and no others.
@@ -124,7 +88,7 @@ async fn list_mock<'a>(server: &'a MockServer, query: &[(&str, &str)], answer: V
     server
         .mock_async(|when, then| {
             exact_query(
-                authenticated(when.method(GET).path(queues_path()), Auth::Token),
+                Auth::Token.authenticated(when.method(GET).path(queues_path())),
                 query,
             );
             then.status(200).json_body(answer);
@@ -164,16 +128,6 @@ fn invalid_field(error: &Error) -> Result<&str, String> {
         Error::InvalidInput { field, .. } => Ok(field),
         other => Err(format!("{other:?}")),
     }
-}
-
-/// Cloudflare's failure envelope with one error.
-fn failure(code: u32, message: &str) -> Value {
-    json!({
-        "success": false,
-        "errors": [{"code": code, "message": message}],
-        "messages": [],
-        "result": null
-    })
 }
 
 /// A response that answers `first` to the first `n` requests and `then`
@@ -216,7 +170,7 @@ fn example_worker() -> Value {
 }
 
 /// [`example_worker`] decoded.
-fn example_worker_decoded() -> Consumer {
+fn example_worker_decoded() -> ConsumerInfo {
     let mut worker = WorkerConsumer::default();
     worker.consumer_id = Some(EXAMPLE_ID.into());
     worker.created_on = Some("2024-03-20T16:09:14.154Z".into());
@@ -228,7 +182,7 @@ fn example_worker_decoded() -> Consumer {
     worker.max_retries = Some(3);
     worker.max_wait_time = Some(Duration::from_millis(5000));
     worker.retry_delay = Some(Duration::from_secs(10));
-    Consumer::Worker(worker)
+    ConsumerInfo::Worker(worker)
 }
 
 /// A queue built from the published examples (`mq_queue`,
@@ -309,7 +263,7 @@ async fn queue_by_name_honoured_filter_takes_one_request() {
         let first = server
             .mock_async(|when, then| {
                 exact_query(
-                    authenticated(when.method(GET).path(queues_path()), auth),
+                    auth.authenticated(when.method(GET).path(queues_path())),
                     &[("page", "1"), ("name", NAME)],
                 );
                 then.status(200).json_body(answer);
@@ -541,7 +495,7 @@ async fn create_queue_posts_the_name() {
         let server = MockServer::start_async().await;
         let create = server
             .mock_async(|when, then| {
-                authenticated(when.method(POST).path(queues_path()), auth)
+                auth.authenticated(when.method(POST).path(queues_path()))
                     .header("content-type", "application/json")
                     .query_param_missing("page")
                     .json_body(json!({"queue_name": NAME}));
@@ -615,7 +569,7 @@ async fn a_lost_create_answer_is_looked_up_not_repeated() {
         .await;
     // Created by the create: after it was sent.
     let mut found = example_queue();
-    found["created_on"] = json!(crate::support::rfc3339(std::time::SystemTime::now()));
+    found["created_on"] = json!(rfc3339(std::time::SystemTime::now()));
     let lookup = list_mock(
         &server,
         &[("page", "1"), ("name", NAME)],
@@ -751,7 +705,7 @@ async fn info_decodes_the_published_example() {
         let server = MockServer::start_async().await;
         let get = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(path("")), auth);
+                auth.authenticated(when.method(GET).path(path("")));
                 then.status(200).json_body(success(example_queue()));
             })
             .await;
@@ -797,15 +751,15 @@ async fn info_reads_odd_shapes_tolerantly() {
         .delivery_delay(Duration::ZERO)
         .message_retention_period(Duration::from_secs(86_400));
     expected.consumers = vec![
-        Consumer::Other {
+        ConsumerInfo::Other {
             kind: "email".into(),
             consumer_id: Some("e1".into()),
         },
-        Consumer::Other {
+        ConsumerInfo::Other {
             kind: String::new(),
             consumer_id: None,
         },
-        Consumer::Worker(worker),
+        ConsumerInfo::Worker(worker),
     ];
     expected.consumers_total_count = 3;
     expected.producers_total_count = 1;
@@ -867,7 +821,8 @@ async fn edit_sends_only_the_given_settings_in_whole_seconds() {
         let server = MockServer::start_async().await;
         let patch = server
             .mock_async(|when, then| {
-                authenticated(when.method(PATCH).path(path("")), Auth::Token)
+                Auth::Token
+                    .authenticated(when.method(PATCH).path(path("")))
                     .header("content-type", "application/json")
                     .json_body(body.clone());
                 then.status(200).json_body(success(example_queue()));

@@ -10,12 +10,12 @@ use cf_queues::resources::HttpPullSettings;
 
 use super::http_pull::{CONSUMER, consumers_mock, consumers_path};
 
-fn worker(script_name: Option<&str>, service: Option<&str>) -> Consumer {
+fn worker(script_name: Option<&str>, service: Option<&str>) -> ConsumerInfo {
     let mut worker = WorkerConsumer::default();
     worker.consumer_id = Some(CONSUMER.into());
     worker.script_name = script_name.map(str::to_owned);
     worker.service = service.map(str::to_owned);
-    Consumer::Worker(worker)
+    ConsumerInfo::Worker(worker)
 }
 
 /// `script` (the live API's, which wrangler's `consumer remove` reads) or
@@ -52,7 +52,7 @@ async fn worker_consumers_are_read_by_script_or_script_name_and_service() {
         let list = consumers_mock(&server, json!([listed.clone()])).await;
         let read = server
             .mock_async(|when, then| {
-                authenticated(when.method(GET).path(path("")), Auth::Token);
+                Auth::Token.authenticated(when.method(GET).path(path("")));
                 then.status(200).json_body(success(json!({
                     "queue_id": QUEUE, "queue_name": NAME, "consumers": [listed.clone()]
                 })));
@@ -151,7 +151,8 @@ async fn a_dead_letter_queue_of_63_characters_is_sent() {
     let _list = consumers_mock(&server, json!([])).await;
     let create = server
         .mock_async(|when, then| {
-            authenticated(when.method(POST).path(consumers_path()), Auth::Token)
+            Auth::Token
+                .authenticated(when.method(POST).path(consumers_path()))
                 .json_body(json!({"type": "http_pull", "dead_letter_queue": name}));
             then.status(200).json_body(success(json!({
                 "type": "http_pull", "consumer_id": CONSUMER, "dead_letter_queue": name

@@ -9,8 +9,6 @@ use super::*;
 
 use std::time::SystemTime;
 
-use crate::support::{rfc3339, shifted};
-
 /// The settings of the facts sheet's `wrangler queues create orders
 /// --delivery-delay-secs 2 --message-retention-period-secs 3600`.
 fn wrangler_settings() -> QueueSettings {
@@ -67,7 +65,8 @@ async fn create_mock(
 ) -> Mock<'_> {
     server
         .mock_async(|when, then| {
-            authenticated(when.method(POST).path(queues_path()), Auth::Token)
+            Auth::Token
+                .authenticated(when.method(POST).path(queues_path()))
                 .header("content-type", "application/json")
                 .json_body(body);
             then.status(status)
@@ -82,7 +81,7 @@ async fn lookup_mock(server: &MockServer, queues: Value, date: SystemTime) -> Mo
     server
         .mock_async(|when, then| {
             exact_query(
-                authenticated(when.method(GET).path(queues_path()), Auth::Token),
+                Auth::Token.authenticated(when.method(GET).path(queues_path())),
                 &[("page", "1"), ("name", NAME)],
             );
             then.status(200)
@@ -96,7 +95,9 @@ async fn lookup_mock(server: &MockServer, queues: Value, date: SystemTime) -> Mo
 async fn edit_mock(server: &MockServer, body: Value) -> Mock<'_> {
     server
         .mock_async(|when, then| {
-            authenticated(when.method(PATCH).path(path("")), Auth::Token).json_body(body);
+            Auth::Token
+                .authenticated(when.method(PATCH).path(path("")))
+                .json_body(body);
             then.status(200).json_body(success(created_queue(
                 Some(json!({"delivery_delay": 2, "message_retention_period": 3600})),
                 "2024-03-20T16:09:14.154Z",

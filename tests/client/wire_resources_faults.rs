@@ -2,6 +2,8 @@
 //! answers over a cut or stalled connection, and the codes seen on the live
 //! API. A submodule of `wire_resources`, whose helpers it shares.
 
+use cf_queues_testkit::scripted::{Scripted, Step};
+
 use super::*;
 
 /// The live API answers a deletion with `result: null`; an answer without
@@ -16,7 +18,7 @@ async fn delete_queue_sends_delete_and_reads_any_result() {
         let server = MockServer::start_async().await;
         let delete = server
             .mock_async(|when, then| {
-                authenticated(when.method(DELETE).path(path("")), Auth::Token);
+                Auth::Token.authenticated(when.method(DELETE).path(path("")));
                 then.status(200).json_body(answer.clone());
             })
             .await;
@@ -42,7 +44,7 @@ async fn a_lost_delete_answer_and_the_queue_gone_is_ok() {
     .await;
     let get = server
         .mock_async(|when, then| {
-            authenticated(when.method(GET).path(path("")), Auth::Token);
+            Auth::Token.authenticated(when.method(GET).path(path("")));
             then.status(404)
                 .json_body(failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"));
         })
@@ -190,123 +192,10 @@ async fn a_short_exhaustion_makes_the_next_management_call_wait() {
 // Lost answers over a scripted connection (reset, timeout)
 // ---------------------------------------------------------------------------
 
-/// What a scripted connection does with the one request it reads.
-enum Step {
-    /// Answer with this status and JSON body, then close.
-    Respond(u16, Value),
-    /// Answer as `Respond`, with a `Date` header of this time (the
-    /// server's clock).
-    RespondDated(u16, Value, std::time::SystemTime),
-    /// Close without answering: the answer is lost after the request was sent.
-    HangUp,
-    /// Hold the connection this long without answering, then close.
-    Stall(Duration),
-}
-
-/// A TCP server that plays one step per connection, in order, and records
-/// each request's first line (`"POST /accounts/.../queues"`).
-struct Scripted {
-    base_url: String,
-    lines: Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Scripted {
-    fn start(steps: Vec<Step>) -> Scripted {
-        use std::io::Write as _;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("address"));
-        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for step in steps {
-                let Ok((mut stream, _)) = listener.accept() else {
-                    return;
-                };
-                let line = read_request_line(&mut stream);
-                seen.lock().expect("not poisoned").push(line);
-                let respond = |stream: &mut std::net::TcpStream, status, body: Value, date| {
-                    let body = body.to_string();
-                    let date = match date {
-                        Some(date) => format!("date: {}\r\n", httpdate::fmt_http_date(date)),
-                        None => String::new(),
-                    };
-                    let response = format!(
-                        "HTTP/1.1 {status} Scripted\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{date}connection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = stream.write_all(response.as_bytes());
-                };
-                match step {
-                    Step::Respond(status, body) => respond(&mut stream, status, body, None),
-                    Step::RespondDated(status, body, date) => {
-                        respond(&mut stream, status, body, Some(date));
-                    }
-                    Step::HangUp => {}
-                    // Held on a thread of its own, so that the next
-                    // connection is served meanwhile.
-                    Step::Stall(hold) => {
-                        std::thread::spawn(move || {
-                            std::thread::sleep(hold);
-                            drop(stream);
-                        });
-                    }
-                }
-            }
-        });
-        Scripted { base_url, lines }
-    }
-
-    /// A client on this server with fast retries and an attempt timeout of 1 s.
-    fn client(&self) -> Client {
-        Client::builder()
-            .api_token(TOKEN)
-            .account_id(ACCOUNT)
-            .base_url(&self.base_url)
-            .retry(quick())
-            .timeout(Duration::from_secs(1))
-            .build()
-            .expect("valid test configuration")
-    }
-
-    fn lines(&self) -> Vec<String> {
-        self.lines.lock().expect("not poisoned").clone()
-    }
-}
-
-/// Reads one request (head, then `content-length` bytes of body) and
-/// returns its method and target.
-fn read_request_line(stream: &mut std::net::TcpStream) -> String {
-    use std::io::Read as _;
-    let mut data = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = stream.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        data.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&data).to_lowercase();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if data.len() >= end + 4 + length {
-                break;
-            }
-        }
-    }
-    let text = String::from_utf8_lossy(&data);
-    let first = text.lines().next().unwrap_or_default();
-    first.trim_end_matches(" HTTP/1.1").to_owned()
-}
-
 /// A list page holding the queue [`NAME`], created at `created_on`.
 fn created_page(created_on: std::time::SystemTime) -> Value {
     let mut page = list_page(&[(NAME, QUEUE)], None);
-    page["result"][0]["created_on"] = json!(crate::support::rfc3339(created_on));
+    page["result"][0]["created_on"] = json!(rfc3339(created_on));
     page
 }
 
@@ -318,13 +207,13 @@ fn created_page(created_on: std::time::SystemTime) -> Value {
 #[tokio::test]
 async fn a_create_whose_connection_breaks_is_looked_up_not_repeated() {
     for skew in [0_i64, 3_600, -3_600] {
-        let server_now = crate::support::shifted(skew);
-        let server = Scripted::start(vec![
+        let server_now = shifted(skew);
+        let server = Scripted::steps(vec![
             Step::HangUp,
-            Step::RespondDated(
+            Step::RespondWith(
                 200,
+                vec![("date", httpdate::fmt_http_date(server_now))],
                 created_page(server_now + Duration::from_millis(100)),
-                server_now,
             ),
         ]);
         let queue = server.client().create_queue(NAME).await;
@@ -356,14 +245,18 @@ async fn a_create_whose_connection_breaks_and_an_older_queue_is_the_first_error(
         (3_600, 3_600, true),
         (0, -1, false),
     ] {
-        let server_now = crate::support::shifted(skew);
-        let page = created_page(crate::support::shifted(skew - earlier));
+        let server_now = shifted(skew);
+        let page = created_page(shifted(skew - earlier));
         let lookup = if dated {
-            Step::RespondDated(200, page, server_now)
+            Step::RespondWith(
+                200,
+                vec![("date", httpdate::fmt_http_date(server_now))],
+                page,
+            )
         } else {
             Step::Respond(200, page)
         };
-        let server = Scripted::start(vec![Step::HangUp, lookup]);
+        let server = Scripted::steps(vec![Step::HangUp, lookup]);
         let error = server
             .client()
             .create_queue(NAME)
@@ -383,7 +276,7 @@ async fn a_create_whose_connection_breaks_and_an_older_queue_is_the_first_error(
 /// the timeout is the error, and says the create may have landed.
 #[tokio::test]
 async fn a_create_timed_out_and_not_found_is_the_timeout() {
-    let server = Scripted::start(vec![
+    let server = Scripted::steps(vec![
         Step::Stall(Duration::from_secs(3)),
         Step::Respond(200, list_page(&[], None)),
     ]);
@@ -407,7 +300,7 @@ async fn a_create_timed_out_and_not_found_is_the_timeout() {
 /// A deletion whose connection breaks is read back, not repeated.
 #[tokio::test]
 async fn a_delete_whose_connection_breaks_is_read_back_not_repeated() {
-    let server = Scripted::start(vec![
+    let server = Scripted::steps(vec![
         Step::HangUp,
         Step::Respond(404, failure(codes::QUEUE_NOT_FOUND, "QueueNotFound")),
     ]);

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, Outcome, RetryDelay};
+use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, RetryDelay, Verdict};
 use cf_queues::error::BodyError;
 use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation, WorkerBody};
@@ -58,7 +58,7 @@ async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
                 let n: u64 = body[1..].parse().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(n % 17)).await;
                 *seen.lock().expect("lock").entry(body).or_default() += 1;
-                Ok::<_, BodyError>(Outcome::Ack)
+                Ok::<_, BodyError>(Verdict::Ack)
             }
         })));
     }
@@ -113,7 +113,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
         async move {
             seen.lock().expect("lock").push(message.attempts);
             tokio::time::sleep(Duration::from_secs(9)).await;
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     // Long enough for a redelivery after any expiry to have been pulled.
@@ -145,7 +145,7 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
     let monitor = consumer.monitor();
     let run = tokio::spawn(consumer.run(|_message| async {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Outcome::Ack)
+        Ok::<_, BodyError>(Verdict::Ack)
     }));
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Reported while the handler still runs: capped at 2 s, expired at 3 s.
@@ -258,7 +258,7 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
             let took = if n.is_multiple_of(2) { 1 } else { 100 };
             tokio::time::sleep(Duration::from_secs(took)).await;
             done.lock().expect("lock").push(body);
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     until("a full pull", || monitor.snapshot().received == 20).await;
@@ -329,7 +329,7 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     eventually(
@@ -458,7 +458,7 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         let gate = Arc::clone(&held);
         async move {
             gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     until("seven leased", || monitor.snapshot().received == 7).await;
@@ -502,7 +502,7 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         let gate = Arc::clone(&held);
         async move {
             gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     until("first pull", || monitor.snapshot().received == 2).await;
@@ -590,7 +590,7 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
                 p.lock()
                     .expect("lock")
                     .push(message.content_type().to_string());
-                Outcome::Ack
+                Verdict::Ack
             }
         })
         .build()
@@ -603,7 +603,7 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
             h.lock()
                 .expect("lock")
                 .push(message.body().text()?.to_owned());
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     eventually("both acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
@@ -649,9 +649,9 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
             for message in &messages {
                 let n: u32 = message.body().text()?[1..].parse().unwrap_or(0);
                 outcomes.push(if n.is_multiple_of(2) {
-                    Outcome::Ack
+                    Verdict::Ack
                 } else {
-                    Outcome::Retry(Some(Duration::from_secs(600)))
+                    Verdict::Retry(Some(Duration::from_secs(600)))
                 });
             }
             Ok::<_, BodyError>(outcomes)

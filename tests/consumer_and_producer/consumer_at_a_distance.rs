@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cf_queues::consumer::{Consumer, Outcome, RetryDelay, Summary};
+use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
@@ -33,7 +33,7 @@ const STEP: Duration = Duration::from_millis(100);
 /// Handler calls per message id: more than one is a message handled twice.
 type Seen = Arc<Mutex<HashMap<String, u32>>>;
 
-type Handled = Pin<Box<dyn Future<Output = Result<Outcome, Infallible>> + Send>>;
+type Handled = Pin<Box<dyn Future<Output = Result<Verdict, Infallible>> + Send>>;
 
 /// A handler that counts its calls per message id, takes `took`, and acks.
 fn counting(
@@ -49,7 +49,7 @@ fn counting(
             .or_default() += 1;
         Box::pin(async move {
             tokio::time::sleep(took).await;
-            Ok(Outcome::Ack)
+            Ok(Verdict::Ack)
         })
     }
 }
@@ -423,7 +423,7 @@ async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() 
     let stop = consumer.shutdown_token();
     let run = tokio::spawn(consumer.run(|_message| async {
         tokio::time::sleep(2 * SECOND).await;
-        Ok::<_, Infallible>(Outcome::Ack)
+        Ok::<_, Infallible>(Verdict::Ack)
     }));
     tokio::time::sleep(3 * SECOND).await;
     stop.cancel();
@@ -470,11 +470,11 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
     let stop = consumer.shutdown_token();
     let run = tokio::spawn(consumer.run(|message: PulledMessage| async move {
         if message.id == "a" {
-            Ok::<_, Infallible>(Outcome::Retry(None))
+            Ok::<_, Infallible>(Verdict::Retry(None))
         } else {
             // Past the grace period: released at shutdown.
             tokio::time::sleep(HOUR).await;
-            Ok(Outcome::Ack)
+            Ok(Verdict::Ack)
         }
     }));
     until("a handled", || monitor.snapshot().handled == 1).await;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cf_queues::PulledMessage;
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues::error::BodyError;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
@@ -56,7 +56,7 @@ async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(message.id.clone());
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     until("both acked", || monitor.snapshot().acked == 2).await;
@@ -230,7 +230,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     let stop = consumer.shutdown_token();
     let run = tokio::spawn(consumer.run(|_message| async {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Outcome::Ack)
+        Ok::<_, BodyError>(Verdict::Ack)
     }));
     tokio::time::sleep(Duration::from_secs(4)).await;
     let s = monitor.snapshot();
@@ -276,7 +276,7 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Outcome::Ack)
+            Ok::<_, BodyError>(Verdict::Ack)
         }
     }));
     // Connections dropped at 0 s and 1 s; the backoff waits 1 s, then 2 s.

@@ -1,13 +1,13 @@
 //! The consumer's life on tokio's paused clock, beside `consumer.rs`:
 //! settings too long for the clock, panics of its own tasks, the empty-pull
-//! backoff, `Outcome::Leave`, `Leased::extend`, and a shutdown that meets a
+//! backoff, `Verdict::Leave`, `Leased::extend`, and a shutdown that meets a
 //! pull on its way.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cf_queues::PullOptions;
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues::error::BodyError;
 use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
@@ -44,7 +44,7 @@ async fn durations_too_long_for_the_clock_mean_never() {
         if message.body().text()? == "m0" {
             tokio::time::sleep(Duration::from_secs(9)).await;
         }
-        Ok::<_, BodyError>(Outcome::Ack)
+        Ok::<_, BodyError>(Verdict::Ack)
     }));
     until("four acked by size", || monitor.snapshot().acked == 4).await;
     assert_eq!(monitor.snapshot().settle_requests, 2);
@@ -138,9 +138,9 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
                 .expect("lock")
                 .push((message.attempts, started.elapsed()));
             Ok::<_, BodyError>(if message.attempts == 1 {
-                Outcome::Leave
+                Verdict::Leave
             } else {
-                Outcome::Ack
+                Verdict::Ack
             })
         }
     }));

@@ -16,6 +16,6 @@ mod producer_refusals;
 /// `consumer` feature, so that it lends no test binary a feature).
 async fn ack_now(
     _message: cf_queues::PulledMessage,
-) -> Result<cf_queues::consumer::Outcome, std::convert::Infallible> {
-    Ok(cf_queues::consumer::Outcome::Ack)
+) -> Result<cf_queues::consumer::Verdict, std::convert::Infallible> {
+    Ok(cf_queues::consumer::Verdict::Ack)
 }

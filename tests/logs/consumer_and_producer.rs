@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use cf_queues::PullOptions;
-use cf_queues::consumer::{Consumer, Outcome};
+use cf_queues::consumer::{Consumer, Verdict};
 use cf_queues::error::BodyError;
 use cf_queues::producer::{Producer, ProducerError};
 use cf_queues_emulator::{Fault, Operation};
@@ -95,7 +95,7 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
     let started = Instant::now();
     let run = tokio::spawn(consumer.run(|_message| async {
         tokio::time::sleep(Duration::from_secs(60)).await;
-        Ok::<_, BodyError>(Outcome::Ack)
+        Ok::<_, BodyError>(Verdict::Ack)
     }));
     // Nobody cancels the token: the keeper's panic at its first extension
     // (2 s) stops the consumer, which gives the handler its grace period.
@@ -129,7 +129,7 @@ async fn the_extend_span_carries_the_messaging_attributes() {
     let run = tokio::spawn(consumer.run(|_message| async {
         // One extension, 2 s after the pull.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
-        Ok::<_, BodyError>(Outcome::Ack)
+        Ok::<_, BodyError>(Verdict::Ack)
     }));
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.cancel();

@@ -6,22 +6,12 @@ use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::{TOKEN, cfq, cfq_at, emulator, lax_queues, run, run_with_stdin};
+use crate::support::{TOKEN, cfq, cfq_on_wire, emulator, lax_queues, run, run_with_stdin};
 use cf_queues_emulator::Fault;
+use cf_queues_testkit::wire::{QUEUE, path, success};
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
 use serde_json::{Value, json};
-
-const ACCOUNT: &str = "0123456789abcdef0123456789abcdef";
-const QUEUE: &str = "9a7806061c88ada191ed06f989cc3dac";
-
-fn path(suffix: &str) -> String {
-    format!("/accounts/{ACCOUNT}/queues/{QUEUE}{suffix}")
-}
-
-fn success(result: Value) -> Value {
-    json!({"success": true, "errors": [], "messages": [], "result": result})
-}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -44,7 +34,7 @@ async fn metrics_for_scripts_and_for_people() {
             })));
         })
         .await;
-    let mut metrics = cfq_at(&server.base_url());
+    let mut metrics = cfq_on_wire(&server.base_url());
     metrics.args(["metrics", "--queue", QUEUE]);
     let read = run(metrics).await;
     read.expect_code(0);
@@ -58,7 +48,7 @@ async fn metrics_for_scripts_and_for_people() {
             .is_some_and(|age| age >= 192_000)
     );
 
-    let mut people = cfq_at(&server.base_url());
+    let mut people = cfq_on_wire(&server.base_url());
     people.args(["metrics", "--queue", QUEUE, "--output", "table"]);
     let read = run(people).await;
     read.expect_code(0);
@@ -81,7 +71,7 @@ async fn metrics_watch_prints_until_interrupted() {
             })));
         })
         .await;
-    let mut watch = cfq_at(&server.base_url());
+    let mut watch = cfq_on_wire(&server.base_url());
     watch
         .args(["metrics", "--queue", QUEUE, "--watch", "100ms"])
         .stdout(Stdio::piped());
@@ -175,7 +165,7 @@ async fn purge_all_that_does_not_complete_in_time_is_partial() {
             ));
         })
         .await;
-    let mut purge = cfq_at(&server.base_url());
+    let mut purge = cfq_on_wire(&server.base_url());
     purge.args([
         "purge",
         "--all",
@@ -211,7 +201,7 @@ async fn extend_sends_the_leases_and_reports_warnings() {
             })));
         })
         .await;
-    let mut extend = cfq_at(&server.base_url());
+    let mut extend = cfq_on_wire(&server.base_url());
     extend.args([
         "extend",
         "--queue",
@@ -255,7 +245,7 @@ async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
         })
         .await;
 
-    let mut refused = cfq_at(&server.base_url());
+    let mut refused = cfq_on_wire(&server.base_url());
     refused.args(["purge", "--all", "--queue", QUEUE]);
     let refused = run_with_stdin(refused, "orders\n").await;
     refused.expect_code(1);
@@ -267,7 +257,7 @@ async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
         "no request without confirmation"
     );
 
-    let mut confirmed = cfq_at(&server.base_url());
+    let mut confirmed = cfq_on_wire(&server.base_url());
     confirmed.args(["purge", "--all", "--queue", QUEUE]);
     let confirmed = run_with_stdin(confirmed, &format!("{QUEUE}\n")).await;
     confirmed.expect_code(0);
@@ -280,7 +270,7 @@ async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
         (1, 1)
     );
 
-    let mut unattended = cfq_at(&server.base_url());
+    let mut unattended = cfq_on_wire(&server.base_url());
     unattended.args(["purge", "--all", "--yes", "--no-wait", "--queue", QUEUE]);
     let unattended = run(unattended).await;
     unattended.expect_code(0);
@@ -302,7 +292,7 @@ async fn purge_all_is_not_sent_twice_after_a_server_error() {
             }));
         })
         .await;
-    let mut purge_all = cfq_at(&server.base_url());
+    let mut purge_all = cfq_on_wire(&server.base_url());
     purge_all.args(["purge", "--all", "--yes", "--queue", QUEUE]);
     let failed = run(purge_all).await;
     failed.expect_code(5);

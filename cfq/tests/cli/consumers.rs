@@ -7,7 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{Emulator, EmulatorHandle};
 use serde_json::{Value, json};
 
 use crate::support::{Run, Served, TOKEN, cfq, queue_names, run, run_with_stdin, temp_dir};

@@ -12,13 +12,12 @@ use cf_queues::batch::Batch;
 use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
-use crate::support::scripted_server::{
-    Scripted, acked, failure, lease_ids, pulled, scripted, success,
-};
 use crate::support::{
     LOOKUP, TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
     temp_dir,
 };
+use cf_queues_testkit::scripted::{Scripted, scripted};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {

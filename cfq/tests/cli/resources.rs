@@ -4,7 +4,8 @@
 //! creating, updating and deleting queues, with their exit codes and
 //! their JSON lines exactly.
 
-use cf_queues_emulator::{Emulator, EmulatorConfig, EmulatorHandle};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{Emulator, EmulatorHandle};
 use serde_json::{Value, json};
 
 use crate::support::{LOOKUP, TOKEN, cfq, queue_names, run, run_with_stdin};

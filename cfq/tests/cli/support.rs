@@ -1,17 +1,15 @@
 //! What the `cfq` tests share: an in-process emulator, the built `cfq`
-//! binary run against it with std's `Command`, and a scripted server for
-//! answers the emulator never gives.
+//! binary run against it with std's `Command` (the scripted server for
+//! answers the emulator never gives is the kit's `scripted`).
 #![allow(dead_code)]
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
+use cf_queues_testkit::{emulators, wire};
 use serde_json::Value;
-
-#[path = "../../../tests/support/scripted_server.rs"]
-pub mod scripted_server;
 
 pub const TOKEN: &str = "cfq-test-secret-token";
 
@@ -21,11 +19,7 @@ pub const TOKEN: &str = "cfq-test-secret-token";
 pub const LOOKUP: u64 = 1;
 
 pub async fn emulator() -> EmulatorHandle {
-    Emulator::new()
-        .token(TOKEN)
-        .start()
-        .await
-        .expect("emulator starts")
+    emulators::emulator_with(|emulator| emulator.token(TOKEN)).await
 }
 
 /// Brings queues into being on a lax emulator, each named after its id,
@@ -66,6 +60,14 @@ pub fn cfq_at(base_url: &str) -> Command {
         .env("CLOUDFLARE_API_TOKEN", TOKEN)
         .env("CLOUDFLARE_ACCOUNT_ID", EMULATOR_ACCOUNT_ID)
         .stdin(Stdio::null());
+    command
+}
+
+/// `cfq` aimed at `base_url` as [`cfq_at`], on the wire tests' account
+/// ([`wire::ACCOUNT`]), for a server pinned to the kit's [`wire::path`]s.
+pub fn cfq_on_wire(base_url: &str) -> Command {
+    let mut command = cfq_at(base_url);
+    command.env("CLOUDFLARE_ACCOUNT_ID", wire::ACCOUNT);
     command
 }
 

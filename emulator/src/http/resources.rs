@@ -105,7 +105,7 @@ enum ConsumerSettingsOut {
 impl<'a> ConsumerOut<'a> {
     pub(super) fn new(
         record: &'a QueueRecord,
-        consumer: &'a super::super::state::Consumer,
+        consumer: &'a super::super::state::ConsumerRecord,
     ) -> ConsumerOut<'a> {
         let (script_name, service, settings) = match &consumer.spec.kind {
             ConsumerKind::HttpPull(s) => (

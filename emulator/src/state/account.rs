@@ -161,7 +161,7 @@ impl ConsumerSpec {
 
 /// A queue's consumer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Consumer {
+pub(crate) struct ConsumerRecord {
     pub id: String,
     pub created_ms: u64,
     pub spec: ConsumerSpec,
@@ -175,7 +175,7 @@ pub(crate) struct QueueRecord {
     pub created_ms: u64,
     pub modified_ms: u64,
     pub settings: QueueSettings,
-    pub consumer: Option<Consumer>,
+    pub consumer: Option<ConsumerRecord>,
     /// It sprang into being and was never changed since: the registry may
     /// forget it while it holds no message ([`MAX_PRISTINE_LAX`]).
     pub(super) pristine: bool,

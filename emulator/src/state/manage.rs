@@ -8,8 +8,8 @@
 //! have one active consumer").
 
 use super::account::{
-    AccountError, Consumer, ConsumerKind, ConsumerSpec, PullSettings, QueueRecord, QueueSettings,
-    check_name_in, check_queue_name,
+    AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, PullSettings, QueueRecord,
+    QueueSettings, check_name_in, check_queue_name,
 };
 use super::{At, Broker};
 
@@ -110,7 +110,7 @@ impl Broker {
     /// queue if it names one.
     fn spring(&mut self, at: At<'_>, now_ms: u64) {
         let dead_letter_queue = self.config.dead_letter_queues.get(at.queue).cloned();
-        let consumer = Consumer {
+        let consumer = ConsumerRecord {
             id: self.tokens.resource_id(),
             created_ms: now_ms,
             spec: ConsumerSpec::http_pull(self.lax_pull_settings(), dead_letter_queue.clone()),
@@ -374,13 +374,13 @@ impl Broker {
         at: impl Into<At<'a>>,
         spec: ConsumerSpec,
         now_ms: u64,
-    ) -> Result<Consumer, AccountError> {
+    ) -> Result<ConsumerRecord, AccountError> {
         let at = at.into();
         let current = self.get_queue(at)?;
         if current.consumer.is_some() {
             return Err(AccountError::ConsumerExists);
         }
-        let consumer = Consumer {
+        let consumer = ConsumerRecord {
             id: self.tokens.resource_id(),
             created_ms: now_ms,
             spec,
@@ -394,7 +394,7 @@ impl Broker {
         &self,
         at: impl Into<At<'a>>,
         consumer_id: &str,
-    ) -> Result<Consumer, AccountError> {
+    ) -> Result<ConsumerRecord, AccountError> {
         self.get_queue(at)?
             .consumer
             .filter(|c| c.id == consumer_id)
@@ -412,16 +412,16 @@ impl Broker {
         consumer_id: &str,
         spec: ConsumerSpec,
         now_ms: u64,
-    ) -> Result<Consumer, AccountError> {
+    ) -> Result<ConsumerRecord, AccountError> {
         let at = at.into();
         let current = self.get_queue(at)?;
         let consumer = match &current.consumer {
-            Some(existing) if existing.id == consumer_id => Consumer {
+            Some(existing) if existing.id == consumer_id => ConsumerRecord {
                 spec,
                 ..existing.clone()
             },
             Some(_) => return Err(AccountError::ConsumerExists),
-            None => Consumer {
+            None => ConsumerRecord {
                 id: consumer_id.to_owned(),
                 created_ms: now_ms,
                 spec,
@@ -451,7 +451,7 @@ impl Broker {
         &mut self,
         at: At<'_>,
         current: &QueueRecord,
-        consumer: Option<Consumer>,
+        consumer: Option<ConsumerRecord>,
         now_ms: u64,
     ) -> Result<(), AccountError> {
         let dlq = consumer
@@ -518,7 +518,7 @@ impl Broker {
             Some(id) => id,
             None => self.tokens.resource_id(),
         };
-        let consumer = declared.consumer.map(|spec| Consumer {
+        let consumer = declared.consumer.map(|spec| ConsumerRecord {
             id: self.tokens.resource_id(),
             created_ms: now_ms,
             spec,

@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub(crate) use account::{
-    AccountError, Consumer, ConsumerKind, ConsumerSpec, DEFAULT_PER_PAGE, MAX_PER_PAGE,
+    AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, DEFAULT_PER_PAGE, MAX_PER_PAGE,
     MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord, QueueSettings, Springs,
     WorkerSettings, bounded, check_queue_name,
 };

@@ -6,3 +6,4 @@
 mod limits;
 mod races;
 mod soak;
+mod support;

@@ -5,22 +5,27 @@
 
 use std::time::Duration;
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::limits::{post_head, read_response};
+use cf_queues_testkit::emulators::emulator_with;
+use cf_queues_testkit::raw_http::{self, Raw};
+
+use crate::support::{post_head, read_response};
 
 const TOKEN: &str = "race-token";
 
 async fn start(dir: Option<&std::path::Path>) -> EmulatorHandle {
-    let emulator = Emulator::new().token(TOKEN);
-    let emulator = match dir {
-        Some(dir) => emulator.data_dir(dir),
-        None => emulator,
-    };
-    emulator.start().await.expect("emulator starts")
+    emulator_with(|emulator| {
+        let emulator = emulator.token(TOKEN);
+        match dir {
+            Some(dir) => emulator.data_dir(dir),
+            None => emulator,
+        }
+    })
+    .await
 }
 
 /// `method` on `path` under the account, by a well-behaved client.
@@ -30,51 +35,16 @@ async fn call(
     path: &str,
     body: Value,
 ) -> (u16, Value) {
-    let url = format!("{}/accounts/{EMULATOR_ACCOUNT_ID}{path}", handle.base_url());
-    let mut request = reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(TOKEN);
-    if !body.is_null() {
-        request = request.json(&body);
-    }
-    let answer = request.send().await.expect("answered");
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap_or(Value::Null))
+    Raw::new(handle).call(method, path, body).await
 }
 
 /// A queue created by the API with an HTTP pull consumer, holding one
 /// message; its id.
 async fn queue_with_a_message(handle: &EmulatorHandle, name: &str) -> String {
-    let (status, created) = call(
-        handle,
-        reqwest::Method::POST,
-        "/queues",
-        json!({ "queue_name": name }),
-    )
-    .await;
-    assert_eq!(status, 200, "{created}");
-    let id = created["result"]["queue_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let consumers = format!("/queues/{id}/consumers");
-    let (status, _) = call(
-        handle,
-        reqwest::Method::POST,
-        &consumers,
-        json!({"type": "http_pull"}),
-    )
-    .await;
-    assert_eq!(status, 200);
+    let id = raw_http::create(handle, name).await;
+    raw_http::enable_http_pull(handle, &id, json!({})).await;
     let push = json!({"body": "before", "content_type": "text"});
-    let (status, _) = call(
-        handle,
-        reqwest::Method::POST,
-        &format!("/queues/{id}/messages"),
-        push,
-    )
-    .await;
-    assert_eq!(status, 200);
+    assert_eq!(raw_http::push(handle, &id, push).await.status, 200);
     id
 }
 

@@ -11,24 +11,11 @@ use std::time::Duration;
 use cf_queues::batch::Batch;
 use cf_queues::{Acks, Message, PullOptions};
 use cf_queues_emulator::{Emulator, ManualClock};
+use cf_queues_testkit::rng::Rng;
 
 const PRODUCERS: u64 = 4;
 const CONSUMERS: u64 = 4;
 const PER_PRODUCER: u64 = 5_000;
-
-/// xorshift64*: deterministic, seedable, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn is_poison(id: &str) -> bool {
     id.ends_with("37")
@@ -65,7 +52,7 @@ async fn producers_and_consumers_lose_nothing_and_ack_once() {
         .map(|p| {
             let queue = queue.clone();
             tokio::spawn(async move {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (p + 1));
+                let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15 ^ (p + 1));
                 let mut next = 0;
                 while next < PER_PRODUCER {
                     let size = (rng.below(100) + 1).min(PER_PRODUCER - next);
@@ -86,7 +73,7 @@ async fn producers_and_consumers_lose_nothing_and_ack_once() {
             let (queue, emulator) = (queue.clone(), Arc::clone(&emulator));
             let (producing, acked) = (Arc::clone(&producing), Arc::clone(&acked));
             tokio::spawn(async move {
-                let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ (c + 1));
+                let mut rng = Rng::new(0xD1B5_4A32_D192_ED03 ^ (c + 1));
                 loop {
                     let options = PullOptions::new()
                         .batch_size(rng.below(100) as u32 + 1)

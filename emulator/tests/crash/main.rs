@@ -16,26 +16,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cf_queues_testkit::raw_http::leased;
+use cf_queues_testkit::rng::Rng;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 const ACCOUNT: &str = "0123456789abcdef0123456789abcdef";
-
-/// xorshift64*: enough to make a schedule reproducible from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// What the clients were told, over every round.
 #[derive(Default)]
@@ -138,21 +124,6 @@ async fn post(
     response.json().await.ok()
 }
 
-fn messages(answer: &Value) -> Vec<(String, String, u64)> {
-    answer["result"]["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|m| {
-            (
-                m["body"].as_str().unwrap_or_default().to_owned(),
-                m["lease_id"].as_str().unwrap_or_default().to_owned(),
-                m["attempts"].as_u64().unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
 /// One client until its requests fail (the child was killed).
 async fn client(
     base: String,
@@ -191,7 +162,7 @@ async fn client(
         let Some(answer) = post(&http, &base, "crash", "pull", pull).await else {
             return;
         };
-        let leased = messages(&answer);
+        let leased = leased(&answer);
         {
             let mut seen = seen.lock().expect("seen");
             for (body, _, attempts) in &leased {
@@ -236,7 +207,7 @@ async fn drain(base: &str, queue: &str) -> Vec<(String, u64)> {
         let answer = post(&http, base, queue, "pull", pull)
             .await
             .expect("drain pull");
-        let leased = messages(&answer);
+        let leased = leased(&answer);
         if leased.is_empty() {
             return out;
         }
@@ -264,7 +235,7 @@ async fn kills_at_random_points_lose_no_answered_push_and_bring_back_no_answered
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
     println!("crash test: CFQ_CRASH_SEED={seed} CFQ_CRASH_ROUNDS={rounds}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().expect("temp dir");
     let seen = Arc::new(Mutex::new(Seen::default()));
     let next = Arc::new(Mutex::new(0u64));
@@ -273,7 +244,7 @@ async fn kills_at_random_points_lose_no_answered_push_and_bring_back_no_answered
         let (mut child, base) = start(dir.path());
         let clients: Vec<_> = (0..3)
             .map(|_| {
-                let rng = Rng(rng.next() | 1);
+                let rng = Rng::new(rng.next_u64() | 1);
                 let answered = Arc::clone(&answered);
                 let task = client(
                     base.clone(),

@@ -4,10 +4,12 @@
 
 mod support;
 
-use cf_queues_emulator::{EmulatorConfig, ManualClock, reset_data_dir};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{ManualClock, reset_data_dir};
+use cf_queues_testkit::raw_http::Raw;
 use reqwest::Method;
 use serde_json::json;
-use support::{Raw, dir_bytes, start_on};
+use support::{dir_bytes, start_on};
 
 fn bodies(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()

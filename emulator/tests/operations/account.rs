@@ -12,123 +12,10 @@ use cf_queues_emulator::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::emulator_with;
-
-/// `/accounts/{account}/queues` then `rest`.
-pub fn queues(rest: &str) -> String {
-    format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues{rest}")
-}
-
-/// A request with the emulator's token: the status and the JSON body.
-pub async fn call(
-    handle: &EmulatorHandle,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = reqwest::Client::new()
-        .request(method, format!("{}{path}", handle.base_url()))
-        .bearer_auth(handle.token().unwrap_or_default());
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.expect("request completes");
-    let status = response.status().as_u16();
-    let text = response.text().await.expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-/// The `result` of a success, checking the envelope.
-pub fn ok(answer: &(u16, Value)) -> &Value {
-    let (status, body) = answer;
-    assert_eq!(*status, 200, "{body}");
-    assert_eq!(body["success"], json!(true), "{body}");
-    assert_eq!(
-        (&body["errors"], &body["messages"]),
-        (&json!([]), &json!([]))
-    );
-    &body["result"]
-}
-
-/// The status and first error of a failure, checking the envelope.
-pub fn failed(answer: &(u16, Value)) -> (u16, u64, String) {
-    let (status, body) = answer;
-    assert_eq!(body["success"], json!(false), "{body}");
-    let error = &body["errors"][0];
-    (
-        *status,
-        error["code"].as_u64().unwrap_or(u64::MAX),
-        error["message"].as_str().unwrap_or_default().to_owned(),
-    )
-}
-
-pub fn is_hex32(id: &str) -> bool {
-    id.len() == 32
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Creates a queue by the API; returns its id.
-pub async fn create(handle: &EmulatorHandle, name: &str) -> String {
-    let answer = call(
-        handle,
-        Method::POST,
-        &queues(""),
-        Some(json!({"queue_name": name})),
-    )
-    .await;
-    let id = ok(&answer)["queue_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(is_hex32(&id), "{id:?}");
-    id
-}
-
-/// Enables HTTP pull on a queue with these settings; returns the consumer id.
-pub async fn enable_http_pull(handle: &EmulatorHandle, id: &str, consumer: Value) -> String {
-    let mut body = json!({"type": "http_pull"});
-    if let (Some(body), Some(extra)) = (body.as_object_mut(), consumer.as_object()) {
-        body.extend(extra.clone());
-    }
-    let answer = call(
-        handle,
-        Method::POST,
-        &queues(&format!("/{id}/consumers")),
-        Some(body),
-    )
-    .await;
-    ok(&answer)["consumer_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-pub async fn push(handle: &EmulatorHandle, id: &str, body: Value) -> (u16, Value) {
-    call(
-        handle,
-        Method::POST,
-        &queues(&format!("/{id}/messages")),
-        Some(body),
-    )
-    .await
-}
-
-pub async fn pull(handle: &EmulatorHandle, id: &str, body: Value) -> (u16, Value) {
-    call(
-        handle,
-        Method::POST,
-        &queues(&format!("/{id}/messages/pull")),
-        Some(body),
-    )
-    .await
-}
+use cf_queues_testkit::emulators::emulator_on_manual_clock as emulator_with;
+use cf_queues_testkit::raw_http::{
+    Answer, call, create, enable_http_pull, is_hex32, pull, push, queues,
+};
 
 async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
@@ -146,7 +33,7 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
         Some(json!({"queue_name": "orders"})),
     )
     .await;
-    let queue = ok(&answer).clone();
+    let queue = Answer::result(&answer).clone();
     let id = queue["queue_id"].as_str().unwrap_or_default().to_owned();
     assert!(is_hex32(&id), "{id}");
     assert_eq!(
@@ -165,7 +52,7 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
     );
     assert_eq!(emulator.queue_id("orders"), Some(id.clone()));
     let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-    assert_eq!(ok(&got), &queue);
+    assert_eq!(Answer::result(&got), &queue);
 
     // The same name again: 409 with 11009; a name Cloudflare refuses: 400 with 11003.
     let again = call(
@@ -176,7 +63,7 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
     )
     .await;
     assert_eq!(
-        failed(&again),
+        Answer::failure(&again),
         (409, 11009, "queue name already taken: orders".into())
     );
     for bad in [
@@ -194,16 +81,19 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
             Some(json!({"queue_name": bad})),
         )
         .await;
-        let (status, code, message) = failed(&answer);
+        let (status, code, message) = Answer::failure(&answer);
         assert_eq!((status, code), (400, 11003), "{bad:?}: {message}");
     }
     let missing = call(&emulator, Method::POST, &queues(""), Some(json!({}))).await;
-    assert_eq!(failed(&missing).1, 10207);
+    assert_eq!(Answer::failure(&missing).1, 10207);
 
     // Management calls on an unknown id answer 404 and bring nothing into being.
     for method in [Method::GET, Method::DELETE] {
         let answer = call(&emulator, method, &queues("/nosuchqueue"), None).await;
-        assert_eq!(failed(&answer), (404, 10104, "QueueNotFound".into()));
+        assert_eq!(
+            Answer::failure(&answer),
+            (404, 10104, "QueueNotFound".into())
+        );
     }
     let consumers = call(
         &emulator,
@@ -212,9 +102,13 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
         None,
     )
     .await;
-    assert_eq!(failed(&consumers).0, 404);
+    assert_eq!(Answer::failure(&consumers).0, 404);
     let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    assert_eq!(ok(&listed).as_array().map(Vec::len), Some(1), "only orders");
+    assert_eq!(
+        Answer::result(&listed).as_array().map(Vec::len),
+        Some(1),
+        "only orders"
+    );
 }
 
 #[tokio::test]
@@ -228,12 +122,15 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
             json!({"body": "hi", "content_type": "text"})
         )
         .await
-        .0,
+        .status,
         200
     );
 
     let refused = pull(&emulator, &id, json!({})).await;
-    assert_eq!(failed(&refused), (405, 0, HTTP_PULL_DISABLED.into()));
+    assert_eq!(
+        Answer::failure(&refused),
+        (405, 0, HTTP_PULL_DISABLED.into())
+    );
     let op = |rest: &str| queues(&format!("/{id}/messages{rest}"));
     let ack = call(
         &emulator,
@@ -242,7 +139,7 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
         Some(json!({"acks": []})),
     )
     .await;
-    assert_eq!(failed(&ack), (405, 0, HTTP_PULL_DISABLED.into()));
+    assert_eq!(Answer::failure(&ack), (405, 0, HTTP_PULL_DISABLED.into()));
     let extend = call(
         &emulator,
         Method::POST,
@@ -250,26 +147,40 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
         Some(json!({"extend": []})),
     )
     .await;
-    assert_eq!(failed(&extend), (405, 0, HTTP_PULL_DISABLED.into()));
+    assert_eq!(
+        Answer::failure(&extend),
+        (405, 0, HTTP_PULL_DISABLED.into())
+    );
     // Looking, and deleting by ref or preview id, need no consumer.
     let peeked = call(&emulator, Method::POST, &op("/peek"), Some(json!({}))).await;
-    assert_eq!(ok(&peeked)["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        Answer::result(&peeked)["messages"].as_array().map(Vec::len),
+        Some(1)
+    );
     let previewed = call(&emulator, Method::POST, &op("/preview"), Some(json!({}))).await;
-    assert_eq!(ok(&previewed)["messages"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        Answer::result(&previewed)["messages"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
 
     let consumer = enable_http_pull(&emulator, &id, json!({})).await;
     assert!(is_hex32(&consumer), "{consumer}");
     let pulled = pull(&emulator, &id, json!({})).await;
-    let message = ok(&pulled)["messages"][0].clone();
+    let message = Answer::result(&pulled)["messages"][0].clone();
     assert_eq!(message["body"], json!("hi"));
 
     let path = queues(&format!("/{id}/consumers/{consumer}"));
     let deleted = call(&emulator, Method::DELETE, &path, None).await;
-    assert_eq!(ok(&deleted), &Value::Null);
+    assert_eq!(Answer::result(&deleted), &Value::Null);
     let refused = pull(&emulator, &id, json!({})).await;
-    assert_eq!(failed(&refused), (405, 0, HTTP_PULL_DISABLED.into()));
+    assert_eq!(
+        Answer::failure(&refused),
+        (405, 0, HTTP_PULL_DISABLED.into())
+    );
     let again = call(&emulator, Method::DELETE, &path, None).await;
-    assert_eq!(failed(&again).0, 404, "the consumer is gone");
+    assert_eq!(Answer::failure(&again).0, 404, "the consumer is gone");
     let listed = call(
         &emulator,
         Method::GET,
@@ -277,7 +188,7 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
         None,
     )
     .await;
-    assert_eq!(ok(&listed), &json!([]));
+    assert_eq!(Answer::result(&listed), &json!([]));
 }
 
 #[tokio::test]
@@ -298,7 +209,7 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         Some(body),
     )
     .await;
-    let consumer = ok(&created).clone();
+    let consumer = Answer::result(&created).clone();
     let consumer_id = consumer["consumer_id"]
         .as_str()
         .unwrap_or_default()
@@ -316,7 +227,7 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     );
     let path = queues(&format!("/{id}/consumers/{consumer_id}"));
     assert_eq!(
-        ok(&call(&emulator, Method::GET, &path, None).await),
+        Answer::result(&call(&emulator, Method::GET, &path, None).await),
         &consumer
     );
     let listed = call(
@@ -326,10 +237,13 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         None,
     )
     .await;
-    assert_eq!(ok(&listed), &json!([consumer.clone()]));
+    assert_eq!(Answer::result(&listed), &json!([consumer.clone()]));
     let queue = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-    assert_eq!(ok(&queue)["consumers"], json!([consumer.clone()]));
-    assert_eq!(ok(&queue)["consumers_total_count"], json!(1));
+    assert_eq!(
+        Answer::result(&queue)["consumers"],
+        json!([consumer.clone()])
+    );
+    assert_eq!(Answer::result(&queue)["consumers_total_count"], json!(1));
 
     // One consumer per queue.
     let second = call(
@@ -339,7 +253,7 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         Some(json!({"type": "worker", "script_name": "w"})),
     )
     .await;
-    let (status, code, _) = failed(&second);
+    let (status, code, _) = Answer::failure(&second);
     assert_eq!((status, code), (409, 11004));
 
     // An update replaces the whole configuration, keeping the id.
@@ -351,11 +265,11 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     )
     .await;
     assert_eq!(
-        ok(&updated)["settings"],
+        Answer::result(&updated)["settings"],
         json!({"batch_size": 5, "max_retries": 3, "retry_delay": 0, "visibility_timeout_ms": 30_000})
     );
-    assert_eq!(ok(&updated)["dead_letter_queue"], json!(""));
-    assert_eq!(ok(&updated)["consumer_id"], json!(consumer_id));
+    assert_eq!(Answer::result(&updated)["dead_letter_queue"], json!(""));
+    assert_eq!(Answer::result(&updated)["consumer_id"], json!(consumer_id));
 
     // Bad settings: 400 with 10207 and the field's pointer.
     for (settings, pointer) in [
@@ -377,8 +291,11 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
             Some(json!({"type": "http_pull", "settings": settings})),
         )
         .await;
-        assert_eq!(failed(&answer).1, 10207, "{settings}");
-        assert_eq!(answer.1["errors"][0]["source"]["pointer"], json!(pointer));
+        assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
+        assert_eq!(
+            answer.body["errors"][0]["source"]["pointer"],
+            json!(pointer)
+        );
     }
     let own = call(
         &emulator,
@@ -388,15 +305,15 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     )
     .await;
     assert_eq!(
-        failed(&own).1,
+        Answer::failure(&own).1,
         10207,
         "a queue is not its own dead-letter queue"
     );
     let kind = call(&emulator, Method::PUT, &path, Some(json!({"type": "push"}))).await;
-    assert_eq!(failed(&kind).1, 10207);
+    assert_eq!(Answer::failure(&kind).1, 10207);
     let unknown = queues(&format!("/{id}/consumers/00000000000000000000000000000000"));
     assert_eq!(
-        failed(&call(&emulator, Method::GET, &unknown, None).await).0,
+        Answer::failure(&call(&emulator, Method::GET, &unknown, None).await).0,
         404
     );
 }
@@ -417,7 +334,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         Some(body),
     )
     .await;
-    let consumer = ok(&created).clone();
+    let consumer = Answer::result(&created).clone();
     assert_eq!(consumer["type"], json!("worker"));
     assert_eq!(consumer["script_name"], json!("mailer"));
     assert_eq!(consumer["dead_letter_queue"], json!(""));
@@ -433,13 +350,16 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
     )
     .await;
     assert_eq!(
-        failed(&enable).0,
+        Answer::failure(&enable).0,
         409,
         "HTTP pull cannot be enabled beside a Worker"
     );
-    assert_eq!(failed(&enable).1, 11004);
+    assert_eq!(Answer::failure(&enable).1, 11004);
     push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
-    assert_eq!(failed(&pull(&emulator, &id, json!({})).await).0, 405);
+    assert_eq!(
+        Answer::failure(&pull(&emulator, &id, json!({})).await).0,
+        405
+    );
     assert_eq!(
         emulator.metrics_in(EMULATOR_ACCOUNT_ID, &id).backlog_count,
         1,
@@ -454,9 +374,13 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         Some(json!({"type": "worker"})),
     )
     .await;
-    assert_eq!(failed(&missing).1, 10207, "a worker needs a script_name");
     assert_eq!(
-        missing.1["errors"][0]["source"]["pointer"],
+        Answer::failure(&missing).1,
+        10207,
+        "a worker needs a script_name"
+    );
+    assert_eq!(
+        missing.body["errors"][0]["source"]["pointer"],
         json!("/script_name")
     );
 }
@@ -468,8 +392,8 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     enable_http_pull(&emulator, &id, json!({})).await;
     push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
     let deleted = call(&emulator, Method::DELETE, &queues(&format!("/{id}")), None).await;
-    assert_eq!(ok(&deleted), &Value::Null);
-    assert_eq!(deleted.1["result"], Value::Null);
+    assert_eq!(Answer::result(&deleted), &Value::Null);
+    assert_eq!(deleted.body["result"], Value::Null);
     assert_eq!(emulator.queue_id("doomed"), None);
     for (method, rest, body) in [
         (Method::GET, String::new(), None),
@@ -492,7 +416,7 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
         )
         .await;
         assert_eq!(
-            failed(&answer),
+            Answer::failure(&answer),
             (404, 10104, "QueueNotFound".into()),
             "{method} {rest}"
         );
@@ -515,7 +439,7 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     )
     .await;
     assert_eq!(
-        ok(&call(&emulator, Method::DELETE, &queues("/laxone"), None).await),
+        Answer::result(&call(&emulator, Method::DELETE, &queues("/laxone"), None).await),
         &Value::Null
     );
     let answer = push(
@@ -524,7 +448,10 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
         json!({"body": "x", "content_type": "text"}),
     )
     .await;
-    assert_eq!(failed(&answer), (404, 10104, "QueueNotFound".into()));
+    assert_eq!(
+        Answer::failure(&answer),
+        (404, 10104, "QueueNotFound".into())
+    );
 }
 
 #[tokio::test]
@@ -538,11 +465,11 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
             json!({"body": "x", "content_type": "text"})
         )
         .await
-        .0,
+        .status,
         200
     );
     let got = call(&emulator, Method::GET, &queues("/laxwork"), None).await;
-    let queue = ok(&got).clone();
+    let queue = Answer::result(&got).clone();
     assert_eq!(
         (&queue["queue_id"], &queue["queue_name"]),
         (&json!("laxwork"), &json!("laxwork"))
@@ -553,7 +480,7 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     assert_eq!(consumer["settings"]["max_retries"], json!(7));
     // Its dead-letter queue came into being with it, by name.
     let dead = call(&emulator, Method::GET, &queues("/laxdead"), None).await;
-    assert_eq!(ok(&dead)["queue_name"], json!("laxdead"));
+    assert_eq!(Answer::result(&dead)["queue_name"], json!("laxdead"));
 
     let consumer_id = consumer["consumer_id"].as_str().unwrap_or_default();
     let path = queues(&format!("/laxwork/consumers/{consumer_id}"));
@@ -564,7 +491,7 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
         Some(json!({"type": "http_pull", "settings": {"batch_size": 1}})),
     )
     .await;
-    assert_eq!(ok(&changed)["settings"]["batch_size"], json!(1));
+    assert_eq!(Answer::result(&changed)["settings"]["batch_size"], json!(1));
     push(
         &emulator,
         "laxwork",
@@ -573,15 +500,18 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     .await;
     let pulled = pull(&emulator, "laxwork", json!({})).await;
     assert_eq!(
-        ok(&pulled)["messages"].as_array().map(Vec::len),
+        Answer::result(&pulled)["messages"].as_array().map(Vec::len),
         Some(1),
         "its batch_size"
     );
     assert_eq!(
-        ok(&call(&emulator, Method::DELETE, &path, None).await),
+        Answer::result(&call(&emulator, Method::DELETE, &path, None).await),
         &Value::Null
     );
-    assert_eq!(failed(&pull(&emulator, "laxwork", json!({})).await).0, 405);
+    assert_eq!(
+        Answer::failure(&pull(&emulator, "laxwork", json!({})).await).0,
+        405
+    );
 }
 
 #[tokio::test]
@@ -594,14 +524,17 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
     }
     create(&emulator, "queue-1-dlq").await;
     let named = call(&emulator, Method::GET, &queues("?name=queue-1"), None).await;
-    let listed = ok(&named).as_array().cloned().unwrap_or_default();
+    let listed = Answer::result(&named)
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["queue_id"], json!(ids[1]));
     let none = call(&emulator, Method::GET, &queues("?name=queue"), None).await;
-    assert_eq!(ok(&none), &json!([]));
+    assert_eq!(Answer::result(&none), &json!([]));
 
     let page = call(&emulator, Method::GET, &queues("?page=2&per_page=2"), None).await;
-    let names: Vec<&str> = ok(&page)
+    let names: Vec<&str> = Answer::result(&page)
         .as_array()
         .into_iter()
         .flatten()
@@ -609,19 +542,19 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
         .collect();
     assert_eq!(names, ["queue-2", "queue-3"], "creation order");
     assert_eq!(
-        page.1["result_info"],
+        page.body["result_info"],
         json!({"count": 2, "page": 2, "per_page": 2, "total_count": 6, "total_pages": 3})
     );
     let all = call(&emulator, Method::GET, &queues(""), None).await;
     assert_eq!(
-        all.1["result_info"],
+        all.body["result_info"],
         json!({"count": 6, "page": 1, "per_page": 20, "total_count": 6, "total_pages": 1})
     );
     let past = call(&emulator, Method::GET, &queues("?page=9"), None).await;
-    assert_eq!(ok(&past), &json!([]));
+    assert_eq!(Answer::result(&past), &json!([]));
     for bad in ["?page=0", "?page=x", "?per_page=0", "?per_page=1001"] {
         let answer = call(&emulator, Method::GET, &queues(bad), None).await;
-        assert_eq!(failed(&answer).0, 400, "{bad}");
+        assert_eq!(Answer::failure(&answer).0, 400, "{bad}");
     }
 }
 
@@ -639,7 +572,7 @@ async fn updates_rename_and_replace_or_change_the_settings() {
         Some(json!({"queue_name": "after", "settings": {"delivery_delay": 5, "message_retention_period": 3600}})),
     )
     .await;
-    let queue = ok(&patched).clone();
+    let queue = Answer::result(&patched).clone();
     assert_eq!(queue["queue_name"], json!("after"));
     assert_eq!(queue["modified_on"], json!("2024-03-20T16:09:16.154Z"));
     assert_eq!(
@@ -658,7 +591,7 @@ async fn updates_rename_and_replace_or_change_the_settings() {
     )
     .await;
     assert_eq!(
-        ok(&kept)["settings"],
+        Answer::result(&kept)["settings"],
         json!({"delivery_delay": 5, "delivery_paused": true, "message_retention_period": 3600})
     );
     let replaced = call(
@@ -669,11 +602,11 @@ async fn updates_rename_and_replace_or_change_the_settings() {
     )
     .await;
     assert_eq!(
-        ok(&replaced)["settings"],
+        Answer::result(&replaced)["settings"],
         json!({"delivery_delay": 1, "delivery_paused": false, "message_retention_period": 345_600})
     );
     assert_eq!(
-        ok(&replaced)["queue_name"],
+        Answer::result(&replaced)["queue_name"],
         json!("after"),
         "a name left out is kept"
     );
@@ -684,7 +617,7 @@ async fn updates_rename_and_replace_or_change_the_settings() {
         Some(json!({"queue_name": "taken"})),
     )
     .await;
-    assert_eq!(failed(&clash).0, 409);
+    assert_eq!(Answer::failure(&clash).0, 409);
     for (settings, pointer) in [
         (
             json!({"message_retention_period": 59}),
@@ -710,8 +643,11 @@ async fn updates_rename_and_replace_or_change_the_settings() {
             Some(json!({"settings": settings})),
         )
         .await;
-        assert_eq!(failed(&answer).1, 10207, "{settings}");
-        assert_eq!(answer.1["errors"][0]["source"]["pointer"], json!(pointer));
+        assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
+        assert_eq!(
+            answer.body["errors"][0]["source"]["pointer"],
+            json!(pointer)
+        );
     }
 }
 
@@ -719,7 +655,7 @@ async fn updates_rename_and_replace_or_change_the_settings() {
 async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
     let (emulator, _clock) = emulator_with(|e| e.strict_queues(["known"])).await;
     let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    let queue = ok(&listed)[0].clone();
+    let queue = Answer::result(&listed)[0].clone();
     assert_eq!(
         (&queue["queue_id"], &queue["queue_name"]),
         (&json!("known"), &json!("known"))
@@ -731,13 +667,16 @@ async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
         json!({"body": "x", "content_type": "text"}),
     )
     .await;
-    assert_eq!(failed(&unknown), (404, 10104, "QueueNotFound".into()));
+    assert_eq!(
+        Answer::failure(&unknown),
+        (404, 10104, "QueueNotFound".into())
+    );
     // Queues the API creates exist in strict mode too.
     let id = create(&emulator, "created").await;
     assert_eq!(
         push(&emulator, &id, json!({"body": "x", "content_type": "text"}))
             .await
-            .0,
+            .status,
         200
     );
     // A strict id is known under every account id.
@@ -750,7 +689,7 @@ async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
         Some(json!({"body": "x", "content_type": "text"})),
     )
     .await;
-    assert_eq!(answer.0, 200);
+    assert_eq!(answer.status, 200);
 }
 
 #[tokio::test]
@@ -763,18 +702,24 @@ async fn management_calls_count_against_the_credential_and_take_faults() {
     let (emulator, clock) = emulator_with(|e| e.rate_limits(model)).await;
     let id = create(&emulator, "counted").await;
     let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    assert_eq!(listed.0, 200);
+    assert_eq!(listed.status, 200);
     let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-    assert_eq!(got.0, 200);
+    assert_eq!(got.status, 200);
     let over = call(&emulator, Method::GET, &queues(""), None).await;
-    assert_eq!((failed(&over).0, failed(&over).1), (429, 971));
+    assert_eq!(
+        (Answer::failure(&over).0, Answer::failure(&over).1),
+        (429, 971)
+    );
     clock.advance(Duration::from_secs(61));
-    assert_eq!(call(&emulator, Method::GET, &queues(""), None).await.0, 200);
+    assert_eq!(
+        call(&emulator, Method::GET, &queues(""), None).await.status,
+        200
+    );
     emulator.set_rate_limits(None);
 
     emulator.inject(Fault::status(503).only(Operation::CreateQueue));
     let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    assert_eq!(listed.0, 200, "the fault waits for its operation");
+    assert_eq!(listed.status, 200, "the fault waits for its operation");
     let faulty = call(
         &emulator,
         Method::POST,
@@ -782,10 +727,16 @@ async fn management_calls_count_against_the_credential_and_take_faults() {
         Some(json!({"queue_name": "x"})),
     )
     .await;
-    assert_eq!((failed(&faulty).0, failed(&faulty).1), (503, 15000));
+    assert_eq!(
+        (Answer::failure(&faulty).0, Answer::failure(&faulty).1),
+        (503, 15000)
+    );
     assert_eq!(emulator.queue_id("x"), None);
     let other = call(&emulator, Method::PATCH, &queues(""), Some(json!({}))).await;
-    assert_eq!((failed(&other).0, failed(&other).1), (405, 7001));
+    assert_eq!(
+        (Answer::failure(&other).0, Answer::failure(&other).1),
+        (405, 7001)
+    );
 }
 
 #[tokio::test]

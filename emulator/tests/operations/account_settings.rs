@@ -6,27 +6,28 @@
 
 use std::time::Duration;
 
-use cf_queues_emulator::{
-    ConsumerConfig, EMULATOR_ACCOUNT_ID, Emulator, EmulatorConfig, ManualClock, QueueConfig,
-};
+use cf_queues_emulator::config::{ConsumerConfig, EmulatorConfig, QueueConfig};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, ManualClock};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::account::{call, create, enable_http_pull, failed, is_hex32, ok, pull, push, queues};
-use crate::support::{START_MS, emulator_with};
+use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
+use cf_queues_testkit::raw_http::{
+    Answer, call, create, enable_http_pull, is_hex32, pull, push, queues,
+};
 
 fn text(body: &str) -> Value {
     json!({"body": body, "content_type": "text"})
 }
 
-fn messages(answer: &(u16, Value)) -> Vec<Value> {
-    ok(answer)["messages"]
+fn messages(answer: &Answer) -> Vec<Value> {
+    Answer::result(answer)["messages"]
         .as_array()
         .cloned()
         .unwrap_or_default()
 }
 
-fn bodies(answer: &(u16, Value)) -> Vec<String> {
+fn bodies(answer: &Answer) -> Vec<String> {
     messages(answer)
         .iter()
         .filter_map(|m| m["body"].as_str().map(str::to_owned))
@@ -34,13 +35,15 @@ fn bodies(answer: &(u16, Value)) -> Vec<String> {
 }
 
 async fn metrics(emulator: &cf_queues_emulator::EmulatorHandle, id: &str) -> Value {
-    ok(&call(
-        emulator,
-        Method::GET,
-        &queues(&format!("/{id}/metrics")),
-        None,
+    Answer::result(
+        &call(
+            emulator,
+            Method::GET,
+            &queues(&format!("/{id}/metrics")),
+            None,
+        )
+        .await,
     )
-    .await)
     .clone()
 }
 
@@ -87,7 +90,7 @@ async fn a_missing_dead_letter_queue_is_created_by_name() {
     assert!(is_hex32(&id));
     let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
     assert_eq!(
-        ok(&got)["consumers"],
+        Answer::result(&got)["consumers"],
         json!([]),
         "as on Cloudflare: no consumer"
     );
@@ -111,7 +114,7 @@ async fn retries_without_a_delay_wait_the_consumers_retry_delay() {
         Some(body),
     )
     .await;
-    assert_eq!(ok(&acked)["retryCount"], json!(2));
+    assert_eq!(Answer::result(&acked)["retryCount"], json!(2));
     let long = json!({"visibility_timeout_ms": 600_000});
     assert_eq!(
         bodies(&pull(&emulator, &id, long).await),
@@ -155,7 +158,7 @@ async fn pulls_without_them_take_the_consumers_batch_size_and_visibility_timeout
     let body = json!({"extend": [{"lease_id": pulled[0]["lease_id"]}]});
     let path = queues(&format!("/{id}/messages/extend"));
     assert_eq!(
-        ok(&call(&emulator, Method::POST, &path, Some(body)).await)["extendCount"],
+        Answer::result(&call(&emulator, Method::POST, &path, Some(body)).await)["extendCount"],
         json!(1)
     );
 }
@@ -274,10 +277,10 @@ async fn a_paused_queue_accepts_messages_and_refuses_pulls_with_409() {
         Some(json!({"settings": {"delivery_paused": true}})),
     )
     .await;
-    assert_eq!(push(&emulator, &id, text("kept")).await.0, 200);
+    assert_eq!(push(&emulator, &id, text("kept")).await.status, 200);
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
-        failed(&refused),
+        Answer::failure(&refused),
         (409, 10252, "queue_delivery_paused".into())
     );
     let peeked = call(
@@ -329,7 +332,11 @@ async fn messages_older_than_the_retention_period_are_gone() {
         Some(ack),
     )
     .await;
-    assert_eq!(ok(&acked)["ackCount"], json!(0), "its lease went with it");
+    assert_eq!(
+        Answer::result(&acked)["ackCount"],
+        json!(0),
+        "its lease went with it"
+    );
     clock.advance(Duration::from_secs(30));
     assert_eq!(metrics(&emulator, &id).await["backlog_count"], json!(0));
 
@@ -381,7 +388,7 @@ async fn a_configuration_file_declares_queues_that_keep_their_ids_across_restart
             .expect("starts");
         assert_eq!(emulator.queue_id("orders").as_deref(), Some(id));
         let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-        let queue = ok(&got).clone();
+        let queue = Answer::result(&got).clone();
         assert_eq!(
             queue["settings"],
             json!({"delivery_delay": 5, "delivery_paused": false, "message_retention_period": 3600})
@@ -402,11 +409,14 @@ async fn a_configuration_file_declares_queues_that_keep_their_ids_across_restart
             None,
         )
         .await;
-        assert_eq!(ok(&worker)[0]["script_name"], json!("mailer"));
-        assert_eq!(ok(&worker)[0]["settings"]["max_concurrency"], json!(3));
+        assert_eq!(Answer::result(&worker)[0]["script_name"], json!("mailer"));
+        assert_eq!(
+            Answer::result(&worker)[0]["settings"]["max_concurrency"],
+            json!(3)
+        );
         // Strict: nothing springs into being.
         assert_eq!(
-            failed(&push(&emulator, "orders", text("x")).await).0,
+            Answer::failure(&push(&emulator, "orders", text("x")).await).0,
             404,
             "a name is no id"
         );
@@ -442,7 +452,7 @@ async fn a_configuration_built_in_code_and_the_builder_shorthands_combine() {
     })
     .await;
     let got = call(&emulator, Method::GET, &queues("/jobs"), None).await;
-    let consumer = &ok(&got)["consumers"][0];
+    let consumer = &Answer::result(&got)["consumers"][0];
     assert_eq!(
         consumer["settings"]["max_retries"],
         json!(9),

@@ -7,17 +7,12 @@ use std::time::Duration;
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorClock, EmulatorHandle, Latency};
 use tokio::time::Instant;
 
-use crate::support::START_MS;
+use cf_queues_testkit::emulators::{START_MS, emulator_on_tokio_clock};
 
 const RTT: Duration = Duration::from_millis(100);
 
 async fn far_emulator(latency: Latency) -> EmulatorHandle {
-    Emulator::new()
-        .clock(EmulatorClock::tokio(START_MS))
-        .latency(latency)
-        .start()
-        .await
-        .expect("emulator starts")
+    emulator_on_tokio_clock(START_MS, |emulator| emulator.latency(latency)).await
 }
 
 /// A client without timers of its own, so paused time moves only for the

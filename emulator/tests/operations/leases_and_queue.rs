@@ -8,34 +8,12 @@ use std::time::Duration;
 
 use cf_queues::batch::Batch;
 use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
-use cf_queues::retry::RetryPolicy;
-use cf_queues::{Acks, Message, PullOptions, Queue};
-use cf_queues_emulator::{Emulator, EmulatorClock, EmulatorHandle, ManualClock};
+use cf_queues::{Acks, Message, PullOptions};
+use cf_queues_emulator::{Emulator, ManualClock};
 use serde_json::json;
 
-use crate::support::START_MS;
-
-/// An emulator whose clock follows tokio's; call it on paused time.
-async fn on_tokio_time() -> EmulatorHandle {
-    Emulator::new()
-        .clock(EmulatorClock::tokio(START_MS))
-        .start()
-        .await
-        .expect("emulator starts")
-}
-
-/// A queue whose client has no timers of its own (pool reaping) that could
-/// move paused time, and makes one request per call.
-fn queue(emulator: &EmulatorHandle, id: &str) -> Queue {
-    emulator
-        .client_builder()
-        .expect("builder")
-        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
-        .retry(RetryPolicy::none())
-        .build()
-        .and_then(|client| client.queue(id))
-        .expect("client and queue")
-}
+use cf_queues_testkit::clients::queue;
+use cf_queues_testkit::emulators::{START_MS, emulator_on_tokio_clock};
 
 fn lease(seconds: u64) -> PullOptions {
     PullOptions::new()
@@ -49,7 +27,7 @@ async fn advance(by: Duration) {
 
 #[tokio::test(start_paused = true)]
 async fn a_message_extended_twice_past_its_timeout_is_not_delivered_again() {
-    let emulator = on_tokio_time().await;
+    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
     let q = queue(&emulator, "work");
     q.push_batch(Batch::new([
         Message::text("acked"),
@@ -98,7 +76,7 @@ async fn a_message_extended_twice_past_its_timeout_is_not_delivered_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_expires_when_paused_tokio_time_passes_it() {
-    let emulator = on_tokio_time().await;
+    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
     let q = queue(&emulator, "expiry");
     q.push(Message::text("m")).await.expect("push");
     let first = q.pull(lease(5)).await.expect("pull");
@@ -117,7 +95,7 @@ async fn a_lease_expires_when_paused_tokio_time_passes_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stale_extension_gets_a_warning() {
-    let emulator = on_tokio_time().await;
+    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
     let q = queue(&emulator, "stale");
     q.push(Message::text("m")).await.expect("push");
     let first = q.pull(lease(1)).await.expect("pull");

@@ -12,14 +12,11 @@ use cf_queues_emulator::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{START_MS, emulator_with};
+use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
+use cf_queues_testkit::raw_http::{self, call_with, queue_path};
 
 async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|emulator| emulator.token("right-token")).await
-}
-
-fn path(queue: &str, op: &str) -> String {
-    format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{queue}{op}")
 }
 
 /// The path of `op` on `queue` of the emulator's account.
@@ -48,28 +45,8 @@ async fn send_to(
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> (u16, String, Value) {
-    let mut request = reqwest::Client::new()
-        .request(method, format!("{root}{path}"))
-        .bearer_auth(handle.token().unwrap_or_default());
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.expect("request completes");
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let text = response.text().await.expect("body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, content_type, body)
+    let answer = call_with(handle, root, method, path, body, headers).await;
+    (answer.status, answer.content_type(), answer.body)
 }
 
 /// The `result` of a success envelope, with the envelope checked.
@@ -102,14 +79,7 @@ fn failure(body: &Value) -> (Option<u64>, Option<&str>) {
 
 async fn push(handle: &EmulatorHandle, queue: &str, body: &str) {
     let message = json!({"body": body, "content_type": "text"});
-    let (status, _, _) = send(
-        handle,
-        Method::POST,
-        &path(queue, "/messages"),
-        Some(message),
-    )
-    .await;
-    assert_eq!(status, 200);
+    assert_eq!(raw_http::push(handle, queue, message).await.status, 200);
 }
 
 #[tokio::test]
@@ -122,7 +92,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, content_type, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/preview"),
+        &queue_path("shapes", "/messages/preview"),
         Some(json!({"batch_size": 1})),
     )
     .await;
@@ -155,7 +125,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/preview"),
+        &queue_path("shapes", "/messages/preview"),
         None,
     )
     .await;
@@ -168,7 +138,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/preview/ack"),
+        &queue_path("shapes", "/messages/preview/ack"),
         Some(json!({"acks": [{"lease_id": preview_id}, {"lease_id": "unknown"}], "retries": []})),
     )
     .await;
@@ -180,7 +150,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/pull"),
+        &queue_path("shapes", "/messages/pull"),
         Some(json!({"visibility_timeout_ms": 1000})),
     )
     .await;
@@ -188,7 +158,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/extend"),
+        &queue_path("shapes", "/messages/extend"),
         Some(json!({"extend": [{"lease_id": lease}, {"lease_id": "nope"}], "visibility_timeout_ms": 5000})),
     )
     .await;
@@ -200,7 +170,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/messages/pull"),
+        &queue_path("shapes", "/messages/pull"),
         None,
     )
     .await;
@@ -211,7 +181,13 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     );
 
     // Metrics: the object itself as the result.
-    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/metrics"), None).await;
+    let (status, _, body) = send(
+        &emulator,
+        Method::GET,
+        &queue_path("shapes", "/metrics"),
+        None,
+    )
+    .await;
     let metrics = result(status, &body);
     assert_eq!(
         metrics,
@@ -219,12 +195,18 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     );
 
     // Purge status before any purge, the purge, and the status after it.
-    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/purge"), None).await;
+    let (status, _, body) = send(
+        &emulator,
+        Method::GET,
+        &queue_path("shapes", "/purge"),
+        None,
+    )
+    .await;
     assert_eq!(result(status, &body), json!({"completed": "false"}));
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("shapes", "/purge"),
+        &queue_path("shapes", "/purge"),
         Some(json!({"delete_messages_permanently": true})),
     )
     .await;
@@ -272,12 +254,24 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
             }
         })
     );
-    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/purge"), None).await;
+    let (status, _, body) = send(
+        &emulator,
+        Method::GET,
+        &queue_path("shapes", "/purge"),
+        None,
+    )
+    .await;
     assert_eq!(
         result(status, &body),
         json!({"completed": "true", "started_at": "2024-03-20T16:09:19.153Z"})
     );
-    let (status, _, body) = send(&emulator, Method::GET, &path("shapes", "/metrics"), None).await;
+    let (status, _, body) = send(
+        &emulator,
+        Method::GET,
+        &queue_path("shapes", "/metrics"),
+        None,
+    )
+    .await;
     assert_eq!(
         result(status, &body),
         json!({"backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0})
@@ -296,7 +290,7 @@ async fn metrics_stream_as_one_server_sent_event_when_asked() {
             &emulator,
             emulator.base_url(),
             Method::GET,
-            &path("sse", "/metrics"),
+            &queue_path("sse", "/metrics"),
             None,
             &[("accept", accept)],
         )
@@ -317,7 +311,7 @@ async fn metrics_stream_as_one_server_sent_event_when_asked() {
         &emulator,
         emulator.base_url(),
         Method::GET,
-        &path("sse", "/metrics"),
+        &queue_path("sse", "/metrics"),
         None,
         &[("accept", "application/json")],
     )
@@ -329,10 +323,10 @@ async fn metrics_stream_as_one_server_sent_event_when_asked() {
 async fn bad_requests_get_cloudflares_codes() {
     let (emulator, _clock) = emulator().await;
     push(&emulator, "codes", "x").await;
-    let extend = path("codes", "/messages/extend");
-    let preview = path("codes", "/messages/preview");
-    let preview_ack = path("codes", "/messages/preview/ack");
-    let purge = path("codes", "/purge");
+    let extend = queue_path("codes", "/messages/extend");
+    let preview = queue_path("codes", "/messages/preview");
+    let preview_ack = queue_path("codes", "/messages/preview/ack");
+    let purge = queue_path("codes", "/purge");
     let lease = json!([{"lease_id": "x"}]);
     let cases = [
         (&extend, json!({"extend": "x"}), 10207, Some("/extend")),
@@ -459,7 +453,8 @@ async fn bad_requests_get_cloudflares_codes() {
         (Method::GET, "/messages/preview"),
         (Method::GET, "/messages/preview/ack"),
     ] {
-        let (status, _, got) = send(&emulator, method.clone(), &path("codes", op), None).await;
+        let (status, _, got) =
+            send(&emulator, method.clone(), &queue_path("codes", op), None).await;
         assert_eq!(
             (status, failure(&got).0),
             (405, Some(7001)),
@@ -537,7 +532,7 @@ async fn preview_ids_and_lease_ids_are_not_interchangeable() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("apart", "/messages/preview"),
+        &queue_path("apart", "/messages/preview"),
         None,
     )
     .await;
@@ -549,7 +544,13 @@ async fn preview_ids_and_lease_ids_are_not_interchangeable() {
             json!({"extend": [{"lease_id": preview_id}]}),
         ),
     ] {
-        let (status, _, got) = send(&emulator, Method::POST, &path("apart", op), Some(body)).await;
+        let (status, _, got) = send(
+            &emulator,
+            Method::POST,
+            &queue_path("apart", op),
+            Some(body),
+        )
+        .await;
         let warnings = &result(status, &got)["warnings"];
         assert!(
             warnings
@@ -561,7 +562,7 @@ async fn preview_ids_and_lease_ids_are_not_interchangeable() {
     let (status, _, body) = send(
         &emulator,
         Method::POST,
-        &path("apart", "/messages/pull"),
+        &queue_path("apart", "/messages/pull"),
         None,
     )
     .await;
@@ -569,7 +570,7 @@ async fn preview_ids_and_lease_ids_are_not_interchangeable() {
     let (status, _, got) = send(
         &emulator,
         Method::POST,
-        &path("apart", "/messages/preview/ack"),
+        &queue_path("apart", "/messages/preview/ack"),
         Some(json!({"acks": [{"lease_id": lease}]})),
     )
     .await;

@@ -10,5 +10,4 @@ mod leases_and_queue;
 mod leases_and_queue_wire;
 mod rate_limits;
 mod semantics;
-mod support;
 mod wrangler_calls;

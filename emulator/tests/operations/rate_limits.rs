@@ -7,114 +7,53 @@ use std::time::Duration;
 
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Message, PullOptions};
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle, ManualClock, RateLimitModel};
+use cf_queues_emulator::{EmulatorHandle, ManualClock, RateLimitModel};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::emulator_with;
+use cf_queues_testkit::emulators::emulator_on_manual_clock as emulator_with;
+use cf_queues_testkit::raw_http::{self, Answer, lease_ids, queue_path};
 
 const FIVE_MINUTES: Duration = Duration::from_secs(300);
 
-/// What one call answered: status, the first error code, and the three
-/// rate-limit headers.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    code: Option<u64>,
-    body: Value,
-    ratelimit: Option<String>,
-    policy: Option<String>,
-    retry_after: Option<String>,
-}
-
+/// `method` on `op` (`"/messages"`, `"/metrics"`, ...) of queue `q`.
 async fn call(handle: &EmulatorHandle, method: Method, op: &str, body: Option<Value>) -> Answer {
-    let url = format!(
-        "{}/accounts/{EMULATOR_ACCOUNT_ID}/queues/q{op}",
-        handle.base_url()
-    );
-    let mut request = reqwest::Client::new()
-        .request(method, url)
-        .bearer_auth(handle.token().unwrap_or_default());
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("request completes");
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let (ratelimit, policy, retry_after) = (
-        header("ratelimit"),
-        header("ratelimit-policy"),
-        header("retry-after"),
-    );
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("a JSON envelope");
-    Answer {
-        status,
-        code: body["errors"][0]["code"].as_u64(),
-        body,
-        ratelimit,
-        policy,
-        retry_after,
-    }
+    raw_http::call(handle, method, &queue_path("q", op), body).await
 }
 
 async fn push(handle: &EmulatorHandle) -> Answer {
-    call(
-        handle,
-        Method::POST,
-        "/messages",
-        Some(json!({"body": "m"})),
-    )
-    .await
+    raw_http::push(handle, "q", json!({"body": "m"})).await
 }
 
 async fn push_many(handle: &EmulatorHandle, n: usize) {
-    let messages: Vec<Value> = (0..n).map(|i| json!({ "body": i.to_string() })).collect();
-    let answer = call(
-        handle,
-        Method::POST,
-        "/messages/batch",
-        Some(json!({ "messages": messages })),
-    )
-    .await;
-    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    raw_http::push_many(handle, "q", n).await;
 }
 
 async fn pull(handle: &EmulatorHandle, batch_size: usize) -> Answer {
-    call(
+    raw_http::pull(
         handle,
-        Method::POST,
-        "/messages/pull",
-        Some(json!({ "batch_size": batch_size, "visibility_timeout_ms": 60_000 })),
+        "q",
+        json!({ "batch_size": batch_size, "visibility_timeout_ms": 60_000 }),
     )
     .await
-}
-
-fn lease_ids(answer: &Answer) -> Vec<String> {
-    answer.body["result"]["messages"]
-        .as_array()
-        .map(|messages| {
-            messages
-                .iter()
-                .filter_map(|m| m["lease_id"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn ok(answer: &Answer) {
     assert_eq!(answer.status, 200, "{:?}", answer.body);
-    assert_eq!(answer.retry_after, None, "Retry-After only on a 429");
+    assert_eq!(
+        answer.header("retry-after"),
+        None,
+        "Retry-After only on a 429"
+    );
 }
 
 fn refused(answer: &Answer, code: u64, retry_after: u64) {
     assert_eq!(
-        (answer.status, answer.code, answer.retry_after.as_deref()),
+        (
+            answer.status,
+            answer.code(),
+            answer.header("retry-after").as_deref()
+        ),
         (429, Some(code), Some(retry_after.to_string().as_str())),
         "{:?}",
         answer.body
@@ -132,25 +71,43 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
     let (emulator, clock) = limited(model).await;
     let first = push(&emulator).await;
     ok(&first);
-    assert_eq!(first.ratelimit.as_deref(), Some("\"default\";r=4;t=300"));
-    assert_eq!(first.policy.as_deref(), Some("\"default\";q=5;w=300"));
+    assert_eq!(
+        first.header("ratelimit").as_deref(),
+        Some("\"default\";r=4;t=300")
+    );
+    assert_eq!(
+        first.header("ratelimit-policy").as_deref(),
+        Some("\"default\";q=5;w=300")
+    );
     clock.advance(Duration::from_millis(100_500));
     // Lease calls do not count; metrics and the rest do.
     ok(&pull(&emulator, 10).await);
     let metrics = call(&emulator, Method::GET, "/metrics", None).await;
     ok(&metrics);
-    assert_eq!(metrics.ratelimit.as_deref(), Some("\"default\";r=3;t=200"));
+    assert_eq!(
+        metrics.header("ratelimit").as_deref(),
+        Some("\"default\";r=3;t=200")
+    );
     for r in [2, 1, 0] {
         let answer = push(&emulator).await;
         ok(&answer);
-        assert_eq!(answer.ratelimit, Some(format!("\"default\";r={r};t=200")));
+        assert_eq!(
+            answer.header("ratelimit"),
+            Some(format!("\"default\";r={r};t=200"))
+        );
     }
     // The sixth request goes over: it and every call after it, lease calls
     // included, are refused for five minutes.
     let over = push(&emulator).await;
     refused(&over, 971, 300);
-    assert_eq!(over.ratelimit.as_deref(), Some("\"default\";r=0;t=300"));
-    assert_eq!(over.policy.as_deref(), Some("\"default\";q=5;w=300"));
+    assert_eq!(
+        over.header("ratelimit").as_deref(),
+        Some("\"default\";r=0;t=300")
+    );
+    assert_eq!(
+        over.header("ratelimit-policy").as_deref(),
+        Some("\"default\";q=5;w=300")
+    );
     assert_eq!(
         emulator.metrics("q").backlog_count,
         4,
@@ -169,12 +126,18 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
     // Refusals neither count nor move the block.
     let nearly = push(&emulator).await;
     refused(&nearly, 971, 1);
-    assert_eq!(nearly.ratelimit.as_deref(), Some("\"default\";r=0;t=1"));
+    assert_eq!(
+        nearly.header("ratelimit").as_deref(),
+        Some("\"default\";r=0;t=1")
+    );
     clock.advance(Duration::from_millis(999));
     // Over at 400.5 s; every counted request has left the window by then.
     let after = push(&emulator).await;
     ok(&after);
-    assert_eq!(after.ratelimit.as_deref(), Some("\"default\";r=4;t=300"));
+    assert_eq!(
+        after.header("ratelimit").as_deref(),
+        Some("\"default\";r=4;t=300")
+    );
     ok(&pull(&emulator, 10).await);
     emulator.shutdown().await.expect("shutdown");
 }
@@ -186,15 +149,24 @@ async fn the_window_slides_one_request_at_a_time() {
     ok(&push(&emulator).await);
     clock.advance(Duration::from_secs(200));
     let second = push(&emulator).await;
-    assert_eq!(second.ratelimit.as_deref(), Some("\"default\";r=0;t=100"));
+    assert_eq!(
+        second.header("ratelimit").as_deref(),
+        Some("\"default\";r=0;t=100")
+    );
     // The first leaves at 300 s: just before, one more would be over.
     clock.advance(Duration::from_millis(99_999));
     let left = call(&emulator, Method::POST, "/messages/pull", Some(json!({}))).await;
-    assert_eq!(left.ratelimit.as_deref(), Some("\"default\";r=0;t=1"));
+    assert_eq!(
+        left.header("ratelimit").as_deref(),
+        Some("\"default\";r=0;t=1")
+    );
     clock.advance(Duration::from_millis(1));
     let third = push(&emulator).await;
     ok(&third);
-    assert_eq!(third.ratelimit.as_deref(), Some("\"default\";r=0;t=200"));
+    assert_eq!(
+        third.header("ratelimit").as_deref(),
+        Some("\"default\";r=0;t=200")
+    );
     emulator.shutdown().await.expect("shutdown");
 }
 
@@ -318,7 +290,7 @@ async fn the_address_bucket_counts_every_call_and_starts_no_block() {
     let over = call(&emulator, Method::GET, "/metrics", None).await;
     refused(&over, 971, 1);
     assert_eq!(
-        over.ratelimit.as_deref(),
+        over.header("ratelimit").as_deref(),
         Some("\"default\";r=95;t=300"),
         "not counted"
     );
@@ -326,7 +298,10 @@ async fn the_address_bucket_counts_every_call_and_starts_no_block() {
     clock.advance(Duration::from_millis(100));
     let next = call(&emulator, Method::GET, "/metrics", None).await;
     ok(&next);
-    assert_eq!(next.ratelimit.as_deref(), Some("\"default\";r=94;t=300"));
+    assert_eq!(
+        next.header("ratelimit").as_deref(),
+        Some("\"default\";r=94;t=300")
+    );
     refused(&pull(&emulator, 1).await, 971, 1);
     emulator.shutdown().await.expect("shutdown");
 }
@@ -338,7 +313,7 @@ async fn limits_switch_on_and_off_while_serving() {
     let free = push(&emulator).await;
     ok(&free);
     assert_eq!(
-        (free.ratelimit, free.policy),
+        (free.header("ratelimit"), free.header("ratelimit-policy")),
         (None, None),
         "no limits, no headers"
     );
@@ -346,10 +321,13 @@ async fn limits_switch_on_and_off_while_serving() {
     // On with Cloudflare's figures, from an empty window.
     let counted = push(&emulator).await;
     assert_eq!(
-        counted.ratelimit.as_deref(),
+        counted.header("ratelimit").as_deref(),
         Some("\"default\";r=1199;t=300")
     );
-    assert_eq!(counted.policy.as_deref(), Some("\"default\";q=1200;w=300"));
+    assert_eq!(
+        counted.header("ratelimit-policy").as_deref(),
+        Some("\"default\";q=1200;w=300")
+    );
     emulator.set_rate_limits(Some(RateLimitModel::cloudflare().per_queue(1, 1)));
     ok(&pull(&emulator, 1).await);
     refused(&pull(&emulator, 1).await, 10250, 1);

@@ -7,42 +7,14 @@ use cf_queues::{Acks, Error, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
 use serde_json::{Value, json};
 
-use crate::support::{START_MS, emulator_with};
+use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
+use cf_queues_testkit::raw_http::{post_text, queue_path};
 
 fn queue(handle: &EmulatorHandle, id: &str) -> Queue {
     handle
         .client()
         .and_then(|c| c.queue(id))
         .expect("valid client and queue")
-}
-
-/// A raw POST, for what our client refuses to send; returns status and body.
-async fn post(handle: &EmulatorHandle, path: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", handle.base_url()))
-        .bearer_auth(handle.token().unwrap_or_default())
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("request completes");
-    let status = response.status().as_u16();
-    let text = response.text().await.expect("body");
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-fn messages_path(queue: &str, op: &str) -> String {
-    format!(
-        "/accounts/{}/queues/{queue}/messages{op}",
-        cf_queues_emulator::EMULATOR_ACCOUNT_ID
-    )
-}
-
-fn first_code(body: &Value) -> Option<u64> {
-    body["errors"][0]["code"].as_u64()
 }
 
 #[tokio::test]
@@ -377,7 +349,7 @@ async fn serves_with_and_without_the_client_v4_prefix() {
 #[tokio::test]
 async fn bad_input_gets_cloudflare_codes() {
     let (emulator, _clock) = emulator_with(|e| e).await;
-    let push = messages_path("q1", "");
+    let push = queue_path("q1", "/messages");
     let cases: Vec<(String, String, u16, u64)> = vec![
         (push.clone(), "{not json".into(), 400, 10208),
         (push.clone(), json!({"body": 5, "content_type": "text"}).to_string(), 400, 10207),
@@ -388,31 +360,32 @@ async fn bad_input_gets_cloudflare_codes() {
         (push.clone(), json!({"body": "x".repeat(128_000), "content_type": "text"}).to_string(), 400, 10204),
         (push.clone(), json!({"body": "x", "content_type": "text", "delay_seconds": 86_401}).to_string(), 400, 10203),
         (push.clone(), json!({"body": "x", "content_type": "text", "delay_seconds": -1}).to_string(), 400, 10203),
-        (messages_path("q1", "/batch"), json!({"messages": (0..101).map(|_| json!({"body": "x", "content_type": "text"})).collect::<Vec<_>>()}).to_string(), 400, 10206),
-        (messages_path("q1", "/batch"), json!({"messages": (0..3).map(|_| json!({"body": "x".repeat(100_000), "content_type": "text"})).collect::<Vec<_>>()}).to_string(), 400, 10205),
-        (messages_path("q1", "/batch"), json!({"messages": [{"body": "x", "content_type": "text"}], "delay_seconds": 90_000}).to_string(), 400, 10202),
-        (messages_path("q1", "/pull"), json!({"batch_size": 0}).to_string(), 400, 10207),
-        (messages_path("q1", "/pull"), json!({"batch_size": 101}).to_string(), 400, 10207),
-        (messages_path("q1", "/pull"), json!({"visibility_timeout_ms": 43_200_001}).to_string(), 400, 10207),
-        (messages_path("q1", "/pull"), json!({"visibility_timeout_ms": 0}).to_string(), 400, 10207),
-        (messages_path("q1", "/pull"), json!({"visibility_timeout_ms": 0.4}).to_string(), 400, 10207),
-        (messages_path("q1", "/ack"), json!({"acks": [{"lease": "x"}]}).to_string(), 400, 10207),
-        (messages_path("q1", "/ack"), json!({"retries": [{"lease_id": "x", "delay_seconds": 100_000}]}).to_string(), 400, 10203),
-        (messages_path("q1", "/purge"), json!({}).to_string(), 400, 10207),
-        (messages_path(&"a".repeat(33), ""), json!({"body": "x", "content_type": "text"}).to_string(), 400, 10107),
-        (messages_path("not-alnum", "/pull"), "{}".into(), 400, 10107),
+        (queue_path("q1", "/messages/batch"), json!({"messages": (0..101).map(|_| json!({"body": "x", "content_type": "text"})).collect::<Vec<_>>()}).to_string(), 400, 10206),
+        (queue_path("q1", "/messages/batch"), json!({"messages": (0..3).map(|_| json!({"body": "x".repeat(100_000), "content_type": "text"})).collect::<Vec<_>>()}).to_string(), 400, 10205),
+        (queue_path("q1", "/messages/batch"), json!({"messages": [{"body": "x", "content_type": "text"}], "delay_seconds": 90_000}).to_string(), 400, 10202),
+        (queue_path("q1", "/messages/pull"), json!({"batch_size": 0}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/pull"), json!({"batch_size": 101}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/pull"), json!({"visibility_timeout_ms": 43_200_001}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/pull"), json!({"visibility_timeout_ms": 0}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/pull"), json!({"visibility_timeout_ms": 0.4}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/ack"), json!({"acks": [{"lease": "x"}]}).to_string(), 400, 10207),
+        (queue_path("q1", "/messages/ack"), json!({"retries": [{"lease_id": "x", "delay_seconds": 100_000}]}).to_string(), 400, 10203),
+        (queue_path("q1", "/messages/purge"), json!({}).to_string(), 400, 10207),
+        (queue_path(&"a".repeat(33), "/messages"), json!({"body": "x", "content_type": "text"}).to_string(), 400, 10107),
+        (queue_path("not-alnum", "/messages/pull"), "{}".into(), 400, 10107),
         ("/accounts/x/queues/q1/nothing".into(), "{}".into(), 404, 7003),
         ("/accounts/not-an-account/queues/q1/messages/pull".into(), "{}".into(), 400, 10107),
         (push.clone(), "x".repeat(3 * 1024 * 1024), 413, 10204),
     ];
     for (path, body, status, code) in cases {
-        let (got_status, got) = post(&emulator, &path, body).await;
+        let got = post_text(&emulator, &path, body).await;
         assert_eq!(
-            (got_status, first_code(&got)),
+            (got.status, got.code()),
             (status, Some(code)),
-            "{path}: {got}"
+            "{path}: {}",
+            got.body
         );
-        assert_eq!(got["success"], false);
+        assert_eq!(got.body["success"], false);
     }
     assert_eq!(
         emulator.metrics("q1").backlog_count,
@@ -421,7 +394,7 @@ async fn bad_input_gets_cloudflare_codes() {
     );
     for (path, body, pointer) in [
         (
-            messages_path("q1", "/pull"),
+            queue_path("q1", "/messages/pull"),
             json!({"visibility_timeout_ms": 0}),
             "/visibility_timeout_ms",
         ),
@@ -431,7 +404,7 @@ async fn bad_input_gets_cloudflare_codes() {
             "/content_type",
         ),
     ] {
-        let (_, got) = post(&emulator, &path, body.to_string()).await;
+        let got = post_text(&emulator, &path, body.to_string()).await.body;
         assert_eq!(got["errors"][0]["source"]["pointer"], pointer, "{got}");
     }
 }
@@ -443,14 +416,18 @@ async fn auth_is_required_and_checked() {
             .global_api_key("me@example.com", "right-key")
     })
     .await;
-    let url = format!("{}{}", emulator.base_url(), messages_path("q1", "/pull"));
+    let url = format!(
+        "{}{}",
+        emulator.base_url(),
+        queue_path("q1", "/messages/pull")
+    );
     let http = reqwest::Client::new();
     let send = |request: reqwest::RequestBuilder| async move {
         let response = request.body("{}").send().await.expect("request");
         let status = response.status().as_u16();
         (
             status,
-            first_code(&response.json::<Value>().await.expect("json")),
+            response.json::<Value>().await.expect("json")["errors"][0]["code"].as_u64(),
         )
     };
     // Missing and malformed credentials: 400, as Cloudflare's v4 API answers.

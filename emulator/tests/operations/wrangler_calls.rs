@@ -6,8 +6,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::account::{call, create, failed, ok, queues};
-use crate::support::emulator_with;
+use cf_queues_testkit::emulators::emulator_on_manual_clock as emulator_with;
+use cf_queues_testkit::raw_http::{Answer, call, create, queues};
 
 #[tokio::test]
 async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them() {
@@ -15,13 +15,17 @@ async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them
     // `wrangler queues create orders --delivery-delay-secs 2 --message-retention-period-secs 3600`
     let body = json!({"queue_name": "orders", "settings": {"delivery_delay": 2, "message_retention_period": 3600}});
     let created = call(&emulator, Method::POST, &queues(""), Some(body)).await;
-    let queue = ok(&created).clone();
+    let queue = Answer::result(&created).clone();
     let expected =
         json!({"delivery_delay": 2, "delivery_paused": false, "message_retention_period": 3600});
     assert_eq!(queue["settings"], expected);
     let id = queue["queue_id"].as_str().unwrap_or_default().to_owned();
     let read = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-    assert_eq!(ok(&read)["settings"], expected, "kept, not only answered");
+    assert_eq!(
+        Answer::result(&read)["settings"],
+        expected,
+        "kept, not only answered"
+    );
 
     // Refused as a PATCH refuses them, and nothing is created.
     for (settings, pointer) in [
@@ -40,9 +44,12 @@ async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them
     ] {
         let body = json!({"queue_name": "refused", "settings": settings});
         let answer = call(&emulator, Method::POST, &queues(""), Some(body)).await;
-        assert_eq!(failed(&answer).0, 400, "{settings}");
-        assert_eq!(failed(&answer).1, 10207, "{settings}");
-        assert_eq!(answer.1["errors"][0]["source"]["pointer"], json!(pointer));
+        assert_eq!(Answer::failure(&answer).0, 400, "{settings}");
+        assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
+        assert_eq!(
+            answer.body["errors"][0]["source"]["pointer"],
+            json!(pointer)
+        );
         let patched = call(
             &emulator,
             Method::PATCH,
@@ -51,13 +58,13 @@ async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them
         )
         .await;
         assert_eq!(
-            failed(&patched),
-            failed(&answer),
+            Answer::failure(&patched),
+            Answer::failure(&answer),
             "the same refusal as a PATCH"
         );
     }
     let listed = call(&emulator, Method::GET, &queues("?name=refused"), None).await;
-    assert_eq!(ok(&listed), &json!([]));
+    assert_eq!(Answer::result(&listed), &json!([]));
 }
 
 /// The Worker consumer of `queue` as wrangler's `consumer remove` finds
@@ -85,7 +92,7 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
     });
     let consumers = queues(&format!("/{id}/consumers"));
     let added = call(&emulator, Method::POST, &consumers, Some(add)).await;
-    let consumer = ok(&added).clone();
+    let consumer = Answer::result(&added).clone();
     assert_eq!(
         (&consumer["script_name"], &consumer["script"]),
         (&json!("mailer"), &json!("mailer"))
@@ -100,11 +107,11 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
     // and deletes it by id.
     let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
     assert_eq!(
-        wrangler_finds(ok(&info), "mailer"),
+        wrangler_finds(Answer::result(&info), "mailer"),
         Some(consumer_id.clone())
     );
     let listed = call(&emulator, Method::GET, &consumers, None).await;
-    assert_eq!(ok(&listed)[0]["script"], json!("mailer"));
+    assert_eq!(Answer::result(&listed)[0]["script"], json!("mailer"));
     let one = call(
         &emulator,
         Method::GET,
@@ -112,7 +119,7 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         None,
     )
     .await;
-    assert_eq!(ok(&one)["script"], json!("mailer"));
+    assert_eq!(Answer::result(&one)["script"], json!("mailer"));
     let removed = call(
         &emulator,
         Method::DELETE,
@@ -120,7 +127,7 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         None,
     )
     .await;
-    assert_eq!(ok(&removed), &Value::Null);
+    assert_eq!(Answer::result(&removed), &Value::Null);
 
     // The live API's names are accepted on the way in too.
     let by_script = call(
@@ -130,7 +137,7 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         Some(json!({"type": "worker", "script": "sender"})),
     )
     .await;
-    let by_script = ok(&by_script).clone();
+    let by_script = Answer::result(&by_script).clone();
     assert_eq!(
         (&by_script["script_name"], &by_script["script"]),
         (&json!("sender"), &json!("sender"))
@@ -146,12 +153,12 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         Some(json!({"type": "worker", "service": "notifier"})),
     )
     .await;
-    let by_service = ok(&by_service).clone();
+    let by_service = Answer::result(&by_service).clone();
     assert_eq!(by_service["service"], json!("notifier"));
     assert_eq!(by_service["script"], json!("notifier"));
     let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
     assert_eq!(
-        wrangler_finds(ok(&info), "notifier"),
+        wrangler_finds(Answer::result(&info), "notifier"),
         Some(by_script_id.clone())
     );
 
@@ -163,8 +170,11 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         Some(json!({"type": "worker", "script": "a", "script_name": "b"})),
     )
     .await;
-    assert_eq!(failed(&both).1, 10207);
-    assert_eq!(both.1["errors"][0]["source"]["pointer"], json!("/script"));
+    assert_eq!(Answer::failure(&both).1, 10207);
+    assert_eq!(
+        both.body["errors"][0]["source"]["pointer"],
+        json!("/script")
+    );
 }
 
 #[tokio::test]
@@ -191,7 +201,7 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
             .await,
         ];
         for answer in &refused {
-            let (status, code, message) = failed(answer);
+            let (status, code, message) = Answer::failure(answer);
             assert_eq!(
                 (status, code),
                 (400, 11003),
@@ -204,14 +214,14 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
             );
             assert!(message.len() < 400, "a long name is not echoed whole");
             assert_eq!(
-                answer.1["errors"][0]["source"]["pointer"],
+                answer.body["errors"][0]["source"]["pointer"],
                 json!("/dead_letter_queue")
             );
         }
     }
     // Nothing was created: no consumer, no dead-letter queue.
     let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    let names: Vec<&str> = ok(&listed)
+    let names: Vec<&str> = Answer::result(&listed)
         .as_array()
         .into_iter()
         .flatten()
@@ -219,7 +229,7 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
         .collect();
     assert_eq!(names, ["work"]);
     let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
-    assert_eq!(ok(&info)["consumers"], json!([]));
+    assert_eq!(Answer::result(&info)["consumers"], json!([]));
     // The same field name on a queue name refused at creation.
     let bad = call(
         &emulator,
@@ -229,8 +239,8 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
     )
     .await;
     assert_eq!(
-        bad.1["errors"][0]["source"]["pointer"],
+        bad.body["errors"][0]["source"]["pointer"],
         json!("/queue_name")
     );
-    assert_eq!(failed(&bad).1, 11003);
+    assert_eq!(Answer::failure(&bad).1, 11003);
 }

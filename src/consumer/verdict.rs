@@ -5,7 +5,7 @@ use std::time::Duration;
 /// What to do with a handled message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Outcome {
+pub enum Verdict {
     /// Acknowledge it: it is deleted.
     Ack,
     /// Put it back: after this delay (at most 24 hours), or, with `None`,
