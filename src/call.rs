@@ -64,6 +64,9 @@ pub(crate) struct Call<'a> {
     /// Told of every failed attempt, retried or not (the producer lowers
     /// its batches in flight on a 429).
     pub observe: Option<&'a (dyn Fn(&Error) + Send + Sync)>,
+    /// The caller paces itself to the queue's allowance: a refusal for it
+    /// (429, code 10250) is the caller's to answer, not retried here.
+    pub shares_allowance: bool,
     /// Messages a push sends, for the rate limits.
     pub messages: usize,
     /// The largest response body accepted.
@@ -107,6 +110,10 @@ impl Call<'_> {
                 };
                 if let Some(observe) = self.observe {
                     observe(&error);
+                }
+                if self.shares_allowance && error.refused_by_queue() {
+                    tracing::debug!(attempts = attempt, error = %error, "refused for the queue's allowance");
+                    return Err(error);
                 }
                 let wait = self
                     .retry
@@ -290,6 +297,7 @@ mod tests {
             pacer: None,
             first_pass: None,
             observe: None,
+            shares_allowance: false,
             messages: 1,
             response_cap: 1024,
             pull_grace_until: None,

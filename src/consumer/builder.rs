@@ -159,17 +159,27 @@ impl ConsumerBuilder {
         self
     }
 
-    /// The messages a second the consumer pulls, and separately the leases
-    /// a second it settles or extends, at most. Default
-    /// [`DEFAULT_QUEUE_BUDGET`] (4,900, 98 % of Cloudflare's per-queue limit
-    /// of 5,000 of each): a 429 for the queue costs about a second of
-    /// pulling, so the consumer stays under the limit instead of finding it.
-    /// A 429 with code 10250 lowers the budget for a while. Consumers of one
-    /// queue in several processes share Cloudflare's limit: give each its
-    /// share. `u32::MAX` paces nothing (against a local server, say).
-    pub fn queue_budget(mut self, per_second: u32) -> ConsumerBuilder {
-        self.settings.queue_budget = per_second;
+    /// The most of the queue's allowance this consumer takes: the messages
+    /// a second it pulls, and separately the leases a second it settles or
+    /// extends, at most. Default [`DEFAULT_QUEUE_ALLOWANCE`] (4,900, 98 % of
+    /// Cloudflare's per-queue limit of 5,000 of each), so that a consumer
+    /// alone stays under the limit instead of finding it.
+    ///
+    /// Replicas of one queue (several processes, each with its own client)
+    /// need no setting to share the allowance: each starts at this rate and
+    /// adapts to the refusals it meets (429, code 10250), and together they
+    /// stay under the queue's limit; see "Running several replicas" in the
+    /// [module docs](super). This stays one replica's upper bound.
+    /// `u32::MAX` paces nothing (against a local server, say).
+    pub fn queue_allowance(mut self, per_second: u32) -> ConsumerBuilder {
+        self.settings.queue_allowance = per_second;
         self
+    }
+
+    /// The former name of [`queue_allowance`](ConsumerBuilder::queue_allowance).
+    #[deprecated(since = "0.3.0", note = "renamed queue_allowance")]
+    pub fn queue_budget(self, per_second: u32) -> ConsumerBuilder {
+        self.queue_allowance(per_second)
     }
 
     /// The most settlements on their way to the API at once (handled, not
@@ -238,7 +248,7 @@ impl ConsumerBuilder {
         settings.check(self.queue.client().limits())?;
         let token = self.token.unwrap_or_default();
         let shared = Arc::new(ConsumerState::new(
-            self.queue,
+            self.queue.sharing_allowance(),
             settings,
             token.child_token(),
         ));

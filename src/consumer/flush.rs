@@ -67,7 +67,8 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
         if attempt > 1 {
             add(&shared.counters.settlement_resends, chunk.len() as u64);
         }
-        tokio::time::sleep(shared.leases_budget.reserve(chunk.len())).await;
+        tokio::time::sleep(shared.leases_share.reserve(chunk.len())).await;
+        let sent = Instant::now();
         // Boxed, so that the flush task spawned per chunk stays small: the
         // ack call's future is large, and spawning copies the task's.
         let error = match Box::pin(send(shared, &chunk, resend)).await {
@@ -78,10 +79,16 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
             Err(error) => error,
         };
         add(&shared.counters.settle_errors, 1);
+        if error.refused_by_queue() {
+            // Nothing was applied: the tokens go back, and the share's
+            // lower pace spaces the resend.
+            shared.leases_share.refund(chunk.len());
+        }
         shared.note_refusal(
             &error,
             &shared.counters.rate_limited_settles,
-            &shared.leases_budget,
+            &shared.leases_share,
+            sent,
         );
         if may_have_applied(&error) {
             resend = true;
@@ -95,6 +102,7 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
         }
         let wait = match shared.blocked_for(&error) {
             Some(block) => block,
+            None if error.refused_by_queue() => Duration::ZERO,
             None => error
                 .retry_after()
                 .filter(|d| *d <= MAX_RETRY_AFTER)

@@ -101,7 +101,7 @@ fn extend_chunk<'a>(
     margin: Duration,
 ) -> futures_util::future::BoxFuture<'a, ()> {
     Box::pin(async move {
-        tokio::time::sleep(shared.leases_budget.reserve(chunk.len())).await;
+        tokio::time::sleep(shared.leases_share.reserve(chunk.len())).await;
         let span = tracing::info_span!(
             "extend",
             otel.name = %format_args!("extend {}", shared.queue.id()),
@@ -128,10 +128,14 @@ fn extend_chunk<'a>(
                 add(&shared.counters.extend_errors, 1);
                 let why = match &failed {
                     Ok(Err(error)) => {
+                        if error.refused_by_queue() {
+                            shared.leases_share.refund(chunk.len());
+                        }
                         shared.note_refusal(
                             error,
                             &shared.counters.rate_limited_extends,
-                            &shared.leases_budget,
+                            &shared.leases_share,
+                            sent,
                         );
                         error.to_string()
                     }

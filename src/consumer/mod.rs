@@ -41,8 +41,8 @@
 //! | [`batch_size`](ConsumerBuilder::batch_size) | 100 | the API's maximum: fewest requests |
 //! | [`visibility_timeout`](ConsumerBuilder::visibility_timeout) | 30 s (at least 1 s) | Cloudflare's default; extended while handlers run |
 //! | [`max_in_flight`](ConsumerBuilder::max_in_flight) | 2,000 messages | at 200 ms, the pulls on their way hold 1,000 at Cloudflare's rate; as many again for handlers |
-//! | [`max_pulls_in_flight`](ConsumerBuilder::max_pulls_in_flight) | 16 | 8,000 messages a second at 200 ms: the budget, not the round trip, paces |
-//! | [`queue_budget`](ConsumerBuilder::queue_budget) | 4,900 a second | 98 % of Cloudflare's per-queue limit, for pulls and for settlements |
+//! | [`max_pulls_in_flight`](ConsumerBuilder::max_pulls_in_flight) | 16 | 8,000 messages a second at 200 ms: the queue's allowance, not the round trip, paces |
+//! | [`queue_allowance`](ConsumerBuilder::queue_allowance) | 4,900 a second | 98 % of Cloudflare's per-queue limit, for pulls and for settlements; one replica's most |
 //! | [`max_bytes_in_flight`](ConsumerBuilder::max_bytes_in_flight) | 100 MB (soft) | Pub/Sub's default; bounds memory |
 //! | [`ack_batch_size`](ConsumerBuilder::ack_batch_size) | 100 | like a pull; no documented limit |
 //! | [`ack_interval`](ConsumerBuilder::ack_interval) | 100 ms | short next to a lease, gathers acks under load |
@@ -65,16 +65,36 @@
 //!   are on their way at once. The consumer starts with half, adds one for
 //!   each pull that comes back full, drops one after a partial pull (and
 //!   waits the first step of `empty_backoff`), falls back to one after an
-//!   empty pull (backing off as the empty pulls go on), and halves after a
-//!   429 or an error. Full pulls follow each other without a pause.
-//! - **The queue's budget.** Cloudflare refuses a call over its per-queue
-//!   limit whole (429, code 10250), which costs about a second of pulling,
-//!   so the consumer paces itself below it: each pull reserves the messages
-//!   it asks for (and gets back what it did not receive), each ack and
-//!   extension the leases it lists, from a budget of
-//!   [`queue_budget`](ConsumerBuilder::queue_budget) a second each. A 10250
-//!   lowers the budget for a while. Consumers of one queue in several
-//!   processes share Cloudflare's limit: give each its share.
+//!   empty pull (backing off as the empty pulls go on), and halves after an
+//!   error. Full pulls follow each other without a pause.
+//! - **The queue's allowance.** Cloudflare serves a queue 5,000 pulled
+//!   messages and 5,000 settled or extended leases a second, and refuses a
+//!   call over either whole (429, code 10250), so the consumer paces itself
+//!   below it: each pull reserves the messages it asks for (and gets back
+//!   what it did not receive), each ack and extension the leases it lists,
+//!   from its share of the allowance, at most
+//!   [`queue_allowance`](ConsumerBuilder::queue_allowance) a second each.
+//!   A refusal lowers the share, which climbs back while none comes (see
+//!   below); it is not retried by the client, so that the next call waits
+//!   for the lower pace rather than a second of `Retry-After`.
+//!
+//! # Running several replicas
+//!
+//! Replicas of one service (a Kubernetes deployment, a few VMs), each with
+//! its own [`Client`](crate::Client) and consumer on one queue, share the
+//! queue's allowance with no coordinator and no setting. Each starts at
+//! `queue_allowance`; a refusal lowers its pace by a tenth of the
+//! allowance (half its pace when that is less, once for the calls already
+//! on their way); between refusals it climbs back by a hundredth of the
+//! allowance a second. The queue refuses whoever asks when its allowance
+//! is spent, so the replicas above an equal share are refused more often
+//! and the shares even out; a replica that stops leaves its share to the
+//! others within seconds, and one that starts takes its share the same
+//! way. A `Retry-After` over a second holds the replica's calls until then.
+//! [`Summary::pace`] says a replica's pace now, [`Summary::refused_by_queue`]
+//! and [`Summary::refused_by_token`] its refusals by limit. How it works,
+//! and why a fixed step: `ratelimit/share.rs`; the figures for 1, 2, 4 and 8
+//! replicas at a 100 ms round trip: BENCHMARKS.md.
 //! - **Flow control.** `max_in_flight` counts the messages asked for by
 //!   pulls on their way and those with their handlers. A message frees its
 //!   slot when its handler settles it, so an ack's round trip is not charged
@@ -179,7 +199,6 @@
 //! `otel.name` and `otel.kind` for `tracing-opentelemetry`.
 
 mod acker;
-mod budget;
 mod builder;
 mod driver;
 mod error;
@@ -205,10 +224,12 @@ pub use verdict::Verdict;
 pub type Outcome = Verdict;
 pub use retry_delay::RetryDelay;
 pub use run::Consumer;
+#[allow(deprecated)]
+pub use settings::DEFAULT_QUEUE_BUDGET;
 pub use settings::{
     DEFAULT_ACK_BATCH_SIZE, DEFAULT_ACK_INTERVAL, DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_TIMEOUT,
     DEFAULT_GRACE_PERIOD, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LEASE,
-    DEFAULT_MAX_PENDING_SETTLEMENTS, DEFAULT_MAX_PULLS_IN_FLIGHT, DEFAULT_QUEUE_BUDGET,
+    DEFAULT_MAX_PENDING_SETTLEMENTS, DEFAULT_MAX_PULLS_IN_FLIGHT, DEFAULT_QUEUE_ALLOWANCE,
     DEFAULT_VISIBILITY_TIMEOUT, MIN_VISIBILITY_TIMEOUT,
 };
 pub use stream::{LeaseStream, Leased};

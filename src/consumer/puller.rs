@@ -1,12 +1,14 @@
 //! The puller: keeps several pulls on their way, as many as keep the
-//! handlers fed within flow control and the queue's budget, and adapts that
+//! handlers fed within flow control and this replica's share of the
+//! queue's allowance, and adapts that
 //! number while the consumer runs: more while pulls come back full, fewer
 //! after partial or empty pulls, 429s and errors.
 //!
 //! One call at a time gets at most 100 messages per round trip (1,000 a
 //! second at 100 ms); Cloudflare serves a queue 5,000 a second. So pulls
-//! overlap, and the queue's budget ([`Budget`](super::budget::Budget)), not
-//! the round trip, paces a busy consumer.
+//! overlap, and the replica's share of the queue's allowance
+//! ([`Share`](crate::ratelimit::Share)), not the round trip, paces a busy
+//! consumer.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -148,7 +150,7 @@ impl Puller {
             return false;
         }
         shared.take_slots(asked as usize);
-        let wait = shared.pulled_budget.reserve(asked as usize);
+        let wait = shared.reserve_pull(asked as usize);
         self.asked_in_flight += asked as usize;
         let in_flight = self.pulls.len() as u64 + 1;
         add(&shared.counters.pulls_in_flight, 1);
@@ -178,13 +180,21 @@ impl Puller {
             Ok(batch) => batch,
             Err(error) => {
                 shared.return_slots(asked as usize);
-                shared.pulled_budget.refund(asked as usize);
+                shared.pulled_share.refund(asked as usize);
                 add(&shared.counters.pull_errors, 1);
                 shared.note_refusal(
                     &error,
                     &shared.counters.rate_limited_pulls,
-                    &shared.pulled_budget,
+                    &shared.pulled_share,
+                    sent,
                 );
+                if error.refused_by_queue() {
+                    // The share answers it: a lower pace (and a hold for a
+                    // `Retry-After` over a second). Halving the pulls on
+                    // their way or backing off on top would idle a replica
+                    // the others may not make up for.
+                    return Ok(());
+                }
                 if !error.is_retryable() {
                     tracing::error!(queue = shared.queue.id(), %error, "pull failed for good; the consumer stops");
                     return Err(error);
@@ -220,7 +230,7 @@ impl Puller {
         }
         let reserved = asked as usize;
         if got < reserved {
-            shared.pulled_budget.refund(reserved - got);
+            shared.pulled_share.refund(reserved - got);
         }
         let messages = settleable(&shared, batch.messages);
         // The slots were reserved for `asked` messages: give back what is
@@ -265,7 +275,7 @@ impl Drop for Puller {
     }
 }
 
-/// One pull of `asked` messages, sent after `wait` (the budget's).
+/// One pull of `asked` messages, sent after `wait` (the share's).
 async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed {
     if !wait.is_zero() {
         tokio::time::sleep(wait).await;

@@ -24,14 +24,18 @@ pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 2_000;
 /// The default number of pulls on their way at once: 16 full pulls every
 /// 200 ms round trip are 8,000 messages a second, above what Cloudflare
-/// serves one queue, so the budget, not the round trip, is what paces a
+/// serves one queue, so the queue's allowance, not the round trip, is what paces a
 /// busy consumer.
 pub const DEFAULT_MAX_PULLS_IN_FLIGHT: usize = 16;
-/// The default budget per queue, per second, of messages pulled and of
-/// leases settled or extended: 98 % of Cloudflare's 5,000 of each, so that
-/// the consumer does not find the limit by hitting it (a 429 costs about a
-/// second of pulling).
-pub const DEFAULT_QUEUE_BUDGET: u32 = 4_900;
+/// The default most of the queue's allowance one consumer takes, per
+/// second, of messages pulled and of leases settled or extended: 98 % of
+/// Cloudflare's 5,000 of each, so that a consumer alone does not find the
+/// limit by hitting it. Replicas of one queue share it on their own (see
+/// the module docs, "Running several replicas").
+pub const DEFAULT_QUEUE_ALLOWANCE: u32 = 4_900;
+/// The former name of [`DEFAULT_QUEUE_ALLOWANCE`].
+#[deprecated(since = "0.3.0", note = "renamed DEFAULT_QUEUE_ALLOWANCE")]
+pub const DEFAULT_QUEUE_BUDGET: u32 = DEFAULT_QUEUE_ALLOWANCE;
 /// The default limit on settlements on their way to the API (handled, not
 /// yet answered): a second of Cloudflare's per-queue rate. Past it, pulling
 /// waits, so that a failing ack endpoint does not let leases pile up.
@@ -78,7 +82,7 @@ pub(crate) struct Settings {
     pub grace_period: Duration,
     pub flush_timeout: Duration,
     pub max_pulls_in_flight: usize,
-    pub queue_budget: u32,
+    pub queue_allowance: u32,
     pub max_pending_settlements: usize,
     pub max_delay: Duration,
 }
@@ -100,7 +104,7 @@ impl Default for Settings {
             grace_period: DEFAULT_GRACE_PERIOD,
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             max_pulls_in_flight: DEFAULT_MAX_PULLS_IN_FLIGHT,
-            queue_budget: DEFAULT_QUEUE_BUDGET,
+            queue_allowance: DEFAULT_QUEUE_ALLOWANCE,
             max_pending_settlements: DEFAULT_MAX_PENDING_SETTLEMENTS,
             max_delay: Limits::default().max_delay,
         }
@@ -133,7 +137,7 @@ impl Settings {
             ("max_bytes_in_flight", self.max_bytes_in_flight),
             ("ack_batch_size", self.ack_batch_size),
             ("max_pulls_in_flight", self.max_pulls_in_flight),
-            ("queue_budget", self.queue_budget as usize),
+            ("queue_allowance", self.queue_allowance as usize),
             ("max_pending_settlements", self.max_pending_settlements),
         ] {
             if value == 0 {

@@ -12,7 +12,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::acker::{Inbox, Settlement};
-use super::budget::Budget;
 use super::lease_table::LeaseTable;
 use super::round_trip::RoundTrip;
 use super::settings::Settings;
@@ -22,6 +21,7 @@ use crate::counters::{add, sub};
 use crate::error::Error;
 use crate::message::PulledMessage;
 use crate::queue::Queue;
+use crate::ratelimit::Share;
 
 /// What is sent for a settled message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +52,11 @@ pub(crate) struct ConsumerState {
     /// The puller waits for bytes in flight or settlements on their way to
     /// go down, not for slots: every settlement must wake it.
     pub wants_room: AtomicBool,
-    /// The queue's budget of messages pulled a second.
-    pub pulled_budget: Budget,
-    /// The queue's budget of leases settled or extended a second.
-    pub leases_budget: Budget,
+    /// This replica's share of the queue's allowance of messages pulled.
+    pub pulled_share: Share,
+    /// This replica's share of the queue's allowance of leases settled or
+    /// extended.
+    pub leases_share: Share,
     /// The round trip observed on the consumer's calls.
     pub round_trip: RoundTrip,
     /// Cancelled when the grace period of the shutdown is over: a stream
@@ -89,19 +90,23 @@ impl ConsumerState {
         stopping: CancellationToken,
     ) -> ConsumerState {
         let free_slots = AtomicI64::new(slots(settings.max_in_flight));
-        let pulled_budget = Budget::new(settings.queue_budget);
-        let leases_budget = Budget::new(settings.queue_budget);
+        let pulled_share = Share::new(settings.queue_allowance, settings.batch_size as usize);
+        let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
+        let counters = Arc::<ConsumerCounters>::default();
+        counters
+            .pace
+            .store(u64::from(settings.queue_allowance), Ordering::Relaxed);
         ConsumerState {
             queue,
             settings,
-            counters: Arc::default(),
+            counters,
             table: Mutex::default(),
             keeper_wake: Notify::new(),
             free_slots,
             room: Notify::new(),
             wants_room: AtomicBool::new(false),
-            pulled_budget,
-            leases_budget,
+            pulled_share,
+            leases_share,
             round_trip: RoundTrip::default(),
             grace_over: CancellationToken::new(),
             idle: Notify::new(),
@@ -271,16 +276,39 @@ impl ConsumerState {
             .margin(self.settings.margin(), self.settings.visibility_timeout)
     }
 
-    /// Counts a refused call in `counter` when it was a 429, and lowers
-    /// `budget` when the queue's own limit refused it (code 10250).
-    pub(crate) fn note_refusal(&self, error: &Error, counter: &AtomicU64, budget: &Budget) {
+    /// Counts a refused call in `counter` and by limit when it was a 429,
+    /// and tells `share` when the queue's own allowance refused it (code
+    /// 10250) for a call sent at `sent`.
+    pub(crate) fn note_refusal(
+        &self,
+        error: &Error,
+        counter: &AtomicU64,
+        share: &Share,
+        sent: Instant,
+    ) {
         if error.status() != Some(429) {
             return;
         }
         add(counter, 1);
-        if error.codes().contains(&codes::QUEUE_OVERLOADED) {
-            budget.lower();
+        if error.refused_by_queue() {
+            add(&self.counters.refused_by_queue, 1);
+            share.refused(sent, error.retry_after());
+            self.counters
+                .pace
+                .store(self.pulled_share.pace() as u64, Ordering::Relaxed);
+        } else if error.codes().contains(&codes::API_RATE_LIMITED) {
+            add(&self.counters.refused_by_token, 1);
         }
+    }
+
+    /// Reserves a pull of `n` messages from this replica's share; how long
+    /// to wait before sending it.
+    pub(crate) fn reserve_pull(&self, n: usize) -> Duration {
+        let wait = self.pulled_share.reserve(n);
+        self.counters
+            .pace
+            .store(self.pulled_share.pace() as u64, Ordering::Relaxed);
+        wait
     }
 
     pub(crate) fn send_settlement(&self, key: u64, action: Action) {

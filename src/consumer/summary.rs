@@ -86,6 +86,20 @@ pub struct Summary {
     pub rate_limited_settles: u64,
     /// Extension calls refused with 429.
     pub rate_limited_extends: u64,
+    /// Calls refused for the queue's allowance (429, code 10250), pulls,
+    /// settlements and extensions alike, each attempt counted. Each one
+    /// lowers this replica's share; see "Running several replicas" in the
+    /// [module docs](super).
+    pub refused_by_queue: u64,
+    /// Calls refused for the token's budget (429, code 971): the API's
+    /// limit on the credential, which pulls and acks do not draw on but
+    /// which blocks every call of the credential when spent.
+    pub refused_by_token: u64,
+    /// This replica's pace now: the messages a second its share of the
+    /// queue's allowance lets it pull (at most
+    /// [`queue_allowance`](super::ConsumerBuilder::queue_allowance)),
+    /// as of the last refusal or pull. Not a count: a snapshot's value.
+    pub pace: u64,
     /// Blocks of the credential waited out: a 429 with code 971 whose
     /// `Retry-After` (up to five minutes) is longer than the client's retries
     /// wait. Pulling stops until it ends; settlements are sent after it.
@@ -131,6 +145,9 @@ crate::counters::live_counters!(
     rate_limited_pulls,
     rate_limited_settles,
     rate_limited_extends,
+    refused_by_queue,
+    refused_by_token,
+    pace,
     blocked,
     pulls_in_flight,
     max_pulls_in_flight,

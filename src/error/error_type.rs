@@ -238,6 +238,12 @@ impl Error {
         }
     }
 
+    /// Whether the queue's allowance refused the call (429, code 10250
+    /// QueueOverloaded): the queue's own limit, not the token's budget.
+    pub(crate) fn refused_by_queue(&self) -> bool {
+        self.status() == Some(429) && self.codes().contains(&crate::codes::QUEUE_OVERLOADED)
+    }
+
     /// The operation the error comes from; `None` for errors raised before
     /// a call (bad input, configuration) or while decoding a message body.
     pub fn operation(&self) -> Option<Operation> {

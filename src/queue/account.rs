@@ -298,6 +298,7 @@ impl Client {
             pacer: self.pacer(),
             first_pass: None,
             observe: None,
+            shares_allowance: false,
             messages: 0,
             response_cap: self.max_response_bytes().unwrap_or(SMALL_RESPONSE_BYTES),
             pull_grace_until: None,

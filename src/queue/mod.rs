@@ -66,6 +66,11 @@ pub struct Queue {
     name: Option<String>,
     retry: Option<RetryPolicy>,
     deadline: Option<Option<Duration>>,
+    /// The caller paces itself to the queue's allowance (the consumer's
+    /// share): a refusal for it (429, code 10250) ends a call at once,
+    /// for the caller to answer, instead of being retried after its
+    /// `Retry-After` while the caller goes on at the rate that caused it.
+    shares_allowance: bool,
 }
 
 impl Queue {
@@ -76,7 +81,16 @@ impl Queue {
             name: None,
             retry: None,
             deadline: None,
+            shares_allowance: false,
         }
+    }
+
+    /// This handle, for a caller that paces itself to the queue's
+    /// allowance and answers its refusals itself.
+    #[cfg(feature = "consumer")]
+    pub(crate) fn sharing_allowance(mut self) -> Queue {
+        self.shares_allowance = true;
+        self
     }
 
     /// This handle, remembering the queue's name.
@@ -160,6 +174,7 @@ impl Queue {
             pacer: self.client.pacer(),
             first_pass: None,
             observe: None,
+            shares_allowance: self.shares_allowance,
             messages,
             response_cap,
             pull_grace_until,

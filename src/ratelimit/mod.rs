@@ -2,8 +2,13 @@
 //! server's `Ratelimit` headers ([`pacer`](self) in `pacer.rs`), and the
 //! client-side limits a user may add ([`RateLimits`], the buckets below).
 
+mod bucket;
 mod headers;
 mod pacer;
+mod share;
+
+use bucket::Bucket;
+pub(crate) use share::Share;
 
 pub(crate) use headers::Figures;
 pub use pacer::{BURST_PER_CENT, MARGIN_PER_CENT};
@@ -138,53 +143,6 @@ impl RateLimits {
     }
 }
 
-/// A token bucket that lets callers reserve tokens ahead and wait their turn.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    capacity: f64,
-    per_second: f64,
-    tokens: f64,
-    updated: Instant,
-}
-
-impl Bucket {
-    /// A bucket that lets at most `count` through in any `period`: its
-    /// burst (`burst`, at least 1) and a period's refill add up to
-    /// `count`. (A bucket of `count` refilled at `count` per period, as
-    /// `cloudflare()` was before 0.3, lets twice that through in the first
-    /// period, and a server counting a window blocks it.)
-    fn within(count: f64, period: Duration, burst: f64, now: Instant) -> Bucket {
-        let capacity = burst.floor().clamp(1.0, count);
-        // A count of 1 leaves nothing to refill within the period: the
-        // refill wins over the exact bound, one call a period.
-        let refill = if count > capacity {
-            count - capacity
-        } else {
-            count
-        };
-        Bucket {
-            capacity,
-            per_second: refill / period.as_secs_f64(),
-            tokens: capacity,
-            updated: now,
-        }
-    }
-
-    /// Takes `n` tokens, going into debt if needed; returns how long the
-    /// caller must wait for the debt to be paid.
-    fn reserve(&mut self, n: f64, now: Instant) -> Duration {
-        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.per_second).min(self.capacity);
-        self.updated = now;
-        self.tokens -= n;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64((-self.tokens / self.per_second).min(1e9))
-        }
-    }
-}
-
 /// The burst of a per-queue message limit: one full batch goes at once.
 const MESSAGES_BURST: f64 = crate::limits::MAX_BATCH_MESSAGES as f64;
 
@@ -258,12 +216,12 @@ impl Limiter {
     pub(crate) fn refund(&self, queue: &str, messages: usize) {
         if let Some(requests) = &self.requests {
             let mut bucket = requests.lock().unwrap_or_else(PoisonError::into_inner);
-            bucket.tokens = (bucket.tokens + 1.0).min(bucket.capacity);
+            bucket.refund(1.0);
         }
         if self.messages_per_second.is_some() {
             let mut queues = self.queues.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(bucket) = queues.get_mut(queue) {
-                bucket.tokens = (bucket.tokens + messages as f64).min(bucket.capacity);
+                bucket.refund(messages as f64);
             }
         }
     }

@@ -63,6 +63,7 @@ use reqwest::StatusCode;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::Bucket;
 use super::headers::{self, Figures, Policy};
 use crate::codes;
 use crate::time::after;
@@ -108,7 +109,7 @@ struct State {
     /// The freshest answer's figures: the calls numbered up to `cap` may go.
     cap: Option<Cap>,
     /// The average pace, once the policy is known.
-    bucket: Option<Bucket>,
+    bucket: Option<Paced>,
     /// A 429 with code 971 asked every counted call to wait until then.
     paused_until: Option<Instant>,
     /// The number of the last counted call sent before a success without
@@ -127,29 +128,23 @@ struct Cap {
     reset_at: Instant,
 }
 
+/// The average pace of one policy: the client's one [`Bucket`] type.
 #[derive(Debug, Clone, Copy)]
-struct Bucket {
+struct Paced {
     policy: Policy,
-    capacity: f64,
-    per_second: f64,
-    tokens: f64,
-    updated: Instant,
+    bucket: Bucket,
 }
 
-impl Bucket {
-    fn new(policy: Policy, now: Instant) -> Bucket {
+impl Paced {
+    fn new(policy: Policy, now: Instant) -> Paced {
         let quota = policy.quota as f64;
         let aim = (quota - (quota * MARGIN_PER_CENT / 100.0).ceil().max(1.0)).max(1.0);
-        let capacity = (quota * BURST_PER_CENT / 100.0).floor().clamp(1.0, aim);
+        let burst = (quota * BURST_PER_CENT / 100.0).floor().clamp(1.0, aim);
         // A quota of a request or two leaves no room for a burst and a
         // refill: the refill wins, and the cap on `r` stays the guard.
-        let refill = if aim > capacity { aim - capacity } else { aim };
-        Bucket {
+        Paced {
             policy,
-            capacity,
-            per_second: refill / policy.window.as_secs_f64(),
-            tokens: capacity,
-            updated: now,
+            bucket: Bucket::within(aim, policy.window, burst, now),
         }
     }
 
@@ -158,23 +153,11 @@ impl Bucket {
     /// the window now has left it by then (`w`), or the server said its
     /// budget comes back by then (`t`), so a longer wait would only idle.
     fn start_spent(&mut self, in_window: f64, horizon: Duration) {
-        let floor = 1.0 - self.per_second * horizon.as_secs_f64();
-        self.tokens = (self.capacity - in_window).max(floor).min(self.capacity);
-    }
-
-    fn refill(&mut self, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.per_second).min(self.capacity);
-        self.updated = now;
-    }
-
-    /// How long until a whole token is there.
-    fn wait(&self) -> Duration {
-        if self.tokens >= 1.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(((1.0 - self.tokens) / self.per_second).min(1e9))
-        }
+        let bucket = &mut self.bucket;
+        let floor = 1.0 - bucket.per_second * horizon.as_secs_f64();
+        bucket.tokens = (bucket.capacity - in_window)
+            .max(floor)
+            .min(bucket.capacity);
     }
 }
 
@@ -308,9 +291,8 @@ impl State {
             cap.last = self.sent + 1;
             cap.reset_at = later(now, UNKNOWN_RESET);
         }
-        if let Some(bucket) = &mut self.bucket {
-            bucket.refill(now);
-            let wait = bucket.wait();
+        if let Some(paced) = &mut self.bucket {
+            let wait = paced.bucket.wait_for(1.0, now);
             if !wait.is_zero() {
                 return Err(Wait::Until {
                     at: later(now, wait),
@@ -324,9 +306,8 @@ impl State {
     fn take(&mut self, now: Instant) {
         self.sent += 1;
         self.in_flight += 1;
-        if let Some(bucket) = &mut self.bucket {
-            bucket.refill(now);
-            bucket.tokens -= 1.0;
+        if let Some(paced) = &mut self.bucket {
+            paced.bucket.reserve(1.0, now);
         }
     }
 }
@@ -345,11 +326,11 @@ impl Pass {
             match &mut state.bucket {
                 Some(bucket) if bucket.policy == policy => {}
                 bucket => {
-                    let mut fresh = Bucket::new(policy, now);
+                    let mut fresh = Paced::new(policy, now);
                     match bucket {
                         Some(old) => {
-                            old.refill(now);
-                            fresh.tokens = old.tokens.min(fresh.capacity);
+                            old.bucket.refill(now);
+                            fresh.bucket.tokens = old.bucket.tokens.min(fresh.bucket.capacity);
                         }
                         None => {
                             // Only the calls that can still be in the
