@@ -67,8 +67,8 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
         if attempt > 1 {
             add(&shared.counters.settlement_resends, chunk.len() as u64);
         }
+        let reserved = Instant::now();
         tokio::time::sleep(shared.leases_share.reserve(chunk.len())).await;
-        let sent = Instant::now();
         // Boxed, so that the flush task spawned per chunk stays small: the
         // ack call's future is large, and spawning copies the task's.
         let error = match Box::pin(send(shared, &chunk, resend)).await {
@@ -88,7 +88,7 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
             &error,
             &shared.counters.rate_limited_settles,
             &shared.leases_share,
-            sent,
+            reserved,
         );
         if may_have_applied(&error) {
             resend = true;

@@ -101,6 +101,7 @@ fn extend_chunk<'a>(
     margin: Duration,
 ) -> futures_util::future::BoxFuture<'a, ()> {
     Box::pin(async move {
+        let reserved = Instant::now();
         tokio::time::sleep(shared.leases_share.reserve(chunk.len())).await;
         let span = tracing::info_span!(
             "extend",
@@ -135,7 +136,7 @@ fn extend_chunk<'a>(
                             error,
                             &shared.counters.rate_limited_extends,
                             &shared.leases_share,
-                            sent,
+                            reserved,
                         );
                         error.to_string()
                     }

@@ -149,6 +149,13 @@ impl Puller {
         if asked == 0 || (asked < settings.batch_size && !self.pulls.is_empty()) {
             return false;
         }
+        // Sent only once the share allows it, so that a lower pace after a
+        // refusal applies to every pull not sent yet.
+        let wait = shared.pulled_share.wait_for(asked as usize);
+        if !wait.is_zero() {
+            self.next_launch = Instant::now() + wait;
+            return false;
+        }
         shared.take_slots(asked as usize);
         let wait = shared.reserve_pull(asked as usize);
         self.asked_in_flight += asked as usize;

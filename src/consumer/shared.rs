@@ -90,7 +90,10 @@ impl ConsumerState {
         stopping: CancellationToken,
     ) -> ConsumerState {
         let free_slots = AtomicI64::new(slots(settings.max_in_flight));
-        let pulled_share = Share::new(settings.queue_allowance, settings.batch_size as usize);
+        // The first pulls (half the most on their way) go at once, as a
+        // consumer alone would send them; past that, the share's pace.
+        let first_pulls = settings.batch_size as usize * settings.max_pulls_in_flight.div_ceil(2);
+        let pulled_share = Share::new(settings.queue_allowance, first_pulls);
         let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
         let counters = Arc::<ConsumerCounters>::default();
         counters
@@ -278,13 +281,13 @@ impl ConsumerState {
 
     /// Counts a refused call in `counter` and by limit when it was a 429,
     /// and tells `share` when the queue's own allowance refused it (code
-    /// 10250) for a call sent at `sent`.
+    /// 10250) for a call reserved at `reserved`.
     pub(crate) fn note_refusal(
         &self,
         error: &Error,
         counter: &AtomicU64,
         share: &Share,
-        sent: Instant,
+        reserved: Instant,
     ) {
         if error.status() != Some(429) {
             return;
@@ -292,7 +295,7 @@ impl ConsumerState {
         add(counter, 1);
         if error.refused_by_queue() {
             add(&self.counters.refused_by_queue, 1);
-            share.refused(sent, error.retry_after());
+            share.refused(reserved, error.retry_after());
             self.counters
                 .pace
                 .store(self.pulled_share.pace() as u64, Ordering::Relaxed);

@@ -13,11 +13,14 @@
 //! # How a share adapts
 //!
 //! Each replica paces its calls with a token bucket at its current rate,
-//! starting at the whole allowance it is configured with
+//! at most the allowance it is configured with
 //! ([`ConsumerBuilder::queue_allowance`](crate::consumer::ConsumerBuilder::queue_allowance),
-//! 4,900 a second), so that a replica alone runs at full speed at once and
-//! is never refused. Then, with no coordinator and no setting:
+//! 4,900 a second). With no coordinator and no setting:
 //!
+//! - **A replica starts at half of it**, doubling every half second until
+//!   its first refusal: alone, it is at full speed after half a second and
+//!   never refused; joining others, it meets the limit with half the
+//!   excess a start at full speed would bring.
 //! - **A refusal lowers the rate by a fixed amount**: a tenth of the
 //!   allowance (490 a second), or half the rate when that is less, never
 //!   below a fiftieth of the allowance. The queue refuses whichever call
@@ -25,18 +28,20 @@
 //!   is refused more often: a fixed step takes more from the replicas above
 //!   an equal share than from those below it, and the shares converge. (A
 //!   step in proportion to the rate would keep their ratios as they are.)
-//! - **Once per refusal episode**: a refusal of a call sent before the last
-//!   lowering says nothing new (it was on its way when the rate went down)
-//!   and lowers nothing: the pulls already on their way when the first
-//!   refusal comes would otherwise cut the rate several times for one
-//!   excess.
-//! - **Between refusals the rate climbs back linearly**, by a hundredth of
-//!   the allowance a second (49 a second each second), up to the
-//!   allowance. Every replica climbs alike, so together they climb
-//!   K times faster: when one replica stops, the others take up its share
-//!   within seconds (from three quarters of the allowance back to 95 %,
-//!   three replicas take about 7 s), while the refusals stay rare, as each
-//!   one removes a tenth of the allowance of excess.
+//! - **Once per refusal episode**: a refusal of a call sent (an ack or an
+//!   extension: reserved) before the last lowering says nothing new (it
+//!   went at the pace already lowered for) and lowers nothing: the pulls
+//!   already on their way when the first refusal comes would otherwise cut
+//!   the rate several times for one excess. Pulls are sent only once the
+//!   share allows them, so a lower pace applies at once to every pull not
+//!   sent yet.
+//! - **Between refusals the rate climbs back**, by a twentieth a second of
+//!   what it is below the allowance (at least a hundredth of the allowance
+//!   a second), up to the allowance: a replica below an equal share climbs
+//!   faster than one above it, so the shares even out between refusals
+//!   too; when one replica stops, the others take up its share within
+//!   seconds; and the refusals stay rare, as each one removes a tenth of
+//!   the allowance of excess.
 //! - **A `Retry-After` over a second is kept in full**: the server says its
 //!   allowance will not serve this replica before then. One second is the
 //!   least the header can say (it rounds up), so it is no more than "now
@@ -64,8 +69,17 @@ const MOST_OF_RATE: f64 = 0.5;
 /// ...never below this share of the allowance (98 a second at the
 /// default: about one full pull a second, so that a replica never stops).
 const FLOOR: f64 = 0.02;
-/// Between refusals, the rate climbs by this share of the allowance a second.
+/// Between refusals, the rate climbs by this share of the allowance a
+/// second...
 const CLIMB_PER_SECOND: f64 = 0.01;
+/// ...or by this share of what it is below the allowance, when that is more.
+const CLIMB_OF_GAP_PER_SECOND: f64 = 0.05;
+/// A share starts at this part of the allowance...
+const START: f64 = 0.5;
+/// ...and, until its first refusal, grows this many times a second (doubling
+/// every half second): at the whole allowance within half a second when
+/// alone, at an empty queue's half when not.
+const START_GROWTH_PER_SECOND: f64 = 4.0;
 /// The burst, in seconds of the current rate: short, so that a replica
 /// does not spend a burst the queue's bucket may not hold for it...
 const BURST_SECONDS: f64 = 0.1;
@@ -105,8 +119,8 @@ impl Share {
             allowance,
             least_burst,
             state: Mutex::new(State {
-                rate: allowance,
-                bucket: Bucket::full(burst(allowance, least_burst), allowance, now),
+                rate: allowance * START,
+                bucket: Bucket::full(burst(allowance, least_burst), allowance * START, now),
                 lowered_at: None,
                 held_until: None,
                 climbed_at: now,
@@ -120,15 +134,27 @@ impl Share {
     }
 
     /// Takes `n` tokens; how long to wait before the call may be sent.
+    /// For calls that wait their turn once reserved (acks, extensions): a
+    /// refusal of one counts from when it was reserved (see
+    /// [`Share::refused`]).
     pub(crate) fn reserve(&self, n: usize) -> Duration {
         let now = Instant::now();
         let mut state = self.lock();
         self.climb(&mut state, now);
         let wait = state.bucket.reserve(n as f64, now);
-        match state.held_until {
-            Some(until) if until > now => wait.max(until - now),
-            _ => wait,
-        }
+        held(&state, now).map_or(wait, |hold| wait.max(hold))
+    }
+
+    /// How long until `n` tokens are there, taking nothing: for a caller
+    /// that sends only once it may (the puller), so that a lower pace
+    /// applies to every call not sent yet.
+    pub(crate) fn wait_for(&self, n: usize) -> Duration {
+        let now = Instant::now();
+        let mut state = self.lock();
+        self.climb(&mut state, now);
+        let n = (n as f64).min(state.bucket.capacity);
+        let wait = state.bucket.wait_for(n, now);
+        held(&state, now).map_or(wait, |hold| wait.max(hold))
     }
 
     /// Gives back tokens taken for messages a call did not bring or settle.
@@ -136,17 +162,18 @@ impl Share {
         self.lock().bucket.refund(n as f64);
     }
 
-    /// The queue refused a call sent at `sent` for this allowance (429,
-    /// code 10250), asking to wait `retry_after`: lowers the rate, once per
-    /// episode. Whether it lowered it.
-    pub(crate) fn refused(&self, sent: Instant, retry_after: Option<Duration>) -> bool {
+    /// The queue refused a call reserved at `reserved` for this allowance
+    /// (429, code 10250), asking to wait `retry_after`: lowers the rate,
+    /// once per episode (a call reserved before the last lowering went at
+    /// the pace already lowered for). Whether it lowered it.
+    pub(crate) fn refused(&self, reserved: Instant, retry_after: Option<Duration>) -> bool {
         let now = Instant::now();
         let mut state = self.lock();
         if let Some(wait) = retry_after.filter(|wait| *wait > HOLD_OVER) {
             let until = now + wait;
             state.held_until = Some(state.held_until.map_or(until, |held| held.max(until)));
         }
-        if state.lowered_at.is_some_and(|at| sent < at) {
+        if state.lowered_at.is_some_and(|at| reserved < at) {
             return false;
         }
         self.climb(&mut state, now);
@@ -170,9 +197,17 @@ impl Share {
     fn climb(&self, state: &mut State, now: Instant) {
         let elapsed = now.saturating_duration_since(state.climbed_at);
         state.climbed_at = state.climbed_at.max(now);
-        if state.rate < self.allowance && !elapsed.is_zero() {
-            let rate = (state.rate + self.allowance * CLIMB_PER_SECOND * elapsed.as_secs_f64())
+        if state.rate < self.allowance && !elapsed.is_zero() && state.lowered_at.is_none() {
+            // Until the first refusal: doubling every half second.
+            let rate = (state.rate * START_GROWTH_PER_SECOND.powf(elapsed.as_secs_f64()))
                 .min(self.allowance);
+            self.set_rate(state, rate, now);
+        } else if state.rate < self.allowance && !elapsed.is_zero() {
+            // The further below the allowance, the faster: replicas below
+            // an equal share catch up with those above it between refusals.
+            let per_second = (self.allowance * CLIMB_PER_SECOND)
+                .max(CLIMB_OF_GAP_PER_SECOND * (self.allowance - state.rate));
+            let rate = (state.rate + per_second * elapsed.as_secs_f64()).min(self.allowance);
             self.set_rate(state, rate, now);
         }
     }
@@ -183,6 +218,14 @@ impl Share {
             .bucket
             .set_rate(rate, burst(rate, self.least_burst), now);
     }
+}
+
+/// How long a `Retry-After` still holds every call, if it does.
+fn held(state: &State, now: Instant) -> Option<Duration> {
+    state
+        .held_until
+        .filter(|until| *until > now)
+        .map(|until| until - now)
 }
 
 fn burst(rate: f64, least: f64) -> f64 {
@@ -198,20 +241,26 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_share_alone_runs_at_the_allowance() {
+    async fn a_share_starts_at_half_and_doubles_until_its_first_refusal() {
         let share = Share::new(1_000, 100);
-        // A burst of one call (100 > 0.1 s of 1,000), then a millisecond a token.
+        assert!(close(share.pace(), 500.0));
+        // A burst of one call (100 > 0.1 s of 500), then 2 ms a token.
+        assert_eq!(share.wait_for(100), Duration::ZERO);
         assert_eq!(share.reserve(100), Duration::ZERO);
-        assert_eq!(share.reserve(100), Duration::from_millis(100));
-        tokio::time::advance(Duration::from_millis(100)).await;
-        share.refund(100);
-        assert_eq!(share.reserve(100), Duration::ZERO);
+        assert_eq!(share.wait_for(100), Duration::from_millis(200));
+        tokio::time::advance(Duration::from_millis(250)).await;
+        let pace = share.pace();
+        assert!((707.0..708.0).contains(&pace), "{pace}: 500 × 4^0.25");
+        tokio::time::advance(Duration::from_millis(250)).await;
+        assert!(close(share.pace(), 1_000.0), "the allowance, no more");
+        tokio::time::advance(Duration::from_secs(10)).await;
         assert!(close(share.pace(), 1_000.0));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_refusal_steps_down_once_per_episode_and_climbs_back() {
         let share = Share::new(5_000, 100);
+        tokio::time::advance(Duration::from_secs(1)).await;
         let sent = Instant::now();
         tokio::time::advance(Duration::from_millis(100)).await;
         assert!(share.refused(sent, Some(Duration::from_secs(1))));
@@ -224,11 +273,37 @@ mod tests {
         tokio::time::advance(Duration::from_millis(100)).await;
         assert!(share.refused(later, None));
         assert!(close(share.pace(), 4_005.0), "4,500 + 5 climbed, - 500");
-        // 50 a second each second, back to the allowance.
+        // 50 a second each second (a hundredth of the allowance: more than
+        // a twentieth of the 995 below it), back to the allowance.
         tokio::time::advance(Duration::from_secs(10)).await;
         assert!(close(share.pace(), 4_505.0));
         tokio::time::advance(Duration::from_secs(60)).await;
         assert!(close(share.pace(), 5_000.0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_share_far_below_the_allowance_climbs_faster() {
+        let (low, high) = (Share::new(1_000, 10), Share::new(1_000, 10));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        for (share, refusals) in [(&low, 8), (&high, 1)] {
+            for _ in 0..refusals {
+                let sent = Instant::now();
+                tokio::time::advance(Duration::from_micros(1)).await;
+                share.refused(sent, None);
+            }
+        }
+        let before = (low.pace(), high.pace());
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let climbed = (low.pace() - before.0, high.pace() - before.1);
+        // 5 % of 800 and of 100 below it, a second: 4 and 1 in 100 ms.
+        assert!(
+            (climbed.0 - 4.0).abs() < 0.05,
+            "{climbed:?} from {before:?}"
+        );
+        assert!(
+            (climbed.1 - 1.0).abs() < 0.05,
+            "{climbed:?} from {before:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
