@@ -12,6 +12,16 @@
 //! - A drain of 20,000 messages at 200 ms, no limits, from the consumer's
 //!   start to the `Summary` `run` returns (the ramp-up counts). Goal: at
 //!   least 4,500 msg/s.
+//! - Replicas sharing one queue at 100 ms (`replicas.rs`): K = 2, 4 and 8
+//!   consumers, each with a client of its own, no-op handlers, a warm-up,
+//!   then 30 s measured, with the per-queue burst at 5,000 and cut to 500.
+//!   Goals: combined at least 4,750 msg/s (4,500 with the burst of 500),
+//!   refusals at most 1 % of the requests (2 % with the burst of 500), and
+//!   over the window's last third each replica within 25 % of an equal
+//!   share. Then four replicas, the fourth starting at 20 s (goals: at
+//!   least 80 % of an equal share by 30 s, at most 3 % refused from 20 s to
+//!   30 s) and one stopping at 60 s (goal: the others at 4,750 msg/s
+//!   combined within 10 s). `CFQ_BENCH_REPLICAS=0` leaves them out.
 //! - `CFQ_BENCH_CALLGRIND=1`: a fixed workload for callgrind (see
 //!   `callgrind.rs` and `scripts/callgrind-consumer.sh`).
 //!
@@ -33,6 +43,7 @@
 
 mod callgrind;
 mod count;
+mod replicas;
 mod steady;
 
 use std::process::ExitCode;
@@ -138,6 +149,11 @@ async fn run() -> Result<()> {
     if verbose {
         println!("  consumer summary: {summary:?}");
     }
+    let replica_rows = if std::env::var("CFQ_BENCH_REPLICAS").as_deref() == Ok("0") {
+        None
+    } else {
+        Some(run_replicas(&emulator, warm_up, window).await?)
+    };
     // The bare loop has no ramp-up: its steady rate at the same round trip
     // is its drain rate.
     let drain_baseline = rows
@@ -175,6 +191,83 @@ async fn run() -> Result<()> {
         thousands(drain_baseline),
         drain.rate() / drain_baseline
     );
+    if let Some((steady, churn)) = replica_rows {
+        let single = rows
+            .iter()
+            .find(|row| row.round_trip == replicas::ROUND_TRIP)
+            .map(|row| row.consumer.rate())
+            .unwrap_or_default();
+        println!();
+        println!(
+            "replicas sharing one queue, {} ms, each its own client; one consumer alone in the same run: {} msg/s",
+            replicas::ROUND_TRIP.as_millis(),
+            thousands(single)
+        );
+        println!(
+            "| replicas | queue's burst | combined | ratio to one alone | refused | spread, last third | goal |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|---|");
+        for (k, burst, whole, last) in &steady {
+            let goal = if *burst == 5_000 {
+                ">= 4,750 msg/s, refused <= 1 %, spread <= 25 %"
+            } else {
+                ">= 4,500 msg/s, refused <= 2 %, spread <= 25 %"
+            };
+            println!(
+                "| {k} | {} | {} msg/s | {:.2} | {:.2} % of {} | {:.0} % | {goal} |",
+                thousands(f64::from(*burst)),
+                thousands(whole.combined()),
+                whole.combined() / single,
+                whole.refused_percent(),
+                thousands(whole.requests as f64),
+                last.spread_percent()
+            );
+        }
+        println!(
+            "| 4, the fourth from 20 s | 5,000 | {} msg/s (20-30 s) | {:.2} | {:.2} % of {} | newcomer at {:.0} % of an equal share by 30 s | >= 80 %, refused <= 3 % |",
+            thousands(churn.joining.combined()),
+            churn.joining.combined() / single,
+            churn.joining.refused_percent(),
+            thousands(churn.joining.requests as f64),
+            churn.newcomer_share_percent
+        );
+        println!(
+            "| 4, one stopping at 60 s | 5,000 | {} | | | | >= 4,750 msg/s within 10 s |",
+            churn.recovered_after.map_or_else(
+                || "not back at 4,750 msg/s within 20 s".to_owned(),
+                |s| format!("back at 4,750 msg/s after {s} s")
+            )
+        );
+    }
     emulator.shutdown().await?;
     Ok(())
+}
+
+/// Each steady row: replicas, burst, the whole window, its last third.
+type SteadyRow = (usize, u32, replicas::Shared, replicas::Shared);
+
+async fn run_replicas(
+    emulator: &cf_queues_emulator::EmulatorHandle,
+    warm_up: Duration,
+    window: Duration,
+) -> Result<(Vec<SteadyRow>, replicas::Churn)> {
+    let mut rows = Vec::new();
+    for burst in [5_000, 500] {
+        for k in [2, 4, 8] {
+            println!("{k} replicas at 100 ms, per-queue burst {burst}:");
+            let (whole, last) = replicas::steady(emulator, k, burst, warm_up, window).await?;
+            println!(
+                "  {} msg/s combined, {:.2} % refused of {} requests, spread {:.0} % over the last third",
+                thousands(whole.combined()),
+                whole.refused_percent(),
+                thousands(whole.requests as f64),
+                last.spread_percent()
+            );
+            rows.push((k, burst, whole, last));
+        }
+    }
+    println!("4 replicas, the fourth from 20 s, one stopping at 60 s:");
+    let churn = replicas::churn(emulator).await?;
+    println!("  {churn:?}");
+    Ok((rows, churn))
 }
