@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::account::{Policy, Registry};
 use super::queue::{DeadLetterMove, Lease, QueueState};
-use super::refs::Named;
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
@@ -16,6 +15,7 @@ use super::{
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
 
+use super::preview::Names;
 use super::states::States;
 
 /// The whole emulated service: every account's queues plus token issuing.
@@ -349,44 +349,19 @@ impl Broker {
         batch_size: usize,
         now_ms: u64,
     ) -> Vec<Peeked> {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let Broker {
-            accounts,
-            tokens,
-            sweeps,
-            ..
-        } = self;
-        let Some(q) = queue_mut(accounts, at) else {
-            return Vec::new();
-        };
-        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
-        for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
-            let Some(stored) = q.messages.get(&seq) else {
-                continue;
-            };
-            let key = tokens.fresh(q.refs.keys());
-            out.push(Peeked {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                peek_ref: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
-            q.refs.insert(
-                key,
-                Named {
-                    seq,
-                    created_ms: now_ms,
-                    generation: stored.generation,
-                },
-            );
-        }
-        q.trim_refs(now_ms);
-        schedule_sweep(sweeps, q, at);
-        out
+        let shown = self.show(at.into(), batch_size, now_ms, Names::PeekRefs);
+        shown
+            .into_iter()
+            .map(|d| Peeked {
+                id: d.id,
+                attempts: d.attempts,
+                kind: d.kind,
+                body: d.body,
+                peek_ref: d.lease_id,
+                timestamp_ms: d.timestamp_ms,
+                delay_ms: d.delay_ms,
+            })
+            .collect()
     }
 
     /// Deletes the messages behind peek refs at once, whatever their state;
@@ -594,6 +569,12 @@ impl Broker {
         if !reclaimable {
             return;
         }
+        self.drop_queue(at);
+    }
+
+    /// Drops a queue's state and its pending sweep; when changes are
+    /// journaled, the journal is told to delete what it stored of it.
+    pub(super) fn drop_queue(&mut self, at: At<'_>) {
         let dropped = self.accounts.remove(at);
         if dropped.as_ref().is_some_and(|q| q.tracking) {
             self.orphans

@@ -16,6 +16,15 @@ use super::{
     At, Broker, Delivery, MAX_PREALLOC, PREVIEW_STALE, PREVIEW_UNKNOWN, PreviewedReport, REF_GONE,
 };
 
+/// Which names [`Broker::show`] gives the messages it shows.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Names {
+    /// Peek refs, for [`Broker::purge`].
+    PeekRefs,
+    /// Preview ids, for [`Broker::delete_previewed`].
+    PreviewIds,
+}
+
 impl Broker {
     /// Shows up to `batch_size` visible, unleased messages in delivery
     /// order, in the pull shape, without leasing them: `attempts` stays as
@@ -30,7 +39,19 @@ impl Broker {
         batch_size: usize,
         now_ms: u64,
     ) -> Vec<Delivery> {
-        let at = at.into();
+        self.show(at.into(), batch_size, now_ms, Names::PreviewIds)
+    }
+
+    /// Up to `batch_size` visible, unleased messages in delivery order,
+    /// leasing none, each under a fresh name from `names` (in the
+    /// `lease_id` field): the one walk behind peek and preview.
+    pub(super) fn show(
+        &mut self,
+        at: At<'_>,
+        batch_size: usize,
+        now_ms: u64,
+        names: Names,
+    ) -> Vec<Delivery> {
         self.prepare(at, now_ms);
         let Broker {
             accounts,
@@ -41,14 +62,18 @@ impl Broker {
         let Some(q) = queue_mut(accounts, at) else {
             return Vec::new();
         };
+        // Drawn from the same source as lease ids, but kept apart: a peek
+        // ref or preview id is no lease, and a lease id neither of them.
+        let book = match names {
+            Names::PeekRefs => &mut q.refs,
+            Names::PreviewIds => &mut q.previews,
+        };
         let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
         for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
             let Some(stored) = q.messages.get(&seq) else {
                 continue;
             };
-            // Drawn from the same source as lease ids, but kept apart: a
-            // preview id is no lease, and a lease id no preview id.
-            let key = tokens.fresh(q.previews.keys());
+            let key = tokens.fresh(book.keys());
             out.push(Delivery {
                 id: tokens.message_id(seq),
                 attempts: stored.attempts,
@@ -58,7 +83,7 @@ impl Broker {
                 timestamp_ms: stored.timestamp_ms,
                 delay_ms: stored.delay_ms,
             });
-            q.previews.insert(
+            book.insert(
                 key,
                 Named {
                     seq,
