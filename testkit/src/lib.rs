@@ -18,6 +18,7 @@ pub mod clients;
 pub mod emulators;
 pub mod gate;
 pub mod logs;
+pub mod pulls;
 pub mod raw_http;
 pub mod rng;
 pub mod scripted;
