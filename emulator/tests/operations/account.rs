@@ -17,7 +17,10 @@ use cf_queues_testkit::raw_http::{
     Answer, call, create, enable_http_pull, is_hex32, pull, push, queues,
 };
 
-use crate::support::{delete, get, patch, post, put};
+use crate::support::{
+    DELIVERY_DELAY, PAUSED, RETENTION, delete, error_pointer, get, http_pull_queue, patch, post,
+    put, queue_names,
+};
 
 async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
@@ -229,10 +232,7 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         )
         .await;
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
+        assert_eq!(error_pointer(&answer), &json!(pointer));
     }
     let own = put(
         &emulator,
@@ -269,12 +269,8 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         consumer["settings"],
         json!({"batch_size": 50, "max_concurrency": 4, "max_retries": 2, "max_wait_time_ms": 2000, "retry_delay": 10})
     );
-    let enable = post(
-        &emulator,
-        &queues(&format!("/{id}/consumers")),
-        json!({"type": "http_pull"}),
-    )
-    .await;
+    let consumers = queues(&format!("/{id}/consumers"));
+    let enable = post(&emulator, &consumers, json!({"type": "http_pull"})).await;
     assert_eq!(
         Answer::failure(&enable).0,
         409,
@@ -293,12 +289,8 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
     );
 
     let other = create(&emulator, "other").await;
-    let missing = post(
-        &emulator,
-        &queues(&format!("/{other}/consumers")),
-        json!({"type": "worker"}),
-    )
-    .await;
+    let consumers = queues(&format!("/{other}/consumers"));
+    let missing = post(&emulator, &consumers, json!({"type": "worker"})).await;
     assert_eq!(
         Answer::failure(&missing).1,
         10207,
@@ -313,8 +305,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
 #[tokio::test]
 async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     let (emulator, _clock) = emulator().await;
-    let id = create(&emulator, "doomed").await;
-    enable_http_pull(&emulator, &id, json!({})).await;
+    let id = http_pull_queue(&emulator, "doomed").await;
     push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
     let deleted = delete(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&deleted), &Value::Null);
@@ -458,12 +449,7 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
     assert_eq!(Answer::result(&none), &json!([]));
 
     let page = get(&emulator, &queues("?page=2&per_page=2")).await;
-    let names: Vec<&str> = Answer::result(&page)
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["queue_name"].as_str())
-        .collect();
+    let names = queue_names(&page);
     assert_eq!(names, ["queue-2", "queue-3"], "creation order");
     assert_eq!(
         page.body["result_info"],
@@ -524,29 +510,14 @@ async fn updates_rename_and_replace_or_change_the_settings() {
     let clash = patch(&emulator, &path, json!({"queue_name": "taken"})).await;
     assert_eq!(Answer::failure(&clash).0, 409);
     for (settings, pointer) in [
-        (
-            json!({"message_retention_period": 59}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"message_retention_period": 1_209_601}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"delivery_delay": 86_401}),
-            "/settings/delivery_delay",
-        ),
-        (
-            json!({"delivery_paused": "yes"}),
-            "/settings/delivery_paused",
-        ),
+        (json!({"message_retention_period": 59}), RETENTION),
+        (json!({"message_retention_period": 1_209_601}), RETENTION),
+        (json!({"delivery_delay": 86_401}), DELIVERY_DELAY),
+        (json!({"delivery_paused": "yes"}), PAUSED),
     ] {
         let answer = patch(&emulator, &path, json!({"settings": settings})).await;
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
+        assert_eq!(error_pointer(&answer), &json!(pointer));
     }
 }
 

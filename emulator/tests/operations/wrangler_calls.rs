@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use cf_queues_testkit::emulators::emulator_on_manual_clock as emulator_with;
 use cf_queues_testkit::raw_http::{Answer, create, queues};
 
-use crate::support::{delete, get, patch, post, put};
+use crate::support::{
+    DELIVERY_DELAY, PAUSED, RETENTION, delete, error_pointer, get, patch, post, put, queue_names,
+};
 
 #[tokio::test]
 async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them() {
@@ -30,33 +32,17 @@ async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them
 
     // Refused as a PATCH refuses them, and nothing is created.
     for (settings, pointer) in [
-        (
-            json!({"message_retention_period": 10}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"delivery_delay": 86_401}),
-            "/settings/delivery_delay",
-        ),
-        (
-            json!({"delivery_paused": "yes"}),
-            "/settings/delivery_paused",
-        ),
+        (json!({"message_retention_period": 10}), RETENTION),
+        (json!({"delivery_delay": 86_401}), DELIVERY_DELAY),
+        (json!({"delivery_paused": "yes"}), PAUSED),
     ] {
         let body = json!({"queue_name": "refused", "settings": settings});
         let answer = post(&emulator, &queues(""), body).await;
         assert_eq!(Answer::failure(&answer).0, 400, "{settings}");
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
-        let patched = patch(
-            &emulator,
-            &queues(&format!("/{id}")),
-            json!({"settings": settings}),
-        )
-        .await;
+        assert_eq!(error_pointer(&answer), &json!(pointer));
+        let path = queues(&format!("/{id}"));
+        let patched = patch(&emulator, &path, json!({ "settings": settings })).await;
         assert_eq!(
             Answer::failure(&patched),
             Answer::failure(&answer),
@@ -204,12 +190,7 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
     }
     // Nothing was created: no consumer, no dead-letter queue.
     let listed = get(&emulator, &queues("")).await;
-    let names: Vec<&str> = Answer::result(&listed)
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["queue_name"].as_str())
-        .collect();
+    let names = queue_names(&listed);
     assert_eq!(names, ["work"]);
     let info = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&info)["consumers"], json!([]));
