@@ -19,7 +19,7 @@ use cf_queues_testkit::raw_http::{
 
 use crate::support::{
     DELIVERY_DELAY, PAUSED, RETENTION, delete, error_pointer, get, http_pull_queue, patch, post,
-    put, queue_names,
+    put, queue_names, text,
 };
 
 async fn emulator() -> (EmulatorHandle, ManualClock) {
@@ -96,16 +96,7 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
 async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() {
     let (emulator, _clock) = emulator().await;
     let id = create(&emulator, "work").await;
-    assert_eq!(
-        push(
-            &emulator,
-            &id,
-            json!({"body": "hi", "content_type": "text"})
-        )
-        .await
-        .status,
-        200
-    );
+    assert_eq!(push(&emulator, &id, text("hi")).await.status, 200);
 
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
@@ -277,7 +268,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         "HTTP pull cannot be enabled beside a Worker"
     );
     assert_eq!(Answer::failure(&enable).1, 11004);
-    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
+    push(&emulator, &id, text("x")).await;
     assert_eq!(
         Answer::failure(&pull(&emulator, &id, json!({})).await).0,
         405
@@ -306,7 +297,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
 async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     let (emulator, _clock) = emulator().await;
     let id = http_pull_queue(&emulator, "doomed").await;
-    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
+    push(&emulator, &id, text("x")).await;
     let deleted = delete(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&deleted), &Value::Null);
     assert_eq!(deleted.body["result"], Value::Null);
@@ -316,11 +307,7 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
         (Method::DELETE, String::new(), None),
         (Method::PATCH, String::new(), Some(json!({}))),
         (Method::GET, "/consumers".to_owned(), None),
-        (
-            Method::POST,
-            "/messages".to_owned(),
-            Some(json!({"body": "y", "content_type": "text"})),
-        ),
+        (Method::POST, "/messages".to_owned(), Some(text("y"))),
         (Method::POST, "/messages/pull".to_owned(), Some(json!({}))),
         (Method::GET, "/metrics".to_owned(), None),
     ] {
@@ -348,22 +335,12 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     );
 
     // A lax queue deleted never springs back into being.
-    push(
-        &emulator,
-        "laxone",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    push(&emulator, "laxone", text("x")).await;
     assert_eq!(
         Answer::result(&delete(&emulator, &queues("/laxone")).await),
         &Value::Null
     );
-    let answer = push(
-        &emulator,
-        "laxone",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    let answer = push(&emulator, "laxone", text("x")).await;
     assert_eq!(
         Answer::failure(&answer),
         (404, 10104, "QueueNotFound".into())
@@ -374,16 +351,7 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
 async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     let (emulator, _clock) =
         emulator_with(|e| e.max_retries(7).dead_letter_queue("laxwork", "laxdead")).await;
-    assert_eq!(
-        push(
-            &emulator,
-            "laxwork",
-            json!({"body": "x", "content_type": "text"})
-        )
-        .await
-        .status,
-        200
-    );
+    assert_eq!(push(&emulator, "laxwork", text("x")).await.status, 200);
     let got = get(&emulator, &queues("/laxwork")).await;
     let queue = Answer::result(&got).clone();
     assert_eq!(
@@ -407,12 +375,7 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     )
     .await;
     assert_eq!(Answer::result(&changed)["settings"]["batch_size"], json!(1));
-    push(
-        &emulator,
-        "laxwork",
-        json!({"body": "y", "content_type": "text"}),
-    )
-    .await;
+    push(&emulator, "laxwork", text("y")).await;
     let pulled = pull(&emulator, "laxwork", json!({})).await;
     assert_eq!(
         Answer::result(&pulled)["messages"].as_array().map(Vec::len),
@@ -531,33 +494,18 @@ async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
         (&json!("known"), &json!("known"))
     );
     assert_eq!(queue["consumers"][0]["type"], json!("http_pull"));
-    let unknown = push(
-        &emulator,
-        "unknown",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    let unknown = push(&emulator, "unknown", text("x")).await;
     assert_eq!(
         Answer::failure(&unknown),
         (404, 10104, "QueueNotFound".into())
     );
     // Queues the API creates exist in strict mode too.
     let id = create(&emulator, "created").await;
-    assert_eq!(
-        push(&emulator, &id, json!({"body": "x", "content_type": "text"}))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(push(&emulator, &id, text("x")).await.status, 200);
     // A strict id is known under every account id.
     let other = "fedcba9876543210fedcba9876543210";
     let path = format!("/accounts/{other}/queues/known/messages");
-    let answer = post(
-        &emulator,
-        &path,
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    let answer = post(&emulator, &path, text("x")).await;
     assert_eq!(answer.status, 200);
 }
 

@@ -7,17 +7,13 @@
 use std::time::Duration;
 
 use cf_queues_emulator::config::{ConsumerConfig, EmulatorConfig, QueueConfig};
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, ManualClock};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, ManualClock};
 use serde_json::{Value, json};
 
 use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
 use cf_queues_testkit::raw_http::{Answer, create, enable_http_pull, is_hex32, pull, push, queues};
 
-use crate::support::{get, http_pull_queue, patch, post};
-
-fn text(body: &str) -> Value {
-    json!({"body": body, "content_type": "text"})
-}
+use crate::support::{get, http_pull_queue, patch, post, text};
 
 fn messages(answer: &Answer) -> Vec<Value> {
     Answer::result(answer)["messages"]
@@ -33,18 +29,25 @@ fn bodies(answer: &Answer) -> Vec<String> {
         .collect()
 }
 
-async fn metrics(emulator: &cf_queues_emulator::EmulatorHandle, id: &str) -> Value {
+async fn metrics(emulator: &EmulatorHandle, id: &str) -> Value {
     Answer::result(&get(emulator, &queues(&format!("/{id}/metrics"))).await).clone()
 }
 
 /// Patches these `settings` of queue `id`, which must be accepted.
-async fn set(emulator: &cf_queues_emulator::EmulatorHandle, id: &str, settings: Value) {
+async fn set(emulator: &EmulatorHandle, id: &str, settings: Value) {
     let path = queues(&format!("/{id}"));
     let answer = patch(emulator, &path, json!({ "settings": settings })).await;
     assert_eq!(answer.status, 200, "{settings}: {:?}", answer.body);
 }
 
-async fn emulator() -> (cf_queues_emulator::EmulatorHandle, ManualClock) {
+/// Queue `name` with an HTTP pull consumer and these `settings`; its id.
+async fn queue_set_to(emulator: &EmulatorHandle, name: &str, settings: Value) -> String {
+    let id = http_pull_queue(emulator, name).await;
+    set(emulator, &id, settings).await;
+    id
+}
+
+async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
 }
 
@@ -157,8 +160,7 @@ async fn pulls_without_them_take_the_consumers_batch_size_and_visibility_timeout
 #[tokio::test]
 async fn delivery_delay_delays_pushes_without_a_delay_and_says_so_in_metadata() {
     let (emulator, clock) = emulator().await;
-    let id = http_pull_queue(&emulator, "later").await;
-    set(&emulator, &id, json!({"delivery_delay": 10})).await;
+    let id = queue_set_to(&emulator, "later", json!({"delivery_delay": 10})).await;
     push(&emulator, &id, text("queued")).await;
     push(
         &emulator,
@@ -232,8 +234,7 @@ async fn delivered_messages_carry_the_live_apis_ids_tokens_and_metadata() {
 #[tokio::test]
 async fn a_paused_queue_accepts_messages_and_refuses_pulls_with_409() {
     let (emulator, _clock) = emulator().await;
-    let id = http_pull_queue(&emulator, "paused").await;
-    set(&emulator, &id, json!({"delivery_paused": true})).await;
+    let id = queue_set_to(&emulator, "paused", json!({"delivery_paused": true})).await;
     assert_eq!(push(&emulator, &id, text("kept")).await.status, 200);
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
@@ -254,8 +255,7 @@ async fn a_paused_queue_accepts_messages_and_refuses_pulls_with_409() {
 #[tokio::test]
 async fn messages_older_than_the_retention_period_are_gone() {
     let (emulator, clock) = emulator().await;
-    let id = http_pull_queue(&emulator, "brief").await;
-    set(&emulator, &id, json!({"message_retention_period": 60})).await;
+    let id = queue_set_to(&emulator, "brief", json!({"message_retention_period": 60})).await;
     push(&emulator, &id, text("old")).await;
     clock.advance(Duration::from_secs(30));
     push(&emulator, &id, text("young")).await;

@@ -57,3 +57,8 @@ pub async fn http_pull_queue(handle: &EmulatorHandle, name: &str) -> String {
     enable_http_pull(handle, &id, json!({})).await;
     id
 }
+
+/// A text message of a push request.
+pub fn text(body: &str) -> Value {
+    json!({"body": body, "content_type": "text"})
+}
