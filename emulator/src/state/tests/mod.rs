@@ -49,6 +49,15 @@ fn broker() -> Broker {
     new_broker(BrokerConfig::default())
 }
 
+/// A broker whose queue `q` holds one message, `a`, pulled at 0 with a
+/// lease of `visibility_ms`: the broker and that delivery.
+fn leased_one(visibility_ms: u64) -> (Broker, Vec<Delivery>) {
+    let mut b = broker();
+    b.push("q", vec![text("a")], 0);
+    let (d, _) = b.pull("q", 1, visibility_ms, 0);
+    (b, d)
+}
+
 fn broker_with_dlq(max_retries: u32) -> Broker {
     let mut dead_letter_queues = HashMap::new();
     dead_letter_queues.insert("q".to_owned(), "dlq".to_owned());
@@ -276,9 +285,7 @@ fn concurrent_pulls_are_disjoint() {
 
 #[test]
 fn ack_at_expiry_is_late_but_accepted_and_zero_visibility_expires_at_once() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 50, 0);
+    let (mut b, d) = leased_one(50);
     let r = b.ack("q", &leases(&d), &[], 50);
     assert_eq!((r.ack_count, r.warnings.len()), (1, 0));
     b.push("q", vec![text("b")], 55);
@@ -391,9 +398,7 @@ fn duplicate_and_unknown_leases_warn() {
 
 #[test]
 fn ack_and_retry_of_same_lease_acks_first() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, VIS, 0);
+    let (mut b, d) = leased_one(VIS);
     let l = d[0].lease_id.clone();
     let r = b.ack("q", std::slice::from_ref(&l), &[(l.clone(), 0)], 1);
     assert_eq!((r.ack_count, r.retry_count), (1, 0));

@@ -8,9 +8,7 @@ fn previewed_ids(previewed: &[Delivery]) -> Vec<String> {
 
 #[test]
 fn extension_counts_from_now_and_keeps_the_lease_id_and_attempts() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 10_000, 0);
+    let (mut b, d) = leased_one(10_000);
     // Extended twice past the original timeout, 10 s from each extension.
     for now in [8_000, 16_000] {
         let r = b.extend("q", &leases(&d), 10_000, now);
@@ -36,9 +34,7 @@ fn extension_counts_from_now_and_keeps_the_lease_id_and_attempts() {
 
 #[test]
 fn extension_warns_for_leases_whose_message_moved_on() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (first, _) = b.pull("q", 1, 100, 0);
+    let (mut b, first) = leased_one(100);
     b.push("q", vec![text("b")], 150);
     let (second, _) = b.pull("q", 1, 100_000, 200);
     assert_eq!(bodies(&second), ["a"], "delivered again after expiry");
@@ -68,9 +64,7 @@ fn extension_warns_for_leases_whose_message_moved_on() {
 
 #[test]
 fn an_expired_lease_not_delivered_again_takes_its_message_back() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 100, 0);
+    let (mut b, d) = leased_one(100);
     assert_eq!(b.peek("q", 10, 150).len(), 1, "visible after expiry");
     let r = b.extend("q", &leases(&d), 1_000, 150);
     assert_eq!((r.extended, r.warnings.len()), (1, 0));
