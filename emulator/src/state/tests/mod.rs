@@ -58,6 +58,32 @@ fn leased_one(visibility_ms: u64) -> (Broker, Vec<Delivery>) {
     (b, d)
 }
 
+/// A broker whose messages have `max_retries` deliveries, with no
+/// dead-letter queue.
+fn broker_retrying(max_retries: u32) -> Broker {
+    new_broker(BrokerConfig {
+        max_retries,
+        ..BrokerConfig::default()
+    })
+}
+
+/// A broker of one attempt per message, `q` dead-lettering into `dlq`,
+/// whose message `a` was pulled at 0 with a lease of `visibility_ms`.
+fn one_attempt_into_dlq(visibility_ms: u64) -> Broker {
+    let mut b = broker_with_dlq(1);
+    b.push("q", vec![text("a")], 0);
+    b.pull("q", 1, visibility_ms, 0);
+    b
+}
+
+/// A broker whose queue `q` holds `a` and `b`, visible, and `body`,
+/// delayed by `delay_ms`, all pushed at 0.
+fn two_visible_and_delayed(body: &str, delay_ms: u64) -> Broker {
+    let mut b = broker();
+    b.push("q", vec![text("a"), text("b"), delayed(body, delay_ms)], 0);
+    b
+}
+
 fn broker_with_dlq(max_retries: u32) -> Broker {
     let mut dead_letter_queues = HashMap::new();
     dead_letter_queues.insert("q".to_owned(), "dlq".to_owned());
@@ -435,10 +461,7 @@ fn peek_ref_is_not_a_lease_and_lease_is_not_a_ref() {
 
 #[test]
 fn max_retries_drops_without_dlq() {
-    let mut b = new_broker(BrokerConfig {
-        max_retries: 2,
-        ..BrokerConfig::default()
-    });
+    let mut b = broker_retrying(2);
     b.push("q", vec![text("a")], 0);
     // Attempt 1 expires, attempt 2 expires: dropped.
     b.pull("q", 1, 10, 0);
@@ -468,10 +491,7 @@ fn max_retries_drops_without_dlq() {
 
 #[test]
 fn max_retries_zero_dead_letters_on_first_failure() {
-    let mut b = new_broker(BrokerConfig {
-        max_retries: 0,
-        ..BrokerConfig::default()
-    });
+    let mut b = broker_retrying(0);
     b.push("q", vec![text("a")], 0);
     b.pull("q", 1, 10, 0);
     assert_eq!(b.metrics("q", 10).backlog_count, 0);
@@ -519,9 +539,7 @@ fn dead_letter_queue_receives_moved_messages() {
 
 #[test]
 fn dead_letter_queue_peek_and_pull_see_expired_feeders() {
-    let mut b = broker_with_dlq(1);
-    b.push("q", vec![text("a")], 0);
-    b.pull("q", 1, 10, 0);
+    let mut b = one_attempt_into_dlq(10);
     let p = b.peek("dlq", 10, 10);
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].attempts, 0);
@@ -560,8 +578,7 @@ fn self_and_chained_dead_letter_queues() {
 
 #[test]
 fn peek_does_not_lease() {
-    let mut b = broker();
-    b.push("q", vec![text("a"), text("b"), delayed("c", 100)], 0);
+    let mut b = two_visible_and_delayed("c", 100);
     let p = b.peek("q", 10, 0);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].attempts, 0);
