@@ -83,7 +83,12 @@ async fn slow_call_racing_the_deletion(
     status
 }
 
-async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::path::Path>) {
+/// The race of each call with its queue's deletion, on an emulator in
+/// memory or on a fresh data directory (`on_disk`), which is then started
+/// again to show that nothing of the deleted queues came back.
+async fn a_call_racing_its_queues_deletion_acts_on_nothing(on_disk: bool) {
+    let temp = on_disk.then(|| tempfile::tempdir().expect("temp dir"));
+    let dir = temp.as_ref().map(|temp| temp.path());
     let handle = start(dir).await;
     let batch =
         serde_json::to_vec(&json!({"messages": [{"body": "lost?", "content_type": "text"}]}))
@@ -137,11 +142,10 @@ async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::pat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_call_racing_its_queues_deletion_acts_on_nothing_in_memory() {
-    a_call_racing_its_queues_deletion_acts_on_nothing(None).await;
+    a_call_racing_its_queues_deletion_acts_on_nothing(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_call_racing_its_queues_deletion_leaves_nothing_on_disk() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    a_call_racing_its_queues_deletion_acts_on_nothing(Some(dir.path())).await;
+    a_call_racing_its_queues_deletion_acts_on_nothing(true).await;
 }

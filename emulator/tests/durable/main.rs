@@ -9,7 +9,7 @@ use cf_queues_emulator::{ManualClock, reset_data_dir};
 use cf_queues_testkit::raw_http::Raw;
 use reqwest::Method;
 use serde_json::json;
-use support::{dir_bytes, on_a_fresh_dir, start_on};
+use support::{dir_bytes, on_a_fresh_dir, refusal_on, start_on};
 
 fn bodies(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()
@@ -135,11 +135,7 @@ async fn dead_letters_and_purge_status_survive_a_restart() {
 async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let handle = start_on(dir.path(), |e| e).await;
-    let second = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .start()
-        .await;
-    let message = second.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e).await;
     assert!(
         message.contains("in use by another running emulator"),
         "{message}"
@@ -147,12 +143,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
     assert!(reset_data_dir(dir.path()).is_err());
     handle.shutdown().await.expect("shutdown");
 
-    let manual = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .clock(ManualClock::new(1_000))
-        .start()
-        .await;
-    let message = manual.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e.clock(ManualClock::new(1_000))).await;
     assert!(message.contains("system clock"), "{message}");
 
     std::fs::write(
@@ -160,11 +151,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
         "cf-queues-emulator data format 0\n",
     )
     .unwrap();
-    let old = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .start()
-        .await;
-    let message = old.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e).await;
     assert!(
         message.contains("version 0") && message.contains("reads version 1"),
         "{message}"
@@ -520,10 +507,9 @@ async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
         .expect("the dead-letter queue, created by name");
 
     // Deleted: the next dead letter creates a queue of that name, anew.
-    let (status, _) = raw
-        .call(Method::DELETE, &format!("/queues/{first}"), json!(null))
-        .await;
-    assert_eq!(status, 200);
+    let first_path = format!("/queues/{first}");
+    let deleted = raw.call(Method::DELETE, &first_path, json!(null)).await;
+    assert_eq!(deleted.0, 200);
     dead_letter_one(&raw, &work, "after-delete").await;
     let second = handle
         .queue_id("work-dlq")
@@ -536,14 +522,10 @@ async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
 
     // Renamed: the renamed queue keeps what it holds, and the next dead
     // letter goes to a new queue of the name the consumer gives.
-    let (status, _) = raw
-        .call(
-            Method::PATCH,
-            &format!("/queues/{second}"),
-            json!({"queue_name": "old-dlq"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    let rename = json!({"queue_name": "old-dlq"});
+    let second_path = format!("/queues/{second}");
+    let renamed = raw.call(Method::PATCH, &second_path, rename).await;
+    assert_eq!(renamed.0, 200);
     dead_letter_one(&raw, &work, "after-rename").await;
     let third = handle
         .queue_id("work-dlq")

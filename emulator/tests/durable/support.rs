@@ -24,6 +24,13 @@ pub async fn on_a_fresh_dir(
     (dir, handle, raw)
 }
 
+/// Why an emulator on `dir`, configured by `configure`, does not start:
+/// its error's message (empty if it started after all).
+pub async fn refusal_on(dir: &Path, configure: impl FnOnce(Emulator) -> Emulator) -> String {
+    let started = configure(Emulator::new().data_dir(dir)).start().await;
+    started.err().map(|e| e.to_string()).unwrap_or_default()
+}
+
 /// Bytes of every file in `dir`.
 pub fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
