@@ -26,6 +26,13 @@ async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
 }
 
+/// Creates queues `first` and `second`; the id of `first`.
+async fn create_both(emulator: &EmulatorHandle, first: &str, second: &str) -> String {
+    let id = create(emulator, first).await;
+    create(emulator, second).await;
+    id
+}
+
 const HTTP_PULL_DISABLED: &str = "messages cannot be pulled unless http_pull mode is enabled";
 
 #[tokio::test]
@@ -148,8 +155,7 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
 #[tokio::test]
 async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "jobs").await;
-    create(&emulator, "jobs-dlq").await;
+    let id = create_both(&emulator, "jobs", "jobs-dlq").await;
     clock.advance(Duration::from_secs(1));
     let body = json!({
         "type": "http_pull",
@@ -434,8 +440,7 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
 #[tokio::test]
 async fn updates_rename_and_replace_or_change_the_settings() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "before").await;
-    create(&emulator, "taken").await;
+    let id = create_both(&emulator, "before", "taken").await;
     clock.advance(Duration::from_secs(2));
     let path = queues(&format!("/{id}"));
     let patched = patch(&emulator, &path, json!({"queue_name": "after", "settings": {"delivery_delay": 5, "message_retention_period": 3600}})).await;

@@ -10,7 +10,7 @@ use cf_queues::batch::Batch;
 use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
 use cf_queues::response::ExtendOutcome;
 use cf_queues::{Acks, Message, PullOptions, PulledMessage, Queue};
-use cf_queues_emulator::{Emulator, EmulatorHandle};
+use cf_queues_emulator::{Emulator, EmulatorHandle, ManualClock};
 use serde_json::json;
 
 use cf_queues_testkit::clients::queue;
@@ -36,6 +36,14 @@ async fn one_message(name: &str) -> (EmulatorHandle, Queue) {
     let q = queue(&emulator, name);
     q.push(Message::text("m")).await.expect("push");
     (emulator, q)
+}
+
+/// An emulator on a manual clock at [`START_MS`], its clock, and its
+/// queue `name`.
+async fn on_a_manual_clock(name: &str) -> (EmulatorHandle, ManualClock, Queue) {
+    let (emulator, clock) = emulator_on_manual_clock(|e| e).await;
+    let q = queue(&emulator, name);
+    (emulator, clock, q)
 }
 
 async fn advance(by: Duration) {
@@ -182,8 +190,7 @@ async fn a_preview_leases_nothing() {
 
 #[tokio::test]
 async fn deleting_previewed_messages_is_at_once_and_metrics_stay_exact() {
-    let (emulator, clock) = emulator_on_manual_clock(|e| e).await;
-    let q = queue(&emulator, "poison");
+    let (emulator, clock, q) = on_a_manual_clock("poison").await;
     q.push(Message::text("a")).await.expect("push");
     clock.advance(Duration::from_millis(10));
     q.push_batch(Batch::new([Message::text("bb"), Message::text("ccc")]))
@@ -237,8 +244,7 @@ async fn deleting_previewed_messages_is_at_once_and_metrics_stay_exact() {
 
 #[tokio::test]
 async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
-    let (emulator, clock) = emulator_on_manual_clock(|e| e).await;
-    let q = queue(&emulator, "doomed");
+    let (emulator, clock, q) = on_a_manual_clock("doomed").await;
     let status = q.purge_status().await.expect("status");
     assert_eq!((status.completed, status.started_at), (Some(false), None));
 
@@ -305,8 +311,7 @@ async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
 
 #[tokio::test]
 async fn metrics_match_the_backlog_exactly() {
-    let (emulator, clock) = emulator_on_manual_clock(|e| e).await;
-    let q = queue(&emulator, "counted");
+    let (emulator, clock, q) = on_a_manual_clock("counted").await;
     let empty = q.metrics().await.expect("metrics");
     assert_eq!(
         (

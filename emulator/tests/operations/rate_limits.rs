@@ -77,8 +77,8 @@ async fn limited(model: RateLimitModel) -> (EmulatorHandle, ManualClock) {
 
 #[tokio::test]
 async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minutes() {
-    let model = RateLimitModel::cloudflare().per_credential(5, FIVE_MINUTES, FIVE_MINUTES);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) =
+        limited(RateLimitModel::cloudflare().per_credential(5, FIVE_MINUTES, FIVE_MINUTES)).await;
     let first = push(&emulator).await;
     ok(&first);
     assert_eq!(ratelimit(&first).as_deref(), Some("\"default\";r=4;t=300"));
@@ -136,8 +136,8 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
 
 #[tokio::test]
 async fn the_window_slides_one_request_at_a_time() {
-    let model = RateLimitModel::cloudflare().per_credential(2, FIVE_MINUTES, FIVE_MINUTES);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) =
+        limited(RateLimitModel::cloudflare().per_credential(2, FIVE_MINUTES, FIVE_MINUTES)).await;
     ok(&push(&emulator).await);
     clock.advance(Duration::from_secs(200));
     let second = push(&emulator).await;
@@ -155,8 +155,7 @@ async fn the_window_slides_one_request_at_a_time() {
 
 #[tokio::test]
 async fn a_pull_is_refused_whole_when_its_bucket_holds_fewer_than_it_would_return() {
-    let model = RateLimitModel::cloudflare().per_queue(5, 10);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) = limited(RateLimitModel::cloudflare().per_queue(5, 10)).await;
     push_many(&emulator, 30).await;
     let full = pull(&emulator, 10).await;
     ok(&full);
@@ -193,8 +192,7 @@ async fn a_pull_is_refused_whole_when_its_bucket_holds_fewer_than_it_would_retur
 
 #[tokio::test]
 async fn acks_retries_and_extensions_draw_on_the_lease_bucket() {
-    let model = RateLimitModel::cloudflare().per_queue(5, 10);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) = limited(RateLimitModel::cloudflare().per_queue(5, 10)).await;
     push_many(&emulator, 10).await;
     let leases = lease_ids(&pull(&emulator, 10).await);
     assert_eq!(leases.len(), 10);
