@@ -268,12 +268,9 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
     );
     let consumers = queues(&format!("/{id}/consumers"));
     let enable = post(&emulator, &consumers, json!({"type": "http_pull"})).await;
-    assert_eq!(
-        Answer::failure(&enable).0,
-        409,
-        "HTTP pull cannot be enabled beside a Worker"
-    );
-    assert_eq!(Answer::failure(&enable).1, 11004);
+    let (status, code, _) = Answer::failure(&enable);
+    let beside = "HTTP pull cannot be enabled beside a Worker";
+    assert_eq!((status, code), (409, 11004), "{beside}");
     push(&emulator, &id, text("x")).await;
     assert_eq!(
         Answer::failure(&pull(&emulator, &id, json!({})).await).0,
@@ -293,10 +290,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         10207,
         "a worker needs a script_name"
     );
-    assert_eq!(
-        missing.body["errors"][0]["source"]["pointer"],
-        json!("/script_name")
-    );
+    assert_eq!(error_pointer(&missing), &json!("/script_name"));
 }
 
 #[tokio::test]
