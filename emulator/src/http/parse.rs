@@ -64,13 +64,7 @@ pub(super) fn parse_message(
     };
     let counted = body.len().saturating_add(limits.message_metadata_bytes);
     if counted > limits.max_message_bytes {
-        return Err(ErrorAnswer::bad_request(
-            codes::MESSAGE_SIZE_OUT_OF_BOUNDS,
-            format!(
-                "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
-                limits.max_message_bytes
-            ),
-        ));
+        return Err(too_large(Size::Message, counted, limits.max_message_bytes));
     }
     let delay = delay_ms(
         item,
@@ -129,6 +123,26 @@ pub(super) fn delay_ms(
         .at(pointer));
     }
     Ok(Some((seconds * 1000.0).round() as u64))
+}
+
+/// What a size limit bounds: one message, or a whole batch.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Size {
+    Message,
+    Batch,
+}
+
+/// The answer to a message or a batch of `counted` bytes over its `limit`:
+/// Cloudflare's code and the name of its error.
+pub(super) fn too_large(size: Size, counted: usize, limit: usize) -> ErrorAnswer {
+    let (code, name) = match size {
+        Size::Message => (codes::MESSAGE_SIZE_OUT_OF_BOUNDS, "MessageSizeOutOfBounds"),
+        Size::Batch => (codes::BATCH_SIZE_OUT_OF_BOUNDS, "BatchSizeOutOfBounds"),
+    };
+    ErrorAnswer::bad_request(
+        code,
+        format!("{name}: {counted} bytes exceed the limit of {limit}"),
+    )
 }
 
 /// `batch_size` of a pull, peek or preview: `None` when absent (a pull

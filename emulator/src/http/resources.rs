@@ -298,24 +298,20 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
     let settings = object(request, "settings")?;
     let empty = Object::new();
     let s = settings.unwrap_or(&empty);
-    let at = |key: &str| format!("/settings/{key}");
+    // Each setting's pointer is decided here, from its key.
+    let setting = |key: &str, bounds| whole(s, key, &format!("/settings/{key}"), bounds);
+    let setting_u32 = |key: &str, bounds| whole_u32(s, key, &format!("/settings/{key}"), bounds);
     let kind = match string(request, "type", "/type")? {
         Some("http_pull") => {
             let d = PullSettings::default();
             ConsumerKind::HttpPull(PullSettings {
-                batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
-                    .unwrap_or(d.batch_size),
-                max_retries: whole_u32(s, "max_retries", &at("max_retries"), bounds::MAX_RETRIES)?
+                batch_size: setting_u32("batch_size", bounds::BATCH_SIZE)?.unwrap_or(d.batch_size),
+                max_retries: setting_u32("max_retries", bounds::MAX_RETRIES)?
                     .unwrap_or(d.max_retries),
-                retry_delay_s: whole_u32(s, "retry_delay", &at("retry_delay"), bounds::DELAY_S)?
+                retry_delay_s: setting_u32("retry_delay", bounds::DELAY_S)?
                     .unwrap_or(d.retry_delay_s),
-                visibility_timeout_ms: whole(
-                    s,
-                    "visibility_timeout_ms",
-                    &at("visibility_timeout_ms"),
-                    bounds::VISIBILITY_MS,
-                )?
-                .unwrap_or(d.visibility_timeout_ms),
+                visibility_timeout_ms: setting("visibility_timeout_ms", bounds::VISIBILITY_MS)?
+                    .unwrap_or(d.visibility_timeout_ms),
             })
         }
         Some("worker") => {
@@ -325,35 +321,15 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
                 script_name,
                 service,
                 settings: WorkerSettings {
-                    batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
+                    batch_size: setting_u32("batch_size", bounds::BATCH_SIZE)?
                         .unwrap_or(d.batch_size),
-                    max_concurrency: whole_u32(
-                        s,
-                        "max_concurrency",
-                        &at("max_concurrency"),
-                        bounds::MAX_CONCURRENCY,
-                    )?,
-                    max_retries: whole_u32(
-                        s,
-                        "max_retries",
-                        &at("max_retries"),
-                        bounds::MAX_RETRIES,
-                    )?
-                    .unwrap_or(d.max_retries),
-                    max_wait_time_ms: whole(
-                        s,
-                        "max_wait_time_ms",
-                        &at("max_wait_time_ms"),
-                        bounds::MAX_WAIT_MS,
-                    )?
-                    .unwrap_or(d.max_wait_time_ms),
-                    retry_delay_s: whole_u32(
-                        s,
-                        "retry_delay",
-                        &at("retry_delay"),
-                        bounds::DELAY_S,
-                    )?
-                    .unwrap_or(d.retry_delay_s),
+                    max_concurrency: setting_u32("max_concurrency", bounds::MAX_CONCURRENCY)?,
+                    max_retries: setting_u32("max_retries", bounds::MAX_RETRIES)?
+                        .unwrap_or(d.max_retries),
+                    max_wait_time_ms: setting("max_wait_time_ms", bounds::MAX_WAIT_MS)?
+                        .unwrap_or(d.max_wait_time_ms),
+                    retry_delay_s: setting_u32("retry_delay", bounds::DELAY_S)?
+                        .unwrap_or(d.retry_delay_s),
                 },
             }
         }

@@ -309,36 +309,33 @@ impl Broker {
         visibility_ms: u64,
         now_ms: u64,
     ) -> ExtendReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = ExtendReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        let expiry_ms = now_ms.saturating_add(visibility_ms);
-        // Only keys of leases this call extended go in, never client input.
-        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
-        for lease_id in leases {
-            let outcome = resolve(q, &used, lease_id)
-                .map_err(|reason| match reason {
-                    LEASE_DUPLICATE => EXTEND_DUPLICATE,
-                    other => other,
-                })
-                .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
-            match outcome {
-                Ok(key) => {
-                    used.insert(key);
-                    report.extended = report.extended.saturating_add(1);
-                }
-                Err(reason) => {
-                    report
-                        .warnings
-                        .entry(lease_id.clone())
-                        .or_insert_with(|| reason.to_owned());
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = ExtendReport::default();
+            let expiry_ms = now_ms.saturating_add(visibility_ms);
+            // Only keys of leases this call extended go in, never client input.
+            let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+            for lease_id in leases {
+                let outcome = resolve(q, &used, lease_id)
+                    .map_err(|reason| match reason {
+                        LEASE_DUPLICATE => EXTEND_DUPLICATE,
+                        other => other,
+                    })
+                    .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
+                match outcome {
+                    Ok(key) => {
+                        used.insert(key);
+                        report.extended = report.extended.saturating_add(1);
+                    }
+                    Err(reason) => {
+                        report
+                            .warnings
+                            .entry(lease_id.clone())
+                            .or_insert_with(|| reason.to_owned());
+                    }
                 }
             }
-        }
-        self.finish(at);
-        report
+            report
+        })
     }
 
     /// Shows up to `batch_size` visible, unleased messages in delivery order
@@ -373,29 +370,26 @@ impl Broker {
         refs: &[String],
         now_ms: u64,
     ) -> PurgeReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = PurgeReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        for peek_ref in refs {
-            let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
-            let reason = match entry {
-                None => REF_UNKNOWN,
-                Some(r) if q.remove(r.seq).is_some() => {
-                    report.purged = report.purged.saturating_add(1);
-                    continue;
-                }
-                Some(_) => REF_GONE,
-            };
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = PurgeReport::default();
+            for peek_ref in refs {
+                let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
+                let reason = match entry {
+                    None => REF_UNKNOWN,
+                    Some(r) if q.remove(r.seq).is_some() => {
+                        report.purged = report.purged.saturating_add(1);
+                        continue;
+                    }
+                    Some(_) => REF_GONE,
+                };
+                report
+                    .warnings
+                    .entry(peek_ref.clone())
+                    .or_insert_with(|| reason.to_owned());
+            }
+            q.trim_refs(now_ms);
             report
-                .warnings
-                .entry(peek_ref.clone())
-                .or_insert_with(|| reason.to_owned());
-        }
-        q.trim_refs(now_ms);
-        self.finish(at);
-        report
+        })
     }
 
     /// Exact backlog figures of the queue at `now_ms`.
@@ -427,6 +421,23 @@ impl Broker {
 
     /// What every operation does last: drop the queue, and the queues that
     /// feed it, if they hold nothing readable any more.
+    /// Brings the queue at `at` up to `now_ms`, runs `change` on it (on an
+    /// empty stand-in when it has no state, where every id is unknown),
+    /// then reclaims what the change left empty: the frame of every
+    /// operation on leases, refs and preview ids.
+    pub(super) fn change_queue<R>(
+        &mut self,
+        at: At<'_>,
+        now_ms: u64,
+        change: impl FnOnce(&mut QueueState) -> R,
+    ) -> R {
+        self.prepare(at, now_ms);
+        let mut absent = QueueState::default();
+        let out = change(queue_mut(&mut self.accounts, at).unwrap_or(&mut absent));
+        self.finish(at);
+        out
+    }
+
     pub(super) fn finish(&mut self, at: At<'_>) {
         self.reclaim(at);
         for source in &self.feeders_of(at) {

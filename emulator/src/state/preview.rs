@@ -116,32 +116,29 @@ impl Broker {
         retries: &[(String, u64)],
         now_ms: u64,
     ) -> PreviewedReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = PreviewedReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        for id in acks {
-            match current(q, id, now_ms) {
-                Ok(seq) => {
-                    q.remove(seq);
-                    report.deleted = report.deleted.saturating_add(1);
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = PreviewedReport::default();
+            for id in acks {
+                match current(q, id, now_ms) {
+                    Ok(seq) => {
+                        q.remove(seq);
+                        report.deleted = report.deleted.saturating_add(1);
+                    }
+                    Err(reason) => warn(&mut report, id, reason),
                 }
-                Err(reason) => warn(&mut report, id, reason),
             }
-        }
-        for (id, delay_ms) in retries {
-            match current(q, id, now_ms) {
-                Ok(seq) => {
-                    q.delay_previewed(seq, *delay_ms, now_ms);
-                    report.delayed = report.delayed.saturating_add(1);
+            for (id, delay_ms) in retries {
+                match current(q, id, now_ms) {
+                    Ok(seq) => {
+                        q.delay_previewed(seq, *delay_ms, now_ms);
+                        report.delayed = report.delayed.saturating_add(1);
+                    }
+                    Err(reason) => warn(&mut report, id, reason),
                 }
-                Err(reason) => warn(&mut report, id, reason),
             }
-        }
-        q.trim_refs(now_ms);
-        self.finish(at);
-        report
+            q.trim_refs(now_ms);
+            report
+        })
     }
 }
 
