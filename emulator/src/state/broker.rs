@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::account::{Policy, Registry};
-use super::queue::{DeadLetterMove, Lease, QueueState};
+use super::queue::{DeadLetterMove, Lease, QueueState, Stored};
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
@@ -175,15 +175,7 @@ impl Broker {
             }
             q.inflight.insert((expiry_ms, seq));
             q.leases.insert(key, seq);
-            out.push(Delivery {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                lease_id: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
+            out.push(delivery(tokens, seq, stored, key));
         }
         (out, q.metrics())
     }
@@ -595,6 +587,20 @@ impl Broker {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
         }
+    }
+}
+
+/// Message `seq` as shown under `name`: its lease id, or the preview id or
+/// peek ref of a message shown without a lease.
+pub(super) fn delivery(tokens: &Tokens, seq: u64, stored: &Stored, name: u128) -> Delivery {
+    Delivery {
+        id: tokens.message_id(seq),
+        attempts: stored.attempts,
+        kind: stored.kind,
+        body: Arc::clone(&stored.body),
+        lease_id: token_string(name),
+        timestamp_ms: stored.timestamp_ms,
+        delay_ms: stored.delay_ms,
     }
 }
 

@@ -6,12 +6,10 @@
 //! delivered, they are instantly deleted from this queue and do not affect
 //! metrics".
 
-use std::sync::Arc;
-
-use super::broker::{queue_mut, schedule_sweep};
+use super::broker::{delivery, queue_mut, schedule_sweep};
 use super::queue::QueueState;
 use super::refs::Named;
-use super::tokens::{parse_token, token_string};
+use super::tokens::parse_token;
 use super::{
     At, Broker, Delivery, MAX_PREALLOC, PREVIEW_STALE, PREVIEW_UNKNOWN, PreviewedReport, REF_GONE,
 };
@@ -74,15 +72,7 @@ impl Broker {
                 continue;
             };
             let key = tokens.fresh(book.keys());
-            out.push(Delivery {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                lease_id: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
+            out.push(delivery(tokens, seq, stored, key));
             book.insert(
                 key,
                 Named {
