@@ -151,40 +151,56 @@ pub(super) fn batch_size(
     request: &Map<String, Value>,
     limits: &Limits,
 ) -> Result<Option<usize>, ErrorAnswer> {
-    let Some(n) = number(request, "batch_size", "/batch_size")? else {
-        return Ok(None);
-    };
     let max = f64::from(limits.max_pull_batch_size);
-    if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
-        return Err(ErrorAnswer::invalid(
-            "/batch_size",
-            format!("batch_size must be a whole number from 1 to {max}"),
-        ));
-    }
-    Ok(Some(n as usize))
+    Ok(from_one_to(request, "batch_size", max, Whole::Only)?.map(|n| n as usize))
 }
 
 /// `visibility_timeout_ms` of a pull or an extension: `None` when absent
 /// (the HTTP pull consumer's then applies, 30 s by default).
+///
+/// Below 1 ms a lease ends as it is granted: every ack would come late,
+/// and the message would be redelivered at once until its retries ran
+/// out. The client refuses 0 already; over raw HTTP the code is an
+/// assumption (see "Assumptions").
 pub(super) fn visibility_ms(
     request: &Map<String, Value>,
     limits: &Limits,
 ) -> Result<Option<u64>, ErrorAnswer> {
-    let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
+    let max = limits.max_visibility_timeout.as_millis() as f64;
+    let ms = from_one_to(request, "visibility_timeout_ms", max, Whole::OrFraction)?;
+    Ok(ms.map(|ms| ms.round() as u64))
+}
+
+/// Whether a number must be whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whole {
+    Only,
+    OrFraction,
+}
+
+/// The number at the request's `key`, from 1 to `max`: `None` when absent,
+/// an error pointing at the key otherwise.
+fn from_one_to(
+    request: &Map<String, Value>,
+    key: &str,
+    max: f64,
+    whole: Whole,
+) -> Result<Option<f64>, ErrorAnswer> {
+    let pointer = format!("/{key}");
+    let Some(n) = number(request, key, &pointer)? else {
         return Ok(None);
     };
-    let max = limits.max_visibility_timeout.as_millis() as f64;
-    // Below 1 ms a lease ends as it is granted: every ack would come late,
-    // and the message would be redelivered at once until its retries ran
-    // out. The client refuses 0 already; over raw HTTP the code is an
-    // assumption (see "Assumptions").
-    if !(1.0..=max).contains(&ms) {
+    let (fraction, kind) = match whole {
+        Whole::Only => (n.fract() != 0.0, "a whole number "),
+        Whole::OrFraction => (false, ""),
+    };
+    if fraction || !(1.0..=max).contains(&n) {
         return Err(ErrorAnswer::invalid(
-            "/visibility_timeout_ms",
-            format!("visibility_timeout_ms must be from 1 to {max}"),
+            &pointer,
+            format!("{key} must be {kind}from 1 to {max}"),
         ));
     }
-    Ok(Some(ms.round() as u64))
+    Ok(Some(n))
 }
 
 pub(super) type Object = Map<String, Value>;

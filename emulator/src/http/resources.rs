@@ -298,20 +298,27 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
     let settings = object(request, "settings")?;
     let empty = Object::new();
     let s = settings.unwrap_or(&empty);
-    // Each setting's pointer is decided here, from its key.
-    let setting = |key: &str, bounds| whole(s, key, &format!("/settings/{key}"), bounds);
-    let setting_u32 = |key: &str, bounds| whole_u32(s, key, &format!("/settings/{key}"), bounds);
+    // Each setting's pointer comes from its key; one left out takes its default.
+    let at = |key: &str| format!("/settings/{key}");
+    let setting_u32 = |key: &str, bounds| whole_u32(s, key, &at(key), bounds);
+    let u32_or = |key: &str, bounds, default| {
+        Ok::<_, ErrorAnswer>(setting_u32(key, bounds)?.unwrap_or(default))
+    };
+    let u64_or = |key: &str, bounds, default| {
+        Ok::<_, ErrorAnswer>(whole(s, key, &at(key), bounds)?.unwrap_or(default))
+    };
     let kind = match string(request, "type", "/type")? {
         Some("http_pull") => {
             let d = PullSettings::default();
             ConsumerKind::HttpPull(PullSettings {
-                batch_size: setting_u32("batch_size", bounds::BATCH_SIZE)?.unwrap_or(d.batch_size),
-                max_retries: setting_u32("max_retries", bounds::MAX_RETRIES)?
-                    .unwrap_or(d.max_retries),
-                retry_delay_s: setting_u32("retry_delay", bounds::DELAY_S)?
-                    .unwrap_or(d.retry_delay_s),
-                visibility_timeout_ms: setting("visibility_timeout_ms", bounds::VISIBILITY_MS)?
-                    .unwrap_or(d.visibility_timeout_ms),
+                batch_size: u32_or("batch_size", bounds::BATCH_SIZE, d.batch_size)?,
+                max_retries: u32_or("max_retries", bounds::MAX_RETRIES, d.max_retries)?,
+                retry_delay_s: u32_or("retry_delay", bounds::DELAY_S, d.retry_delay_s)?,
+                visibility_timeout_ms: u64_or(
+                    "visibility_timeout_ms",
+                    bounds::VISIBILITY_MS,
+                    d.visibility_timeout_ms,
+                )?,
             })
         }
         Some("worker") => {
@@ -321,15 +328,15 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
                 script_name,
                 service,
                 settings: WorkerSettings {
-                    batch_size: setting_u32("batch_size", bounds::BATCH_SIZE)?
-                        .unwrap_or(d.batch_size),
+                    batch_size: u32_or("batch_size", bounds::BATCH_SIZE, d.batch_size)?,
                     max_concurrency: setting_u32("max_concurrency", bounds::MAX_CONCURRENCY)?,
-                    max_retries: setting_u32("max_retries", bounds::MAX_RETRIES)?
-                        .unwrap_or(d.max_retries),
-                    max_wait_time_ms: setting("max_wait_time_ms", bounds::MAX_WAIT_MS)?
-                        .unwrap_or(d.max_wait_time_ms),
-                    retry_delay_s: setting_u32("retry_delay", bounds::DELAY_S)?
-                        .unwrap_or(d.retry_delay_s),
+                    max_retries: u32_or("max_retries", bounds::MAX_RETRIES, d.max_retries)?,
+                    max_wait_time_ms: u64_or(
+                        "max_wait_time_ms",
+                        bounds::MAX_WAIT_MS,
+                        d.max_wait_time_ms,
+                    )?,
+                    retry_delay_s: u32_or("retry_delay", bounds::DELAY_S, d.retry_delay_s)?,
                 },
             }
         }
