@@ -14,7 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, WorkerBody};
+use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
+use cf_queues_testkit::raw_http::queue_path;
 
 const GOAL: f64 = 1.2;
 
@@ -36,10 +37,7 @@ async fn start(dir: &std::path::Path) -> EmulatorHandle {
 
 /// The time of one push of one message to the `bench` queue.
 async fn push(http: &reqwest::Client, handle: &EmulatorHandle, body: &'static [u8]) -> Duration {
-    let url = format!(
-        "{}/accounts/{EMULATOR_ACCOUNT_ID}/queues/bench/messages",
-        handle.base_url()
-    );
+    let url = format!("{}{}", handle.base_url(), queue_path("bench", "/messages"));
     let started = Instant::now();
     let answer = http
         .post(url)
@@ -62,11 +60,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 fn main() {
     let others = env("CFQ_BENCH_OTHERS", 10_000);
     let samples = env("CFQ_BENCH_SAMPLES", 400);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let dirs: Vec<tempfile::TempDir> = (0..3)
             .map(|_| tempfile::tempdir().expect("temp dir"))

@@ -79,11 +79,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let memory = Emulator::new().start().await.expect("in-memory emulator");
         let (in_memory, _) = run(&memory, per_worker).await;

@@ -206,55 +206,28 @@ impl DataDir {
             .map_err(storage)?
             .map_or(0, |v| v.value());
         broker.restore_tokens(key, next);
-        for row in txn
-            .open_table(RECORDS)
-            .map_err(storage)?
-            .iter()
-            .map_err(storage)?
-        {
-            let (k, v) = row.map_err(storage)?;
-            let (account, id) = k.value();
+        let bad_queue = |id: &str, why: String| bad(&format!("queue {id}"), why);
+        each_row(&txn, RECORDS, |(account, id), record| {
             broker
-                .restore_record(account, v.value())
-                .map_err(|why| bad(&format!("queue {id}"), why))?;
-        }
-        for row in txn
-            .open_table(DELETED)
-            .map_err(storage)?
-            .iter()
-            .map_err(storage)?
-        {
-            let (k, _) = row.map_err(storage)?;
-            let (account, id) = k.value();
+                .restore_record(account, record)
+                .map_err(|why| bad_queue(id, why))
+        })?;
+        each_row(&txn, DELETED, |(account, id), ()| {
             broker.restore_deleted(account, id);
-        }
-        for row in txn
-            .open_table(QUEUE_META)
-            .map_err(storage)?
-            .iter()
-            .map_err(storage)?
-        {
-            let (k, v) = row.map_err(storage)?;
-            let (account, id) = k.value();
-            broker
-                .restore_meta(account, id, v.value(), now_ms)
-                .map_err(|why| bad(&format!("queue {id}"), why))?;
-        }
+            Ok(())
+        })?;
+        each_row(&txn, QUEUE_META, |(account, id), meta| {
+            let restored = broker.restore_meta(account, id, meta, now_ms);
+            restored.map_err(|why| bad_queue(id, why))
+        })?;
         let bodies = txn.open_table(BODIES).map_err(storage)?;
-        for row in txn
-            .open_table(MESSAGES)
-            .map_err(storage)?
-            .iter()
-            .map_err(storage)?
-        {
-            let (k, v) = row.map_err(storage)?;
-            let (account, id, seq) = k.value();
+        each_row(&txn, MESSAGES, |(account, id, seq), header| {
             let body = bodies.get((account, id, seq)).map_err(storage)?;
             let body = body.as_ref().map_or(&[][..], |b| b.value());
             broker
-                .restore_message(account, id, seq, (v.value(), body), now_ms)
-                .map_err(|why| bad(&format!("queue {id}, message {seq}"), why))?;
-        }
+                .restore_message(account, id, seq, (header, body), now_ms)
+                .map_err(|why| bad(&format!("queue {id}, message {seq}"), why))
+        })?;
         broker.finish_restore();
         Ok(())
     }
@@ -281,6 +254,25 @@ impl DataDir {
             thread: Mutex::new(Some(thread)),
         })
     }
+}
+
+/// Hands every row of `table` to `each`, in key order; the first error
+/// (reading, or `each`'s own) ends the walk.
+fn each_row<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    table: TableDefinition<K, V>,
+    mut each: impl for<'a> FnMut(K::SelfType<'a>, V::SelfType<'a>) -> io::Result<()>,
+) -> io::Result<()> {
+    for row in txn
+        .open_table(table)
+        .map_err(storage)?
+        .iter()
+        .map_err(storage)?
+    {
+        let (key, value) = row.map_err(storage)?;
+        each(key.value(), value.value())?;
+    }
+    Ok(())
 }
 
 /// How far the store thread has got.

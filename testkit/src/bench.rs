@@ -95,3 +95,13 @@ pub fn thousands(n: f64) -> String {
     }
     out
 }
+
+/// The runtime a bench measures on: two worker threads, the cores of the
+/// machines its figures come from.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

@@ -1,7 +1,8 @@
 //! What the tests and benches of the cf-queues workspace share: one
 //! scripted TCP server, the emulator and client constructors, the wire
-//! constants and Cloudflare's envelopes, raw-HTTP calls to the emulator, a
-//! seeded RNG, waiting on paused time, a TCP gate and a log sink.
+//! constants and Cloudflare's envelopes, raw-HTTP calls to the emulator,
+//! pulls through the client that must succeed, a seeded RNG, waiting on
+//! paused time, a TCP gate and a log sink.
 //!
 //! Test code of this repository, never published (`publish = false`): the
 //! crates' integration tests and benches take it as a dev-dependency by
@@ -18,6 +19,7 @@ pub mod clients;
 pub mod emulators;
 pub mod gate;
 pub mod logs;
+pub mod pulls;
 pub mod raw_http;
 pub mod rng;
 pub mod scripted;

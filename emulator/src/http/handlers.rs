@@ -8,7 +8,9 @@ use serde_json::Value;
 use super::super::rate_limits::QueueBucket;
 use super::super::state::Delivery;
 use super::error_answer::ErrorAnswer;
-use super::parse::{Object, Pushed, batch_size, delay_ms, leases, parse_message, visibility_ms};
+use super::parse::{
+    Object, Pushed, Size, batch_size, delay_ms, leases, parse_message, too_large, visibility_ms,
+};
 use super::resources::QueueOut;
 use super::stream::{Chunk, Listing};
 use super::wire::{
@@ -115,13 +117,7 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
         messages.push(pushed);
     }
     if total > limits.max_batch_bytes {
-        return Err(ErrorAnswer::bad_request(
-            codes::BATCH_SIZE_OUT_OF_BOUNDS,
-            format!(
-                "BatchSizeOutOfBounds: {total} bytes exceed the limit of {}",
-                limits.max_batch_bytes
-            ),
-        ));
+        return Err(too_large(Size::Batch, total, limits.max_batch_bytes));
     }
     push_all(app, &call, messages)
 }
@@ -202,9 +198,15 @@ pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     .map(Answer::Json)
 }
 
+/// The `batch_size` of a peek or a preview, [`DEFAULT_BROWSE_BATCH`] when
+/// absent.
+fn browse_batch_size(app: &App, call: &Incoming) -> Result<usize, ErrorAnswer> {
+    Ok(batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH))
+}
+
 /// `POST /messages/peek`.
 pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
+    let batch_size = browse_batch_size(app, &call)?;
     let peeked = app.with_queue(&call, |broker, now| {
         Ok(broker.peek(call.at(), batch_size, now))
     })?;
@@ -269,11 +271,11 @@ pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 
 /// `POST /messages/preview`.
 pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
-    let batch_size = batch_size(&call.request, &app.limits)?.unwrap_or(DEFAULT_BROWSE_BATCH);
-    let previewed = app.with_queue(&call, |broker, now| {
+    let batch_size = browse_batch_size(app, &call)?;
+    let shown = app.with_queue(&call, |broker, now| {
         Ok(broker.preview(call.at(), batch_size, now))
     })?;
-    pull_shaped(app, call, previewed, &MessagesOnly {})
+    pull_shaped(app, call, shown, &MessagesOnly {})
 }
 
 /// `POST /messages/preview/ack`.

@@ -64,13 +64,7 @@ pub(super) fn parse_message(
     };
     let counted = body.len().saturating_add(limits.message_metadata_bytes);
     if counted > limits.max_message_bytes {
-        return Err(ErrorAnswer::bad_request(
-            codes::MESSAGE_SIZE_OUT_OF_BOUNDS,
-            format!(
-                "MessageSizeOutOfBounds: {counted} bytes exceed the limit of {}",
-                limits.max_message_bytes
-            ),
-        ));
+        return Err(too_large(Size::Message, counted, limits.max_message_bytes));
     }
     let delay = delay_ms(
         item,
@@ -131,46 +125,82 @@ pub(super) fn delay_ms(
     Ok(Some((seconds * 1000.0).round() as u64))
 }
 
+/// What a size limit bounds: one message, or a whole batch.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Size {
+    Message,
+    Batch,
+}
+
+/// The answer to a message or a batch of `counted` bytes over its `limit`:
+/// Cloudflare's code and the name of its error.
+pub(super) fn too_large(size: Size, counted: usize, limit: usize) -> ErrorAnswer {
+    let (code, name) = match size {
+        Size::Message => (codes::MESSAGE_SIZE_OUT_OF_BOUNDS, "MessageSizeOutOfBounds"),
+        Size::Batch => (codes::BATCH_SIZE_OUT_OF_BOUNDS, "BatchSizeOutOfBounds"),
+    };
+    ErrorAnswer::bad_request(
+        code,
+        format!("{name}: {counted} bytes exceed the limit of {limit}"),
+    )
+}
+
 /// `batch_size` of a pull, peek or preview: `None` when absent (a pull
 /// then takes its consumer's, peek and preview 5).
 pub(super) fn batch_size(
     request: &Map<String, Value>,
     limits: &Limits,
 ) -> Result<Option<usize>, ErrorAnswer> {
-    let Some(n) = number(request, "batch_size", "/batch_size")? else {
-        return Ok(None);
-    };
     let max = f64::from(limits.max_pull_batch_size);
-    if n.fract() != 0.0 || !(1.0..=max).contains(&n) {
-        return Err(ErrorAnswer::invalid(
-            "/batch_size",
-            format!("batch_size must be a whole number from 1 to {max}"),
-        ));
-    }
-    Ok(Some(n as usize))
+    Ok(from_one_to(request, "batch_size", max, Whole::Only)?.map(|n| n as usize))
 }
 
 /// `visibility_timeout_ms` of a pull or an extension: `None` when absent
 /// (the HTTP pull consumer's then applies, 30 s by default).
+///
+/// Below 1 ms a lease ends as it is granted: every ack would come late,
+/// and the message would be redelivered at once until its retries ran
+/// out. The client refuses 0 already; over raw HTTP the code is an
+/// assumption (see "Assumptions").
 pub(super) fn visibility_ms(
     request: &Map<String, Value>,
     limits: &Limits,
 ) -> Result<Option<u64>, ErrorAnswer> {
-    let Some(ms) = number(request, "visibility_timeout_ms", "/visibility_timeout_ms")? else {
+    let max = limits.max_visibility_timeout.as_millis() as f64;
+    let ms = from_one_to(request, "visibility_timeout_ms", max, Whole::OrFraction)?;
+    Ok(ms.map(|ms| ms.round() as u64))
+}
+
+/// Whether a number must be whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whole {
+    Only,
+    OrFraction,
+}
+
+/// The number at the request's `key`, from 1 to `max`: `None` when absent,
+/// an error pointing at the key otherwise.
+fn from_one_to(
+    request: &Map<String, Value>,
+    key: &str,
+    max: f64,
+    whole: Whole,
+) -> Result<Option<f64>, ErrorAnswer> {
+    let pointer = format!("/{key}");
+    let Some(n) = number(request, key, &pointer)? else {
         return Ok(None);
     };
-    let max = limits.max_visibility_timeout.as_millis() as f64;
-    // Below 1 ms a lease ends as it is granted: every ack would come late,
-    // and the message would be redelivered at once until its retries ran
-    // out. The client refuses 0 already; over raw HTTP the code is an
-    // assumption (see "Assumptions").
-    if !(1.0..=max).contains(&ms) {
+    let (fraction, kind) = match whole {
+        Whole::Only => (n.fract() != 0.0, "a whole number "),
+        Whole::OrFraction => (false, ""),
+    };
+    if fraction || !(1.0..=max).contains(&n) {
         return Err(ErrorAnswer::invalid(
-            "/visibility_timeout_ms",
-            format!("visibility_timeout_ms must be from 1 to {max}"),
+            &pointer,
+            format!("{key} must be {kind}from 1 to {max}"),
         ));
     }
-    Ok(Some(ms.round() as u64))
+    Ok(Some(n))
 }
 
 pub(super) type Object = Map<String, Value>;

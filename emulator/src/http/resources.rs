@@ -298,24 +298,27 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
     let settings = object(request, "settings")?;
     let empty = Object::new();
     let s = settings.unwrap_or(&empty);
+    // Each setting's pointer comes from its key; one left out takes its default.
     let at = |key: &str| format!("/settings/{key}");
+    let setting_u32 = |key: &str, bounds| whole_u32(s, key, &at(key), bounds);
+    let u32_or = |key: &str, bounds, default| {
+        Ok::<_, ErrorAnswer>(setting_u32(key, bounds)?.unwrap_or(default))
+    };
+    let u64_or = |key: &str, bounds, default| {
+        Ok::<_, ErrorAnswer>(whole(s, key, &at(key), bounds)?.unwrap_or(default))
+    };
     let kind = match string(request, "type", "/type")? {
         Some("http_pull") => {
             let d = PullSettings::default();
             ConsumerKind::HttpPull(PullSettings {
-                batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
-                    .unwrap_or(d.batch_size),
-                max_retries: whole_u32(s, "max_retries", &at("max_retries"), bounds::MAX_RETRIES)?
-                    .unwrap_or(d.max_retries),
-                retry_delay_s: whole_u32(s, "retry_delay", &at("retry_delay"), bounds::DELAY_S)?
-                    .unwrap_or(d.retry_delay_s),
-                visibility_timeout_ms: whole(
-                    s,
+                batch_size: u32_or("batch_size", bounds::BATCH_SIZE, d.batch_size)?,
+                max_retries: u32_or("max_retries", bounds::MAX_RETRIES, d.max_retries)?,
+                retry_delay_s: u32_or("retry_delay", bounds::DELAY_S, d.retry_delay_s)?,
+                visibility_timeout_ms: u64_or(
                     "visibility_timeout_ms",
-                    &at("visibility_timeout_ms"),
                     bounds::VISIBILITY_MS,
-                )?
-                .unwrap_or(d.visibility_timeout_ms),
+                    d.visibility_timeout_ms,
+                )?,
             })
         }
         Some("worker") => {
@@ -325,35 +328,15 @@ pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswe
                 script_name,
                 service,
                 settings: WorkerSettings {
-                    batch_size: whole_u32(s, "batch_size", &at("batch_size"), bounds::BATCH_SIZE)?
-                        .unwrap_or(d.batch_size),
-                    max_concurrency: whole_u32(
-                        s,
-                        "max_concurrency",
-                        &at("max_concurrency"),
-                        bounds::MAX_CONCURRENCY,
-                    )?,
-                    max_retries: whole_u32(
-                        s,
-                        "max_retries",
-                        &at("max_retries"),
-                        bounds::MAX_RETRIES,
-                    )?
-                    .unwrap_or(d.max_retries),
-                    max_wait_time_ms: whole(
-                        s,
+                    batch_size: u32_or("batch_size", bounds::BATCH_SIZE, d.batch_size)?,
+                    max_concurrency: setting_u32("max_concurrency", bounds::MAX_CONCURRENCY)?,
+                    max_retries: u32_or("max_retries", bounds::MAX_RETRIES, d.max_retries)?,
+                    max_wait_time_ms: u64_or(
                         "max_wait_time_ms",
-                        &at("max_wait_time_ms"),
                         bounds::MAX_WAIT_MS,
-                    )?
-                    .unwrap_or(d.max_wait_time_ms),
-                    retry_delay_s: whole_u32(
-                        s,
-                        "retry_delay",
-                        &at("retry_delay"),
-                        bounds::DELAY_S,
-                    )?
-                    .unwrap_or(d.retry_delay_s),
+                        d.max_wait_time_ms,
+                    )?,
+                    retry_delay_s: u32_or("retry_delay", bounds::DELAY_S, d.retry_delay_s)?,
                 },
             }
         }

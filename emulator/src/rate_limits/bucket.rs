@@ -94,51 +94,68 @@ pub(crate) fn whole_seconds(ms: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// A bucket of `rate`, full at `start_ms`, after these takes: each
+    /// `(tokens, at_ms, answer)` checked in turn.
+    fn after_takes(
+        rate: BucketRate,
+        start_ms: u64,
+        takes: &[(u64, u64, Result<(), u64>)],
+    ) -> Bucket {
+        let mut bucket = Bucket::full(rate, start_ms);
+        for (i, &(tokens, at_ms, answer)) in takes.iter().enumerate() {
+            let got = bucket.take(rate, tokens, at_ms);
+            assert_eq!(got, answer, "take {i}: {tokens} at {at_ms} ms");
+        }
+        bucket
+    }
+
     #[test]
     fn a_full_bucket_serves_its_burst_then_refuses_until_refilled() {
         let rate = BucketRate::new(5_000, 5_000);
-        let mut bucket = Bucket::full(rate, 0);
-        assert_eq!(bucket.take(rate, 4_900, 0), Ok(()));
-        assert_eq!(bucket.take(rate, 100, 0), Ok(()));
-        // Empty: 100 tokens come back in 20 ms, which rounds up to 1 s.
-        assert_eq!(bucket.take(rate, 100, 0), Err(1));
-        assert_eq!(bucket.take(rate, 100, 19), Err(1));
-        assert_eq!(bucket.take(rate, 100, 20), Ok(()));
-        // Nothing taken is nothing refused, even from an empty bucket.
-        assert_eq!(bucket.take(rate, 0, 20), Ok(()));
+        let takes = [
+            (4_900, 0, Ok(())),
+            (100, 0, Ok(())),
+            // Empty: 100 tokens come back in 20 ms, which rounds up to 1 s.
+            (100, 0, Err(1)),
+            (100, 19, Err(1)),
+            (100, 20, Ok(())),
+            // Nothing taken is nothing refused, even from an empty bucket.
+            (0, 20, Ok(())),
+        ];
+        let bucket = after_takes(rate, 0, &takes);
         assert!(!bucket.is_full(rate, 20));
         assert!(bucket.is_full(rate, 1_020));
     }
 
     #[test]
     fn retry_after_counts_the_seconds_until_enough_is_back() {
-        let rate = BucketRate::new(10, 100);
-        let mut bucket = Bucket::full(rate, 0);
-        assert_eq!(bucket.take(rate, 100, 0), Ok(()));
         // 25 tokens at 10 a second: 2.5 s, so 3.
-        assert_eq!(bucket.take(rate, 25, 0), Err(3));
-        assert_eq!(bucket.take(rate, 25, 2_499), Err(1));
-        assert_eq!(bucket.take(rate, 25, 2_500), Ok(()));
+        let takes = [
+            (100, 0, Ok(())),
+            (25, 0, Err(3)),
+            (25, 2_499, Err(1)),
+            (25, 2_500, Ok(())),
+        ];
+        after_takes(BucketRate::new(10, 100), 0, &takes);
     }
 
     #[test]
     fn a_call_larger_than_the_burst_waits_for_a_full_bucket() {
         let rate = BucketRate::new(10, 50);
-        let mut bucket = Bucket::full(rate, 0);
-        assert_eq!(bucket.take(rate, 1, 0), Ok(()));
-        assert_eq!(bucket.take(rate, 100, 0), Err(1));
-        assert_eq!(bucket.take(rate, 100, 100), Ok(()));
         // 50 tokens in debt: one token is back after 5.1 s, so 6; full after 10 s.
-        assert_eq!(bucket.take(rate, 1, 100), Err(6));
+        let takes = [
+            (1, 0, Ok(())),
+            (100, 0, Err(1)),
+            (100, 100, Ok(())),
+            (1, 100, Err(6)),
+        ];
+        let bucket = after_takes(rate, 0, &takes);
         assert!(bucket.is_full(rate, 10_100));
     }
 
     #[test]
     fn time_running_backwards_refills_nothing() {
-        let rate = BucketRate::new(1, 1);
-        let mut bucket = Bucket::full(rate, 5_000);
-        assert_eq!(bucket.take(rate, 1, 5_000), Ok(()));
-        assert_eq!(bucket.take(rate, 1, 1_000), Err(1));
-        assert_eq!(bucket.take(rate, 1, 6_000), Ok(()));
+        let takes = [(1, 5_000, Ok(())), (1, 1_000, Err(1)), (1, 6_000, Ok(()))];
+        after_takes(BucketRate::new(1, 1), 5_000, &takes);
     }
 }

@@ -7,8 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::account::{Policy, Registry};
-use super::queue::{DeadLetterMove, Lease, QueueState};
-use super::refs::Named;
+use super::queue::{DeadLetterMove, Lease, QueueState, Stored};
 use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
@@ -16,6 +15,7 @@ use super::{
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
 
+use super::preview::Names;
 use super::states::States;
 
 /// The whole emulated service: every account's queues plus token issuing.
@@ -175,15 +175,7 @@ impl Broker {
             }
             q.inflight.insert((expiry_ms, seq));
             q.leases.insert(key, seq);
-            out.push(Delivery {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                lease_id: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
+            out.push(delivery(tokens, seq, stored, key));
         }
         (out, q.metrics())
     }
@@ -309,36 +301,33 @@ impl Broker {
         visibility_ms: u64,
         now_ms: u64,
     ) -> ExtendReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = ExtendReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        let expiry_ms = now_ms.saturating_add(visibility_ms);
-        // Only keys of leases this call extended go in, never client input.
-        let mut used: HashSet<u128, KeyBuild> = HashSet::default();
-        for lease_id in leases {
-            let outcome = resolve(q, &used, lease_id)
-                .map_err(|reason| match reason {
-                    LEASE_DUPLICATE => EXTEND_DUPLICATE,
-                    other => other,
-                })
-                .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
-            match outcome {
-                Ok(key) => {
-                    used.insert(key);
-                    report.extended = report.extended.saturating_add(1);
-                }
-                Err(reason) => {
-                    report
-                        .warnings
-                        .entry(lease_id.clone())
-                        .or_insert_with(|| reason.to_owned());
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = ExtendReport::default();
+            let expiry_ms = now_ms.saturating_add(visibility_ms);
+            // Only keys of leases this call extended go in, never client input.
+            let mut used: HashSet<u128, KeyBuild> = HashSet::default();
+            for lease_id in leases {
+                let outcome = resolve(q, &used, lease_id)
+                    .map_err(|reason| match reason {
+                        LEASE_DUPLICATE => EXTEND_DUPLICATE,
+                        other => other,
+                    })
+                    .and_then(|(key, seq)| q.extend(key, seq, expiry_ms).map(|()| key));
+                match outcome {
+                    Ok(key) => {
+                        used.insert(key);
+                        report.extended = report.extended.saturating_add(1);
+                    }
+                    Err(reason) => {
+                        report
+                            .warnings
+                            .entry(lease_id.clone())
+                            .or_insert_with(|| reason.to_owned());
+                    }
                 }
             }
-        }
-        self.finish(at);
-        report
+            report
+        })
     }
 
     /// Shows up to `batch_size` visible, unleased messages in delivery order
@@ -349,44 +338,19 @@ impl Broker {
         batch_size: usize,
         now_ms: u64,
     ) -> Vec<Peeked> {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let Broker {
-            accounts,
-            tokens,
-            sweeps,
-            ..
-        } = self;
-        let Some(q) = queue_mut(accounts, at) else {
-            return Vec::new();
-        };
-        let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
-        for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
-            let Some(stored) = q.messages.get(&seq) else {
-                continue;
-            };
-            let key = tokens.fresh(q.refs.keys());
-            out.push(Peeked {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                peek_ref: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
-            q.refs.insert(
-                key,
-                Named {
-                    seq,
-                    created_ms: now_ms,
-                    generation: stored.generation,
-                },
-            );
-        }
-        q.trim_refs(now_ms);
-        schedule_sweep(sweeps, q, at);
-        out
+        let shown = self.show(at.into(), batch_size, now_ms, Names::PeekRefs);
+        shown
+            .into_iter()
+            .map(|d| Peeked {
+                id: d.id,
+                attempts: d.attempts,
+                kind: d.kind,
+                body: d.body,
+                peek_ref: d.lease_id,
+                timestamp_ms: d.timestamp_ms,
+                delay_ms: d.delay_ms,
+            })
+            .collect()
     }
 
     /// Deletes the messages behind peek refs at once, whatever their state;
@@ -398,29 +362,26 @@ impl Broker {
         refs: &[String],
         now_ms: u64,
     ) -> PurgeReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = PurgeReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        for peek_ref in refs {
-            let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
-            let reason = match entry {
-                None => REF_UNKNOWN,
-                Some(r) if q.remove(r.seq).is_some() => {
-                    report.purged = report.purged.saturating_add(1);
-                    continue;
-                }
-                Some(_) => REF_GONE,
-            };
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = PurgeReport::default();
+            for peek_ref in refs {
+                let entry = parse_token(peek_ref).and_then(|key| q.refs.get(key, now_ms));
+                let reason = match entry {
+                    None => REF_UNKNOWN,
+                    Some(r) if q.remove(r.seq).is_some() => {
+                        report.purged = report.purged.saturating_add(1);
+                        continue;
+                    }
+                    Some(_) => REF_GONE,
+                };
+                report
+                    .warnings
+                    .entry(peek_ref.clone())
+                    .or_insert_with(|| reason.to_owned());
+            }
+            q.trim_refs(now_ms);
             report
-                .warnings
-                .entry(peek_ref.clone())
-                .or_insert_with(|| reason.to_owned());
-        }
-        q.trim_refs(now_ms);
-        self.finish(at);
-        report
+        })
     }
 
     /// Exact backlog figures of the queue at `now_ms`.
@@ -452,6 +413,23 @@ impl Broker {
 
     /// What every operation does last: drop the queue, and the queues that
     /// feed it, if they hold nothing readable any more.
+    /// Brings the queue at `at` up to `now_ms`, runs `change` on it (on an
+    /// empty stand-in when it has no state, where every id is unknown),
+    /// then reclaims what the change left empty: the frame of every
+    /// operation on leases, refs and preview ids.
+    pub(super) fn change_queue<R>(
+        &mut self,
+        at: At<'_>,
+        now_ms: u64,
+        change: impl FnOnce(&mut QueueState) -> R,
+    ) -> R {
+        self.prepare(at, now_ms);
+        let mut absent = QueueState::default();
+        let out = change(queue_mut(&mut self.accounts, at).unwrap_or(&mut absent));
+        self.finish(at);
+        out
+    }
+
     pub(super) fn finish(&mut self, at: At<'_>) {
         self.reclaim(at);
         for source in &self.feeders_of(at) {
@@ -594,6 +572,12 @@ impl Broker {
         if !reclaimable {
             return;
         }
+        self.drop_queue(at);
+    }
+
+    /// Drops a queue's state and its pending sweep; when changes are
+    /// journaled, the journal is told to delete what it stored of it.
+    pub(super) fn drop_queue(&mut self, at: At<'_>) {
         let dropped = self.accounts.remove(at);
         if dropped.as_ref().is_some_and(|q| q.tracking) {
             self.orphans
@@ -603,6 +587,20 @@ impl Broker {
             self.sweeps
                 .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
         }
+    }
+}
+
+/// Message `seq` as shown under `name`: its lease id, or the preview id or
+/// peek ref of a message shown without a lease.
+pub(super) fn delivery(tokens: &Tokens, seq: u64, stored: &Stored, name: u128) -> Delivery {
+    Delivery {
+        id: tokens.message_id(seq),
+        attempts: stored.attempts,
+        kind: stored.kind,
+        body: Arc::clone(&stored.body),
+        lease_id: token_string(name),
+        timestamp_ms: stored.timestamp_ms,
+        delay_ms: stored.delay_ms,
     }
 }
 

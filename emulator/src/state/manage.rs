@@ -356,15 +356,7 @@ impl Broker {
         if record.pristine {
             self.registry.pristine = self.registry.pristine.saturating_sub(1);
         }
-        let dropped = self.accounts.remove(at);
-        if dropped.as_ref().is_some_and(|q| q.tracking) {
-            self.orphans
-                .push((at.account.to_owned(), at.queue.to_owned()));
-        }
-        if let Some(due) = dropped.and_then(|q| q.sweep_due_ms) {
-            self.sweeps
-                .remove(&(due, at.account.to_owned(), at.queue.to_owned()));
-        }
+        self.drop_queue(at);
         Ok(())
     }
 

@@ -6,15 +6,22 @@
 //! delivered, they are instantly deleted from this queue and do not affect
 //! metrics".
 
-use std::sync::Arc;
-
-use super::broker::{queue_mut, schedule_sweep};
+use super::broker::{delivery, queue_mut, schedule_sweep};
 use super::queue::QueueState;
 use super::refs::Named;
-use super::tokens::{parse_token, token_string};
+use super::tokens::parse_token;
 use super::{
     At, Broker, Delivery, MAX_PREALLOC, PREVIEW_STALE, PREVIEW_UNKNOWN, PreviewedReport, REF_GONE,
 };
+
+/// Which names [`Broker::show`] gives the messages it shows.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Names {
+    /// Peek refs, for [`Broker::purge`].
+    PeekRefs,
+    /// Preview ids, for [`Broker::delete_previewed`].
+    PreviewIds,
+}
 
 impl Broker {
     /// Shows up to `batch_size` visible, unleased messages in delivery
@@ -30,7 +37,19 @@ impl Broker {
         batch_size: usize,
         now_ms: u64,
     ) -> Vec<Delivery> {
-        let at = at.into();
+        self.show(at.into(), batch_size, now_ms, Names::PreviewIds)
+    }
+
+    /// Up to `batch_size` visible, unleased messages in delivery order,
+    /// leasing none, each under a fresh name from `names` (in the
+    /// `lease_id` field): the one walk behind peek and preview.
+    pub(super) fn show(
+        &mut self,
+        at: At<'_>,
+        batch_size: usize,
+        now_ms: u64,
+        names: Names,
+    ) -> Vec<Delivery> {
         self.prepare(at, now_ms);
         let Broker {
             accounts,
@@ -41,24 +60,20 @@ impl Broker {
         let Some(q) = queue_mut(accounts, at) else {
             return Vec::new();
         };
+        // Drawn from the same source as lease ids, but kept apart: a peek
+        // ref or preview id is no lease, and a lease id neither of them.
+        let book = match names {
+            Names::PeekRefs => &mut q.refs,
+            Names::PreviewIds => &mut q.previews,
+        };
         let mut out = Vec::with_capacity(batch_size.min(q.ready.len()).min(MAX_PREALLOC));
         for &(_, seq) in q.ready.range(..=(now_ms, u64::MAX)).take(batch_size) {
             let Some(stored) = q.messages.get(&seq) else {
                 continue;
             };
-            // Drawn from the same source as lease ids, but kept apart: a
-            // preview id is no lease, and a lease id no preview id.
-            let key = tokens.fresh(q.previews.keys());
-            out.push(Delivery {
-                id: tokens.message_id(seq),
-                attempts: stored.attempts,
-                kind: stored.kind,
-                body: Arc::clone(&stored.body),
-                lease_id: token_string(key),
-                timestamp_ms: stored.timestamp_ms,
-                delay_ms: stored.delay_ms,
-            });
-            q.previews.insert(
+            let key = tokens.fresh(book.keys());
+            out.push(delivery(tokens, seq, stored, key));
+            book.insert(
                 key,
                 Named {
                     seq,
@@ -91,32 +106,29 @@ impl Broker {
         retries: &[(String, u64)],
         now_ms: u64,
     ) -> PreviewedReport {
-        let at = at.into();
-        self.prepare(at, now_ms);
-        let mut report = PreviewedReport::default();
-        let mut absent = QueueState::default();
-        let q = queue_mut(&mut self.accounts, at).unwrap_or(&mut absent);
-        for id in acks {
-            match current(q, id, now_ms) {
-                Ok(seq) => {
-                    q.remove(seq);
-                    report.deleted = report.deleted.saturating_add(1);
+        self.change_queue(at.into(), now_ms, |q| {
+            let mut report = PreviewedReport::default();
+            for id in acks {
+                match current(q, id, now_ms) {
+                    Ok(seq) => {
+                        q.remove(seq);
+                        report.deleted = report.deleted.saturating_add(1);
+                    }
+                    Err(reason) => warn(&mut report, id, reason),
                 }
-                Err(reason) => warn(&mut report, id, reason),
             }
-        }
-        for (id, delay_ms) in retries {
-            match current(q, id, now_ms) {
-                Ok(seq) => {
-                    q.delay_previewed(seq, *delay_ms, now_ms);
-                    report.delayed = report.delayed.saturating_add(1);
+            for (id, delay_ms) in retries {
+                match current(q, id, now_ms) {
+                    Ok(seq) => {
+                        q.delay_previewed(seq, *delay_ms, now_ms);
+                        report.delayed = report.delayed.saturating_add(1);
+                    }
+                    Err(reason) => warn(&mut report, id, reason),
                 }
-                Err(reason) => warn(&mut report, id, reason),
             }
-        }
-        q.trim_refs(now_ms);
-        self.finish(at);
-        report
+            q.trim_refs(now_ms);
+            report
+        })
     }
 }
 

@@ -13,6 +13,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cf_queues::{Acks, Client, Message, PullOptions};
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, WorkerBody};
 use cf_queues_testkit::emulators::emulator_with;
+use cf_queues_testkit::pulls::{pull, texts_of};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -25,6 +26,19 @@ async fn start(configure: impl FnOnce(Emulator) -> Emulator) -> EmulatorHandle {
 
 fn path(account: &str, queue: &str, op: &str) -> String {
     format!("/accounts/{account}/queues/{queue}/messages{op}")
+}
+
+/// Sends the head of a push of 1000 bytes to `queue`, then only the start
+/// of its body, as a client that stops mid-request.
+async fn half_sent_push(stream: &mut TcpStream, queue: &str) {
+    let head = post_head(
+        &path(EMULATOR_ACCOUNT_ID, queue, ""),
+        Some("Bearer abuse-token"),
+        1000,
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let part: &[u8] = b"{\"body\":";
+    stream.write_all(part).await.expect("part of the body");
 }
 
 /// Waits until `done` holds, for at most `within`.
@@ -105,16 +119,7 @@ async fn a_body_that_stops_arriving_is_cut_by_the_body_timeout() {
     let mut stream = TcpStream::connect(emulator.local_addr())
         .await
         .expect("connect");
-    let head = post_head(
-        &path(EMULATOR_ACCOUNT_ID, "slow", ""),
-        Some("Bearer abuse-token"),
-        1000,
-    );
-    stream.write_all(head.as_bytes()).await.expect("head");
-    stream
-        .write_all(b"{\"body\":")
-        .await
-        .expect("part of the body");
+    half_sent_push(&mut stream, "slow").await;
     let started = Instant::now();
     let mut pending = Vec::new();
     let (status, body) = read_response(&mut stream, &mut pending)
@@ -227,15 +232,10 @@ async fn unread_responses_hold_no_more_than_the_response_buffer() {
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     // A normal client is served meanwhile.
-    let metrics = emulator
-        .client()
-        .expect("client")
-        .queue("other")
-        .expect("id");
-    metrics
-        .push(Message::text("x"))
-        .await
-        .expect("push while others stall");
+    let metrics = emulator.client().and_then(|c| c.queue("other"));
+    let metrics = metrics.expect("queue");
+    let pushed = metrics.push(Message::text("x")).await;
+    pushed.expect("push while others stall");
     let stats = emulator.server_stats();
     // hyper's buffer, plus one piece of a quarter of it, plus a response head.
     let bound = (BUFFER + BUFFER / 4 + 1024) as u64;
@@ -341,14 +341,8 @@ async fn one_own_lease_id_does_not_forge_another() {
         .expect("id");
     q.push(Message::text("mine")).await.expect("push");
     q.push(Message::text("theirs")).await.expect("push");
-    let mine = q
-        .pull(PullOptions::new().batch_size(1))
-        .await
-        .expect("pull");
-    let theirs = q
-        .pull(PullOptions::new().batch_size(1))
-        .await
-        .expect("pull");
+    let mine = pull(&q, PullOptions::new().batch_size(1)).await;
+    let theirs = pull(&q, PullOptions::new().batch_size(1)).await;
     let (mine, theirs) = (&mine.messages[0], &theirs.messages[0]);
     let (my_lease, their_lease) = (mine.lease_id.as_str(), theirs.lease_id.as_str());
     // Tokens are compact JWEs of 159 characters, as on the live API, whose
@@ -500,12 +494,8 @@ async fn accounts_do_not_share_queues() {
         emulator.metrics_in(other_account, "shared").backlog_count,
         2
     );
-    let pulled = mine
-        .pull(PullOptions::new().batch_size(10))
-        .await
-        .expect("pull");
-    assert_eq!(pulled.messages.len(), 1);
-    assert_eq!(pulled.messages[0].body().text().expect("text"), "mine");
+    let pulled = pull(&mine, PullOptions::new().batch_size(10)).await;
+    assert_eq!(texts_of(&pulled.messages), ["mine"]);
     let cross = theirs
         .ack(Acks::new().ack(&pulled.messages[0]))
         .await
@@ -530,16 +520,7 @@ async fn shutdown_returns_while_a_client_holds_a_half_sent_request() {
         .await
         .expect("write");
     let mut half_body = TcpStream::connect(address).await.expect("connect");
-    let head = post_head(
-        &path(EMULATOR_ACCOUNT_ID, "q", ""),
-        Some("Bearer abuse-token"),
-        1000,
-    );
-    half_body.write_all(head.as_bytes()).await.expect("head");
-    half_body
-        .write_all(b"{\"body\":")
-        .await
-        .expect("part of the body");
+    half_sent_push(&mut half_body, "q").await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
     tokio::time::timeout(Duration::from_secs(5), emulator.shutdown())

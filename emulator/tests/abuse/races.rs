@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
+use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -28,14 +29,13 @@ async fn start(dir: Option<&std::path::Path>) -> EmulatorHandle {
     .await
 }
 
-/// `method` on `path` under the account, by a well-behaved client.
-async fn call(
-    handle: &EmulatorHandle,
-    method: reqwest::Method,
-    path: &str,
-    body: Value,
-) -> (u16, Value) {
-    Raw::new(handle).call(method, path, body).await
+/// Deletes queue `id` by the API, as a well-behaved client; the status.
+async fn delete_queue(handle: &EmulatorHandle, id: &str) -> u16 {
+    let path = format!("/queues/{id}");
+    Raw::new(handle)
+        .call(Method::DELETE, &path, Value::Null)
+        .await
+        .0
 }
 
 /// A queue created by the API with an HTTP pull consumer, holding one
@@ -48,16 +48,17 @@ async fn queue_with_a_message(handle: &EmulatorHandle, name: &str) -> String {
     id
 }
 
-/// `op` on queue `id` with `body`, sent as a slow client sends it: the
-/// head and half the body, then (once the server has checked the head)
-/// the queue's deletion by another client, then the rest. The status.
+/// `op` (`/messages/pull`, `/purge`, ...) on queue `id` with `body`, sent
+/// as a slow client sends it: the head and half the body, then (once the
+/// server has checked the head) the queue's deletion by another client,
+/// then the rest. The status.
 async fn slow_call_racing_the_deletion(
     handle: &EmulatorHandle,
     id: &str,
     op: &str,
     body: &[u8],
 ) -> u16 {
-    let path = format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{id}/messages{op}");
+    let path = format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{id}{op}");
     let mut stream = TcpStream::connect(handle.local_addr())
         .await
         .expect("connect");
@@ -73,14 +74,7 @@ async fn slow_call_racing_the_deletion(
     // The head passed its checks (the queue was there) and the server
     // waits for the body.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (deleted, _) = call(
-        handle,
-        reqwest::Method::DELETE,
-        &format!("/queues/{id}"),
-        Value::Null,
-    )
-    .await;
-    assert_eq!(deleted, 200);
+    assert_eq!(delete_queue(handle, id).await, 200);
     stream.write_all(rest).await.expect("the rest of the body");
     let mut pending = Vec::new();
     let (status, _) = read_response(&mut stream, &mut pending)
@@ -89,7 +83,12 @@ async fn slow_call_racing_the_deletion(
     status
 }
 
-async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::path::Path>) {
+/// The race of each call with its queue's deletion, on an emulator in
+/// memory or on a fresh data directory (`on_disk`), which is then started
+/// again to show that nothing of the deleted queues came back.
+async fn a_call_racing_its_queues_deletion_acts_on_nothing(on_disk: bool) {
+    let temp = on_disk.then(|| tempfile::tempdir().expect("temp dir"));
+    let dir = temp.as_ref().map(|temp| temp.path());
     let handle = start(dir).await;
     let batch =
         serde_json::to_vec(&json!({"messages": [{"body": "lost?", "content_type": "text"}]}))
@@ -101,10 +100,14 @@ async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::pat
     let purge =
         serde_json::to_vec(&json!({"delete_messages_permanently": true})).unwrap_or_default();
     let mut ids = Vec::new();
-    for (n, (op, body)) in [("/batch", &batch), ("", &push), ("/pull", &pull)]
-        .into_iter()
-        .enumerate()
-    {
+    // The purge of the whole queue is no messages call: its own path.
+    let calls = [
+        ("/messages/batch", &batch),
+        ("/messages", &push),
+        ("/messages/pull", &pull),
+        ("/purge", &purge),
+    ];
+    for (n, (op, body)) in calls.into_iter().enumerate() {
         let id = queue_with_a_message(&handle, &format!("racing-{n}")).await;
         let status = slow_call_racing_the_deletion(&handle, &id, op, body).await;
         assert_eq!(status, 404, "{op}: answered as any call to a deleted queue");
@@ -115,37 +118,6 @@ async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::pat
         );
         ids.push(id);
     }
-    // The purge of the whole queue is no messages call: its own path.
-    let id = queue_with_a_message(&handle, "racing-purge").await;
-    let path = format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues/{id}/purge");
-    let mut stream = TcpStream::connect(handle.local_addr())
-        .await
-        .expect("connect");
-    let received = handle.requests_received();
-    let head = post_head(&path, Some(&format!("Bearer {TOKEN}")), purge.len());
-    stream.write_all(head.as_bytes()).await.expect("head");
-    stream.write_all(&purge[..5]).await.expect("part");
-    while handle.requests_received() == received {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let (deleted, _) = call(
-        &handle,
-        reqwest::Method::DELETE,
-        &format!("/queues/{id}"),
-        Value::Null,
-    )
-    .await;
-    assert_eq!(deleted, 200);
-    stream.write_all(&purge[5..]).await.expect("rest");
-    let (status, _) = read_response(&mut stream, &mut Vec::new())
-        .await
-        .expect("answered");
-    assert_eq!(
-        status, 404,
-        "purge: answered as any call to a deleted queue"
-    );
-    ids.push(id);
     handle.shutdown().await.expect("shutdown");
 
     if let Some(dir) = dir {
@@ -158,13 +130,10 @@ async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::pat
                 "{id}"
             );
             assert_eq!(handle.dead_lettered_in(EMULATOR_ACCOUNT_ID, id), 0, "{id}");
-            let (status, _) = call(
-                &handle,
-                reqwest::Method::GET,
-                &format!("/queues/{id}/metrics"),
-                Value::Null,
-            )
-            .await;
+            let metrics = format!("/queues/{id}/metrics");
+            let (status, _) = Raw::new(&handle)
+                .call(Method::GET, &metrics, Value::Null)
+                .await;
             assert_eq!(status, 404);
         }
         handle.shutdown().await.expect("shutdown");
@@ -173,11 +142,10 @@ async fn a_call_racing_its_queues_deletion_acts_on_nothing(dir: Option<&std::pat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_call_racing_its_queues_deletion_acts_on_nothing_in_memory() {
-    a_call_racing_its_queues_deletion_acts_on_nothing(None).await;
+    a_call_racing_its_queues_deletion_acts_on_nothing(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_call_racing_its_queues_deletion_leaves_nothing_on_disk() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    a_call_racing_its_queues_deletion_acts_on_nothing(Some(dir.path())).await;
+    a_call_racing_its_queues_deletion_acts_on_nothing(true).await;
 }

@@ -9,7 +9,7 @@ use cf_queues_emulator::{ManualClock, reset_data_dir};
 use cf_queues_testkit::raw_http::Raw;
 use reqwest::Method;
 use serde_json::json;
-use support::{dir_bytes, start_on};
+use support::{dir_bytes, on_a_fresh_dir, refusal_on, start_on};
 
 fn bodies(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()
@@ -17,9 +17,7 @@ fn bodies(prefix: &str, n: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_queues_and_attempts_survive_a_restart_and_old_leases_still_ack() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e.max_retries(5)).await;
-    let raw = Raw::new(&handle);
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e.max_retries(5)).await;
     let before = handle.data_commits();
     assert_eq!(raw.push("work", &bodies("m", 4)).await, 200);
     // Every answered change was synced before its answer left.
@@ -137,11 +135,7 @@ async fn dead_letters_and_purge_status_survive_a_restart() {
 async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let handle = start_on(dir.path(), |e| e).await;
-    let second = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .start()
-        .await;
-    let message = second.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e).await;
     assert!(
         message.contains("in use by another running emulator"),
         "{message}"
@@ -149,12 +143,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
     assert!(reset_data_dir(dir.path()).is_err());
     handle.shutdown().await.expect("shutdown");
 
-    let manual = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .clock(ManualClock::new(1_000))
-        .start()
-        .await;
-    let message = manual.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e.clock(ManualClock::new(1_000))).await;
     assert!(message.contains("system clock"), "{message}");
 
     std::fs::write(
@@ -162,11 +151,7 @@ async fn a_directory_in_use_of_another_version_or_with_a_manual_clock_is_refused
         "cf-queues-emulator data format 0\n",
     )
     .unwrap();
-    let old = cf_queues_emulator::Emulator::new()
-        .data_dir(dir.path())
-        .start()
-        .await;
-    let message = old.err().map(|e| e.to_string()).unwrap_or_default();
+    let message = refusal_on(dir.path(), |e| e).await;
     assert!(
         message.contains("version 0") && message.contains("reads version 1"),
         "{message}"
@@ -233,9 +218,7 @@ async fn a_configuration_seeds_only_a_new_directory_and_the_directory_is_the_tru
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_store_answers_503_and_never_a_success() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e).await;
-    let raw = Raw::new(&handle);
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e).await;
     assert_eq!(raw.push("work", &bodies("f", 1)).await, 200);
     handle.fail_data_writes();
     assert_eq!(raw.push("work", &bodies("lost", 1)).await, 503);
@@ -245,21 +228,15 @@ async fn a_failed_store_answers_503_and_never_a_success() {
     handle.shutdown().await.expect("shutdown");
     let handle = start_on(dir.path(), |e| e).await;
     let raw = Raw::new(&handle);
-    let left: Vec<String> = raw
-        .pull("work", 10, 1000)
-        .await
-        .into_iter()
-        .map(|m| m.0)
-        .collect();
+    let pulled = raw.pull("work", 10, 1000).await;
+    let left: Vec<String> = pulled.into_iter().map(|m| m.0).collect();
     assert_eq!(left, ["f-0"]);
     handle.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acked_messages_give_their_space_back() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e).await;
-    let raw = Raw::new(&handle);
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e).await;
     let body = "x".repeat(100_000);
     let mut after_first = 0;
     for round in 0..2 {
@@ -288,9 +265,7 @@ async fn acked_messages_give_their_space_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_beyond_the_limit_is_refused_with_10251() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e.max_backlog_bytes(10)).await;
-    let raw = Raw::new(&handle);
+    let (_dir, handle, raw) = on_a_fresh_dir(|e| e.max_backlog_bytes(10)).await;
     assert_eq!(raw.push("work", &["12345".to_owned()]).await, 200);
     let path = "/queues/work/messages";
     let (status, answer) = raw
@@ -306,9 +281,7 @@ async fn a_backlog_beyond_the_limit_is_refused_with_10251() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delays_count_while_the_emulator_is_stopped() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e).await;
-    let raw = Raw::new(&handle);
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e).await;
     let message = json!({"body": "later", "content_type": "text", "delay_seconds": 1});
     assert_eq!(raw.post("/queues/work/messages", message).await.0, 200);
     assert!(raw.pull("work", 1, 1000).await.is_empty());
@@ -326,9 +299,7 @@ async fn delays_count_while_the_emulator_is_stopped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_answered_change_was_synced_before_its_answer_left() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let handle = start_on(dir.path(), |e| e).await;
-    let raw = Raw::new(&handle);
+    let (_dir, handle, raw) = on_a_fresh_dir(|e| e).await;
     // One request at a time, so no commit is shared: each answered change
     // must have moved the counter of synced commits by the time it arrived.
     let mut commits = handle.data_commits();
@@ -347,17 +318,11 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     let retry = json!({"retries": [{"lease_id": leased[1].1}]});
     assert_eq!(raw.post("/queues/work/messages/ack", retry).await.0, 200);
     synced("a retry");
-    let (_, peeked) = raw
-        .post("/queues/work/messages/peek", json!({"batch_size": 1}))
-        .await;
-    let peek_ref = peeked["result"]["messages"][0]["ref"].clone();
+    let peek_ref = first_shown(&raw, "peek", "ref").await;
     let purge = json!({"refs": [{"ref": peek_ref}]});
     assert_eq!(raw.post("/queues/work/messages/purge", purge).await.0, 200);
     synced("a purge by ref");
-    let (_, previewed) = raw
-        .post("/queues/work/messages/preview", json!({"batch_size": 1}))
-        .await;
-    let preview_id = previewed["result"]["messages"][0]["lease_id"].clone();
+    let preview_id = first_shown(&raw, "preview", "lease_id").await;
     let delete = json!({"acks": [{"lease_id": preview_id}]});
     let (status, answer) = raw.post("/queues/work/messages/preview/ack", delete).await;
     assert_eq!(status, 200, "{answer}");
@@ -378,12 +343,8 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     synced("a consumer created");
     let consumer_id = made["result"]["consumer_id"].as_str().unwrap_or_default();
     let consumer_path = format!("{path}/consumers/{consumer_id}");
-    assert_eq!(
-        raw.call(Method::DELETE, &consumer_path, json!(null))
-            .await
-            .0,
-        200
-    );
+    let deleted = raw.call(Method::DELETE, &consumer_path, json!(null)).await;
+    assert_eq!(deleted.0, 200);
     synced("a consumer deleted");
     let purge_all = json!({"delete_messages_permanently": true});
     assert_eq!(raw.post("/queues/work/purge", purge_all).await.0, 200);
@@ -391,6 +352,14 @@ async fn every_answered_change_was_synced_before_its_answer_left() {
     assert_eq!(raw.call(Method::DELETE, &path, json!(null)).await.0, 200);
     synced("a queue deleted");
     handle.shutdown().await.expect("shutdown");
+}
+
+/// Field `key` of the first message that a peek or a preview (`op`) of
+/// queue `work` shows.
+async fn first_shown(raw: &Raw, op: &str, key: &str) -> serde_json::Value {
+    let path = format!("/queues/work/messages/{op}");
+    let (_, shown) = raw.post(&path, json!({"batch_size": 1})).await;
+    shown["result"]["messages"][0][key].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -538,10 +507,9 @@ async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
         .expect("the dead-letter queue, created by name");
 
     // Deleted: the next dead letter creates a queue of that name, anew.
-    let (status, _) = raw
-        .call(Method::DELETE, &format!("/queues/{first}"), json!(null))
-        .await;
-    assert_eq!(status, 200);
+    let first_path = format!("/queues/{first}");
+    let deleted = raw.call(Method::DELETE, &first_path, json!(null)).await;
+    assert_eq!(deleted.0, 200);
     dead_letter_one(&raw, &work, "after-delete").await;
     let second = handle
         .queue_id("work-dlq")
@@ -554,14 +522,10 @@ async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(
 
     // Renamed: the renamed queue keeps what it holds, and the next dead
     // letter goes to a new queue of the name the consumer gives.
-    let (status, _) = raw
-        .call(
-            Method::PATCH,
-            &format!("/queues/{second}"),
-            json!({"queue_name": "old-dlq"}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    let rename = json!({"queue_name": "old-dlq"});
+    let second_path = format!("/queues/{second}");
+    let renamed = raw.call(Method::PATCH, &second_path, rename).await;
+    assert_eq!(renamed.0, 200);
     dead_letter_one(&raw, &work, "after-rename").await;
     let third = handle
         .queue_id("work-dlq")

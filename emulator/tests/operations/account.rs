@@ -17,8 +17,20 @@ use cf_queues_testkit::raw_http::{
     Answer, call, create, enable_http_pull, is_hex32, pull, push, queues,
 };
 
+use crate::support::{
+    DELIVERY_DELAY, PAUSED, RETENTION, delete, error_pointer, get, http_pull_queue, patch, post,
+    put, queue_names, text,
+};
+
 async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
+}
+
+/// Creates queues `first` and `second`; the id of `first`.
+async fn create_both(emulator: &EmulatorHandle, first: &str, second: &str) -> String {
+    let id = create(emulator, first).await;
+    create(emulator, second).await;
+    id
 }
 
 const HTTP_PULL_DISABLED: &str = "messages cannot be pulled unless http_pull mode is enabled";
@@ -26,13 +38,7 @@ const HTTP_PULL_DISABLED: &str = "messages cannot be pulled unless http_pull mod
 #[tokio::test]
 async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
     let (emulator, _clock) = emulator().await;
-    let answer = call(
-        &emulator,
-        Method::POST,
-        &queues(""),
-        Some(json!({"queue_name": "orders"})),
-    )
-    .await;
+    let answer = post(&emulator, &queues(""), json!({"queue_name": "orders"})).await;
     let queue = Answer::result(&answer).clone();
     let id = queue["queue_id"].as_str().unwrap_or_default().to_owned();
     assert!(is_hex32(&id), "{id}");
@@ -51,17 +57,11 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
         })
     );
     assert_eq!(emulator.queue_id("orders"), Some(id.clone()));
-    let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let got = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&got), &queue);
 
     // The same name again: 409 with 11009; a name Cloudflare refuses: 400 with 11003.
-    let again = call(
-        &emulator,
-        Method::POST,
-        &queues(""),
-        Some(json!({"queue_name": "orders"})),
-    )
-    .await;
+    let again = post(&emulator, &queues(""), json!({"queue_name": "orders"})).await;
     assert_eq!(
         Answer::failure(&again),
         (409, 11009, "queue name already taken: orders".into())
@@ -74,17 +74,11 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
         "",
         &"a".repeat(64),
     ] {
-        let answer = call(
-            &emulator,
-            Method::POST,
-            &queues(""),
-            Some(json!({"queue_name": bad})),
-        )
-        .await;
+        let answer = post(&emulator, &queues(""), json!({"queue_name": bad})).await;
         let (status, code, message) = Answer::failure(&answer);
         assert_eq!((status, code), (400, 11003), "{bad:?}: {message}");
     }
-    let missing = call(&emulator, Method::POST, &queues(""), Some(json!({}))).await;
+    let missing = post(&emulator, &queues(""), json!({})).await;
     assert_eq!(Answer::failure(&missing).1, 10207);
 
     // Management calls on an unknown id answer 404 and bring nothing into being.
@@ -95,15 +89,9 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
             (404, 10104, "QueueNotFound".into())
         );
     }
-    let consumers = call(
-        &emulator,
-        Method::GET,
-        &queues("/nosuchqueue/consumers"),
-        None,
-    )
-    .await;
+    let consumers = get(&emulator, &queues("/nosuchqueue/consumers")).await;
     assert_eq!(Answer::failure(&consumers).0, 404);
-    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let listed = get(&emulator, &queues("")).await;
     assert_eq!(
         Answer::result(&listed).as_array().map(Vec::len),
         Some(1),
@@ -115,16 +103,7 @@ async fn a_created_queue_has_an_id_a_name_settings_and_no_consumer() {
 async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() {
     let (emulator, _clock) = emulator().await;
     let id = create(&emulator, "work").await;
-    assert_eq!(
-        push(
-            &emulator,
-            &id,
-            json!({"body": "hi", "content_type": "text"})
-        )
-        .await
-        .status,
-        200
-    );
+    assert_eq!(push(&emulator, &id, text("hi")).await.status, 200);
 
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
@@ -132,32 +111,20 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
         (405, 0, HTTP_PULL_DISABLED.into())
     );
     let op = |rest: &str| queues(&format!("/{id}/messages{rest}"));
-    let ack = call(
-        &emulator,
-        Method::POST,
-        &op("/ack"),
-        Some(json!({"acks": []})),
-    )
-    .await;
+    let ack = post(&emulator, &op("/ack"), json!({"acks": []})).await;
     assert_eq!(Answer::failure(&ack), (405, 0, HTTP_PULL_DISABLED.into()));
-    let extend = call(
-        &emulator,
-        Method::POST,
-        &op("/extend"),
-        Some(json!({"extend": []})),
-    )
-    .await;
+    let extend = post(&emulator, &op("/extend"), json!({"extend": []})).await;
     assert_eq!(
         Answer::failure(&extend),
         (405, 0, HTTP_PULL_DISABLED.into())
     );
     // Looking, and deleting by ref or preview id, need no consumer.
-    let peeked = call(&emulator, Method::POST, &op("/peek"), Some(json!({}))).await;
+    let peeked = post(&emulator, &op("/peek"), json!({})).await;
     assert_eq!(
         Answer::result(&peeked)["messages"].as_array().map(Vec::len),
         Some(1)
     );
-    let previewed = call(&emulator, Method::POST, &op("/preview"), Some(json!({}))).await;
+    let previewed = post(&emulator, &op("/preview"), json!({})).await;
     assert_eq!(
         Answer::result(&previewed)["messages"]
             .as_array()
@@ -172,43 +139,30 @@ async fn pulls_need_an_http_pull_consumer_and_deleting_it_disables_them_again() 
     assert_eq!(message["body"], json!("hi"));
 
     let path = queues(&format!("/{id}/consumers/{consumer}"));
-    let deleted = call(&emulator, Method::DELETE, &path, None).await;
+    let deleted = delete(&emulator, &path).await;
     assert_eq!(Answer::result(&deleted), &Value::Null);
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
         Answer::failure(&refused),
         (405, 0, HTTP_PULL_DISABLED.into())
     );
-    let again = call(&emulator, Method::DELETE, &path, None).await;
+    let again = delete(&emulator, &path).await;
     assert_eq!(Answer::failure(&again).0, 404, "the consumer is gone");
-    let listed = call(
-        &emulator,
-        Method::GET,
-        &queues(&format!("/{id}/consumers")),
-        None,
-    )
-    .await;
+    let listed = get(&emulator, &queues(&format!("/{id}/consumers"))).await;
     assert_eq!(Answer::result(&listed), &json!([]));
 }
 
 #[tokio::test]
 async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "jobs").await;
-    create(&emulator, "jobs-dlq").await;
+    let id = create_both(&emulator, "jobs", "jobs-dlq").await;
     clock.advance(Duration::from_secs(1));
     let body = json!({
         "type": "http_pull",
         "dead_letter_queue": "jobs-dlq",
         "settings": {"batch_size": 10, "max_retries": 5, "retry_delay": 30, "visibility_timeout_ms": 60_000}
     });
-    let created = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/consumers")),
-        Some(body),
-    )
-    .await;
+    let created = post(&emulator, &queues(&format!("/{id}/consumers")), body).await;
     let consumer = Answer::result(&created).clone();
     let consumer_id = consumer["consumer_id"]
         .as_str()
@@ -226,19 +180,10 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         })
     );
     let path = queues(&format!("/{id}/consumers/{consumer_id}"));
-    assert_eq!(
-        Answer::result(&call(&emulator, Method::GET, &path, None).await),
-        &consumer
-    );
-    let listed = call(
-        &emulator,
-        Method::GET,
-        &queues(&format!("/{id}/consumers")),
-        None,
-    )
-    .await;
+    assert_eq!(Answer::result(&get(&emulator, &path).await), &consumer);
+    let listed = get(&emulator, &queues(&format!("/{id}/consumers"))).await;
     assert_eq!(Answer::result(&listed), &json!([consumer.clone()]));
-    let queue = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let queue = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(
         Answer::result(&queue)["consumers"],
         json!([consumer.clone()])
@@ -246,24 +191,17 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
     assert_eq!(Answer::result(&queue)["consumers_total_count"], json!(1));
 
     // One consumer per queue.
-    let second = call(
+    let second = post(
         &emulator,
-        Method::POST,
         &queues(&format!("/{id}/consumers")),
-        Some(json!({"type": "worker", "script_name": "w"})),
+        json!({"type": "worker", "script_name": "w"}),
     )
     .await;
     let (status, code, _) = Answer::failure(&second);
     assert_eq!((status, code), (409, 11004));
 
     // An update replaces the whole configuration, keeping the id.
-    let updated = call(
-        &emulator,
-        Method::PUT,
-        &path,
-        Some(json!({"type": "http_pull"})),
-    )
-    .await;
+    let updated = put(&emulator, &path, json!({"type": "http_pull"})).await;
     assert_eq!(
         Answer::result(&updated)["settings"],
         json!({"batch_size": 5, "max_retries": 3, "retry_delay": 0, "visibility_timeout_ms": 30_000})
@@ -284,24 +222,19 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         (json!({"batch_size": 1.5}), "/settings/batch_size"),
         (json!({"batch_size": "10"}), "/settings/batch_size"),
     ] {
-        let answer = call(
+        let answer = put(
             &emulator,
-            Method::PUT,
             &path,
-            Some(json!({"type": "http_pull", "settings": settings})),
+            json!({"type": "http_pull", "settings": settings}),
         )
         .await;
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
+        assert_eq!(error_pointer(&answer), &json!(pointer));
     }
-    let own = call(
+    let own = put(
         &emulator,
-        Method::PUT,
         &path,
-        Some(json!({"type": "http_pull", "dead_letter_queue": "jobs"})),
+        json!({"type": "http_pull", "dead_letter_queue": "jobs"}),
     )
     .await;
     assert_eq!(
@@ -309,13 +242,10 @@ async fn consumers_read_back_in_cloudflares_shapes_and_a_queue_has_one() {
         10207,
         "a queue is not its own dead-letter queue"
     );
-    let kind = call(&emulator, Method::PUT, &path, Some(json!({"type": "push"}))).await;
+    let kind = put(&emulator, &path, json!({"type": "push"})).await;
     assert_eq!(Answer::failure(&kind).1, 10207);
     let unknown = queues(&format!("/{id}/consumers/00000000000000000000000000000000"));
-    assert_eq!(
-        Answer::failure(&call(&emulator, Method::GET, &unknown, None).await).0,
-        404
-    );
+    assert_eq!(Answer::failure(&get(&emulator, &unknown).await).0, 404);
 }
 
 #[tokio::test]
@@ -327,13 +257,7 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         "script_name": "mailer",
         "settings": {"batch_size": 50, "max_concurrency": 4, "max_retries": 2, "max_wait_time_ms": 2000, "retry_delay": 10}
     });
-    let created = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/consumers")),
-        Some(body),
-    )
-    .await;
+    let created = post(&emulator, &queues(&format!("/{id}/consumers")), body).await;
     let consumer = Answer::result(&created).clone();
     assert_eq!(consumer["type"], json!("worker"));
     assert_eq!(consumer["script_name"], json!("mailer"));
@@ -342,20 +266,12 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
         consumer["settings"],
         json!({"batch_size": 50, "max_concurrency": 4, "max_retries": 2, "max_wait_time_ms": 2000, "retry_delay": 10})
     );
-    let enable = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/consumers")),
-        Some(json!({"type": "http_pull"})),
-    )
-    .await;
-    assert_eq!(
-        Answer::failure(&enable).0,
-        409,
-        "HTTP pull cannot be enabled beside a Worker"
-    );
-    assert_eq!(Answer::failure(&enable).1, 11004);
-    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
+    let consumers = queues(&format!("/{id}/consumers"));
+    let enable = post(&emulator, &consumers, json!({"type": "http_pull"})).await;
+    let (status, code, _) = Answer::failure(&enable);
+    let beside = "HTTP pull cannot be enabled beside a Worker";
+    assert_eq!((status, code), (409, 11004), "{beside}");
+    push(&emulator, &id, text("x")).await;
     assert_eq!(
         Answer::failure(&pull(&emulator, &id, json!({})).await).0,
         405
@@ -367,31 +283,22 @@ async fn a_worker_consumer_is_kept_never_run_and_blocks_http_pull() {
     );
 
     let other = create(&emulator, "other").await;
-    let missing = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{other}/consumers")),
-        Some(json!({"type": "worker"})),
-    )
-    .await;
+    let consumers = queues(&format!("/{other}/consumers"));
+    let missing = post(&emulator, &consumers, json!({"type": "worker"})).await;
     assert_eq!(
         Answer::failure(&missing).1,
         10207,
         "a worker needs a script_name"
     );
-    assert_eq!(
-        missing.body["errors"][0]["source"]["pointer"],
-        json!("/script_name")
-    );
+    assert_eq!(error_pointer(&missing), &json!("/script_name"));
 }
 
 #[tokio::test]
 async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     let (emulator, _clock) = emulator().await;
-    let id = create(&emulator, "doomed").await;
-    enable_http_pull(&emulator, &id, json!({})).await;
-    push(&emulator, &id, json!({"body": "x", "content_type": "text"})).await;
-    let deleted = call(&emulator, Method::DELETE, &queues(&format!("/{id}")), None).await;
+    let id = http_pull_queue(&emulator, "doomed").await;
+    push(&emulator, &id, text("x")).await;
+    let deleted = delete(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&deleted), &Value::Null);
     assert_eq!(deleted.body["result"], Value::Null);
     assert_eq!(emulator.queue_id("doomed"), None);
@@ -400,11 +307,7 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
         (Method::DELETE, String::new(), None),
         (Method::PATCH, String::new(), Some(json!({}))),
         (Method::GET, "/consumers".to_owned(), None),
-        (
-            Method::POST,
-            "/messages".to_owned(),
-            Some(json!({"body": "y", "content_type": "text"})),
-        ),
+        (Method::POST, "/messages".to_owned(), Some(text("y"))),
         (Method::POST, "/messages/pull".to_owned(), Some(json!({}))),
         (Method::GET, "/metrics".to_owned(), None),
     ] {
@@ -432,22 +335,12 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
     );
 
     // A lax queue deleted never springs back into being.
-    push(
-        &emulator,
-        "laxone",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    push(&emulator, "laxone", text("x")).await;
     assert_eq!(
-        Answer::result(&call(&emulator, Method::DELETE, &queues("/laxone"), None).await),
+        Answer::result(&delete(&emulator, &queues("/laxone")).await),
         &Value::Null
     );
-    let answer = push(
-        &emulator,
-        "laxone",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    let answer = push(&emulator, "laxone", text("x")).await;
     assert_eq!(
         Answer::failure(&answer),
         (404, 10104, "QueueNotFound".into())
@@ -458,17 +351,8 @@ async fn a_deleted_queue_is_gone_with_its_messages_and_never_springs_back() {
 async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     let (emulator, _clock) =
         emulator_with(|e| e.max_retries(7).dead_letter_queue("laxwork", "laxdead")).await;
-    assert_eq!(
-        push(
-            &emulator,
-            "laxwork",
-            json!({"body": "x", "content_type": "text"})
-        )
-        .await
-        .status,
-        200
-    );
-    let got = call(&emulator, Method::GET, &queues("/laxwork"), None).await;
+    assert_eq!(push(&emulator, "laxwork", text("x")).await.status, 200);
+    let got = get(&emulator, &queues("/laxwork")).await;
     let queue = Answer::result(&got).clone();
     assert_eq!(
         (&queue["queue_id"], &queue["queue_name"]),
@@ -479,25 +363,19 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
     assert_eq!(consumer["dead_letter_queue"], json!("laxdead"));
     assert_eq!(consumer["settings"]["max_retries"], json!(7));
     // Its dead-letter queue came into being with it, by name.
-    let dead = call(&emulator, Method::GET, &queues("/laxdead"), None).await;
+    let dead = get(&emulator, &queues("/laxdead")).await;
     assert_eq!(Answer::result(&dead)["queue_name"], json!("laxdead"));
 
     let consumer_id = consumer["consumer_id"].as_str().unwrap_or_default();
     let path = queues(&format!("/laxwork/consumers/{consumer_id}"));
-    let changed = call(
+    let changed = put(
         &emulator,
-        Method::PUT,
         &path,
-        Some(json!({"type": "http_pull", "settings": {"batch_size": 1}})),
+        json!({"type": "http_pull", "settings": {"batch_size": 1}}),
     )
     .await;
     assert_eq!(Answer::result(&changed)["settings"]["batch_size"], json!(1));
-    push(
-        &emulator,
-        "laxwork",
-        json!({"body": "y", "content_type": "text"}),
-    )
-    .await;
+    push(&emulator, "laxwork", text("y")).await;
     let pulled = pull(&emulator, "laxwork", json!({})).await;
     assert_eq!(
         Answer::result(&pulled)["messages"].as_array().map(Vec::len),
@@ -505,7 +383,7 @@ async fn a_lax_queue_is_listed_by_its_id_with_a_default_consumer_that_can_go() {
         "its batch_size"
     );
     assert_eq!(
-        Answer::result(&call(&emulator, Method::DELETE, &path, None).await),
+        Answer::result(&delete(&emulator, &path).await),
         &Value::Null
     );
     assert_eq!(
@@ -523,37 +401,32 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
         clock.advance(Duration::from_millis(1));
     }
     create(&emulator, "queue-1-dlq").await;
-    let named = call(&emulator, Method::GET, &queues("?name=queue-1"), None).await;
+    let named = get(&emulator, &queues("?name=queue-1")).await;
     let listed = Answer::result(&named)
         .as_array()
         .cloned()
         .unwrap_or_default();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["queue_id"], json!(ids[1]));
-    let none = call(&emulator, Method::GET, &queues("?name=queue"), None).await;
+    let none = get(&emulator, &queues("?name=queue")).await;
     assert_eq!(Answer::result(&none), &json!([]));
 
-    let page = call(&emulator, Method::GET, &queues("?page=2&per_page=2"), None).await;
-    let names: Vec<&str> = Answer::result(&page)
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["queue_name"].as_str())
-        .collect();
+    let page = get(&emulator, &queues("?page=2&per_page=2")).await;
+    let names = queue_names(&page);
     assert_eq!(names, ["queue-2", "queue-3"], "creation order");
     assert_eq!(
         page.body["result_info"],
         json!({"count": 2, "page": 2, "per_page": 2, "total_count": 6, "total_pages": 3})
     );
-    let all = call(&emulator, Method::GET, &queues(""), None).await;
+    let all = get(&emulator, &queues("")).await;
     assert_eq!(
         all.body["result_info"],
         json!({"count": 6, "page": 1, "per_page": 20, "total_count": 6, "total_pages": 1})
     );
-    let past = call(&emulator, Method::GET, &queues("?page=9"), None).await;
+    let past = get(&emulator, &queues("?page=9")).await;
     assert_eq!(Answer::result(&past), &json!([]));
     for bad in ["?page=0", "?page=x", "?per_page=0", "?per_page=1001"] {
-        let answer = call(&emulator, Method::GET, &queues(bad), None).await;
+        let answer = get(&emulator, &queues(bad)).await;
         assert_eq!(Answer::failure(&answer).0, 400, "{bad}");
     }
 }
@@ -561,17 +434,10 @@ async fn the_name_filter_is_exact_and_pages_say_where_they_stand() {
 #[tokio::test]
 async fn updates_rename_and_replace_or_change_the_settings() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "before").await;
-    create(&emulator, "taken").await;
+    let id = create_both(&emulator, "before", "taken").await;
     clock.advance(Duration::from_secs(2));
     let path = queues(&format!("/{id}"));
-    let patched = call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"queue_name": "after", "settings": {"delivery_delay": 5, "message_retention_period": 3600}})),
-    )
-    .await;
+    let patched = patch(&emulator, &path, json!({"queue_name": "after", "settings": {"delivery_delay": 5, "message_retention_period": 3600}})).await;
     let queue = Answer::result(&patched).clone();
     assert_eq!(queue["queue_name"], json!("after"));
     assert_eq!(queue["modified_on"], json!("2024-03-20T16:09:16.154Z"));
@@ -583,24 +449,17 @@ async fn updates_rename_and_replace_or_change_the_settings() {
         (emulator.queue_id("after"), emulator.queue_id("before")),
         (Some(id.clone()), None)
     );
-    let kept = call(
+    let kept = patch(
         &emulator,
-        Method::PATCH,
         &path,
-        Some(json!({"settings": {"delivery_paused": true}})),
+        json!({"settings": {"delivery_paused": true}}),
     )
     .await;
     assert_eq!(
         Answer::result(&kept)["settings"],
         json!({"delivery_delay": 5, "delivery_paused": true, "message_retention_period": 3600})
     );
-    let replaced = call(
-        &emulator,
-        Method::PUT,
-        &path,
-        Some(json!({"settings": {"delivery_delay": 1}})),
-    )
-    .await;
+    let replaced = put(&emulator, &path, json!({"settings": {"delivery_delay": 1}})).await;
     assert_eq!(
         Answer::result(&replaced)["settings"],
         json!({"delivery_delay": 1, "delivery_paused": false, "message_retention_period": 345_600})
@@ -610,85 +469,42 @@ async fn updates_rename_and_replace_or_change_the_settings() {
         json!("after"),
         "a name left out is kept"
     );
-    let clash = call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"queue_name": "taken"})),
-    )
-    .await;
+    let clash = patch(&emulator, &path, json!({"queue_name": "taken"})).await;
     assert_eq!(Answer::failure(&clash).0, 409);
     for (settings, pointer) in [
-        (
-            json!({"message_retention_period": 59}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"message_retention_period": 1_209_601}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"delivery_delay": 86_401}),
-            "/settings/delivery_delay",
-        ),
-        (
-            json!({"delivery_paused": "yes"}),
-            "/settings/delivery_paused",
-        ),
+        (json!({"message_retention_period": 59}), RETENTION),
+        (json!({"message_retention_period": 1_209_601}), RETENTION),
+        (json!({"delivery_delay": 86_401}), DELIVERY_DELAY),
+        (json!({"delivery_paused": "yes"}), PAUSED),
     ] {
-        let answer = call(
-            &emulator,
-            Method::PATCH,
-            &path,
-            Some(json!({"settings": settings})),
-        )
-        .await;
+        let answer = patch(&emulator, &path, json!({"settings": settings})).await;
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
+        assert_eq!(error_pointer(&answer), &json!(pointer));
     }
 }
 
 #[tokio::test]
 async fn strict_queues_are_declared_with_http_pull_and_nothing_else_springs() {
     let (emulator, _clock) = emulator_with(|e| e.strict_queues(["known"])).await;
-    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let listed = get(&emulator, &queues("")).await;
     let queue = Answer::result(&listed)[0].clone();
     assert_eq!(
         (&queue["queue_id"], &queue["queue_name"]),
         (&json!("known"), &json!("known"))
     );
     assert_eq!(queue["consumers"][0]["type"], json!("http_pull"));
-    let unknown = push(
-        &emulator,
-        "unknown",
-        json!({"body": "x", "content_type": "text"}),
-    )
-    .await;
+    let unknown = push(&emulator, "unknown", text("x")).await;
     assert_eq!(
         Answer::failure(&unknown),
         (404, 10104, "QueueNotFound".into())
     );
     // Queues the API creates exist in strict mode too.
     let id = create(&emulator, "created").await;
-    assert_eq!(
-        push(&emulator, &id, json!({"body": "x", "content_type": "text"}))
-            .await
-            .status,
-        200
-    );
+    assert_eq!(push(&emulator, &id, text("x")).await.status, 200);
     // A strict id is known under every account id.
     let other = "fedcba9876543210fedcba9876543210";
     let path = format!("/accounts/{other}/queues/known/messages");
-    let answer = call(
-        &emulator,
-        Method::POST,
-        &path,
-        Some(json!({"body": "x", "content_type": "text"})),
-    )
-    .await;
+    let answer = post(&emulator, &path, text("x")).await;
     assert_eq!(answer.status, 200);
 }
 
@@ -701,38 +517,29 @@ async fn management_calls_count_against_the_credential_and_take_faults() {
     );
     let (emulator, clock) = emulator_with(|e| e.rate_limits(model)).await;
     let id = create(&emulator, "counted").await;
-    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let listed = get(&emulator, &queues("")).await;
     assert_eq!(listed.status, 200);
-    let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let got = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(got.status, 200);
-    let over = call(&emulator, Method::GET, &queues(""), None).await;
+    let over = get(&emulator, &queues("")).await;
     assert_eq!(
         (Answer::failure(&over).0, Answer::failure(&over).1),
         (429, 971)
     );
     clock.advance(Duration::from_secs(61));
-    assert_eq!(
-        call(&emulator, Method::GET, &queues(""), None).await.status,
-        200
-    );
+    assert_eq!(get(&emulator, &queues("")).await.status, 200);
     emulator.set_rate_limits(None);
 
     emulator.inject(Fault::status(503).only(Operation::CreateQueue));
-    let listed = call(&emulator, Method::GET, &queues(""), None).await;
+    let listed = get(&emulator, &queues("")).await;
     assert_eq!(listed.status, 200, "the fault waits for its operation");
-    let faulty = call(
-        &emulator,
-        Method::POST,
-        &queues(""),
-        Some(json!({"queue_name": "x"})),
-    )
-    .await;
+    let faulty = post(&emulator, &queues(""), json!({"queue_name": "x"})).await;
     assert_eq!(
         (Answer::failure(&faulty).0, Answer::failure(&faulty).1),
         (503, 15000)
     );
     assert_eq!(emulator.queue_id("x"), None);
-    let other = call(&emulator, Method::PATCH, &queues(""), Some(json!({}))).await;
+    let other = patch(&emulator, &queues(""), json!({})).await;
     assert_eq!(
         (Answer::failure(&other).0, Answer::failure(&other).1),
         (405, 7001)

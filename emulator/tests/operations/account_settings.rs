@@ -7,18 +7,13 @@
 use std::time::Duration;
 
 use cf_queues_emulator::config::{ConsumerConfig, EmulatorConfig, QueueConfig};
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, ManualClock};
-use reqwest::Method;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, ManualClock};
 use serde_json::{Value, json};
 
 use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
-use cf_queues_testkit::raw_http::{
-    Answer, call, create, enable_http_pull, is_hex32, pull, push, queues,
-};
+use cf_queues_testkit::raw_http::{Answer, create, enable_http_pull, is_hex32, pull, push, queues};
 
-fn text(body: &str) -> Value {
-    json!({"body": body, "content_type": "text"})
-}
+use crate::support::{get, http_pull_queue, patch, post, text};
 
 fn messages(answer: &Answer) -> Vec<Value> {
     Answer::result(answer)["messages"]
@@ -34,20 +29,25 @@ fn bodies(answer: &Answer) -> Vec<String> {
         .collect()
 }
 
-async fn metrics(emulator: &cf_queues_emulator::EmulatorHandle, id: &str) -> Value {
-    Answer::result(
-        &call(
-            emulator,
-            Method::GET,
-            &queues(&format!("/{id}/metrics")),
-            None,
-        )
-        .await,
-    )
-    .clone()
+async fn metrics(emulator: &EmulatorHandle, id: &str) -> Value {
+    Answer::result(&get(emulator, &queues(&format!("/{id}/metrics"))).await).clone()
 }
 
-async fn emulator() -> (cf_queues_emulator::EmulatorHandle, ManualClock) {
+/// Patches these `settings` of queue `id`, which must be accepted.
+async fn set(emulator: &EmulatorHandle, id: &str, settings: Value) {
+    let path = queues(&format!("/{id}"));
+    let answer = patch(emulator, &path, json!({ "settings": settings })).await;
+    assert_eq!(answer.status, 200, "{settings}: {:?}", answer.body);
+}
+
+/// Queue `name` with an HTTP pull consumer and these `settings`; its id.
+async fn queue_set_to(emulator: &EmulatorHandle, name: &str, settings: Value) -> String {
+    let id = http_pull_queue(emulator, name).await;
+    set(emulator, &id, settings).await;
+    id
+}
+
+async fn emulator() -> (EmulatorHandle, ManualClock) {
     emulator_with(|e| e).await
 }
 
@@ -88,7 +88,7 @@ async fn a_missing_dead_letter_queue_is_created_by_name() {
         .queue_id("auto-dlq")
         .expect("created with the consumer");
     assert!(is_hex32(&id));
-    let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let got = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(
         Answer::result(&got)["consumers"],
         json!([]),
@@ -107,13 +107,7 @@ async fn retries_without_a_delay_wait_the_consumers_retry_delay() {
     let lease = |i: usize| pulled[i]["lease_id"].clone();
     let body =
         json!({"retries": [{"lease_id": lease(0)}, {"lease_id": lease(1), "delay_seconds": 0}]});
-    let acked = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/messages/ack")),
-        Some(body),
-    )
-    .await;
+    let acked = post(&emulator, &queues(&format!("/{id}/messages/ack")), body).await;
     assert_eq!(Answer::result(&acked)["retryCount"], json!(2));
     let long = json!({"visibility_timeout_ms": 600_000});
     assert_eq!(
@@ -158,7 +152,7 @@ async fn pulls_without_them_take_the_consumers_batch_size_and_visibility_timeout
     let body = json!({"extend": [{"lease_id": pulled[0]["lease_id"]}]});
     let path = queues(&format!("/{id}/messages/extend"));
     assert_eq!(
-        Answer::result(&call(&emulator, Method::POST, &path, Some(body)).await)["extendCount"],
+        Answer::result(&post(&emulator, &path, body).await)["extendCount"],
         json!(1)
     );
 }
@@ -166,16 +160,7 @@ async fn pulls_without_them_take_the_consumers_batch_size_and_visibility_timeout
 #[tokio::test]
 async fn delivery_delay_delays_pushes_without_a_delay_and_says_so_in_metadata() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "later").await;
-    enable_http_pull(&emulator, &id, json!({})).await;
-    let path = queues(&format!("/{id}"));
-    call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"settings": {"delivery_delay": 10}})),
-    )
-    .await;
+    let id = queue_set_to(&emulator, "later", json!({"delivery_delay": 10})).await;
     push(&emulator, &id, text("queued")).await;
     push(
         &emulator,
@@ -184,13 +169,7 @@ async fn delivery_delay_delays_pushes_without_a_delay_and_says_so_in_metadata() 
     )
     .await;
     let batch = json!({"messages": [{"body": "batched", "content_type": "text"}]});
-    call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/messages/batch")),
-        Some(batch),
-    )
-    .await;
+    post(&emulator, &queues(&format!("/{id}/messages/batch")), batch).await;
     let first = pull(&emulator, &id, json!({})).await;
     assert_eq!(bodies(&first), ["now"]);
     assert_eq!(
@@ -239,13 +218,7 @@ async fn delivered_messages_carry_the_live_apis_ids_tokens_and_metadata() {
         assert_eq!(message["metadata"]["CF-sourceMessageSource"], json!("api"));
         assert_eq!(message["timestamp_ms"], json!(START_MS));
     }
-    let peeked = call(
-        &emulator,
-        Method::POST,
-        &queues("/shapes/messages/peek"),
-        Some(json!({})),
-    )
-    .await;
+    let peeked = post(&emulator, &queues("/shapes/messages/peek"), json!({})).await;
     assert_eq!(messages(&peeked).len(), 0, "both leased");
     push(
         &emulator,
@@ -254,66 +227,35 @@ async fn delivered_messages_carry_the_live_apis_ids_tokens_and_metadata() {
     )
     .await;
     // Delayed: peek sees nothing yet, but the metadata is the message's own.
-    let previewed = call(
-        &emulator,
-        Method::POST,
-        &queues("/shapes/messages/preview"),
-        Some(json!({})),
-    )
-    .await;
+    let previewed = post(&emulator, &queues("/shapes/messages/preview"), json!({})).await;
     assert!(messages(&previewed).is_empty());
 }
 
 #[tokio::test]
 async fn a_paused_queue_accepts_messages_and_refuses_pulls_with_409() {
     let (emulator, _clock) = emulator().await;
-    let id = create(&emulator, "paused").await;
-    enable_http_pull(&emulator, &id, json!({})).await;
-    let path = queues(&format!("/{id}"));
-    call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"settings": {"delivery_paused": true}})),
-    )
-    .await;
+    let id = queue_set_to(&emulator, "paused", json!({"delivery_paused": true})).await;
     assert_eq!(push(&emulator, &id, text("kept")).await.status, 200);
     let refused = pull(&emulator, &id, json!({})).await;
     assert_eq!(
         Answer::failure(&refused),
         (409, 10252, "queue_delivery_paused".into())
     );
-    let peeked = call(
+    let peeked = post(
         &emulator,
-        Method::POST,
         &queues(&format!("/{id}/messages/peek")),
-        Some(json!({})),
+        json!({}),
     )
     .await;
     assert_eq!(bodies(&peeked), ["kept"]);
-    call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"settings": {"delivery_paused": false}})),
-    )
-    .await;
+    set(&emulator, &id, json!({"delivery_paused": false})).await;
     assert_eq!(bodies(&pull(&emulator, &id, json!({})).await), ["kept"]);
 }
 
 #[tokio::test]
 async fn messages_older_than_the_retention_period_are_gone() {
     let (emulator, clock) = emulator().await;
-    let id = create(&emulator, "brief").await;
-    enable_http_pull(&emulator, &id, json!({})).await;
-    let path = queues(&format!("/{id}"));
-    call(
-        &emulator,
-        Method::PATCH,
-        &path,
-        Some(json!({"settings": {"message_retention_period": 60}})),
-    )
-    .await;
+    let id = queue_set_to(&emulator, "brief", json!({"message_retention_period": 60})).await;
     push(&emulator, &id, text("old")).await;
     clock.advance(Duration::from_secs(30));
     push(&emulator, &id, text("young")).await;
@@ -325,13 +267,7 @@ async fn messages_older_than_the_retention_period_are_gone() {
         "the old one, leased or not"
     );
     let ack = json!({"acks": [{"lease_id": leased[0]["lease_id"]}]});
-    let acked = call(
-        &emulator,
-        Method::POST,
-        &queues(&format!("/{id}/messages/ack")),
-        Some(ack),
-    )
-    .await;
+    let acked = post(&emulator, &queues(&format!("/{id}/messages/ack")), ack).await;
     assert_eq!(
         Answer::result(&acked)["ackCount"],
         json!(0),
@@ -387,7 +323,7 @@ async fn a_configuration_file_declares_queues_that_keep_their_ids_across_restart
             .await
             .expect("starts");
         assert_eq!(emulator.queue_id("orders").as_deref(), Some(id));
-        let got = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+        let got = get(&emulator, &queues(&format!("/{id}"))).await;
         let queue = Answer::result(&got).clone();
         assert_eq!(
             queue["settings"],
@@ -402,13 +338,7 @@ async fn a_configuration_file_declares_queues_that_keep_their_ids_across_restart
             json!("orders-dlq")
         );
         let emails = emulator.queue_id("emails").expect("declared");
-        let worker = call(
-            &emulator,
-            Method::GET,
-            &queues(&format!("/{emails}/consumers")),
-            None,
-        )
-        .await;
+        let worker = get(&emulator, &queues(&format!("/{emails}/consumers"))).await;
         assert_eq!(Answer::result(&worker)[0]["script_name"], json!("mailer"));
         assert_eq!(
             Answer::result(&worker)[0]["settings"]["max_concurrency"],
@@ -451,7 +381,7 @@ async fn a_configuration_built_in_code_and_the_builder_shorthands_combine() {
             .dead_letter_queue("jobs", "jobsdead")
     })
     .await;
-    let got = call(&emulator, Method::GET, &queues("/jobs"), None).await;
+    let got = get(&emulator, &queues("/jobs")).await;
     let consumer = &Answer::result(&got)["consumers"][0];
     assert_eq!(
         consumer["settings"]["max_retries"],

@@ -2,23 +2,48 @@
 //! end through our client: lease extension, preview, deleting previewed
 //! messages, metrics, purging the whole queue and its status. Leases are
 //! timed on tokio's paused clock, which drives the emulator's clock too.
-//! Raw-HTTP checks of their codes and shapes are in `emulator_operations_wire.rs`.
+//! Raw-HTTP checks of their codes and shapes are in `leases_and_queue_wire.rs`.
 
 use std::time::Duration;
 
 use cf_queues::batch::Batch;
 use cf_queues::request::{PreviewedChanges, PurgeConfirmation};
-use cf_queues::{Acks, Message, PullOptions};
-use cf_queues_emulator::{Emulator, ManualClock};
+use cf_queues::response::ExtendOutcome;
+use cf_queues::{Acks, Message, PullOptions, PulledMessage, Queue};
+use cf_queues_emulator::{Emulator, EmulatorHandle, ManualClock};
 use serde_json::json;
 
 use cf_queues_testkit::clients::queue;
-use cf_queues_testkit::emulators::{START_MS, emulator_on_tokio_clock};
+use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock, emulator_on_tokio_clock};
 
 fn lease(seconds: u64) -> PullOptions {
     PullOptions::new()
         .batch_size(10)
         .visibility_timeout(Duration::from_secs(seconds))
+}
+
+/// Extends the leases of `messages` to `seconds` from now; the call must
+/// be answered.
+async fn extend(q: &Queue, messages: &[PulledMessage], seconds: u64) -> ExtendOutcome {
+    let outcome = q.extend(messages, Duration::from_secs(seconds)).await;
+    outcome.expect("extend")
+}
+
+/// An emulator on paused tokio time whose queue `name` holds one text
+/// message, `m`.
+async fn one_message(name: &str) -> (EmulatorHandle, Queue) {
+    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
+    let q = queue(&emulator, name);
+    q.push(Message::text("m")).await.expect("push");
+    (emulator, q)
+}
+
+/// An emulator on a manual clock at [`START_MS`], its clock, and its
+/// queue `name`.
+async fn on_a_manual_clock(name: &str) -> (EmulatorHandle, ManualClock, Queue) {
+    let (emulator, clock) = emulator_on_manual_clock(|e| e).await;
+    let q = queue(&emulator, name);
+    (emulator, clock, q)
 }
 
 async fn advance(by: Duration) {
@@ -43,10 +68,7 @@ async fn a_message_extended_twice_past_its_timeout_is_not_delivered_again() {
     // ended at 10 s; each extension runs 10 s from when it is made.
     for _ in 0..2 {
         advance(Duration::from_secs(8)).await;
-        let outcome = q
-            .extend(&batch.messages, Duration::from_secs(10))
-            .await
-            .expect("extend");
+        let outcome = extend(&q, &batch.messages, 10).await;
         assert_eq!((outcome.extended, outcome.warnings.len()), (Some(2), 0));
     }
     advance(Duration::from_secs(8)).await;
@@ -76,9 +98,7 @@ async fn a_message_extended_twice_past_its_timeout_is_not_delivered_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_expires_when_paused_tokio_time_passes_it() {
-    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
-    let q = queue(&emulator, "expiry");
-    q.push(Message::text("m")).await.expect("push");
+    let (emulator, q) = one_message("expiry").await;
     let first = q.pull(lease(5)).await.expect("pull");
     assert_eq!(first.messages[0].attempts, 1);
     advance(Duration::from_millis(4_999)).await;
@@ -95,26 +115,18 @@ async fn a_lease_expires_when_paused_tokio_time_passes_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stale_extension_gets_a_warning() {
-    let emulator = emulator_on_tokio_clock(START_MS, |e| e).await;
-    let q = queue(&emulator, "stale");
-    q.push(Message::text("m")).await.expect("push");
+    let (emulator, q) = one_message("stale").await;
     let first = q.pull(lease(1)).await.expect("pull");
     // Expired but not delivered again: the extension takes it back.
     advance(Duration::from_secs(2)).await;
-    let outcome = q
-        .extend(&first.messages, Duration::from_secs(1))
-        .await
-        .expect("extend");
+    let outcome = extend(&q, &first.messages, 1).await;
     assert_eq!((outcome.extended, outcome.warnings.len()), (Some(1), 0));
     assert!(q.pull(lease(1)).await.expect("pull").messages.is_empty());
     // Expired and delivered to someone else: a warning for the old lease.
     advance(Duration::from_secs(2)).await;
     let second = q.pull(lease(30)).await.expect("pull");
     assert_eq!(second.messages.len(), 1);
-    let outcome = q
-        .extend(&first.messages, Duration::from_secs(60))
-        .await
-        .expect("extend");
+    let outcome = extend(&q, &first.messages, 60).await;
     assert_eq!(outcome.extended, Some(0));
     assert_eq!(outcome.warnings.len(), 1);
     let warning = &outcome.warnings[0];
@@ -124,18 +136,12 @@ async fn a_stale_extension_gets_a_warning() {
     );
     assert!(warning.message.contains("delivered again"), "{warning:?}");
     // Deleted: a warning too; the current holder's lease is untouched.
-    let outcome = q
-        .extend(&second.messages, Duration::from_secs(60))
-        .await
-        .expect("extend");
+    let outcome = extend(&q, &second.messages, 60).await;
     assert_eq!(outcome.extended, Some(1));
     q.ack(Acks::new().ack(&second.messages[0]))
         .await
         .expect("ack");
-    let outcome = q
-        .extend(&second.messages, Duration::from_secs(60))
-        .await
-        .expect("extend");
+    let outcome = extend(&q, &second.messages, 60).await;
     assert_eq!((outcome.extended, outcome.warnings.len()), (Some(0), 1));
     emulator.shutdown().await.expect("shutdown");
 }
@@ -184,13 +190,7 @@ async fn a_preview_leases_nothing() {
 
 #[tokio::test]
 async fn deleting_previewed_messages_is_at_once_and_metrics_stay_exact() {
-    let clock = ManualClock::new(START_MS);
-    let emulator = Emulator::new()
-        .clock(clock.clone())
-        .start()
-        .await
-        .expect("emulator starts");
-    let q = queue(&emulator, "poison");
+    let (emulator, clock, q) = on_a_manual_clock("poison").await;
     q.push(Message::text("a")).await.expect("push");
     clock.advance(Duration::from_millis(10));
     q.push_batch(Batch::new([Message::text("bb"), Message::text("ccc")]))
@@ -244,13 +244,7 @@ async fn deleting_previewed_messages_is_at_once_and_metrics_stay_exact() {
 
 #[tokio::test]
 async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
-    let clock = ManualClock::new(START_MS);
-    let emulator = Emulator::new()
-        .clock(clock.clone())
-        .start()
-        .await
-        .expect("emulator starts");
-    let q = queue(&emulator, "doomed");
+    let (emulator, clock, q) = on_a_manual_clock("doomed").await;
     let status = q.purge_status().await.expect("status");
     assert_eq!((status.completed, status.started_at), (Some(false), None));
 
@@ -317,13 +311,7 @@ async fn purging_the_whole_queue_empties_it_and_its_status_says_so() {
 
 #[tokio::test]
 async fn metrics_match_the_backlog_exactly() {
-    let clock = ManualClock::new(START_MS);
-    let emulator = Emulator::new()
-        .clock(clock.clone())
-        .start()
-        .await
-        .expect("emulator starts");
-    let q = queue(&emulator, "counted");
+    let (emulator, clock, q) = on_a_manual_clock("counted").await;
     let empty = q.metrics().await.expect("metrics");
     assert_eq!(
         (

@@ -26,27 +26,26 @@ fn op_path(queue: &str, op: Operation) -> String {
         .replace("{queue_id}", queue)
 }
 
-/// A request with the accepted token: status, content type and body (JSON
-/// when it parses, the text otherwise).
+/// A request with the accepted token and `body` (`None`: no body at all):
+/// the status and the body (JSON when it parses, the text otherwise).
 async fn send(
     handle: &EmulatorHandle,
     method: Method,
     path: &str,
     body: Option<Value>,
-) -> (u16, String, Value) {
-    send_to(handle, handle.base_url(), method, path, body, &[]).await
+) -> (u16, Value) {
+    let answer = raw_http::call(handle, method, path, body).await;
+    (answer.status, answer.body)
 }
 
-async fn send_to(
-    handle: &EmulatorHandle,
-    root: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-    headers: &[(&str, &str)],
-) -> (u16, String, Value) {
-    let answer = call_with(handle, root, method, path, body, headers).await;
-    (answer.status, answer.content_type(), answer.body)
+/// A `POST` of `body` to `op` on `queue`, as [`send`].
+async fn post(handle: &EmulatorHandle, queue: &str, op: &str, body: Option<Value>) -> (u16, Value) {
+    send(handle, Method::POST, &queue_path(queue, op), body).await
+}
+
+/// A `GET` of `op` on `queue`, as [`send`].
+async fn get(handle: &EmulatorHandle, queue: &str, op: &str) -> (u16, Value) {
+    send(handle, Method::GET, &queue_path(queue, op), None).await
 }
 
 /// The `result` of a success envelope, with the envelope checked.
@@ -89,15 +88,16 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     push(&emulator, "shapes", "world").await;
 
     // Preview: the pull shape, `lease_id` included, nothing else in the result.
-    let (status, content_type, body) = send(
+    let preview = queue_path("shapes", "/messages/preview");
+    let answer = raw_http::call(
         &emulator,
         Method::POST,
-        &queue_path("shapes", "/messages/preview"),
+        &preview,
         Some(json!({"batch_size": 1})),
-    )
-    .await;
-    assert_eq!(content_type, "application/json");
-    let previewed = result(status, &body);
+    );
+    let answer = answer.await;
+    assert_eq!(answer.content_type(), "application/json");
+    let previewed = result(answer.status, &answer.body);
     assert_eq!(keys(&previewed), ["messages"]);
     let message = &previewed["messages"][0];
     assert_eq!(
@@ -111,69 +111,38 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
             "timestamp_ms"
         ]
     );
-    assert_eq!(
-        (
-            &message["attempts"],
-            &message["body"],
-            &message["timestamp_ms"]
-        ),
-        (&json!(0), &json!("hello"), &json!(START_MS))
-    );
+    let shown = [
+        &message["attempts"],
+        &message["body"],
+        &message["timestamp_ms"],
+    ];
+    assert_eq!(shown, [&json!(0), &json!("hello"), &json!(START_MS)]);
     assert_eq!(message["metadata"]["CF-Content-Type"], "text");
     let preview_id = message["lease_id"].as_str().expect("a string").to_owned();
     // `{}` previews 5 (the default, as peek); an empty body too.
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/messages/preview"),
-        None,
-    )
-    .await;
-    assert_eq!(
-        result(status, &body)["messages"].as_array().map(Vec::len),
-        Some(2)
-    );
+    let (status, body) = post(&emulator, "shapes", "/messages/preview", None).await;
+    let count = result(status, &body)["messages"].as_array().map(Vec::len);
+    assert_eq!(count, Some(2));
 
     // Deleting previewed messages: `{warnings}`, a map by id.
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/messages/preview/ack"),
-        Some(json!({"acks": [{"lease_id": preview_id}, {"lease_id": "unknown"}], "retries": []})),
-    )
-    .await;
+    let acks = json!({"acks": [{"lease_id": preview_id}, {"lease_id": "unknown"}], "retries": []});
+    let (status, body) = post(&emulator, "shapes", "/messages/preview/ack", Some(acks)).await;
     let deleted = result(status, &body);
     assert_eq!(keys(&deleted), ["warnings"]);
     assert_eq!(keys(&deleted["warnings"]), ["unknown"]);
 
     // Extend: `{extendCount, warnings}`, camelCase like the ack counters.
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/messages/pull"),
-        Some(json!({"visibility_timeout_ms": 1000})),
-    )
-    .await;
+    let pull = json!({"visibility_timeout_ms": 1000});
+    let (status, body) = post(&emulator, "shapes", "/messages/pull", Some(pull)).await;
     let lease = result(status, &body)["messages"][0]["lease_id"].clone();
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/messages/extend"),
-        Some(json!({"extend": [{"lease_id": lease}, {"lease_id": "nope"}], "visibility_timeout_ms": 5000})),
-    )
-    .await;
+    let extend = json!({"extend": [{"lease_id": lease}, {"lease_id": "nope"}], "visibility_timeout_ms": 5000});
+    let (status, body) = post(&emulator, "shapes", "/messages/extend", Some(extend)).await;
     let extended = result(status, &body);
     assert_eq!(keys(&extended), ["extendCount", "warnings"]);
     assert_eq!(extended["extendCount"], 1);
     assert_eq!(keys(&extended["warnings"]), ["nope"]);
     clock.advance(Duration::from_millis(4_999));
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/messages/pull"),
-        None,
-    )
-    .await;
+    let (status, body) = post(&emulator, "shapes", "/messages/pull", None).await;
     assert_eq!(
         result(status, &body)["messages"],
         json!([]),
@@ -181,13 +150,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     );
 
     // Metrics: the object itself as the result.
-    let (status, _, body) = send(
-        &emulator,
-        Method::GET,
-        &queue_path("shapes", "/metrics"),
-        None,
-    )
-    .await;
+    let (status, body) = get(&emulator, "shapes", "/metrics").await;
     let metrics = result(status, &body);
     assert_eq!(
         metrics,
@@ -195,21 +158,10 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
     );
 
     // Purge status before any purge, the purge, and the status after it.
-    let (status, _, body) = send(
-        &emulator,
-        Method::GET,
-        &queue_path("shapes", "/purge"),
-        None,
-    )
-    .await;
+    let (status, body) = get(&emulator, "shapes", "/purge").await;
     assert_eq!(result(status, &body), json!({"completed": "false"}));
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("shapes", "/purge"),
-        Some(json!({"delete_messages_permanently": true})),
-    )
-    .await;
+    let confirmed = json!({"delete_messages_permanently": true});
+    let (status, body) = post(&emulator, "shapes", "/purge", Some(confirmed)).await;
     let queue = result(status, &body);
     // The queue sprang into being on its first push, with the default HTTP
     // pull consumer of a lax queue.
@@ -217,13 +169,7 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    assert!(
-        consumer_id.len() == 32
-            && consumer_id
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-        "{consumer_id:?}"
-    );
+    assert!(raw_http::is_hex32(&consumer_id), "{consumer_id:?}");
     assert_eq!(
         queue,
         json!({
@@ -254,24 +200,10 @@ async fn the_new_operations_answer_in_cloudflares_shapes() {
             }
         })
     );
-    let (status, _, body) = send(
-        &emulator,
-        Method::GET,
-        &queue_path("shapes", "/purge"),
-        None,
-    )
-    .await;
-    assert_eq!(
-        result(status, &body),
-        json!({"completed": "true", "started_at": "2024-03-20T16:09:19.153Z"})
-    );
-    let (status, _, body) = send(
-        &emulator,
-        Method::GET,
-        &queue_path("shapes", "/metrics"),
-        None,
-    )
-    .await;
+    let (status, body) = get(&emulator, "shapes", "/purge").await;
+    let purged = json!({"completed": "true", "started_at": "2024-03-20T16:09:19.153Z"});
+    assert_eq!(result(status, &body), purged);
+    let (status, body) = get(&emulator, "shapes", "/metrics").await;
     assert_eq!(
         result(status, &body),
         json!({"backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0})
@@ -286,17 +218,13 @@ async fn metrics_stream_as_one_server_sent_event_when_asked() {
         "text/event-stream",
         "application/json;q=0.9, text/event-stream",
     ] {
-        let (status, content_type, body) = send_to(
-            &emulator,
-            emulator.base_url(),
-            Method::GET,
-            &queue_path("sse", "/metrics"),
-            None,
-            &[("accept", accept)],
-        )
-        .await;
-        assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
-        let text = body.as_str().expect("not JSON as a whole");
+        let answer = metrics_accepting(&emulator, accept).await;
+        let content_type = answer.content_type();
+        assert_eq!(
+            (answer.status, content_type.as_str()),
+            (200, "text/event-stream")
+        );
+        let text = answer.body.as_str().expect("not JSON as a whole");
         let data = text
             .strip_prefix("data: ")
             .and_then(|rest| rest.strip_suffix("\n\n"))
@@ -307,16 +235,23 @@ async fn metrics_stream_as_one_server_sent_event_when_asked() {
             json!({"backlog_count": 1, "backlog_bytes": 3, "oldest_message_timestamp_ms": START_MS})
         );
     }
-    let (_, content_type, _) = send_to(
-        &emulator,
-        emulator.base_url(),
+    let answer = metrics_accepting(&emulator, "application/json").await;
+    assert_eq!(answer.content_type(), "application/json");
+}
+
+/// `GET /metrics` of queue `sse` with this `accept` header.
+async fn metrics_accepting(handle: &EmulatorHandle, accept: &str) -> raw_http::Answer {
+    let path = queue_path("sse", "/metrics");
+    let headers = [("accept", accept)];
+    call_with(
+        handle,
+        handle.base_url(),
         Method::GET,
-        &queue_path("sse", "/metrics"),
+        &path,
         None,
-        &[("accept", "application/json")],
+        &headers,
     )
-    .await;
-    assert_eq!(content_type, "application/json");
+    .await
 }
 
 #[tokio::test]
@@ -328,115 +263,102 @@ async fn bad_requests_get_cloudflares_codes() {
     let preview_ack = queue_path("codes", "/messages/preview/ack");
     let purge = queue_path("codes", "/purge");
     let lease = json!([{"lease_id": "x"}]);
+    // Pointers that several cases share.
+    let (vis, size, delay) = (
+        "/visibility_timeout_ms",
+        "/batch_size",
+        "/retries/0/delay_seconds",
+    );
+    let confirm = "/delete_messages_permanently";
     let cases = [
-        (&extend, json!({"extend": "x"}), 10207, Some("/extend")),
-        (&extend, json!({"extend": ["x"]}), 10207, Some("/extend/0")),
+        (&extend, json!({"extend": "x"}), 10207, "/extend"),
+        (&extend, json!({"extend": ["x"]}), 10207, "/extend/0"),
         (
             &extend,
             json!({"extend": [{"lease_id": 1}]}),
             10207,
-            Some("/extend/0/lease_id"),
+            "/extend/0/lease_id",
         ),
         (
             &extend,
             json!({"extend": [{}]}),
             10207,
-            Some("/extend/0/lease_id"),
+            "/extend/0/lease_id",
         ),
         (
             &extend,
             json!({"extend": lease, "visibility_timeout_ms": 0}),
             10207,
-            Some("/visibility_timeout_ms"),
+            vis,
         ),
         (
             &extend,
             json!({"extend": lease, "visibility_timeout_ms": 43_200_001}),
             10207,
-            Some("/visibility_timeout_ms"),
+            vis,
         ),
         (
             &extend,
             json!({"extend": lease, "visibility_timeout_ms": "1000"}),
             10207,
-            Some("/visibility_timeout_ms"),
+            vis,
         ),
-        (
-            &preview,
-            json!({"batch_size": 0}),
-            10207,
-            Some("/batch_size"),
-        ),
-        (
-            &preview,
-            json!({"batch_size": 101}),
-            10207,
-            Some("/batch_size"),
-        ),
-        (
-            &preview,
-            json!({"batch_size": 1.5}),
-            10207,
-            Some("/batch_size"),
-        ),
-        (&preview_ack, json!({"acks": {}}), 10207, Some("/acks")),
+        (&preview, json!({"batch_size": 0}), 10207, size),
+        (&preview, json!({"batch_size": 101}), 10207, size),
+        (&preview, json!({"batch_size": 1.5}), 10207, size),
+        (&preview_ack, json!({"acks": {}}), 10207, "/acks"),
         (
             &preview_ack,
             json!({"acks": [{"id": "x"}]}),
             10207,
-            Some("/acks/0/lease_id"),
+            "/acks/0/lease_id",
         ),
         (
             &preview_ack,
             json!({"retries": [{"lease_id": "x", "delay_seconds": 86_401}]}),
             10203,
-            Some("/retries/0/delay_seconds"),
+            delay,
         ),
         (
             &preview_ack,
             json!({"retries": [{"lease_id": "x", "delay_seconds": -1}]}),
             10203,
-            Some("/retries/0/delay_seconds"),
+            delay,
         ),
-        (
-            &purge,
-            json!({}),
-            10207,
-            Some("/delete_messages_permanently"),
-        ),
+        (&purge, json!({}), 10207, confirm),
         (
             &purge,
             json!({"delete_messages_permanently": false}),
             10207,
-            Some("/delete_messages_permanently"),
+            confirm,
         ),
         (
             &purge,
             json!({"delete_messages_permanently": "true"}),
             10207,
-            Some("/delete_messages_permanently"),
+            confirm,
         ),
-        (&purge, json!([true]), 10207, Some("")),
+        (&purge, json!([true]), 10207, ""),
     ];
     for (path, body, code, pointer) in cases {
-        let (status, _, got) = send(&emulator, Method::POST, path, Some(body.clone())).await;
-        assert_eq!(status, 400, "{path} {body}: {got}");
-        assert_eq!(failure(&got), (Some(code), pointer), "{path} {body}: {got}");
+        let answer = raw_http::call(&emulator, Method::POST, path, Some(body.clone())).await;
+        let got = &answer.body;
+        assert_eq!(answer.status, 400, "{path} {body}: {got}");
+        assert_eq!(
+            failure(got),
+            (Some(code), Some(pointer)),
+            "{path} {body}: {got}"
+        );
     }
     // A purge with no body at all is not confirmed either.
-    let (status, _, got) = send(&emulator, Method::POST, &purge, None).await;
+    let (status, got) = post(&emulator, "codes", "/purge", None).await;
     assert_eq!((status, failure(&got).0), (400, Some(10207)));
-    let (status, _, got) = send(&emulator, Method::POST, &extend, Some(json!("{"))).await;
+    let (status, got) = post(&emulator, "codes", "/messages/extend", Some(json!("{"))).await;
     assert_eq!((status, failure(&got).0), (400, Some(10207)));
-    let (status, _, got) = send_to(
-        &emulator,
-        emulator.base_url(),
-        Method::POST,
-        &extend,
-        None,
-        &[("content-type", "application/json")],
-    )
-    .await;
+    let json_type = [("content-type", "application/json")];
+    let root = emulator.base_url();
+    let answer = call_with(&emulator, root, Method::POST, &extend, None, &json_type).await;
+    let (status, got) = (answer.status, answer.body);
     assert_eq!(
         (status, result(status, &got)),
         (200, json!({"extendCount": 0, "warnings": {}})),
@@ -453,8 +375,8 @@ async fn bad_requests_get_cloudflares_codes() {
         (Method::GET, "/messages/preview"),
         (Method::GET, "/messages/preview/ack"),
     ] {
-        let (status, _, got) =
-            send(&emulator, method.clone(), &queue_path("codes", op), None).await;
+        let path = queue_path("codes", op);
+        let (status, got) = send(&emulator, method.clone(), &path, None).await;
         assert_eq!(
             (status, failure(&got).0),
             (405, Some(7001)),
@@ -492,18 +414,17 @@ async fn shared_steps_apply_to_the_new_operations() {
             .base_url()
             .trim_end_matches("/client/v4")
             .to_owned();
-        let (status, _, got) =
-            send_to(&emulator, &bare, method.clone(), &target, body.clone(), &[]).await;
-        assert_eq!(status, 200, "{op}: {got}");
+        let got = call_with(&emulator, &bare, method.clone(), &target, body.clone(), &[]).await;
+        assert_eq!(got.status, 200, "{op}: {:?}", got.body);
         // A fault aimed at this operation hits it, and only it.
         emulator.inject(
             Fault::status(503)
                 .cloudflare_error(10250, "QueueOverloaded")
                 .only(*op),
         );
-        let (status, _, got) = send(&emulator, method.clone(), &target, body.clone()).await;
+        let (status, got) = send(&emulator, method.clone(), &target, body.clone()).await;
         assert_eq!((status, failure(&got).0), (503, Some(10250)), "{op}");
-        let (status, _, _) = send(&emulator, method.clone(), &target, body.clone()).await;
+        let (status, _) = send(&emulator, method.clone(), &target, body.clone()).await;
         assert_eq!(status, 200, "{op}: the fault was used up");
         // Credentials, ids and strict queues are checked as for the others.
         let url = format!("{}{target}", emulator.base_url());
@@ -515,9 +436,9 @@ async fn shared_steps_apply_to_the_new_operations() {
             .bearer_auth("wrong-token");
         assert_eq!(wrong.send().await.expect("request").status().as_u16(), 403);
         let bad_id = op_path("not-alnum", *op);
-        let (status, _, got) = send(&emulator, method.clone(), &bad_id, body.clone()).await;
+        let (status, got) = send(&emulator, method.clone(), &bad_id, body.clone()).await;
         assert_eq!((status, failure(&got).0), (400, Some(10107)), "{op}");
-        let (status, _, got) = send(&strict, method.clone(), &target, body.clone()).await;
+        let (status, got) = send(&strict, method.clone(), &target, body.clone()).await;
         assert_eq!((status, failure(&got).0), (404, Some(10104)), "{op}");
     }
     // Every request above was counted, refused ones included: six per
@@ -529,51 +450,22 @@ async fn shared_steps_apply_to_the_new_operations() {
 async fn preview_ids_and_lease_ids_are_not_interchangeable() {
     let (emulator, _clock) = emulator().await;
     push(&emulator, "apart", "m").await;
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("apart", "/messages/preview"),
-        None,
-    )
-    .await;
+    let (status, body) = post(&emulator, "apart", "/messages/preview", None).await;
     let preview_id = result(status, &body)["messages"][0]["lease_id"].clone();
+    let named = json!([{"lease_id": preview_id}]);
     for (op, body) in [
-        ("/messages/ack", json!({"acks": [{"lease_id": preview_id}]})),
-        (
-            "/messages/extend",
-            json!({"extend": [{"lease_id": preview_id}]}),
-        ),
+        ("/messages/ack", json!({ "acks": named })),
+        ("/messages/extend", json!({ "extend": named })),
     ] {
-        let (status, _, got) = send(
-            &emulator,
-            Method::POST,
-            &queue_path("apart", op),
-            Some(body),
-        )
-        .await;
+        let (status, got) = post(&emulator, "apart", op, Some(body)).await;
         let warnings = &result(status, &got)["warnings"];
-        assert!(
-            warnings
-                .get(preview_id.as_str().unwrap_or_default())
-                .is_some(),
-            "{op}: {got}"
-        );
+        let id = preview_id.as_str().unwrap_or_default();
+        assert!(warnings.get(id).is_some(), "{op}: {got}");
     }
-    let (status, _, body) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("apart", "/messages/pull"),
-        None,
-    )
-    .await;
+    let (status, body) = post(&emulator, "apart", "/messages/pull", None).await;
     let lease = result(status, &body)["messages"][0]["lease_id"].clone();
-    let (status, _, got) = send(
-        &emulator,
-        Method::POST,
-        &queue_path("apart", "/messages/preview/ack"),
-        Some(json!({"acks": [{"lease_id": lease}]})),
-    )
-    .await;
+    let acks = json!({"acks": [{"lease_id": lease}]});
+    let (status, got) = post(&emulator, "apart", "/messages/preview/ack", Some(acks)).await;
     assert_eq!(keys(&result(status, &got)["warnings"]).len(), 1);
     assert_eq!(emulator.metrics("apart").backlog_count, 1);
 }

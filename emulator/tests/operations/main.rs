@@ -10,4 +10,5 @@ mod leases_and_queue;
 mod leases_and_queue_wire;
 mod rate_limits;
 mod semantics;
+mod support;
 mod wrangler_calls;

@@ -21,6 +21,16 @@ async fn call(handle: &EmulatorHandle, method: Method, op: &str, body: Option<Va
     raw_http::call(handle, method, &queue_path("q", op), body).await
 }
 
+/// `POST` of `body` to `op` of queue `q`.
+async fn post(handle: &EmulatorHandle, op: &str, body: Value) -> Answer {
+    call(handle, Method::POST, op, Some(body)).await
+}
+
+/// The `RateLimit` header of `answer`.
+fn ratelimit(answer: &Answer) -> Option<String> {
+    answer.header("ratelimit")
+}
+
 async fn push(handle: &EmulatorHandle) -> Answer {
     raw_http::push(handle, "q", json!({"body": "m"})).await
 }
@@ -67,14 +77,11 @@ async fn limited(model: RateLimitModel) -> (EmulatorHandle, ManualClock) {
 
 #[tokio::test]
 async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minutes() {
-    let model = RateLimitModel::cloudflare().per_credential(5, FIVE_MINUTES, FIVE_MINUTES);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) =
+        limited(RateLimitModel::cloudflare().per_credential(5, FIVE_MINUTES, FIVE_MINUTES)).await;
     let first = push(&emulator).await;
     ok(&first);
-    assert_eq!(
-        first.header("ratelimit").as_deref(),
-        Some("\"default\";r=4;t=300")
-    );
+    assert_eq!(ratelimit(&first).as_deref(), Some("\"default\";r=4;t=300"));
     assert_eq!(
         first.header("ratelimit-policy").as_deref(),
         Some("\"default\";q=5;w=300")
@@ -85,7 +92,7 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
     let metrics = call(&emulator, Method::GET, "/metrics", None).await;
     ok(&metrics);
     assert_eq!(
-        metrics.header("ratelimit").as_deref(),
+        ratelimit(&metrics).as_deref(),
         Some("\"default\";r=3;t=200")
     );
     for r in [2, 1, 0] {
@@ -100,10 +107,7 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
     // included, are refused for five minutes.
     let over = push(&emulator).await;
     refused(&over, 971, 300);
-    assert_eq!(
-        over.header("ratelimit").as_deref(),
-        Some("\"default\";r=0;t=300")
-    );
+    assert_eq!(ratelimit(&over).as_deref(), Some("\"default\";r=0;t=300"));
     assert_eq!(
         over.header("ratelimit-policy").as_deref(),
         Some("\"default\";q=5;w=300")
@@ -114,66 +118,44 @@ async fn the_window_counts_down_then_its_block_covers_every_call_for_five_minute
         "the refused push was not applied"
     );
     refused(&pull(&emulator, 10).await, 971, 300);
-    let ack = call(
-        &emulator,
-        Method::POST,
-        "/messages/ack",
-        Some(json!({"acks": []})),
-    )
-    .await;
+    let ack = post(&emulator, "/messages/ack", json!({"acks": []})).await;
     refused(&ack, 971, 300);
     clock.advance(Duration::from_millis(299_001));
     // Refusals neither count nor move the block.
     let nearly = push(&emulator).await;
     refused(&nearly, 971, 1);
-    assert_eq!(
-        nearly.header("ratelimit").as_deref(),
-        Some("\"default\";r=0;t=1")
-    );
+    assert_eq!(ratelimit(&nearly).as_deref(), Some("\"default\";r=0;t=1"));
     clock.advance(Duration::from_millis(999));
     // Over at 400.5 s; every counted request has left the window by then.
     let after = push(&emulator).await;
     ok(&after);
-    assert_eq!(
-        after.header("ratelimit").as_deref(),
-        Some("\"default\";r=4;t=300")
-    );
+    assert_eq!(ratelimit(&after).as_deref(), Some("\"default\";r=4;t=300"));
     ok(&pull(&emulator, 10).await);
     emulator.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test]
 async fn the_window_slides_one_request_at_a_time() {
-    let model = RateLimitModel::cloudflare().per_credential(2, FIVE_MINUTES, FIVE_MINUTES);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) =
+        limited(RateLimitModel::cloudflare().per_credential(2, FIVE_MINUTES, FIVE_MINUTES)).await;
     ok(&push(&emulator).await);
     clock.advance(Duration::from_secs(200));
     let second = push(&emulator).await;
-    assert_eq!(
-        second.header("ratelimit").as_deref(),
-        Some("\"default\";r=0;t=100")
-    );
+    assert_eq!(ratelimit(&second).as_deref(), Some("\"default\";r=0;t=100"));
     // The first leaves at 300 s: just before, one more would be over.
     clock.advance(Duration::from_millis(99_999));
     let left = call(&emulator, Method::POST, "/messages/pull", Some(json!({}))).await;
-    assert_eq!(
-        left.header("ratelimit").as_deref(),
-        Some("\"default\";r=0;t=1")
-    );
+    assert_eq!(ratelimit(&left).as_deref(), Some("\"default\";r=0;t=1"));
     clock.advance(Duration::from_millis(1));
     let third = push(&emulator).await;
     ok(&third);
-    assert_eq!(
-        third.header("ratelimit").as_deref(),
-        Some("\"default\";r=0;t=200")
-    );
+    assert_eq!(ratelimit(&third).as_deref(), Some("\"default\";r=0;t=200"));
     emulator.shutdown().await.expect("shutdown");
 }
 
 #[tokio::test]
 async fn a_pull_is_refused_whole_when_its_bucket_holds_fewer_than_it_would_return() {
-    let model = RateLimitModel::cloudflare().per_queue(5, 10);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) = limited(RateLimitModel::cloudflare().per_queue(5, 10)).await;
     push_many(&emulator, 30).await;
     let full = pull(&emulator, 10).await;
     ok(&full);
@@ -182,13 +164,7 @@ async fn a_pull_is_refused_whole_when_its_bucket_holds_fewer_than_it_would_retur
     refused(&pull(&emulator, 10).await, 10250, 2);
     refused(&pull(&emulator, 3).await, 10250, 1);
     assert_eq!(emulator.metrics("q").backlog_count, 30);
-    let peeked = call(
-        &emulator,
-        Method::POST,
-        "/messages/peek",
-        Some(json!({"batch_size": 100})),
-    )
-    .await;
+    let peeked = post(&emulator, "/messages/peek", json!({"batch_size": 100})).await;
     let unleased = peeked.body["result"]["messages"]
         .as_array()
         .map_or(0, Vec::len);
@@ -216,8 +192,7 @@ async fn a_pull_is_refused_whole_when_its_bucket_holds_fewer_than_it_would_retur
 
 #[tokio::test]
 async fn acks_retries_and_extensions_draw_on_the_lease_bucket() {
-    let model = RateLimitModel::cloudflare().per_queue(5, 10);
-    let (emulator, clock) = limited(model).await;
+    let (emulator, clock) = limited(RateLimitModel::cloudflare().per_queue(5, 10)).await;
     push_many(&emulator, 10).await;
     let leases = lease_ids(&pull(&emulator, 10).await);
     assert_eq!(leases.len(), 10);
@@ -237,32 +212,14 @@ async fn acks_retries_and_extensions_draw_on_the_lease_bucket() {
         let retries: Vec<Value> = retries.iter().map(|l| json!({ "lease_id": l })).collect();
         json!({ "acks": acks.iter().map(|l| json!({ "lease_id": l })).collect::<Vec<_>>(), "retries": retries })
     };
-    let refusal = call(
-        &emulator,
-        Method::POST,
-        "/messages/ack",
-        Some(ack(&leases[..1], &[])),
-    )
-    .await;
+    let refusal = post(&emulator, "/messages/ack", ack(&leases[..1], &[])).await;
     refused(&refusal, 10250, 1);
     clock.advance(Duration::from_secs(1));
     // Five tokens: six leases are refused whole, five pass.
-    let six = call(
-        &emulator,
-        Method::POST,
-        "/messages/ack",
-        Some(ack(&leases[..3], &leases[3..6])),
-    )
-    .await;
+    let six = post(&emulator, "/messages/ack", ack(&leases[..3], &leases[3..6])).await;
     refused(&six, 10250, 1);
     assert_eq!(emulator.metrics("q").backlog_count, 10, "nothing was acked");
-    let five = call(
-        &emulator,
-        Method::POST,
-        "/messages/ack",
-        Some(ack(&leases[..3], &leases[3..5])),
-    )
-    .await;
+    let five = post(&emulator, "/messages/ack", ack(&leases[..3], &leases[3..5])).await;
     ok(&five);
     assert_eq!(
         (
@@ -298,10 +255,7 @@ async fn the_address_bucket_counts_every_call_and_starts_no_block() {
     clock.advance(Duration::from_millis(100));
     let next = call(&emulator, Method::GET, "/metrics", None).await;
     ok(&next);
-    assert_eq!(
-        next.header("ratelimit").as_deref(),
-        Some("\"default\";r=94;t=300")
-    );
+    assert_eq!(ratelimit(&next).as_deref(), Some("\"default\";r=94;t=300"));
     refused(&pull(&emulator, 1).await, 971, 1);
     emulator.shutdown().await.expect("shutdown");
 }
@@ -321,7 +275,7 @@ async fn limits_switch_on_and_off_while_serving() {
     // On with Cloudflare's figures, from an empty window.
     let counted = push(&emulator).await;
     assert_eq!(
-        counted.header("ratelimit").as_deref(),
+        ratelimit(&counted).as_deref(),
         Some("\"default\";r=1199;t=300")
     );
     assert_eq!(

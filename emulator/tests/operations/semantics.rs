@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use cf_queues::batch::Batch;
-use cf_queues::{Acks, Error, Message, PullOptions, Queue};
+use cf_queues::{Acks, Client, ClientBuilder, Error, Message, PullOptions, Queue};
 use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, Operation};
 use serde_json::{Value, json};
 
 use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
+use cf_queues_testkit::pulls::{pull, pull_first, pulls_nothing};
 use cf_queues_testkit::raw_http::{post_text, queue_path};
 
 fn queue(handle: &EmulatorHandle, id: &str) -> Queue {
@@ -15,6 +16,15 @@ fn queue(handle: &EmulatorHandle, id: &str) -> Queue {
         .client()
         .and_then(|c| c.queue(id))
         .expect("valid client and queue")
+}
+
+/// A client of `handle` that `configure` sets up.
+fn client_where(
+    handle: &EmulatorHandle,
+    configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+) -> Client {
+    let builder = handle.client_builder().expect("builder");
+    configure(builder).build().expect("client")
 }
 
 #[tokio::test]
@@ -36,10 +46,7 @@ async fn push_pull_ack_roundtrip_with_exact_metrics() {
         .await
         .expect("push json");
 
-    let batch = q
-        .pull(PullOptions::new().batch_size(10))
-        .await
-        .expect("pull");
+    let batch = pull(&q, PullOptions::new().batch_size(10)).await;
     assert_eq!(batch.messages.len(), 2);
     assert_eq!(batch.backlog_count, Some(2));
     let (text, order) = (&batch.messages[0], &batch.messages[1]);
@@ -72,13 +79,7 @@ async fn push_pull_ack_roundtrip_with_exact_metrics() {
         ),
         (0, 0, 0)
     );
-    assert!(
-        q.pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .is_empty()
-    );
+    assert!(pulls_nothing(&q).await);
 }
 
 #[tokio::test]
@@ -91,13 +92,7 @@ async fn delayed_messages_appear_after_their_delay() {
     q.push_batch(Batch::new([Message::text("batch")]).with_delay(Duration::from_secs(20)))
         .await
         .expect("batch");
-    assert!(
-        q.pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .is_empty()
-    );
+    assert!(pulls_nothing(&q).await);
     assert_eq!(q.peek(10).await.expect("peek").len(), 0);
     assert_eq!(
         emulator.metrics("delays").backlog_count,
@@ -205,13 +200,7 @@ async fn retry_now_and_after_a_delay() {
         .await
         .expect("ack");
     clock.advance(Duration::from_secs(59));
-    assert!(
-        q.pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .is_empty()
-    );
+    assert!(pulls_nothing(&q).await);
     clock.advance(Duration::from_secs(1));
     let later = q.pull(PullOptions::new()).await.expect("pull");
     assert_eq!(later.messages[0].body().text().expect("text"), "b");
@@ -226,36 +215,15 @@ async fn exhausted_messages_move_to_the_dead_letter_queue_or_are_dropped() {
     work.push(Message::json(&json!({"poison": true})).expect("json"))
         .await
         .expect("push");
-    let first = work
-        .pull(PullOptions::new())
-        .await
-        .expect("pull")
-        .messages
-        .remove(0);
+    let first = pull_first(&work).await;
     work.ack(Acks::new().retry(&first)).await.expect("retry");
-    let second = work
-        .pull(PullOptions::new())
-        .await
-        .expect("pull")
-        .messages
-        .remove(0);
+    let second = pull_first(&work).await;
     assert_eq!(second.attempts, 2);
     clock.advance(Duration::from_secs(31)); // the lease of the last allowed delivery expires
-    assert!(
-        work.pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .is_empty()
-    );
+    assert!(pulls_nothing(&work).await);
     assert_eq!(emulator.dead_lettered("work"), 1);
     assert_eq!(emulator.metrics("work").backlog_count, 0);
-    let moved = dlq
-        .pull(PullOptions::new())
-        .await
-        .expect("pull")
-        .messages
-        .remove(0);
+    let moved = pull_first(&dlq).await;
     assert_eq!(moved.attempts, 1);
     assert_eq!(moved.timestamp_ms, START_MS);
     assert_eq!(
@@ -266,12 +234,7 @@ async fn exhausted_messages_move_to_the_dead_letter_queue_or_are_dropped() {
     let dropping = queue(&emulator, "nodlq");
     dropping.push(Message::text("x")).await.expect("push");
     for _ in 0..2 {
-        let m = dropping
-            .pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .remove(0);
+        let m = pull_first(&dropping).await;
         dropping.ack(Acks::new().retry(&m)).await.expect("retry");
     }
     assert_eq!(emulator.dead_lettered("nodlq"), 1);
@@ -298,10 +261,7 @@ async fn peek_does_not_lease_and_purge_deletes_by_ref() {
         ["a", "b"]
     );
     assert_eq!(peeked[0].attempts, 0);
-    let pulled = q
-        .pull(PullOptions::new().batch_size(1))
-        .await
-        .expect("pull");
+    let pulled = pull(&q, PullOptions::new().batch_size(1)).await;
     assert_eq!(
         pulled.messages[0].attempts, 1,
         "peek does not count as a delivery"
@@ -331,12 +291,7 @@ async fn serves_with_and_without_the_client_v4_prefix() {
         .base_url()
         .trim_end_matches("/client/v4")
         .to_owned();
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .base_url(bare)
-        .build()
-        .expect("client");
+    let client = client_where(&emulator, |b| b.base_url(bare));
     client
         .queue("bare")
         .expect("id")
@@ -436,53 +391,33 @@ async fn auth_is_required_and_checked() {
         let request = http.post(&url).header("authorization", malformed);
         assert_eq!(send(request).await, (400, Some(6003)), "{malformed:?}");
     }
-    let chained: Value = http
-        .post(&url)
-        .header("authorization", "right-token")
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("json");
+    let unprefixed = http.post(&url).header("authorization", "right-token");
+    let response = unprefixed.send().await.expect("request");
+    let chained: Value = response.json().await.expect("json");
     assert_eq!(chained["errors"][0]["error_chain"][0]["code"], 6111);
-    assert_eq!(
-        send(http.post(&url).bearer_auth("wrong-token")).await,
-        (403, Some(10000))
-    );
-    assert_eq!(
-        send(
-            http.post(&url)
-                .header("x-auth-email", "me@example.com")
-                .header("x-auth-key", "wrong")
-        )
-        .await,
-        (403, Some(10000))
-    );
-    assert_eq!(
-        send(http.post(&url).bearer_auth("right-token")).await.0,
-        200
-    );
-    assert_eq!(
-        send(
-            http.post(&url)
-                .header("x-auth-email", "me@example.com")
-                .header("x-auth-key", "right-key")
-        )
-        .await
-        .0,
-        200
-    );
+    let global_key = |key: &str| {
+        (http.post(&url))
+            .header("x-auth-email", "me@example.com")
+            .header("x-auth-key", key)
+    };
+    let wrong_ones = [
+        http.post(&url).bearer_auth("wrong-token"),
+        global_key("wrong"),
+    ];
+    for request in wrong_ones {
+        assert_eq!(send(request).await, (403, Some(10000)));
+    }
+    let right_ones = [
+        http.post(&url).bearer_auth("right-token"),
+        global_key("right-key"),
+    ];
+    for request in right_ones {
+        assert_eq!(send(request).await.0, 200);
+    }
 
-    let wrong = emulator
-        .client_builder()
-        .expect("builder")
-        .api_token("wrong-token")
-        .build()
-        .expect("client");
-    let error = wrong
-        .queue("q1")
-        .expect("id")
+    let wrong = client_where(&emulator, |b| b.api_token("wrong-token"));
+    let forbidden = wrong.queue("q1").expect("id");
+    let error = forbidden
         .pull(PullOptions::new())
         .await
         .expect_err("forbidden");
@@ -507,12 +442,9 @@ async fn strict_mode_knows_only_declared_queues() {
 #[tokio::test]
 async fn injected_faults_fail_the_next_requests() {
     let (emulator, _clock) = emulator_with(|e| e).await;
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(cf_queues::retry::RetryPolicy::none())
-        .build()
-        .expect("client");
+    let client = client_where(&emulator, |b| {
+        b.retry(cf_queues::retry::RetryPolicy::none())
+    });
     let q = client.queue("faulty").expect("id");
     emulator.inject(Fault::status(500).times(2).only(Operation::Push));
     emulator.inject(
@@ -547,33 +479,19 @@ async fn injected_faults_fail_the_next_requests() {
             .as_deref(),
         Some("<html>bad gateway</html>")
     );
-    assert_eq!(
-        q.pull(PullOptions::new())
-            .await
-            .expect("pull")
-            .messages
-            .len(),
-        1
-    );
+    assert_eq!(pull(&q, PullOptions::new()).await.messages.len(), 1);
 }
 
 #[tokio::test]
 async fn a_stalled_request_times_out_in_the_client() {
     let (emulator, _clock) = emulator_with(|e| e).await;
     emulator.inject(Fault::stall_only(Duration::from_secs(5)));
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .timeout(Duration::from_millis(200))
-        .retry(cf_queues::retry::RetryPolicy::none())
-        .build()
-        .expect("client");
-    let error = client
-        .queue("slow")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("timeout");
+    let client = client_where(&emulator, |b| {
+        b.timeout(Duration::from_millis(200))
+            .retry(cf_queues::retry::RetryPolicy::none())
+    });
+    let slow = client.queue("slow").expect("id");
+    let error = slow.pull(PullOptions::new()).await.expect_err("timeout");
     match error {
         Error::Transport { source, .. } => assert!(source.is_timeout(), "{source:?}"),
         other => panic!("expected a timeout, got {other:?}"),
@@ -588,10 +506,7 @@ async fn worker_written_bodies_decode_or_fail_clearly() {
     let (emulator, _clock) = emulator_with(|e| e).await;
     emulator.push_from_worker("workers", WorkerBody::Bytes(vec![0, 1, 2, 255]));
     emulator.push_from_worker("workers", WorkerBody::V8(vec![0xff, 0x0f]));
-    let batch = queue(&emulator, "workers")
-        .pull(PullOptions::new())
-        .await
-        .expect("pull");
+    let batch = pull(&queue(&emulator, "workers"), PullOptions::new()).await;
     assert_eq!(batch.messages[0].content_type(), &ContentType::Bytes);
     assert_eq!(
         batch.messages[0].body().bytes().expect("bytes"),
@@ -617,13 +532,8 @@ async fn dead_letter_settings_that_strand_messages_refuse_to_start() {
         let error = emulator.start().await.expect_err("refused");
         assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{error}");
     }
-    Emulator::new()
-        .strict_queues(["work", "dlq"])
-        .dead_letter_queue("work", "dlq")
-        .start()
-        .await
-        .expect("a reachable dead-letter queue")
-        .shutdown()
-        .await
-        .expect("shutdown");
+    let reachable = Emulator::new().strict_queues(["work", "dlq"]);
+    let reachable = reachable.dead_letter_queue("work", "dlq").start().await;
+    let handle = reachable.expect("a reachable dead-letter queue");
+    handle.shutdown().await.expect("shutdown");
 }

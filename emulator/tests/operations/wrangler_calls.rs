@@ -3,24 +3,27 @@
 //! settings, a Worker consumer added with `script_name` and found again by
 //! `script` or `service`.
 
-use reqwest::Method;
 use serde_json::{Value, json};
 
 use cf_queues_testkit::emulators::emulator_on_manual_clock as emulator_with;
-use cf_queues_testkit::raw_http::{Answer, call, create, queues};
+use cf_queues_testkit::raw_http::{Answer, create, queues};
+
+use crate::support::{
+    DELIVERY_DELAY, PAUSED, RETENTION, delete, error_pointer, get, patch, post, put, queue_names,
+};
 
 #[tokio::test]
 async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them() {
     let (emulator, _clock) = emulator_with(|e| e).await;
     // `wrangler queues create orders --delivery-delay-secs 2 --message-retention-period-secs 3600`
     let body = json!({"queue_name": "orders", "settings": {"delivery_delay": 2, "message_retention_period": 3600}});
-    let created = call(&emulator, Method::POST, &queues(""), Some(body)).await;
+    let created = post(&emulator, &queues(""), body).await;
     let queue = Answer::result(&created).clone();
     let expected =
         json!({"delivery_delay": 2, "delivery_paused": false, "message_retention_period": 3600});
     assert_eq!(queue["settings"], expected);
     let id = queue["queue_id"].as_str().unwrap_or_default().to_owned();
-    let read = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let read = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(
         Answer::result(&read)["settings"],
         expected,
@@ -29,41 +32,24 @@ async fn a_queue_created_with_settings_has_them_checked_as_an_update_checks_them
 
     // Refused as a PATCH refuses them, and nothing is created.
     for (settings, pointer) in [
-        (
-            json!({"message_retention_period": 10}),
-            "/settings/message_retention_period",
-        ),
-        (
-            json!({"delivery_delay": 86_401}),
-            "/settings/delivery_delay",
-        ),
-        (
-            json!({"delivery_paused": "yes"}),
-            "/settings/delivery_paused",
-        ),
+        (json!({"message_retention_period": 10}), RETENTION),
+        (json!({"delivery_delay": 86_401}), DELIVERY_DELAY),
+        (json!({"delivery_paused": "yes"}), PAUSED),
     ] {
         let body = json!({"queue_name": "refused", "settings": settings});
-        let answer = call(&emulator, Method::POST, &queues(""), Some(body)).await;
+        let answer = post(&emulator, &queues(""), body).await;
         assert_eq!(Answer::failure(&answer).0, 400, "{settings}");
         assert_eq!(Answer::failure(&answer).1, 10207, "{settings}");
-        assert_eq!(
-            answer.body["errors"][0]["source"]["pointer"],
-            json!(pointer)
-        );
-        let patched = call(
-            &emulator,
-            Method::PATCH,
-            &queues(&format!("/{id}")),
-            Some(json!({"settings": settings})),
-        )
-        .await;
+        assert_eq!(error_pointer(&answer), &json!(pointer));
+        let path = queues(&format!("/{id}"));
+        let patched = patch(&emulator, &path, json!({ "settings": settings })).await;
         assert_eq!(
             Answer::failure(&patched),
             Answer::failure(&answer),
             "the same refusal as a PATCH"
         );
     }
-    let listed = call(&emulator, Method::GET, &queues("?name=refused"), None).await;
+    let listed = get(&emulator, &queues("?name=refused")).await;
     assert_eq!(Answer::result(&listed), &json!([]));
 }
 
@@ -91,7 +77,7 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         "dead_letter_queue": null
     });
     let consumers = queues(&format!("/{id}/consumers"));
-    let added = call(&emulator, Method::POST, &consumers, Some(add)).await;
+    let added = post(&emulator, &consumers, add).await;
     let consumer = Answer::result(&added).clone();
     assert_eq!(
         (&consumer["script_name"], &consumer["script"]),
@@ -105,36 +91,23 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
 
     // `consumer remove` reads the queue, finds the consumer by `script`,
     // and deletes it by id.
-    let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let info = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(
         wrangler_finds(Answer::result(&info), "mailer"),
         Some(consumer_id.clone())
     );
-    let listed = call(&emulator, Method::GET, &consumers, None).await;
+    let listed = get(&emulator, &consumers).await;
     assert_eq!(Answer::result(&listed)[0]["script"], json!("mailer"));
-    let one = call(
-        &emulator,
-        Method::GET,
-        &format!("{consumers}/{consumer_id}"),
-        None,
-    )
-    .await;
+    let one = get(&emulator, &format!("{consumers}/{consumer_id}")).await;
     assert_eq!(Answer::result(&one)["script"], json!("mailer"));
-    let removed = call(
-        &emulator,
-        Method::DELETE,
-        &format!("{consumers}/{consumer_id}"),
-        None,
-    )
-    .await;
+    let removed = delete(&emulator, &format!("{consumers}/{consumer_id}")).await;
     assert_eq!(Answer::result(&removed), &Value::Null);
 
     // The live API's names are accepted on the way in too.
-    let by_script = call(
+    let by_script = post(
         &emulator,
-        Method::POST,
         &consumers,
-        Some(json!({"type": "worker", "script": "sender"})),
+        json!({"type": "worker", "script": "sender"}),
     )
     .await;
     let by_script = Answer::result(&by_script).clone();
@@ -146,28 +119,26 @@ async fn worker_consumers_carry_script_and_script_name_and_wrangler_finds_them()
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let by_service = call(
+    let by_service = put(
         &emulator,
-        Method::PUT,
         &format!("{consumers}/{by_script_id}"),
-        Some(json!({"type": "worker", "service": "notifier"})),
+        json!({"type": "worker", "service": "notifier"}),
     )
     .await;
     let by_service = Answer::result(&by_service).clone();
     assert_eq!(by_service["service"], json!("notifier"));
     assert_eq!(by_service["script"], json!("notifier"));
-    let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let info = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(
         wrangler_finds(Answer::result(&info), "notifier"),
         Some(by_script_id.clone())
     );
 
     // Two names for two scripts are refused, naming the field.
-    let both = call(
+    let both = put(
         &emulator,
-        Method::PUT,
         &format!("{consumers}/{by_script_id}"),
-        Some(json!({"type": "worker", "script": "a", "script_name": "b"})),
+        json!({"type": "worker", "script": "a", "script_name": "b"}),
     )
     .await;
     assert_eq!(Answer::failure(&both).1, 10207);
@@ -185,18 +156,16 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
     let huge = "d".repeat(2_000_000);
     for name in ["Orders_DLQ", "-dlq", "dlq-", &*"d".repeat(64), &*huge] {
         let refused = [
-            call(
+            post(
                 &emulator,
-                Method::POST,
                 &consumers,
-                Some(json!({"type": "http_pull", "dead_letter_queue": name})),
+                json!({"type": "http_pull", "dead_letter_queue": name}),
             )
             .await,
-            call(
+            put(
                 &emulator,
-                Method::PUT,
                 &format!("{consumers}/0123"),
-                Some(json!({"type": "worker", "script_name": "w", "dead_letter_queue": name})),
+                json!({"type": "worker", "script_name": "w", "dead_letter_queue": name}),
             )
             .await,
         ];
@@ -220,24 +189,13 @@ async fn a_dead_letter_queue_name_is_checked_as_a_queue_name_is() {
         }
     }
     // Nothing was created: no consumer, no dead-letter queue.
-    let listed = call(&emulator, Method::GET, &queues(""), None).await;
-    let names: Vec<&str> = Answer::result(&listed)
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|q| q["queue_name"].as_str())
-        .collect();
+    let listed = get(&emulator, &queues("")).await;
+    let names = queue_names(&listed);
     assert_eq!(names, ["work"]);
-    let info = call(&emulator, Method::GET, &queues(&format!("/{id}")), None).await;
+    let info = get(&emulator, &queues(&format!("/{id}"))).await;
     assert_eq!(Answer::result(&info)["consumers"], json!([]));
     // The same field name on a queue name refused at creation.
-    let bad = call(
-        &emulator,
-        Method::POST,
-        &queues(""),
-        Some(json!({"queue_name": "Bad"})),
-    )
-    .await;
+    let bad = post(&emulator, &queues(""), json!({"queue_name": "Bad"})).await;
     assert_eq!(
         bad.body["errors"][0]["source"]["pointer"],
         json!("/queue_name")

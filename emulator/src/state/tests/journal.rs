@@ -18,22 +18,18 @@ fn apply(rows: &mut Rows, journal: Journal) {
                 account,
                 queue,
                 seq,
-                record: Some(row),
+                record,
             } => {
                 let key = (account, queue, seq);
+                let Some(row) = record else {
+                    rows.remove(&key);
+                    continue;
+                };
                 let body = match row.body {
                     Some(body) => body.to_vec(),
                     None => rows.get(&key).map(|r| r.1.clone()).unwrap_or_default(),
                 };
                 rows.insert(key, (row.header, body));
-            }
-            Change::Message {
-                account,
-                queue,
-                seq,
-                record: None,
-            } => {
-                rows.remove(&(account, queue, seq));
             }
             Change::Clear { account, queue } => {
                 rows.retain(|(a, q, _), _| *a != account || *q != queue);

@@ -100,9 +100,7 @@ fn late_ack_of_an_expired_lease_deletes_the_redelivered_message() {
 
 #[test]
 fn late_retry_applies_only_while_no_one_else_holds_the_message() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (first, _) = b.pull("q", 1, 100, 0);
+    let (mut b, first) = leased_one(100);
     let (second, _) = b.pull("q", 1, 100, 100);
     assert_eq!(second[0].attempts, 2);
     // Leased to the second consumer: the first one's retry is refused.
@@ -140,9 +138,7 @@ fn late_retry_applies_only_while_no_one_else_holds_the_message() {
 
 #[test]
 fn a_message_retried_by_two_of_its_leases_counts_once() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (first, _) = b.pull("q", 1, 100, 0);
+    let (mut b, first) = leased_one(100);
     let (second, _) = b.pull("q", 1, 100, 100);
     // The live lease retries it; its stale first lease, in the same call,
     // finds it free again but must not retry (and count) it a second time.

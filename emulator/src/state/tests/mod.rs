@@ -49,6 +49,41 @@ fn broker() -> Broker {
     new_broker(BrokerConfig::default())
 }
 
+/// A broker whose queue `q` holds one message, `a`, pulled at 0 with a
+/// lease of `visibility_ms`: the broker and that delivery.
+fn leased_one(visibility_ms: u64) -> (Broker, Vec<Delivery>) {
+    let mut b = broker();
+    b.push("q", vec![text("a")], 0);
+    let (d, _) = b.pull("q", 1, visibility_ms, 0);
+    (b, d)
+}
+
+/// A broker whose messages have `max_retries` deliveries, with no
+/// dead-letter queue.
+fn broker_retrying(max_retries: u32) -> Broker {
+    new_broker(BrokerConfig {
+        max_retries,
+        ..BrokerConfig::default()
+    })
+}
+
+/// A broker of one attempt per message, `q` dead-lettering into `dlq`,
+/// whose message `a` was pulled at 0 with a lease of `visibility_ms`.
+fn one_attempt_into_dlq(visibility_ms: u64) -> Broker {
+    let mut b = broker_with_dlq(1);
+    b.push("q", vec![text("a")], 0);
+    b.pull("q", 1, visibility_ms, 0);
+    b
+}
+
+/// A broker whose queue `q` holds `a` and `b`, visible, and `body`,
+/// delayed by `delay_ms`, all pushed at 0.
+fn two_visible_and_delayed(body: &str, delay_ms: u64) -> Broker {
+    let mut b = broker();
+    b.push("q", vec![text("a"), text("b"), delayed(body, delay_ms)], 0);
+    b
+}
+
 fn broker_with_dlq(max_retries: u32) -> Broker {
     let mut dead_letter_queues = HashMap::new();
     dead_letter_queues.insert("q".to_owned(), "dlq".to_owned());
@@ -276,9 +311,7 @@ fn concurrent_pulls_are_disjoint() {
 
 #[test]
 fn ack_at_expiry_is_late_but_accepted_and_zero_visibility_expires_at_once() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 50, 0);
+    let (mut b, d) = leased_one(50);
     let r = b.ack("q", &leases(&d), &[], 50);
     assert_eq!((r.ack_count, r.warnings.len()), (1, 0));
     b.push("q", vec![text("b")], 55);
@@ -391,9 +424,7 @@ fn duplicate_and_unknown_leases_warn() {
 
 #[test]
 fn ack_and_retry_of_same_lease_acks_first() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, VIS, 0);
+    let (mut b, d) = leased_one(VIS);
     let l = d[0].lease_id.clone();
     let r = b.ack("q", std::slice::from_ref(&l), &[(l.clone(), 0)], 1);
     assert_eq!((r.ack_count, r.retry_count), (1, 0));
@@ -430,10 +461,7 @@ fn peek_ref_is_not_a_lease_and_lease_is_not_a_ref() {
 
 #[test]
 fn max_retries_drops_without_dlq() {
-    let mut b = new_broker(BrokerConfig {
-        max_retries: 2,
-        ..BrokerConfig::default()
-    });
+    let mut b = broker_retrying(2);
     b.push("q", vec![text("a")], 0);
     // Attempt 1 expires, attempt 2 expires: dropped.
     b.pull("q", 1, 10, 0);
@@ -463,10 +491,7 @@ fn max_retries_drops_without_dlq() {
 
 #[test]
 fn max_retries_zero_dead_letters_on_first_failure() {
-    let mut b = new_broker(BrokerConfig {
-        max_retries: 0,
-        ..BrokerConfig::default()
-    });
+    let mut b = broker_retrying(0);
     b.push("q", vec![text("a")], 0);
     b.pull("q", 1, 10, 0);
     assert_eq!(b.metrics("q", 10).backlog_count, 0);
@@ -514,9 +539,7 @@ fn dead_letter_queue_receives_moved_messages() {
 
 #[test]
 fn dead_letter_queue_peek_and_pull_see_expired_feeders() {
-    let mut b = broker_with_dlq(1);
-    b.push("q", vec![text("a")], 0);
-    b.pull("q", 1, 10, 0);
+    let mut b = one_attempt_into_dlq(10);
     let p = b.peek("dlq", 10, 10);
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].attempts, 0);
@@ -555,8 +578,7 @@ fn self_and_chained_dead_letter_queues() {
 
 #[test]
 fn peek_does_not_lease() {
-    let mut b = broker();
-    b.push("q", vec![text("a"), text("b"), delayed("c", 100)], 0);
+    let mut b = two_visible_and_delayed("c", 100);
     let p = b.peek("q", 10, 0);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].attempts, 0);

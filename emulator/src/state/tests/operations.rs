@@ -8,9 +8,7 @@ fn previewed_ids(previewed: &[Delivery]) -> Vec<String> {
 
 #[test]
 fn extension_counts_from_now_and_keeps_the_lease_id_and_attempts() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 10_000, 0);
+    let (mut b, d) = leased_one(10_000);
     // Extended twice past the original timeout, 10 s from each extension.
     for now in [8_000, 16_000] {
         let r = b.extend("q", &leases(&d), 10_000, now);
@@ -36,9 +34,7 @@ fn extension_counts_from_now_and_keeps_the_lease_id_and_attempts() {
 
 #[test]
 fn extension_warns_for_leases_whose_message_moved_on() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (first, _) = b.pull("q", 1, 100, 0);
+    let (mut b, first) = leased_one(100);
     b.push("q", vec![text("b")], 150);
     let (second, _) = b.pull("q", 1, 100_000, 200);
     assert_eq!(bodies(&second), ["a"], "delivered again after expiry");
@@ -68,9 +64,7 @@ fn extension_warns_for_leases_whose_message_moved_on() {
 
 #[test]
 fn an_expired_lease_not_delivered_again_takes_its_message_back() {
-    let mut b = broker();
-    b.push("q", vec![text("a")], 0);
-    let (d, _) = b.pull("q", 1, 100, 0);
+    let (mut b, d) = leased_one(100);
     assert_eq!(b.peek("q", 10, 150).len(), 1, "visible after expiry");
     let r = b.extend("q", &leases(&d), 1_000, 150);
     assert_eq!((r.extended, r.warnings.len()), (1, 0));
@@ -81,10 +75,7 @@ fn an_expired_lease_not_delivered_again_takes_its_message_back() {
     b.check_invariants();
 
     // Not after a retry gave it back, nor once it ran out of attempts.
-    let mut b = new_broker(BrokerConfig {
-        max_retries: 1,
-        ..BrokerConfig::default()
-    });
+    let mut b = broker_retrying(1);
     b.push("q", vec![text("a")], 0);
     let (d, _) = b.pull("q", 1, VIS, 0);
     let mut b2 = broker();
@@ -107,8 +98,7 @@ fn an_expired_lease_not_delivered_again_takes_its_message_back() {
 
 #[test]
 fn preview_leases_nothing() {
-    let mut b = broker();
-    b.push("q", vec![text("a"), text("b"), delayed("later", 1_000)], 0);
+    let mut b = two_visible_and_delayed("later", 1_000);
     let p = b.preview("q", 10, 1);
     assert_eq!(bodies(&p), ["a", "b"], "delayed messages are not shown");
     assert!(p.iter().all(|m| m.attempts == 0 && is_token(&m.lease_id)));
@@ -302,9 +292,7 @@ fn purge_statuses_are_forgotten_after_their_ttl() {
 
 #[test]
 fn purging_a_dead_letter_queue_includes_what_expired_into_it() {
-    let mut b = broker_with_dlq(1);
-    b.push("q", vec![text("a")], 0);
-    b.pull("q", 1, 100, 0);
+    let mut b = one_attempt_into_dlq(100);
     // Expired at 100 with its one attempt used: moved to the DLQ, and the
     // purge at 200 sees it before deleting.
     assert_eq!(b.purge_all("dlq", 200).purged, 1);
