@@ -122,6 +122,30 @@ async fn catch_all(server: &MockServer) -> Mock<'_> {
         .await
 }
 
+/// Checks how many times each named mock was called, naming the mock and
+/// `context` (the case) when a count is off.
+async fn assert_calls(context: impl std::fmt::Debug, expected: &[(&str, &Mock<'_>, usize)]) {
+    for (name, mock, calls) in expected {
+        assert_eq!(
+            mock.calls_async().await,
+            *calls,
+            "{name} calls, {context:?}"
+        );
+    }
+}
+
+/// A mock of `method path` answering `status` with Cloudflare's failure
+/// envelope of `code` (the message is the code's name: no test reads it).
+async fn failing(
+    server: &MockServer,
+    method: httpmock::Method,
+    path: String,
+    status: u16,
+    code: u32,
+) -> Mock<'_> {
+    answering(server, method, path, status, failure(code, "failed")).await
+}
+
 /// The field an [`Error::InvalidInput`] names, or the whole error when it is another.
 fn invalid_field(error: &Error) -> Result<&str, String> {
     match error {
