@@ -170,6 +170,19 @@ async fn http_pull_finds_the_http_pull_consumer_or_none() {
 // Enabling
 // ---------------------------------------------------------------------------
 
+/// An HTTP pull consumer as decoded: this id, queue name and settings.
+fn http_pull_decoded(
+    id: &str,
+    queue_name: Option<&str>,
+    settings: HttpPullSettings,
+) -> HttpPullConsumer {
+    let mut consumer = HttpPullConsumer::default();
+    consumer.consumer_id = Some(id.into());
+    consumer.queue_name = queue_name.map(Into::into);
+    consumer.settings = settings;
+    consumer
+}
+
 /// A mock of `GET .../consumers` answering `first` to the first read and
 /// `after` to the read-back after a lost write.
 async fn consumers_read_back(
@@ -227,20 +240,13 @@ async fn enable_http_pull_creates_the_consumer() {
         "type": "http_pull", "consumer_id": CONSUMER, "queue_name": NAME,
         "settings": {"batch_size": 5, "max_retries": 3, "visibility_timeout_ms": 30000}
     });
-    let mut defaults_decoded = HttpPullConsumer::default();
-    defaults_decoded.consumer_id = Some(CONSUMER.into());
-    defaults_decoded.queue_name = Some(NAME.into());
-    defaults_decoded.settings = HttpPullSettings::new()
+    let defaults_settings = HttpPullSettings::new()
         .batch_size(5)
         .max_retries(3)
         .visibility_timeout(Duration::from_secs(30));
+    let defaults_decoded = http_pull_decoded(CONSUMER, Some(NAME), defaults_settings);
     // Only the id in the answer: everything else is what was asked.
-    let asked = |settings: &HttpPullSettings| {
-        let mut consumer = HttpPullConsumer::default();
-        consumer.consumer_id = Some(CONSUMER.into());
-        consumer.settings = settings.clone();
-        consumer
-    };
+    let asked = |settings: &HttpPullSettings| http_pull_decoded(CONSUMER, None, settings.clone());
     let mut no_dlq = example_http_pull(CONSUMER);
     no_dlq["dead_letter_queue"] = json!("");
     let mut no_dlq_decoded = example_http_pull_decoded(CONSUMER);
@@ -384,13 +390,8 @@ async fn enable_http_pull_creates_the_consumer() {
 async fn enable_http_pull_updates_an_existing_consumer() {
     for auth in BOTH {
         let server = MockServer::start_async().await;
-        let list = server
-            .mock_async(|when, then| {
-                auth.authenticated(when.method(GET).path(consumers_path()));
-                then.status(200)
-                    .json_body(success(json!([example_http_pull(CONSUMER)])));
-            })
-            .await;
+        let listed = json!([example_http_pull(CONSUMER)]);
+        let list = consumers_read_back(&server, auth, listed, Value::Null).await;
         let update = server
             .mock_async(|when, then| {
                 auth.authenticated(when.method(PUT).path(consumer_path(CONSUMER)))
@@ -422,19 +423,18 @@ async fn enable_http_pull_updates_an_existing_consumer() {
             .enable_http_pull(settings)
             .await
             .expect("updated");
-        let mut expected = HttpPullConsumer::default();
-        expected.consumer_id = Some(CONSUMER.into());
-        expected.queue_name = Some(NAME.into());
-        expected.settings = HttpPullSettings::new()
+        let settings = HttpPullSettings::new()
             .batch_size(5)
             .max_retries(5)
             .visibility_timeout(Duration::from_secs(60))
             .dead_letter_queue("orders-dlq");
+        let expected = http_pull_decoded(CONSUMER, Some(NAME), settings);
         assert_eq!(enabled, expected, "{auth:?}");
-        assert_eq!(list.calls_async().await, 1, "{auth:?}");
-        assert_eq!(update.calls_async().await, 1, "{auth:?}");
-        assert_eq!(create.calls_async().await, 0, "no POST: {auth:?}");
-        assert_eq!(others.calls_async().await, 0, "{auth:?}");
+        assert_calls(
+            auth,
+            &[(&list, 1), (&update, 1), (&create, 0), (&others, 0)],
+        )
+        .await;
     }
 }
 
@@ -476,9 +476,7 @@ async fn enable_http_pull_over_another_consumer_changes_nothing() {
         }
         assert!(!error.may_have_landed());
         assert!(error.to_string().contains(consumer), "{error}");
-        assert_eq!(list.calls_async().await, 1, "{consumer}");
-        assert_eq!(writes.calls_async().await, 0, "no POST or PUT: {consumer}");
-        assert_eq!(others.calls_async().await, 0, "{consumer}");
+        assert_calls(consumer, &[(&list, 1), (&writes, 0), (&others, 0)]).await;
     }
 }
 
@@ -487,7 +485,6 @@ async fn enable_http_pull_checks_settings_before_sending() {
     let server = MockServer::start_async().await;
     let sent = catch_all(&server).await;
     let queue = queue(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
     for (settings, field) in [
         (HttpPullSettings::new().batch_size(0), "settings.batch_size"),
         (
@@ -499,7 +496,7 @@ async fn enable_http_pull_checks_settings_before_sending() {
             "settings.max_retries",
         ),
         (
-            HttpPullSettings::new().retry_delay(day + Duration::from_millis(1)),
+            HttpPullSettings::new().retry_delay(DAY + Duration::from_millis(1)),
             "settings.retry_delay",
         ),
         (
@@ -516,12 +513,8 @@ async fn enable_http_pull_checks_settings_before_sending() {
             "dead_letter_queue",
         ),
     ] {
-        let error = queue
-            .enable_http_pull(settings.clone())
-            .await
-            .expect_err("refused");
-        assert_eq!(invalid_field(&error), Ok(field), "{settings:?}");
-        assert_eq!(error.attempts(), 0);
+        let enabled = queue.enable_http_pull(settings.clone()).await;
+        assert_refused(enabled, field, settings);
     }
     assert_eq!(sent.calls_async().await, 0, "not even the read");
 }

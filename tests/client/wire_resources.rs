@@ -40,6 +40,9 @@ const EXAMPLE_ID: &str = "023e105f4ecef8ad9ca31a8372d0c353";
 /// The published example of a queue name (`mq_queue-name`).
 const NAME: &str = "example-queue";
 
+/// A day: the longest delivery delay and retry delay.
+const DAY: Duration = Duration::from_secs(86_400);
+
 /// A client on `server` with the scheme `auth` and fast retries, so that a
 /// call that should not be repeated would be (and show in a hit count).
 fn client(server: &MockServer, auth: Auth) -> Client {
@@ -131,16 +134,17 @@ async fn assert_calls(context: impl std::fmt::Debug, expected: &[(&Mock<'_>, usi
     }
 }
 
-/// A mock of `method path` answering `status` with Cloudflare's failure
-/// envelope of `code` (the message is the code's name: no test reads it).
-async fn failing(
-    server: &MockServer,
-    method: httpmock::Method,
-    path: String,
-    status: u16,
-    code: u32,
-) -> Mock<'_> {
-    answering(server, method, path, status, failure(code, "failed")).await
+/// Checks that `result` is an [`Error::InvalidInput`] naming `field`, made
+/// before anything was sent; gives the error back.
+fn assert_refused<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    field: &str,
+    context: impl std::fmt::Debug,
+) -> Error {
+    let error = result.expect_err("refused");
+    assert_eq!(invalid_field(&error), Ok(field), "{context:?}");
+    assert_eq!(error.attempts(), 0, "{context:?}");
+    error
 }
 
 /// The field an [`Error::InvalidInput`] names, or the whole error when it is another.
@@ -697,37 +701,52 @@ async fn edit_sends_only_the_given_settings_in_whole_seconds() {
     }
 }
 
+/// Settings are checked before anything is sent; `create_queue_with`
+/// makes the check `edit` makes: the same errors, naming the same fields.
 #[tokio::test]
 async fn edit_checks_before_sending() {
     let server = MockServer::start_async().await;
     let sent = catch_all(&server).await;
-    let queue = queue(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
-    let fourteen_days = Duration::from_secs(14 * 24 * 3600);
+    let client = client(&server, Auth::Token);
+    let queue = client.queue(QUEUE).expect("valid test queue id");
+    let retention = "settings.message_retention_period";
+    let error = queue.edit(QueueSettings::new()).await;
+    assert_refused(error, "settings", "no setting");
     for (settings, field) in [
-        (QueueSettings::new(), "settings"),
         (
             QueueSettings::new().message_retention_period(Duration::from_secs(59)),
-            "settings.message_retention_period",
+            retention,
         ),
         (
             QueueSettings::new().message_retention_period(Duration::from_millis(59_999)),
-            "settings.message_retention_period",
+            retention,
         ),
         (
-            QueueSettings::new().message_retention_period(fourteen_days + Duration::from_nanos(1)),
-            "settings.message_retention_period",
+            QueueSettings::new().message_retention_period(14 * DAY + Duration::from_nanos(1)),
+            retention,
+        ),
+        (
+            QueueSettings::new().message_retention_period(14 * DAY + Duration::from_secs(1)),
+            retention,
+        ),
+        (
+            QueueSettings::new().delivery_delay(DAY + Duration::from_secs(1)),
+            "settings.delivery_delay",
         ),
         (
             QueueSettings::new()
                 .delivery_paused(true)
-                .delivery_delay(day + Duration::from_millis(1)),
+                .delivery_delay(DAY + Duration::from_millis(1)),
             "settings.delivery_delay",
         ),
     ] {
-        let error = queue.edit(settings.clone()).await.expect_err("refused");
-        assert_eq!(invalid_field(&error), Ok(field), "{settings:?}");
-        assert_eq!(error.attempts(), 0);
+        let edited = assert_refused(queue.edit(settings.clone()).await, field, &settings);
+        let created = client.create_queue_with(NAME, settings.clone()).await;
+        let created = assert_refused(created, field, &settings);
+        assert_eq!(created.to_string(), edited.to_string());
     }
+    let settings = QueueSettings::new().delivery_delay(Duration::from_secs(2));
+    let bad_name = client.create_queue_with("Orders", settings).await;
+    assert_refused(bad_name, "queue_name", "Orders");
     assert_eq!(sent.calls_async().await, 0);
 }

@@ -117,13 +117,13 @@ async fn a_dead_letter_queue_no_queue_can_have_is_refused_before_sending() {
         "dlq-",
         "",
     ] {
-        let error = queue
-            .enable_http_pull(HttpPullSettings::new().dead_letter_queue(name))
-            .await
-            .expect_err("refused");
+        let settings = HttpPullSettings::new().dead_letter_queue(name);
         let shown = &name[..name.len().min(20)];
-        assert_eq!(invalid_field(&error), Ok("dead_letter_queue"), "{shown}");
-        assert_eq!(error.attempts(), 0);
+        let error = assert_refused(
+            queue.enable_http_pull(settings).await,
+            "dead_letter_queue",
+            shown,
+        );
         let text = error.to_string();
         assert!(
             text.len() < 400,

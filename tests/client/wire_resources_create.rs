@@ -167,48 +167,6 @@ async fn create_queue_with_sends_the_settings_in_the_create() {
     }
 }
 
-/// The settings are checked before anything is sent, by the check `edit`
-/// makes: the same errors, naming the same fields.
-#[tokio::test]
-async fn create_queue_with_checks_settings_as_edit_does() {
-    let server = MockServer::start_async().await;
-    let sent = catch_all(&server).await;
-    let client = client(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
-    for (settings, field) in [
-        (
-            QueueSettings::new().delivery_delay(day + Duration::from_secs(1)),
-            "settings.delivery_delay",
-        ),
-        (
-            QueueSettings::new().message_retention_period(Duration::from_secs(59)),
-            "settings.message_retention_period",
-        ),
-        (
-            QueueSettings::new().message_retention_period(14 * day + Duration::from_secs(1)),
-            "settings.message_retention_period",
-        ),
-    ] {
-        let created = client
-            .create_queue_with(NAME, settings.clone())
-            .await
-            .expect_err("refused");
-        let edited = queue(&server, Auth::Token)
-            .edit(settings.clone())
-            .await
-            .expect_err("refused");
-        assert_eq!(invalid_field(&created), Ok(field), "{settings:?}");
-        assert_eq!(created.to_string(), edited.to_string());
-        assert_eq!(created.attempts(), 0);
-    }
-    let bad_name = client
-        .create_queue_with("Orders", wrangler_settings())
-        .await
-        .expect_err("refused");
-    assert_eq!(invalid_field(&bad_name), Ok("queue_name"));
-    assert_eq!(sent.calls_async().await, 0);
-}
-
 /// The edit that applies the settings fails: its error is the call's
 /// (the queue exists, with Cloudflare's defaults).
 #[tokio::test]
