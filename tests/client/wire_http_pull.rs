@@ -185,7 +185,7 @@ fn http_pull_decoded(
 
 /// A mock of `GET .../consumers` answering `first` to the first read and
 /// `after` to the read-back after a lost write.
-async fn consumers_read_back(
+pub(super) async fn consumers_read_back(
     server: &MockServer,
     auth: Auth,
     first: Value,
