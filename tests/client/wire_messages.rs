@@ -66,6 +66,25 @@ async fn posted<'a>(
         .await
 }
 
+/// The field an [`Error::InvalidInput`] names; panics on anything else.
+fn field<T: std::fmt::Debug>(result: Result<T, Error>) -> String {
+    match result {
+        Err(Error::InvalidInput { field, .. }) => field,
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+}
+
+/// A mock of any request, answering `status`: one that should not be sent
+/// shows in its count.
+async fn any_request(server: &MockServer, status: u16) -> Mock<'_> {
+    server
+        .mock_async(|when, then| {
+            when.any_request();
+            then.status(status);
+        })
+        .await
+}
+
 /// [`QUEUE`] on `server`, with a token.
 fn queue(server: &MockServer) -> Queue {
     client(server).queue(QUEUE).expect("valid queue id")
@@ -313,14 +332,7 @@ async fn ack_and_retry_in_one_call_with_map_warnings() {
                 )
                 .await
             }
-            None => {
-                server
-                    .mock_async(|when, then| {
-                        when.any_request();
-                        then.status(500);
-                    })
-                    .await
-            }
+            None => any_request(&server, 500).await,
         };
         let outcome = queue(&server)
             .ack(acks)
@@ -386,90 +398,51 @@ async fn peek_then_purge_by_ref() {
 #[tokio::test]
 async fn invalid_input_is_rejected_before_sending() {
     let server = MockServer::start_async().await;
-    let mock = server
-        .mock_async(|when, then| {
-            when.any_request();
-            then.status(200);
-        })
-        .await;
+    let mock = any_request(&server, 200).await;
     let client = client(&server);
-    let field = |r: Result<_, Error>| match r {
-        Err(Error::InvalidInput { field, .. }) => field,
-        other => panic!("expected InvalidInput, got {other:?}"),
-    };
-
-    assert_eq!(field(client.queue("").map(|_| ())), "queue_id");
-    assert_eq!(field(client.queue("a".repeat(33)).map(|_| ())), "queue_id");
-    assert_eq!(field(client.queue("not-alnum").map(|_| ())), "queue_id");
     let queue = client.queue(QUEUE).expect("id");
-
     let big = "x".repeat(128_000 - 100 + 1);
-    assert_eq!(
-        field(queue.push(Message::text(big)).await.map(|_| ())),
-        "message.body"
-    );
-    assert_eq!(
-        field(
-            queue
-                .push(Message::text("a").with_delay(Duration::from_secs(86_401)))
-                .await
-                .map(|_| ())
-        ),
-        "message.delay"
-    );
+    let late_message = Message::text("a").with_delay(Duration::from_secs(86_401));
     let many = Batch::new((0..101).map(|i| Message::text(i.to_string())));
-    assert_eq!(field(queue.push_batch(many).await.map(|_| ())), "messages");
     let heavy = Batch::new((0..3).map(|_| Message::text("y".repeat(100_000))));
-    assert_eq!(field(queue.push_batch(heavy).await.map(|_| ())), "messages");
-    assert_eq!(
-        field(queue.push_batch(Batch::new([])).await.map(|_| ())),
-        "messages"
-    );
     let bad_member = Batch::new([Message::text("ok"), Message::text("z".repeat(200_000))]);
-    assert_eq!(
-        field(queue.push_batch(bad_member).await.map(|_| ())),
-        "messages[1].body"
-    );
-    assert_eq!(
-        field(
-            queue
-                .pull(PullOptions::new().batch_size(0))
-                .await
-                .map(|_| ())
-        ),
-        "batch_size"
-    );
-    assert_eq!(
-        field(
-            queue
-                .pull(PullOptions::new().batch_size(101))
-                .await
-                .map(|_| ())
-        ),
-        "batch_size"
-    );
     let long = PullOptions::new().visibility_timeout(Duration::from_secs(12 * 3600 + 1));
-    assert_eq!(
-        field(queue.pull(long).await.map(|_| ())),
-        "visibility_timeout"
-    );
-    assert_eq!(
-        field(queue.ack(Acks::new().ack("")).await.map(|_| ())),
-        "acks[0].lease_id"
-    );
-    let late = Acks::new().retry_after("l", Duration::from_secs(90_000));
-    assert_eq!(field(queue.ack(late).await.map(|_| ())), "retries[0].delay");
-    assert_eq!(field(queue.peek(0).await.map(|_| ())), "batch_size");
-    assert_eq!(
-        field(queue.purge(Vec::<&str>::new()).await.map(|_| ())),
-        "refs"
-    );
-
-    assert_eq!(
-        mock.calls_async().await,
-        0,
-        "no request may be sent for invalid input"
-    );
+    let late_retry = Acks::new().retry_after("l", Duration::from_secs(90_000));
+    let refused = [
+        (field(client.queue("")), "queue_id"),
+        (field(client.queue("a".repeat(33))), "queue_id"),
+        (field(client.queue("not-alnum")), "queue_id"),
+        (field(queue.push(Message::text(big)).await), "message.body"),
+        (field(queue.push(late_message).await), "message.delay"),
+        (field(queue.push_batch(many).await), "messages"),
+        (field(queue.push_batch(heavy).await), "messages"),
+        (field(queue.push_batch(Batch::new([])).await), "messages"),
+        (
+            field(queue.push_batch(bad_member).await),
+            "messages[1].body",
+        ),
+        (
+            field(queue.pull(PullOptions::new().batch_size(0)).await),
+            "batch_size",
+        ),
+        (
+            field(queue.pull(PullOptions::new().batch_size(101)).await),
+            "batch_size",
+        ),
+        (field(queue.pull(long).await), "visibility_timeout"),
+        (
+            field(queue.ack(Acks::new().ack("")).await),
+            "acks[0].lease_id",
+        ),
+        (field(queue.ack(late_retry).await), "retries[0].delay"),
+        (field(queue.peek(0).await), "batch_size"),
+        (field(queue.purge(Vec::<&str>::new()).await), "refs"),
+    ];
+    for (named, field) in refused {
+        assert_eq!(named, field);
+    }
+    let sent = mock.calls_async().await;
+    assert_eq!(sent, 0, "no request may be sent for invalid input");
 }
 
 #[tokio::test]
@@ -486,12 +459,7 @@ async fn every_operation_authenticates_with_either_scheme() {
             posted(&server, auth, (suffix, None), ok.clone()).await;
         }
     }
-    let unmatched = server
-        .mock_async(|when, then| {
-            when.any_request();
-            then.status(599);
-        })
-        .await;
+    let unmatched = any_request(&server, 599).await;
     for client in [&token_client, &key_client] {
         let queue = client.queue(QUEUE).expect("id");
         queue.push(Message::text("a")).await.expect("push");
@@ -504,9 +472,9 @@ async fn every_operation_authenticates_with_either_scheme() {
         queue.peek(1).await.expect("peek");
         queue.purge(["ref"]).await.expect("purge");
     }
+    let unauthenticated = unmatched.calls_async().await;
     assert_eq!(
-        unmatched.calls_async().await,
-        0,
+        unauthenticated, 0,
         "a request went out without the right headers"
     );
 }
