@@ -20,6 +20,7 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
+use crate::support::Running;
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_with};
 use cf_queues_testkit::wait::{eventually, until};
@@ -106,20 +107,18 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
         .visibility_timeout(Duration::from_secs(3))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Arc::clone(&attempts);
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(message.attempts);
             tokio::time::sleep(Duration::from_secs(9)).await;
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
+    });
     // Long enough for a redelivery after any expiry to have been pulled.
     tokio::time::sleep(Duration::from_secs(15)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(*attempts.lock().expect("lock"), [1], "delivered once");
     // Extended 2 s, 4 s, 6 s and 8 s after the pull, a second before each expiry.
     assert_eq!(
@@ -141,22 +140,19 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let monitor = consumer.monitor();
-    let run = tokio::spawn(consumer.run(|_message| async {
+    let running = Running::start(consumer, |_message| async {
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    });
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Reported while the handler still runs: capped at 2 s, expired at 3 s.
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!(
         (s.max_lease_reached, s.leases_lost, s.handled, s.in_flight),
         (1, 1, 0, 1)
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     // Cloudflare accepts the late ack: the message is gone, and was not
     // delivered again.
     assert_eq!(
@@ -188,22 +184,29 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("two full flushes", || monitor.snapshot().acked == 20).await;
+    let running = Running::start(consumer, ack_now);
+    until("two full flushes", || {
+        running.monitor.snapshot().acked == 20
+    })
+    .await;
     assert_eq!(started.elapsed(), Duration::ZERO, "no time passed");
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.handled, s.settle_requests, s.in_flight), (25, 2, 5));
 
     tokio::time::sleep(Duration::from_millis(59_900)).await;
-    assert_eq!(monitor.snapshot().acked, 20, "not before the interval");
+    assert_eq!(
+        running.monitor.snapshot().acked,
+        20,
+        "not before the interval"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    until("the interval flush", || monitor.snapshot().acked == 25).await;
-    assert_eq!(monitor.snapshot().settle_requests, 3);
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    until("the interval flush", || {
+        running.monitor.snapshot().acked == 25
+    })
+    .await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 3);
+    let summary = running.finish().await;
     assert_eq!((summary.acked, summary.settle_requests), (25, 3));
     assert_eq!(emulator.metrics("sized").backlog_count, 0);
 }
@@ -217,18 +220,18 @@ async fn a_few_acks_wait_for_the_interval() {
         .ack_interval(Duration::from_millis(200))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("handled", || monitor.snapshot().handled == 3).await;
+    let running = Running::start(consumer, ack_now);
+    until("handled", || running.monitor.snapshot().handled == 3).await;
     let handled_at = Instant::now();
     tokio::time::sleep(Duration::from_millis(199)).await;
-    assert_eq!(monitor.snapshot().settle_requests, 0);
-    eventually("flushed", MS, SECOND, || monitor.snapshot().acked == 3).await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 0);
+    eventually("flushed", MS, SECOND, || {
+        running.monitor.snapshot().acked == 3
+    })
+    .await;
     assert_eq!(handled_at.elapsed(), Duration::from_millis(200));
-    assert_eq!(monitor.snapshot().settle_requests, 1);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    assert_eq!(running.monitor.snapshot().settle_requests, 1);
+    running.finish().await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -246,10 +249,8 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let done = Arc::clone(&finished);
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let done = Arc::clone(&done);
         async move {
             let body = message.body().text()?.to_owned();
@@ -260,12 +261,11 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
             done.lock().expect("lock").push(body);
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("a full pull", || monitor.snapshot().received == 20).await;
+    });
+    until("a full pull", || running.monitor.snapshot().received == 20).await;
     let started = Instant::now();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_millis(5_500),
@@ -320,29 +320,26 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
         .max_pulls_in_flight(1)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
     let first = Arc::new(Mutex::new(None));
     let seen = Arc::clone(&first);
-    let run = tokio::spawn(consumer.run(move |_message| {
+    let running = Running::start(consumer, move |_message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").get_or_insert(started.elapsed());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
+    });
     eventually(
         "all acked",
         Duration::from_millis(100),
         Duration::from_secs(20),
-        || monitor.snapshot().acked == 5,
+        || running.monitor.snapshot().acked == 5,
     )
     .await;
     // Retry-After 3 s twice, then the backoff: 1 s, 2 s.
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(9)));
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!((summary.pull_errors, summary.acked), (4, 5));
 }
 
@@ -639,9 +636,7 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
         .batch_size(10)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run_batch(move |messages| {
+    let running = Running::start_batch(consumer, move |messages| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(messages.len());
@@ -656,14 +651,13 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
             }
             Ok::<_, BodyError>(outcomes)
         }
-    }));
+    });
     eventually("settled", MS, SECOND, || {
-        let s = monitor.snapshot();
+        let s = running.monitor.snapshot();
         s.acked == 5 && s.retried == 5
     })
     .await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(*sizes.lock().expect("lock"), [10]);
     assert_eq!((summary.handled, summary.settle_requests), (10, 1));
     assert_eq!(emulator.metrics("batched").backlog_count, 5);

@@ -18,6 +18,7 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
+use crate::support::Running;
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
@@ -98,13 +99,11 @@ async fn one_slow_extension_answer_loses_no_lease() {
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, 8 * SECOND)));
+    let running = Running::start(consumer, counting(&seen, 8 * SECOND));
     // Past the handlers, and past any redelivery of an expired lease.
     tokio::time::sleep(30 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 20);
     assert_eq!((s.leases_lost, s.acked, s.received), (0, 20, 20), "{s:?}");
@@ -125,19 +124,17 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, Duration::ZERO)));
+    let running = Running::start(consumer, counting(&seen, Duration::ZERO));
     tokio::time::sleep(25 * SECOND).await;
     emulator.clear_faults();
     // Long enough for the longest error backoff (30 s) and then some.
     eventually("the queue drained", STEP, 120 * SECOND, || {
-        emulator.metrics("failingacks").backlog_count == 0 && monitor.snapshot().in_flight == 0
+        emulator.metrics("failingacks").backlog_count == 0
+            && running.monitor.snapshot().in_flight == 0
     })
     .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 50);
     assert_eq!((s.unflushed, s.acked, s.leases_lost), (0, 50, 0), "{s:?}");
@@ -158,12 +155,10 @@ async fn shutdown_deletes_no_message_no_handler_saw() {
         .grace_period(10 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, Duration::ZERO)));
+    let running = Running::start(consumer, counting(&seen, Duration::ZERO));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     let unseen_deleted = emulator.dead_lettered("lastattempt");
     let backlog = emulator.metrics("lastattempt").backlog_count;
     assert_eq!(
@@ -200,18 +195,15 @@ async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
         Err(other) => panic!("refused, but not as invalid input: {other}"),
         Ok(consumer) => consumer,
     };
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
+    let running = Running::start(consumer, crate::ack_now);
     let drained = tokio::time::timeout(60 * SECOND, async {
-        while monitor.snapshot().handled < 50 {
+        while running.monitor.snapshot().handled < 50 {
             tokio::time::sleep(STEP).await;
         }
     })
     .await;
-    let stalled = monitor.snapshot();
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let stalled = running.monitor.snapshot();
+    let s = running.finish().await;
     assert!(
         drained.is_ok(),
         "deadlocked: {} of 50 handled after 60 s: {stalled:?}",
@@ -271,12 +263,10 @@ async fn a_list_form_extension_warning_marks_no_lease_lost() {
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, 8 * SECOND)));
+    let running = Running::start(consumer, counting(&seen, 8 * SECOND));
     tokio::time::sleep(12 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         (s.leases_lost, s.max_lease_reached, s.acked),
         (0, 0, 3),
@@ -321,13 +311,13 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
-    until("the three handled", || monitor.snapshot().handled == 3).await;
+    let running = Running::start(consumer, crate::ack_now);
+    until("the three handled", || {
+        running.monitor.snapshot().handled == 3
+    })
+    .await;
     tokio::time::sleep(10 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.received, s.in_flight), (3, 0), "{s:?}");
     assert_eq!(terminal(&s), s.received, "one counter each: {s:?}");
 }
@@ -374,11 +364,9 @@ async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_w
         .error_backoff(5 * SECOND, 5 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
+    let running = Running::start(consumer, crate::ack_now);
     tokio::time::sleep(20 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert!(
         !server.bodies("extend").is_empty(),
         "the lease of a pending settlement is extended"
@@ -420,14 +408,12 @@ async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() 
         Err(other) => panic!("refused, but not as invalid input: {other}"),
         Ok(consumer) => consumer,
     };
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
+    let running = Running::start(consumer, |_message| async {
         tokio::time::sleep(2 * SECOND).await;
         Ok::<_, Infallible>(Verdict::Ack)
-    }));
+    });
     tokio::time::sleep(3 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     let extensions = server.bodies("extend").len();
     assert!(
         extensions <= 20,
@@ -466,9 +452,7 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|message: PulledMessage| async move {
+    let running = Running::start(consumer, |message: PulledMessage| async move {
         if message.id == "a" {
             Ok::<_, Infallible>(Verdict::Retry(None))
         } else {
@@ -476,10 +460,9 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
             tokio::time::sleep(HOUR).await;
             Ok(Verdict::Ack)
         }
-    }));
-    until("a handled", || monitor.snapshot().handled == 1).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    });
+    until("a handled", || running.monitor.snapshot().handled == 1).await;
+    let s = running.finish().await;
     assert_eq!((s.retried, s.released), (1, 1), "{s:?}");
     assert_eq!(
         retries_sent(&server),
@@ -538,11 +521,12 @@ async fn through_a_five_minute_block() -> Blocked {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, SECOND)));
-    until("the 20 leased", || monitor.snapshot().received == 20).await;
+    let running = Running::start(consumer, counting(&seen, SECOND));
+    until("the 20 leased", || {
+        running.monitor.snapshot().received == 20
+    })
+    .await;
     // Another process on the same token that does not pace itself goes
     // over the window, and the API blocks the token for every caller (this
     // consumer's client, which paces by the headers, would not have).
@@ -559,13 +543,12 @@ async fn through_a_five_minute_block() -> Blocked {
         .expect("the one request of the window");
     let refused = elsewhere.metrics().await.expect_err("over the window");
     assert_eq!(refused.codes(), vec![971], "{refused}");
-    let before = monitor.snapshot();
+    let before = running.monitor.snapshot();
     tokio::time::sleep(299 * SECOND).await;
-    let during = monitor.snapshot();
+    let during = running.monitor.snapshot();
     // The block ends a second from now: time to settle, and to come back.
     tokio::time::sleep(120 * SECOND).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     Blocked {
         summary,
         pulls_during: (during.pulls + during.pull_errors) - (before.pulls + before.pull_errors),

@@ -13,6 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
+use crate::support::Running;
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -50,18 +51,15 @@ async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(move |message: PulledMessage| {
+    let running = Running::start(consumer, move |message: PulledMessage| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(message.id.clone());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("both acked", || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    until("both acked", || running.monitor.snapshot().acked == 2).await;
+    let summary = running.finish().await;
     let mut handled = handled.lock().expect("lock").clone();
     handled.sort();
     assert_eq!(handled, ["a", "c"], "b cannot be settled: not handled");
@@ -110,12 +108,12 @@ async fn more_messages_than_asked_for_do_not_raise_the_in_flight_limit() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("two pulls handled", || monitor.snapshot().handled >= 6).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    until("two pulls handled", || {
+        running.monitor.snapshot().handled >= 6
+    })
+    .await;
+    let summary = running.finish().await;
     let asked: Vec<u64> = server
         .bodies("pull")
         .iter()
@@ -226,21 +224,18 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
+    let running = Running::start(consumer, |_message| async {
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    });
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");
     eventually("acked late", STEP, Duration::from_secs(5), || {
-        monitor.snapshot().acked == 1
+        running.monitor.snapshot().acked == 1
     })
     .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     // Tried at 2 s, then after half the time left (at most 1 s, at least
     // 100 ms or what is left) until expiry: at 2.5, 2.75, 2.875, 2.975 and 3 s.
     assert_eq!(
@@ -267,30 +262,27 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
         .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
     let first = Arc::new(Mutex::new(None));
     let seen = Arc::clone(&first);
-    let run = tokio::spawn(consumer.run(move |_message| {
+    let running = Running::start(consumer, move |_message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").get_or_insert(started.elapsed());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
+    });
     // Connections dropped at 0 s and 1 s; the backoff waits 1 s, then 2 s.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pull_errors, s.received), (2, 0));
     gate.open();
     eventually("all acked", STEP, Duration::from_secs(10), || {
-        monitor.snapshot().acked == 5
+        running.monitor.snapshot().acked == 5
     })
     .await;
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(3)));
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.pull_errors, s.received, s.acked), (2, 5, 5));
     assert_eq!(emulator.metrics("cut").backlog_count, 0);
 }
@@ -309,19 +301,16 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
     let consumer = Consumer::builder(queue.clone())
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     // The 100 ms interval, then the 2 s the API asked for.
     tokio::time::sleep(Duration::from_millis(2_099)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.settle_requests, s.acked), (1, 0));
     tokio::time::sleep(MS).await;
-    until("acked", || monitor.snapshot().acked == 5).await;
+    until("acked", || running.monitor.snapshot().acked == 5).await;
     assert_eq!(started.elapsed(), Duration::from_millis(2_100));
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         (
             s.settle_errors,

@@ -13,6 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
+use crate::support::Running;
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::{eventually, until};
@@ -36,20 +37,20 @@ async fn durations_too_long_for_the_clock_mean_never() {
         .grace_period(Duration::MAX)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(|message| async move {
+    let running = Running::start(consumer, |message| async move {
         // m0 outlives three leases; the others are acked at once.
         if message.body().text()? == "m0" {
             tokio::time::sleep(Duration::from_secs(9)).await;
         }
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
-    until("four acked by size", || monitor.snapshot().acked == 4).await;
-    assert_eq!(monitor.snapshot().settle_requests, 2);
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    until("four acked by size", || {
+        running.monitor.snapshot().acked == 4
+    })
+    .await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 2);
+    let summary = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_secs(9),
@@ -80,39 +81,43 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
         .empty_backoff(Duration::from_millis(100), Duration::from_millis(800))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     // Waits of 100, 200, 400, then 800 ms at most.
     let empty_at = [0, 100, 300, 700, 1_500, 2_300, 3_100];
     for (n, at) in empty_at.into_iter().enumerate() {
         if at > 0 {
             tokio::time::sleep_until(started + Duration::from_millis(at - 1)).await;
-            assert_eq!(monitor.snapshot().empty_pulls, n as u64, "before {at} ms");
+            assert_eq!(
+                running.monitor.snapshot().empty_pulls,
+                n as u64,
+                "before {at} ms"
+            );
             tokio::time::sleep(MS).await;
         }
         until("an empty pull", || {
-            monitor.snapshot().empty_pulls == n as u64 + 1
+            running.monitor.snapshot().empty_pulls == n as u64 + 1
         })
         .await;
     }
     push_texts(&queue, 250).await;
     tokio::time::sleep_until(started + Duration::from_millis(3_899)).await;
-    assert_eq!(monitor.snapshot().received, 0, "still backing off");
+    assert_eq!(running.monitor.snapshot().received, 0, "still backing off");
     tokio::time::sleep(MS).await;
     // 100 and 100 (full: pulled again at once) and 50, without time passing.
-    until("all received", || monitor.snapshot().received == 250).await;
+    until("all received", || {
+        running.monitor.snapshot().received == 250
+    })
+    .await;
     assert_eq!(started.elapsed(), Duration::from_millis(3_900));
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.empty_pulls), (10, 7));
     // After a partial pull the backoff starts over at 100 ms.
     tokio::time::sleep(Duration::from_millis(99)).await;
-    assert_eq!(monitor.snapshot().pulls, 10);
+    assert_eq!(running.monitor.snapshot().pulls, 10);
     tokio::time::sleep(MS).await;
-    until("pulled again", || monitor.snapshot().pulls == 11).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    until("pulled again", || running.monitor.snapshot().pulls == 11).await;
+    let summary = running.finish().await;
     assert_eq!((summary.acked, summary.empty_pulls), (250, 8));
 }
 
@@ -128,10 +133,8 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
         .empty_backoff(Duration::from_millis(100), Duration::from_millis(100))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock()
@@ -143,13 +146,12 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
                 Verdict::Ack
             })
         }
-    }));
+    });
     eventually("acked", STEP, Duration::from_secs(10), || {
-        monitor.snapshot().acked == 1
+        running.monitor.snapshot().acked == 1
     })
     .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         *deliveries.lock().expect("lock"),
         [(1, Duration::ZERO), (2, Duration::from_secs(3))],
@@ -226,14 +228,15 @@ async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
         .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     tokio::time::sleep(SECOND).await;
-    assert_eq!(monitor.snapshot().received, 0, "the pull is stalled");
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        running.monitor.snapshot().received,
+        0,
+        "the pull is stalled"
+    );
+    let s = running.finish().await;
     // The pull lands at 5 s, within the 10 s grace period; the acks go at once.
     assert_eq!(
         started.elapsed(),
@@ -261,12 +264,10 @@ async fn a_pull_on_its_way_past_the_grace_period_is_dropped() {
         .grace_period(Duration::from_secs(2))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     tokio::time::sleep(SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_secs(3),

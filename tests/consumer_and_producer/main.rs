@@ -11,6 +11,7 @@ mod consumer_http_pull;
 mod consumer_lifecycle;
 mod producer;
 mod producer_refusals;
+mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
 /// `consumer` feature, so that it lends no test binary a feature).

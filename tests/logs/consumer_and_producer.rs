@@ -17,6 +17,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
+use crate::support::Running;
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::{eventually, until};
@@ -125,15 +126,13 @@ async fn the_extend_span_carries_the_messaging_attributes() {
         .visibility_timeout(Duration::from_secs(3))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
+    let running = Running::start(consumer, |_message| async {
         // One extension, 2 s after the pull.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    });
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.extended, s.acked), (1, 1));
     let text = log.text();
     let extend: Vec<&str> = text
@@ -174,12 +173,12 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
         .ack_interval(Duration::from_secs(3600))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    eventually("acked", MS, SECOND, || {
+        running.monitor.snapshot().acked == 2
+    })
+    .await;
+    running.finish().await;
 
     let text = log.text();
     let closed = |name: &str| -> Vec<String> {

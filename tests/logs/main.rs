@@ -5,6 +5,8 @@
 
 mod client;
 mod consumer_and_producer;
+#[path = "../consumer_and_producer/support.rs"]
+mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
 /// `consumer` feature, so that it lends no test binary a feature).

@@ -1,0 +1,56 @@
+//! What the consumer tests share: a consumer run in a task of its own,
+//! with its monitor and shutdown token at hand.
+
+use cf_queues::PulledMessage;
+use cf_queues::consumer::{
+    CancellationToken, Consumer, ConsumerError, ConsumerMonitor, Summary, Verdict,
+};
+use tokio::task::JoinHandle;
+
+/// A consumer running in a task: its monitor, its shutdown token and the run.
+pub struct Running {
+    /// The running consumer's counters.
+    pub monitor: ConsumerMonitor,
+    /// Cancelling it starts the consumer's shutdown.
+    pub stop: CancellationToken,
+    run: JoinHandle<Result<Summary, ConsumerError>>,
+}
+
+impl Running {
+    /// Runs `consumer` with `handler`, one message a call, in a task.
+    pub fn start<H, Fut, E>(consumer: Consumer, handler: H) -> Running
+    where
+        H: Fn(PulledMessage) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Verdict, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let (monitor, stop) = (consumer.monitor(), consumer.shutdown_token());
+        let run = tokio::spawn(consumer.run(handler));
+        Running { monitor, stop, run }
+    }
+
+    /// Runs `consumer` with `handler`, a batch a call, in a task.
+    pub fn start_batch<H, Fut, E>(consumer: Consumer, handler: H) -> Running
+    where
+        H: Fn(Vec<PulledMessage>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Verdict>, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let (monitor, stop) = (consumer.monitor(), consumer.shutdown_token());
+        let run = tokio::spawn(consumer.run_batch(handler));
+        Running { monitor, stop, run }
+    }
+
+    /// Waits for the run to end (by itself, or after a cancel), with its
+    /// result.
+    pub async fn join(self) -> Result<Summary, ConsumerError> {
+        self.run.await.expect("task")
+    }
+
+    /// Stops the consumer, and gives the summary of a run that ended
+    /// without a fatal error.
+    pub async fn finish(self) -> Summary {
+        self.stop.cancel();
+        self.join().await.expect("no fatal error")
+    }
+}
