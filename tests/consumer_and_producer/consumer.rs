@@ -353,18 +353,15 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         .ack_interval(Duration::from_millis(100))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     eventually("acked", MS, Duration::from_secs(5), || {
-        monitor.snapshot().acked == 5
+        running.monitor.snapshot().acked == 5
     })
     .await;
     // The interval, then 1 s and 2 s of backoff.
     assert_eq!(started.elapsed(), Duration::from_millis(3_100));
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(
         (
             summary.settle_errors,
@@ -390,18 +387,15 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         .max_lease(Duration::from_secs(10))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     eventually(
         "given up",
         Duration::from_millis(100),
         Duration::from_secs(60),
-        || monitor.snapshot().unflushed == 4,
+        || running.monitor.snapshot().unflushed == 4,
     )
     .await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(
         (
             summary.settle_errors,
@@ -448,19 +442,17 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let held = Arc::clone(&gate);
-    let run = tokio::spawn(consumer.run(move |_message| {
+    let running = Running::start(consumer, move |_message| {
         let gate = Arc::clone(&held);
         async move {
             gate.acquire().await.map(|p| p.forget()).ok();
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("seven leased", || monitor.snapshot().received == 7).await;
+    });
+    until("seven leased", || running.monitor.snapshot().received == 7).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!(
         (s.received, s.pulls, s.in_flight),
         (7, 1, 7),
@@ -468,17 +460,16 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
     );
     gate.add_permits(3);
     eventually("three more", MS, SECOND, || {
-        monitor.snapshot().received == 10
+        running.monitor.snapshot().received == 10
     })
     .await;
     assert_eq!(
-        monitor.snapshot().pulls,
+        running.monitor.snapshot().pulls,
         2,
         "one pull for the three free slots"
     );
     gate.add_permits(1_000);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    running.finish().await;
 
     // Over the byte limit, nothing more is pulled until bytes are freed.
     let bulky = queue_with_bulky_messages(&emulator).await;
@@ -492,29 +483,26 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .ack_interval(Duration::from_millis(1))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let held = Arc::clone(&gate);
-    let run = tokio::spawn(consumer.run(move |_message| {
+    let running = Running::start(consumer, move |_message| {
         let gate = Arc::clone(&held);
         async move {
             gate.acquire().await.map(|p| p.forget()).ok();
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("first pull", || monitor.snapshot().received == 2).await;
+    });
+    until("first pull", || running.monitor.snapshot().received == 2).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.in_flight_bytes), (1, 1_200));
     gate.add_permits(1);
     eventually("pulled again", MS, SECOND, || {
-        monitor.snapshot().received == 4
+        running.monitor.snapshot().received == 4
     })
     .await;
-    assert_eq!(monitor.snapshot().pulls, 2);
+    assert_eq!(running.monitor.snapshot().pulls, 2);
     gate.add_permits(1_000);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    running.finish().await;
 }
 
 async fn queue_with_bulky_messages(
@@ -592,9 +580,7 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
         })
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let h = Arc::clone(&h);
         async move {
             h.lock()
@@ -602,10 +588,12 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
                 .push(message.body().text()?.to_owned());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    eventually("both acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    eventually("both acked", MS, SECOND, || {
+        running.monitor.snapshot().acked == 2
+    })
+    .await;
+    let summary = running.finish().await;
     assert_eq!(*poisoned.lock().expect("lock"), ["v8"]);
     assert_eq!(*handled.lock().expect("lock"), ["fine"]);
     assert_eq!((summary.poisoned, summary.handled), (1, 1));
@@ -613,12 +601,12 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
     // Without a callback, a poison message is retried towards the dead-letter queue.
     emulator.push_from_worker("poisoned", WorkerBody::V8(vec![1]));
     let consumer = Consumer::builder(queue.clone()).build().expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("retried", MS, SECOND, || monitor.snapshot().retried == 1).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    eventually("retried", MS, SECOND, || {
+        running.monitor.snapshot().retried == 1
+    })
+    .await;
+    let summary = running.finish().await;
     assert_eq!(
         (summary.poisoned, summary.handled, summary.acked),
         (1, 0, 0)

@@ -158,15 +158,12 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .error_backoff(Duration::from_secs(1), Duration::from_secs(1))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     eventually("resent", STEP, Duration::from_secs(5), || {
-        monitor.snapshot().resend_warnings == 3
+        running.monitor.snapshot().resend_warnings == 3
     })
     .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         (
             s.settle_errors,
@@ -199,12 +196,9 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .ack_batch_size(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("warned", || monitor.snapshot().settle_warnings == 1).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    until("warned", || running.monitor.snapshot().settle_warnings == 1).await;
+    let s = running.finish().await;
     assert_eq!(
         (s.settle_warnings, s.leases_lost, s.resend_warnings, s.acked),
         (1, 1, 0, 0)

@@ -5,7 +5,9 @@
 
 mod client;
 mod consumer_and_producer;
+// The consumer tests' helpers; these tests run no batch handler.
 #[path = "../consumer_and_producer/support.rs"]
+#[allow(dead_code)]
 mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
