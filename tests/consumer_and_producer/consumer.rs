@@ -20,7 +20,7 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
-use crate::support::Running;
+use crate::support::{Running, acks_after, gated};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_with};
 use cf_queues_testkit::wait::{eventually, until};
@@ -140,10 +140,7 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let running = Running::start(consumer, |_message| async {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Verdict::Ack)
-    });
+    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Reported while the handler still runs: capped at 2 s, expired at 3 s.
     let s = running.monitor.snapshot();
@@ -442,14 +439,7 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("settings");
-    let held = Arc::clone(&gate);
-    let running = Running::start(consumer, move |_message| {
-        let gate = Arc::clone(&held);
-        async move {
-            gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    });
+    let running = Running::start(consumer, gated(&gate));
     until("seven leased", || running.monitor.snapshot().received == 7).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();
@@ -483,14 +473,7 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .ack_interval(Duration::from_millis(1))
         .build()
         .expect("settings");
-    let held = Arc::clone(&gate);
-    let running = Running::start(consumer, move |_message| {
-        let gate = Arc::clone(&held);
-        async move {
-            gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    });
+    let running = Running::start(consumer, gated(&gate));
     until("first pull", || running.monitor.snapshot().received == 2).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();

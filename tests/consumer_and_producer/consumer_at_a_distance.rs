@@ -18,7 +18,7 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
-use crate::support::Running;
+use crate::support::{Running, acks_after};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
@@ -408,10 +408,7 @@ async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() 
         Err(other) => panic!("refused, but not as invalid input: {other}"),
         Ok(consumer) => consumer,
     };
-    let running = Running::start(consumer, |_message| async {
-        tokio::time::sleep(2 * SECOND).await;
-        Ok::<_, Infallible>(Verdict::Ack)
-    });
+    let running = Running::start(consumer, acks_after(2 * SECOND));
     tokio::time::sleep(3 * SECOND).await;
     let s = running.finish().await;
     let extensions = server.bodies("extend").len();

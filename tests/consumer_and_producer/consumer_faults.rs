@@ -13,7 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::Running;
+use crate::support::{Running, acks_after};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -218,10 +218,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let running = Running::start(consumer, |_message| async {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Verdict::Ack)
-    });
+    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
     tokio::time::sleep(Duration::from_secs(4)).await;
     let s = running.monitor.snapshot();
     assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");

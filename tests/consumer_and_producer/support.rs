@@ -5,6 +5,12 @@ use cf_queues::PulledMessage;
 use cf_queues::consumer::{
     CancellationToken, Consumer, ConsumerError, ConsumerMonitor, Summary, Verdict,
 };
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 /// A consumer running in a task: its monitor, its shutdown token and the run.
@@ -52,5 +58,31 @@ impl Running {
     pub async fn finish(self) -> Summary {
         self.stop.cancel();
         self.join().await.expect("no fatal error")
+    }
+}
+
+/// What the handlers below give back for each message.
+pub type Handled = Pin<Box<dyn Future<Output = Result<Verdict, Infallible>> + Send>>;
+
+/// A handler that acks each message after `took` (of the paused clock).
+pub fn acks_after(took: Duration) -> impl Fn(PulledMessage) -> Handled + Send + Sync + 'static {
+    move |_message| {
+        Box::pin(async move {
+            tokio::time::sleep(took).await;
+            Ok(Verdict::Ack)
+        })
+    }
+}
+
+/// A handler that acks each message once `gate` gives it a permit, which
+/// it keeps.
+pub fn gated(gate: &Arc<Semaphore>) -> impl Fn(PulledMessage) -> Handled + Send + Sync + 'static {
+    let gate = Arc::clone(gate);
+    move |_message| {
+        let gate = Arc::clone(&gate);
+        Box::pin(async move {
+            gate.acquire().await.map(|permit| permit.forget()).ok();
+            Ok(Verdict::Ack)
+        })
     }
 }
