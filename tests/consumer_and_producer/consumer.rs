@@ -20,16 +20,14 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, gated};
+use crate::support::{Running, acks_after, assert_drained, gated, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_with};
 use cf_queues_testkit::wait::{eventually, until};
 
 #[tokio::test(start_paused = true)]
 async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "orders");
-    push_texts(&queue, 600).await;
+    let (emulator, queue) = pushed("orders", 600).await;
     emulator.inject(Fault::status(503).times(2).only(Operation::Pull));
     emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
     emulator.inject(
@@ -126,7 +124,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
         (4, 0, 0)
     );
     assert_eq!((summary.acked, summary.settle_warnings), (1, 0));
-    assert_eq!(emulator.metrics("slow").backlog_count, 0);
+    assert_drained(&emulator, "slow");
 }
 
 #[tokio::test(start_paused = true)]
@@ -165,14 +163,12 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
         ),
         (1, 1, 0)
     );
-    assert_eq!(emulator.metrics("capped").backlog_count, 0);
+    assert_drained(&emulator, "capped");
 }
 
 #[tokio::test(start_paused = true)]
 async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "sized");
-    push_texts(&queue, 25).await;
+    let (emulator, queue) = pushed("sized", 25).await;
     let consumer = Consumer::builder(queue.clone())
         .batch_size(25)
         .ack_batch_size(10)
@@ -205,14 +201,12 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
     assert_eq!(running.monitor.snapshot().settle_requests, 3);
     let summary = running.finish().await;
     assert_eq!((summary.acked, summary.settle_requests), (25, 3));
-    assert_eq!(emulator.metrics("sized").backlog_count, 0);
+    assert_drained(&emulator, "sized");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_few_acks_wait_for_the_interval() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "timed");
-    push_texts(&queue, 3).await;
+    let (_emulator, queue) = pushed("timed", 3).await;
     let consumer = Consumer::builder(queue.clone())
         .ack_interval(Duration::from_millis(200))
         .build()
@@ -233,9 +227,7 @@ async fn a_few_acks_wait_for_the_interval() {
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "draining");
-    push_texts(&queue, 30).await;
+    let (_emulator, queue) = pushed("draining", 30).await;
     let finished: Arc<Mutex<Vec<String>>> = Arc::default();
     let consumer = Consumer::builder(queue.clone())
         .batch_size(20)
@@ -301,9 +293,7 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
 
 #[tokio::test(start_paused = true)]
 async fn pulls_back_off_on_429_and_5xx_and_recover() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "throttled");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("throttled", 5).await;
     emulator.inject(
         Fault::status(429)
             .cloudflare_error(10250, "QueueOverloaded")
@@ -342,9 +332,7 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
 
 #[tokio::test(start_paused = true)]
 async fn failed_ack_flushes_are_tried_again_then_reported() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "flakyacks");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("flakyacks", 5).await;
     emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
     let consumer = Consumer::builder(queue.clone())
         .ack_interval(Duration::from_millis(100))
@@ -372,7 +360,7 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         (0, 0),
         "acked once"
     );
-    assert_eq!(emulator.metrics("flakyacks").backlog_count, 0);
+    assert_drained(&emulator, "flakyacks");
 
     // When every attempt fails, the acks are tried while their leases can
     // be kept (the 10 s maximum lease: at 0.1, 1.1, 3.1 and 7.1 s; the next
@@ -425,9 +413,7 @@ async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
 
 #[tokio::test(start_paused = true)]
 async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "flow");
-    push_texts(&queue, 50).await;
+    let (emulator, queue) = pushed("flow", 50).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let consumer = Consumer::builder(queue.clone())
         // One pull at a time: with more, the byte limit is passed by
@@ -538,7 +524,7 @@ async fn stream_handles_settle_and_an_unsettled_drop_retries() {
         ),
         (4, 3, 3, 1)
     );
-    assert_eq!(emulator.metrics("streamed").backlog_count, 0);
+    assert_drained(&emulator, "streamed");
 }
 
 #[tokio::test(start_paused = true)]
@@ -598,9 +584,7 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_handler_settles_each_message_of_a_pull() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "batched");
-    push_texts(&queue, 10).await;
+    let (emulator, queue) = pushed("batched", 10).await;
     let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
     let seen = Arc::clone(&sizes);
     let consumer = Consumer::builder(queue.clone())

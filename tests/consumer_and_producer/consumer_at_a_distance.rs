@@ -18,7 +18,7 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
-use crate::support::{Running, acks_after};
+use crate::support::{Running, acks_after, assert_drained, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
@@ -107,7 +107,7 @@ async fn one_slow_extension_answer_loses_no_lease() {
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 20);
     assert_eq!((s.leases_lost, s.acked, s.received), (0, 20, 20), "{s:?}");
-    assert_eq!(emulator.metrics("slowextend").backlog_count, 0);
+    assert_drained(&emulator, "slowextend");
 }
 
 /// Finding 2: one flush at a time, given up after `max_flush_attempts`
@@ -138,7 +138,7 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 50);
     assert_eq!((s.unflushed, s.acked, s.leases_lost), (0, 50, 0), "{s:?}");
-    assert_eq!(emulator.metrics("failingacks").backlog_count, 0);
+    assert_drained(&emulator, "failingacks");
 }
 
 /// Finding 3: what the pull in flight at shutdown brought was released
@@ -176,9 +176,7 @@ async fn shutdown_deletes_no_message_no_handler_saw() {
 /// stopped. Either `build` refuses it, or the consumer drains the queue.
 #[tokio::test(start_paused = true)]
 async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "sizeonly");
-    push_texts(&queue, 50).await;
+    let (emulator, queue) = pushed("sizeonly", 50).await;
     let built = Consumer::builder(queue.clone())
         .ack_interval(Duration::MAX)
         .max_in_flight(10)
@@ -210,7 +208,7 @@ async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
         stalled.handled
     );
     assert_eq!((s.handled, s.acked, s.unflushed), (50, 50, 0), "{s:?}");
-    assert_eq!(emulator.metrics("sizeonly").backlog_count, 0);
+    assert_drained(&emulator, "sizeonly");
 }
 
 /// A pull's answer for the first pull, then empty ones.
@@ -571,7 +569,7 @@ async fn a_five_minute_block_stops_pulling_until_it_ends_then_acks_everything() 
     );
     assert_eq!((s.acked, s.unflushed), (20, 0), "{s:?}");
     assert_eq!(twice(&seen), Vec::<String>::new());
-    assert_eq!(emulator.metrics("blocked").backlog_count, 0);
+    assert_drained(&emulator, "blocked");
 }
 
 /// What the rework added to the public API: `flush_timeout`,
@@ -640,9 +638,7 @@ mod settings_and_counters {
     /// the flush timeout, and what was not sent is counted unflushed.
     #[tokio::test(start_paused = true)]
     async fn run_returns_within_grace_period_plus_flush_timeout_when_every_ack_stalls() {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "stalledacks");
-        push_texts(&queue, 10).await;
+        let (emulator, queue) = pushed("stalledacks", 10).await;
         emulator.inject(
             Fault::stall_only(24 * HOUR)
                 .times(1_000_000)

@@ -13,7 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, acks_after};
+use crate::support::{Running, acks_after, assert_drained, pushed};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -239,7 +239,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
         ),
         (0, 6, 1, 1, 0)
     );
-    assert_eq!(emulator.metrics("unextended").backlog_count, 0);
+    assert_drained(&emulator, "unextended");
     emulator.clear_faults();
 }
 
@@ -275,14 +275,12 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(3)));
     let s = running.finish().await;
     assert_eq!((s.pull_errors, s.received, s.acked), (2, 5, 5));
-    assert_eq!(emulator.metrics("cut").backlog_count, 0);
+    assert_drained(&emulator, "cut");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "limitedacks");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("limitedacks", 5).await;
     emulator.inject(
         Fault::status(429)
             .cloudflare_error(10250, "QueueOverloaded")
@@ -313,7 +311,7 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
         ),
         (1, 2, 5, 0, 0, 0)
     );
-    assert_eq!(emulator.metrics("limitedacks").backlog_count, 0);
+    assert_drained(&emulator, "limitedacks");
 }
 
 /// `extendCount` is optional in Cloudflare's published description: an

@@ -13,7 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::Running;
+use crate::support::{Running, assert_drained, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::{eventually, until};
@@ -68,7 +68,7 @@ async fn durations_too_long_for_the_clock_mean_never() {
         ),
         (5, 3, 4, 0, 0, 0)
     );
-    assert_eq!(emulator.metrics("forever").backlog_count, 0);
+    assert_drained(&emulator, "forever");
 }
 
 #[tokio::test(start_paused = true)]
@@ -169,7 +169,7 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
         ),
         (2, 1, 1, 0, 0, 0, 1)
     );
-    assert_eq!(emulator.metrics("left").backlog_count, 0);
+    assert_drained(&emulator, "left");
 }
 
 #[tokio::test(start_paused = true)]
@@ -212,14 +212,12 @@ async fn a_stream_handle_extends_its_lease_on_the_server() {
         ),
         (1, 1, 1, 0, 0)
     );
-    assert_eq!(emulator.metrics("handextended").backlog_count, 0);
+    assert_drained(&emulator, "handextended");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "inflightpull");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("inflightpull", 5).await;
     emulator.inject(Fault::stall_only(Duration::from_secs(5)).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
@@ -248,14 +246,12 @@ async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
         (5, 5, 0, 5, 0),
         "handled, not released unseen"
     );
-    assert_eq!(emulator.metrics("inflightpull").backlog_count, 0);
+    assert_drained(&emulator, "inflightpull");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_pull_on_its_way_past_the_grace_period_is_dropped() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "slowpull");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("slowpull", 5).await;
     emulator.inject(Fault::stall_only(Duration::from_secs(30)).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)

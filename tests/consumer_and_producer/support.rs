@@ -10,6 +10,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cf_queues::Queue;
+use cf_queues_emulator::EmulatorHandle;
+use cf_queues_testkit::clients::{push_texts, queue};
+use cf_queues_testkit::emulators::emulator;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -85,4 +89,19 @@ pub fn gated(gate: &Arc<Semaphore>) -> impl Fn(PulledMessage) -> Handled + Send 
             Ok(Verdict::Ack)
         })
     }
+}
+
+/// An emulator, and its queue `name` (one request per call) with `count`
+/// text messages pushed: `m0`, `m1`, ...
+pub async fn pushed(name: &str, count: usize) -> (EmulatorHandle, Queue) {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, name);
+    push_texts(&queue, count).await;
+    (emulator, queue)
+}
+
+/// Checks that queue `name` on `emulator` has nothing left to deliver.
+pub fn assert_drained(emulator: &EmulatorHandle, name: &str) {
+    let backlog = emulator.metrics(name).backlog_count;
+    assert_eq!(backlog, 0, "{name} is not drained");
 }

@@ -17,7 +17,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::Running;
+use crate::support::{Running, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::{eventually, until};
@@ -60,9 +60,7 @@ fn panic_text(error: tokio::task::JoinError) -> String {
 async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
     // The test's runtime is current-thread: every task runs on this thread.
     let _guard = tracing::subscriber::set_default(PanicOn("settle"));
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "ackerpanic");
-    push_texts(&queue, 3).await;
+    let (emulator, queue) = pushed("ackerpanic", 3).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
@@ -161,9 +159,7 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // The test's runtime is current-thread: every task logs on this thread.
     let (log, _guard) = cf_queues_testkit::logs::capture_spans();
 
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "traced");
-    push_texts(&queue, 2).await;
+    let (emulator, queue) = pushed("traced", 2).await;
     // Flushed by size only: paused time may jump while loopback I/O is
     // pending, and an interval flush between the two acks would make two
     // settle spans.
