@@ -23,7 +23,7 @@ use crate::ack_now;
 use crate::support::{Running, acks_after, assert_drained, gated, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_with};
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::eventually;
 
 #[tokio::test(start_paused = true)]
 async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
@@ -179,10 +179,7 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
         .expect("valid settings");
     let started = Instant::now();
     let running = Running::start(consumer, ack_now);
-    until("two full flushes", || {
-        running.monitor.snapshot().acked == 20
-    })
-    .await;
+    running.until("two full flushes", |s| s.acked == 20).await;
     assert_eq!(started.elapsed(), Duration::ZERO, "no time passed");
     let s = running.monitor.snapshot();
     assert_eq!((s.handled, s.settle_requests, s.in_flight), (25, 2, 5));
@@ -194,10 +191,7 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
         "not before the interval"
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    until("the interval flush", || {
-        running.monitor.snapshot().acked == 25
-    })
-    .await;
+    running.until("the interval flush", |s| s.acked == 25).await;
     assert_eq!(running.monitor.snapshot().settle_requests, 3);
     let summary = running.finish().await;
     assert_eq!((summary.acked, summary.settle_requests), (25, 3));
@@ -212,14 +206,13 @@ async fn a_few_acks_wait_for_the_interval() {
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, ack_now);
-    until("handled", || running.monitor.snapshot().handled == 3).await;
+    running.until("handled", |s| s.handled == 3).await;
     let handled_at = Instant::now();
     tokio::time::sleep(Duration::from_millis(199)).await;
     assert_eq!(running.monitor.snapshot().settle_requests, 0);
-    eventually("flushed", MS, SECOND, || {
-        running.monitor.snapshot().acked == 3
-    })
-    .await;
+    running
+        .eventually("flushed", MS, SECOND, |s| s.acked == 3)
+        .await;
     assert_eq!(handled_at.elapsed(), Duration::from_millis(200));
     assert_eq!(running.monitor.snapshot().settle_requests, 1);
     running.finish().await;
@@ -251,7 +244,7 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
             Ok::<_, BodyError>(Verdict::Ack)
         }
     });
-    until("a full pull", || running.monitor.snapshot().received == 20).await;
+    running.until("a full pull", |s| s.received == 20).await;
     let started = Instant::now();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let summary = running.finish().await;
@@ -317,13 +310,14 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
             Ok::<_, BodyError>(Verdict::Ack)
         }
     });
-    eventually(
-        "all acked",
-        Duration::from_millis(100),
-        Duration::from_secs(20),
-        || running.monitor.snapshot().acked == 5,
-    )
-    .await;
+    running
+        .eventually(
+            "all acked",
+            Duration::from_millis(100),
+            Duration::from_secs(20),
+            |s| s.acked == 5,
+        )
+        .await;
     // Retry-After 3 s twice, then the backoff: 1 s, 2 s.
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(9)));
     let summary = running.finish().await;
@@ -340,10 +334,9 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         .expect("settings");
     let started = Instant::now();
     let running = Running::start(consumer, ack_now);
-    eventually("acked", MS, Duration::from_secs(5), || {
-        running.monitor.snapshot().acked == 5
-    })
-    .await;
+    running
+        .eventually("acked", MS, Duration::from_secs(5), |s| s.acked == 5)
+        .await;
     // The interval, then 1 s and 2 s of backoff.
     assert_eq!(started.elapsed(), Duration::from_millis(3_100));
     let summary = running.finish().await;
@@ -373,13 +366,14 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         .build()
         .expect("settings");
     let running = Running::start(consumer, ack_now);
-    eventually(
-        "given up",
-        Duration::from_millis(100),
-        Duration::from_secs(60),
-        || running.monitor.snapshot().unflushed == 4,
-    )
-    .await;
+    running
+        .eventually(
+            "given up",
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+            |s| s.unflushed == 4,
+        )
+        .await;
     let summary = running.finish().await;
     assert_eq!(
         (
@@ -426,7 +420,7 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .build()
         .expect("settings");
     let running = Running::start(consumer, gated(&gate));
-    until("seven leased", || running.monitor.snapshot().received == 7).await;
+    running.until("seven leased", |s| s.received == 7).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();
     assert_eq!(
@@ -435,10 +429,9 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         "no pull while full"
     );
     gate.add_permits(3);
-    eventually("three more", MS, SECOND, || {
-        running.monitor.snapshot().received == 10
-    })
-    .await;
+    running
+        .eventually("three more", MS, SECOND, |s| s.received == 10)
+        .await;
     assert_eq!(
         running.monitor.snapshot().pulls,
         2,
@@ -460,15 +453,14 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .build()
         .expect("settings");
     let running = Running::start(consumer, gated(&gate));
-    until("first pull", || running.monitor.snapshot().received == 2).await;
+    running.until("first pull", |s| s.received == 2).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.in_flight_bytes), (1, 1_200));
     gate.add_permits(1);
-    eventually("pulled again", MS, SECOND, || {
-        running.monitor.snapshot().received == 4
-    })
-    .await;
+    running
+        .eventually("pulled again", MS, SECOND, |s| s.received == 4)
+        .await;
     assert_eq!(running.monitor.snapshot().pulls, 2);
     gate.add_permits(1_000);
     running.finish().await;
@@ -558,10 +550,9 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
             Ok::<_, BodyError>(Verdict::Ack)
         }
     });
-    eventually("both acked", MS, SECOND, || {
-        running.monitor.snapshot().acked == 2
-    })
-    .await;
+    running
+        .eventually("both acked", MS, SECOND, |s| s.acked == 2)
+        .await;
     let summary = running.finish().await;
     assert_eq!(*poisoned.lock().expect("lock"), ["v8"]);
     assert_eq!(*handled.lock().expect("lock"), ["fine"]);
@@ -571,10 +562,9 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
     emulator.push_from_worker("poisoned", WorkerBody::V8(vec![1]));
     let consumer = Consumer::builder(queue.clone()).build().expect("settings");
     let running = Running::start(consumer, ack_now);
-    eventually("retried", MS, SECOND, || {
-        running.monitor.snapshot().retried == 1
-    })
-    .await;
+    running
+        .eventually("retried", MS, SECOND, |s| s.retried == 1)
+        .await;
     let summary = running.finish().await;
     assert_eq!(
         (summary.poisoned, summary.handled, summary.acked),

@@ -310,10 +310,7 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, crate::ack_now);
-    until("the three handled", || {
-        running.monitor.snapshot().handled == 3
-    })
-    .await;
+    running.until("the three handled", |s| s.handled == 3).await;
     tokio::time::sleep(10 * SECOND).await;
     let s = running.finish().await;
     assert_eq!((s.received, s.in_flight), (3, 0), "{s:?}");
@@ -456,7 +453,7 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
             Ok(Verdict::Ack)
         }
     });
-    until("a handled", || running.monitor.snapshot().handled == 1).await;
+    running.until("a handled", |s| s.handled == 1).await;
     let s = running.finish().await;
     assert_eq!((s.retried, s.released), (1, 1), "{s:?}");
     assert_eq!(
@@ -518,10 +515,7 @@ async fn through_a_five_minute_block() -> Blocked {
         .expect("valid settings");
     let seen = Seen::default();
     let running = Running::start(consumer, counting(&seen, SECOND));
-    until("the 20 leased", || {
-        running.monitor.snapshot().received == 20
-    })
-    .await;
+    running.until("the 20 leased", |s| s.received == 20).await;
     // Another process on the same token that does not pace itself goes
     // over the window, and the API blocks the token for every caller (this
     // consumer's client, which paces by the headers, would not have).

@@ -18,7 +18,6 @@ use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::{eventually, until};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled};
 
 const MS: Duration = Duration::from_millis(1);
@@ -58,7 +57,7 @@ async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
             Ok::<_, BodyError>(Verdict::Ack)
         }
     });
-    until("both acked", || running.monitor.snapshot().acked == 2).await;
+    running.until("both acked", |s| s.acked == 2).await;
     let summary = running.finish().await;
     let mut handled = handled.lock().expect("lock").clone();
     handled.sort();
@@ -109,10 +108,7 @@ async fn more_messages_than_asked_for_do_not_raise_the_in_flight_limit() {
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, ack_now);
-    until("two pulls handled", || {
-        running.monitor.snapshot().handled >= 6
-    })
-    .await;
+    running.until("two pulls handled", |s| s.handled >= 6).await;
     let summary = running.finish().await;
     let asked: Vec<u64> = server
         .bodies("pull")
@@ -159,10 +155,11 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, ack_now);
-    eventually("resent", STEP, Duration::from_secs(5), || {
-        running.monitor.snapshot().resend_warnings == 3
-    })
-    .await;
+    running
+        .eventually("resent", STEP, Duration::from_secs(5), |s| {
+            s.resend_warnings == 3
+        })
+        .await;
     let s = running.finish().await;
     assert_eq!(
         (
@@ -197,7 +194,7 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, ack_now);
-    until("warned", || running.monitor.snapshot().settle_warnings == 1).await;
+    running.until("warned", |s| s.settle_warnings == 1).await;
     let s = running.finish().await;
     assert_eq!(
         (s.settle_warnings, s.leases_lost, s.resend_warnings, s.acked),
@@ -222,10 +219,9 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     let s = running.monitor.snapshot();
     assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");
-    eventually("acked late", STEP, Duration::from_secs(5), || {
-        running.monitor.snapshot().acked == 1
-    })
-    .await;
+    running
+        .eventually("acked late", STEP, Duration::from_secs(5), |s| s.acked == 1)
+        .await;
     let s = running.finish().await;
     // Tried at 2 s, then after half the time left (at most 1 s, at least
     // 100 ms or what is left) until expiry: at 2.5, 2.75, 2.875, 2.975 and 3 s.
@@ -268,10 +264,9 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
     let s = running.monitor.snapshot();
     assert_eq!((s.pull_errors, s.received), (2, 0));
     gate.open();
-    eventually("all acked", STEP, Duration::from_secs(10), || {
-        running.monitor.snapshot().acked == 5
-    })
-    .await;
+    running
+        .eventually("all acked", STEP, Duration::from_secs(10), |s| s.acked == 5)
+        .await;
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(3)));
     let s = running.finish().await;
     assert_eq!((s.pull_errors, s.received, s.acked), (2, 5, 5));
@@ -297,7 +292,7 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
     let s = running.monitor.snapshot();
     assert_eq!((s.settle_requests, s.acked), (1, 0));
     tokio::time::sleep(MS).await;
-    until("acked", || running.monitor.snapshot().acked == 5).await;
+    running.until("acked", |s| s.acked == 5).await;
     assert_eq!(started.elapsed(), Duration::from_millis(2_100));
     let s = running.finish().await;
     assert_eq!(

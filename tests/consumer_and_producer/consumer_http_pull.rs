@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use crate::ack_now;
 use crate::support::Running;
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::eventually;
 use cf_queues_testkit::wire::{acked, failure, pulled, success};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -100,13 +99,14 @@ async fn after_enabling_http_pull_the_not_enabled_answers_of_propagation_are_wai
         .build()
         .expect("valid settings");
     let running = Running::start(consumer, ack_now);
-    eventually(
-        "the message acked",
-        Duration::from_millis(100),
-        Duration::from_secs(50),
-        || running.monitor.snapshot().acked == 1,
-    )
-    .await;
+    running
+        .eventually(
+            "the message acked",
+            Duration::from_millis(100),
+            Duration::from_secs(50),
+            |s| s.acked == 1,
+        )
+        .await;
     assert!(
         started.elapsed() < PROPAGATION_WINDOW,
         "{:?}",

@@ -16,7 +16,7 @@ use crate::ack_now;
 use crate::support::{Running, assert_drained, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
@@ -45,10 +45,7 @@ async fn durations_too_long_for_the_clock_mean_never() {
         }
         Ok::<_, BodyError>(Verdict::Ack)
     });
-    until("four acked by size", || {
-        running.monitor.snapshot().acked == 4
-    })
-    .await;
+    running.until("four acked by size", |s| s.acked == 4).await;
     assert_eq!(running.monitor.snapshot().settle_requests, 2);
     let summary = running.finish().await;
     assert_eq!(
@@ -105,10 +102,7 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
     assert_eq!(running.monitor.snapshot().received, 0, "still backing off");
     tokio::time::sleep(MS).await;
     // 100 and 100 (full: pulled again at once) and 50, without time passing.
-    until("all received", || {
-        running.monitor.snapshot().received == 250
-    })
-    .await;
+    running.until("all received", |s| s.received == 250).await;
     assert_eq!(started.elapsed(), Duration::from_millis(3_900));
     let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.empty_pulls), (10, 7));
@@ -116,7 +110,7 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
     tokio::time::sleep(Duration::from_millis(99)).await;
     assert_eq!(running.monitor.snapshot().pulls, 10);
     tokio::time::sleep(MS).await;
-    until("pulled again", || running.monitor.snapshot().pulls == 11).await;
+    running.until("pulled again", |s| s.pulls == 11).await;
     let summary = running.finish().await;
     assert_eq!((summary.acked, summary.empty_pulls), (250, 8));
 }
@@ -147,10 +141,9 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
             })
         }
     });
-    eventually("acked", STEP, Duration::from_secs(10), || {
-        running.monitor.snapshot().acked == 1
-    })
-    .await;
+    running
+        .eventually("acked", STEP, Duration::from_secs(10), |s| s.acked == 1)
+        .await;
     let s = running.finish().await;
     assert_eq!(
         *deliveries.lock().expect("lock"),

@@ -14,6 +14,7 @@ use cf_queues::Queue;
 use cf_queues_emulator::EmulatorHandle;
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::emulator;
+use cf_queues_testkit::wait::{eventually, until};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
@@ -49,6 +50,24 @@ impl Running {
         let (monitor, stop) = (consumer.monitor(), consumer.shutdown_token());
         let run = tokio::spawn(consumer.run_batch(handler));
         Running { monitor, stop, run }
+    }
+
+    /// Waits until the counters satisfy `done`, letting paused time move by
+    /// `step` whenever nothing else can happen, up to `limit`.
+    pub async fn eventually(
+        &self,
+        what: &str,
+        step: Duration,
+        limit: Duration,
+        done: impl Fn(&Summary) -> bool,
+    ) {
+        eventually(what, step, limit, || done(&self.monitor.snapshot())).await;
+    }
+
+    /// Waits until the counters satisfy `done`, without letting paused time
+    /// move.
+    pub async fn until(&self, what: &str, done: impl Fn(&Summary) -> bool) {
+        until(what, || done(&self.monitor.snapshot())).await;
     }
 
     /// Waits for the run to end (by itself, or after a cancel), with its

@@ -20,7 +20,7 @@ use crate::ack_now;
 use crate::support::{Running, pushed};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
@@ -159,7 +159,7 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // The test's runtime is current-thread: every task logs on this thread.
     let (log, _guard) = cf_queues_testkit::logs::capture_spans();
 
-    let (emulator, queue) = pushed("traced", 2).await;
+    let (_emulator, queue) = pushed("traced", 2).await;
     // Flushed by size only: paused time may jump while loopback I/O is
     // pending, and an interval flush between the two acks would make two
     // settle spans.
@@ -170,10 +170,9 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
         .build()
         .expect("settings");
     let running = Running::start(consumer, ack_now);
-    eventually("acked", MS, SECOND, || {
-        running.monitor.snapshot().acked == 2
-    })
-    .await;
+    running
+        .eventually("acked", MS, SECOND, |s| s.acked == 2)
+        .await;
     running.finish().await;
 
     let text = log.text();
