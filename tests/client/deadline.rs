@@ -8,20 +8,16 @@ use cf_queues::retry::{RetryClass, RetryPolicy};
 use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 
-use cf_queues_testkit::clients::quick;
+use cf_queues_testkit::clients::{configured_client, configured_queue, quick};
 use cf_queues_testkit::emulators::emulator;
 
 #[tokio::test]
 async fn a_rate_limit_wait_past_the_deadline_is_not_started() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
-        .deadline(Duration::from_secs(2))
-        .build()
-        .and_then(|c| c.queue("q"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
+            .deadline(Duration::from_secs(2))
+    });
     queue
         .push(Message::text("first"))
         .await
@@ -59,14 +55,9 @@ async fn a_retry_after_past_the_deadline_returns_the_real_error_with_its_attempt
             .retry_after(Duration::from_secs(10))
             .times(5),
     );
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick())
-        .deadline(Duration::from_secs(3))
-        .build()
-        .and_then(|c| c.queue("q"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.retry(quick()).deadline(Duration::from_secs(3))
+    });
     let error = queue.pull(PullOptions::new()).await.expect_err("503");
     let api = error.as_api().expect("the last real answer, not a timeout");
     assert_eq!((api.status, api.attempts), (503, 2));
@@ -81,14 +72,9 @@ async fn a_stall_in_a_retry_ends_in_a_timeout_naming_both_attempts() {
     let emulator = emulator().await;
     emulator.inject(Fault::status(500).only(Operation::Pull));
     emulator.inject(Fault::stall_only(Duration::from_secs(30)).only(Operation::Pull));
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick())
-        .deadline(Duration::from_millis(500))
-        .build()
-        .and_then(|c| c.queue("q"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.retry(quick()).deadline(Duration::from_millis(500))
+    });
     let started = std::time::Instant::now();
     let error = queue.pull(PullOptions::new()).await.expect_err("stalled");
     assert!(
@@ -127,14 +113,10 @@ async fn a_deadline_too_far_to_represent_means_none() {
             .times(1)
             .only(Operation::Pull),
     );
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick().max_retry_after(Duration::MAX))
-        .deadline(Duration::from_secs(5))
-        .build()
-        .and_then(|c| c.queue("q"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.retry(quick().max_retry_after(Duration::MAX))
+            .deadline(Duration::from_secs(5))
+    });
     queue.push(Message::text("m")).await.expect("push");
     // The first 503 is retried at once; the second asks for a wait no clock
     // can hold: it does not fit the deadline, is not started, and the caller
@@ -155,14 +137,10 @@ async fn a_deadline_too_far_to_represent_means_none() {
 #[tokio::test]
 async fn a_deadline_passed_before_sending_is_classed_not_sent() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
-        .deadline(Duration::from_secs(1))
-        .build()
-        .and_then(|c| c.queue("q"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
+            .deadline(Duration::from_secs(1))
+    });
     queue.push(Message::text("first")).await.expect("first");
     let error = queue
         .push(Message::text("second"))
@@ -211,12 +189,7 @@ async fn transport_errors_count_their_attempts() {
 #[tokio::test]
 async fn a_handle_overrides_the_clients_retry_policy_and_deadline() {
     let emulator = emulator().await;
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick())
-        .build()
-        .expect("client");
+    let client = configured_client(&emulator, |b| b.retry(quick()));
     let queue = client.queue("q").expect("id");
 
     emulator.inject(Fault::status(503).times(10));

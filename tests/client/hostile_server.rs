@@ -5,6 +5,7 @@
 use cf_queues::operation::Operation;
 use cf_queues::retry::RetryClass;
 use cf_queues::{Acks, Client, Error, Message, PullOptions};
+use cf_queues_testkit::clients::configured_queue;
 use cf_queues_testkit::emulators::emulator;
 use httpmock::Method::POST;
 use httpmock::MockServer;
@@ -116,13 +117,9 @@ async fn bodies_that_grow_sixfold_when_escaped_are_still_received() {
 #[tokio::test]
 async fn a_user_cap_refuses_a_pull_before_it_leases() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .max_response_bytes(32 * 1024 * 1024)
-        .build()
-        .and_then(|c| c.queue("capped"))
-        .expect("queue");
+    let queue = configured_queue(&emulator, "capped", |b| {
+        b.max_response_bytes(32 * 1024 * 1024)
+    });
     queue.push(Message::text("x")).await.expect("push");
     let error = queue
         .pull(PullOptions::new().batch_size(100))

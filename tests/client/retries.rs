@@ -7,7 +7,7 @@ use std::time::Duration;
 use cf_queues::retry::{PushRetries, RetryPolicy};
 use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
-use cf_queues_testkit::clients::{client, quick, without_timers};
+use cf_queues_testkit::clients::{client, configured_client, quick, without_timers};
 use cf_queues_testkit::scripted::{Scripted, Step};
 use cf_queues_testkit::wire::{pulled_nothing, success};
 use serde_json::json;
@@ -216,12 +216,7 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
 async fn the_overall_deadline_bounds_a_stalled_call() {
     let emulator = emulator().await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)));
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .deadline(Duration::from_millis(300))
-        .build()
-        .expect("client");
+    let client = configured_client(&emulator, |b| b.deadline(Duration::from_millis(300)));
     let started = std::time::Instant::now();
     let error = client
         .queue("q")
@@ -354,13 +349,9 @@ async fn a_wait_past_the_deadline_is_not_started() {
             .retry_after(Duration::from_secs(10))
             .times(5),
     );
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick())
-        .deadline(Duration::from_secs(2))
-        .build()
-        .expect("client");
+    let client = configured_client(&emulator, |b| {
+        b.retry(quick()).deadline(Duration::from_secs(2))
+    });
     let started = std::time::Instant::now();
     let error = client
         .queue("q")
