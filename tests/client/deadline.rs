@@ -5,19 +5,22 @@ use std::time::Duration;
 
 use cf_queues::ratelimit::RateLimits;
 use cf_queues::retry::{RetryClass, RetryPolicy};
-use cf_queues::{Error, Message, PullOptions};
-use cf_queues_emulator::{Fault, Operation};
+use cf_queues::{Error, Message, PullOptions, Queue};
+use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use cf_queues_testkit::clients::{configured_client, configured_queue, quick};
 use cf_queues_testkit::emulators::emulator;
 
+/// Queue `q` on `emulator`, allowed one push a minute, with `deadline`.
+fn one_push_a_minute(emulator: &EmulatorHandle, deadline: Duration) -> Queue {
+    let limits = RateLimits::none().push_requests(1, Duration::from_secs(60));
+    configured_queue(emulator, "q", |b| b.rate_limits(limits).deadline(deadline))
+}
+
 #[tokio::test]
 async fn a_rate_limit_wait_past_the_deadline_is_not_started() {
     let emulator = emulator().await;
-    let queue = configured_queue(&emulator, "q", |b| {
-        b.rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
-            .deadline(Duration::from_secs(2))
-    });
+    let queue = one_push_a_minute(&emulator, Duration::from_secs(2));
     queue
         .push(Message::text("first"))
         .await
@@ -121,10 +124,7 @@ async fn a_deadline_too_far_to_represent_means_none() {
 #[tokio::test]
 async fn a_deadline_passed_before_sending_is_classed_not_sent() {
     let emulator = emulator().await;
-    let queue = configured_queue(&emulator, "q", |b| {
-        b.rate_limits(RateLimits::none().push_requests(1, Duration::from_secs(60)))
-            .deadline(Duration::from_secs(1))
-    });
+    let queue = one_push_a_minute(&emulator, Duration::from_secs(1));
     queue.push(Message::text("first")).await.expect("first");
     let error = queue
         .push(Message::text("second"))

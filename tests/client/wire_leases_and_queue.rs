@@ -336,14 +336,11 @@ async fn purge_all_sends_the_confirmation_and_reads_the_queue() {
             })
             .await;
         let queue = queue(&server, auth);
-        let wrong = queue
-            .purge_all(PurgeConfirmation::delete_messages_permanently("another"))
-            .await
-            .expect_err("a confirmation for another queue");
-        assert!(
-            matches!(&wrong, Error::InvalidInput { field, .. } if field == "confirmation"),
-            "{wrong:?}"
-        );
+        let another = PurgeConfirmation::delete_messages_permanently("another");
+        let wrong = queue.purge_all(another).await;
+        let refused =
+            matches!(&wrong, Err(Error::InvalidInput { field, .. }) if field == "confirmation");
+        assert!(refused, "a confirmation for another queue: {wrong:?}");
         let info = queue
             .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
             .await
@@ -366,41 +363,30 @@ async fn purge_all_is_not_retried_after_an_ambiguous_failure() {
             then.status(503).json_body(json!({"success": false, "errors": [{"code": 15000, "message": "UnknownInternalError"}]}));
         })
         .await;
-    let queue = queue(&server, Auth::Token).with_retry(
-        cf_queues::retry::RetryPolicy::default()
-            .backoff(Duration::from_millis(1), Duration::from_millis(1)),
-    );
-    let error = queue
-        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
-        .await
-        .expect_err("503");
-    assert_eq!((error.status(), error.attempts()), (Some(503), 1));
-    assert_eq!(mock.calls_async().await, 1);
-    assert_eq!(error.operation(), Some(Operation::PurgeQueue));
-
-    // At-least-once pushes say nothing about purges.
     let quick = cf_queues::retry::RetryPolicy::default()
         .backoff(Duration::from_millis(1), Duration::from_millis(1));
-    let pushes_eager = queue.clone().with_retry(
-        quick
-            .clone()
-            .pushes(cf_queues::retry::PushRetries::AtLeastOnce),
-    );
-    let error = pushes_eager
-        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
-        .await
-        .expect_err("503");
-    assert_eq!(error.attempts(), 1);
-    assert_eq!(mock.calls_async().await, 2);
-
-    // Asked for, the same failure is retried.
-    let eager = queue.with_retry(quick.purge_all(cf_queues::retry::PushRetries::AtLeastOnce));
-    let error = eager
-        .purge_all(PurgeConfirmation::delete_messages_permanently(QUEUE))
-        .await
-        .expect_err("503");
-    assert_eq!(error.attempts(), 3);
-    assert_eq!(mock.calls_async().await, 5);
+    let queue = queue(&server, Auth::Token).with_retry(quick.clone());
+    let at_least_once = cf_queues::retry::PushRetries::AtLeastOnce;
+    // At-least-once pushes say nothing about purges; asked for, the same
+    // failure is retried. (the handle, its attempts, the calls so far)
+    let handles = [
+        (queue.clone(), 1, 1),
+        (
+            queue
+                .clone()
+                .with_retry(quick.clone().pushes(at_least_once)),
+            1,
+            2,
+        ),
+        (queue.with_retry(quick.purge_all(at_least_once)), 3, 5),
+    ];
+    for (handle, attempts, calls) in handles {
+        let confirmation = PurgeConfirmation::delete_messages_permanently(QUEUE);
+        let error = handle.purge_all(confirmation).await.expect_err("503");
+        assert_eq!((error.status(), error.attempts()), (Some(503), attempts));
+        assert_eq!(error.operation(), Some(Operation::PurgeQueue));
+        assert_eq!(mock.calls_async().await, calls);
+    }
 }
 
 /// A handle whose retries wait a millisecond, so that retry tests are quick.

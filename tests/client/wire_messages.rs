@@ -178,13 +178,8 @@ async fn pull_sends_options_and_decodes_every_body_kind() {
                     ]
     });
     let request = json!({"batch_size": 10, "visibility_timeout_ms": 60000});
-    let mock = posted(
-        &server,
-        Auth::Token,
-        ("/pull", Some(request)),
-        success(result),
-    )
-    .await;
+    let route = ("/pull", Some(request));
+    let mock = posted(&server, Auth::Token, route, success(result)).await;
     let options = PullOptions::new()
         .batch_size(10)
         .visibility_timeout(Duration::from_secs(60));
@@ -366,13 +361,8 @@ async fn peek_then_purge_by_ref() {
     let refs = json!({"refs": [{"ref": "ref-1"}, {"ref": "ref-2"}]});
     let purged =
         json!({"errors": [{"message": "partial"}], "warnings": {"ref-2": "message not found"}});
-    let purge = posted(
-        &server,
-        Auth::Token,
-        ("/purge", Some(refs)),
-        success(purged),
-    )
-    .await;
+    let route = ("/purge", Some(refs));
+    let purge = posted(&server, Auth::Token, route, success(purged)).await;
     let queue = queue(&server);
     let peeked = queue.peek(2).await.expect("peek");
     peek.assert_async().await;
