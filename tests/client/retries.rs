@@ -57,68 +57,76 @@ async fn with_retries_off_exactly_one_request_is_sent() {
     assert_eq!(emulator.requests_received(), 1);
 }
 
+/// A push is retried only when it did not land: not after a 500 by
+/// default, but after one under at-least-once pushes; after a 429 that
+/// says the queue is overloaded, but not after one that says the queue is
+/// disabled (not a rate limit), nor after a 429 without a rate-limit code
+/// (not known to be refused).
 #[tokio::test]
-async fn a_push_is_not_retried_after_a_500_by_default() {
-    let emulator = emulator().await;
-    emulator.inject(Fault::status(500).only(Operation::Push));
-    let queue = client(&emulator, quick()).queue("q").expect("id");
-    let error = queue
-        .push(Message::text("once"))
-        .await
-        .expect_err("500 is final for a push");
-    assert_eq!(error.status(), Some(500));
-    assert_eq!(emulator.requests_received(), 1);
-    assert_eq!(emulator.metrics("q").backlog_count, 0);
-}
-
-#[tokio::test]
-async fn a_push_is_retried_after_a_500_when_at_least_once() {
-    let emulator = emulator().await;
-    emulator.inject(Fault::status(500).only(Operation::Batch));
-    let retry = quick().pushes(PushRetries::AtLeastOnce);
-    let queue = client(&emulator, retry).queue("q").expect("id");
-    queue
-        .push_batch(vec![Message::text("a"), Message::text("b")])
-        .await
-        .expect("second attempt lands");
-    assert_eq!(emulator.requests_received(), 2);
-    assert_eq!(emulator.metrics("q").backlog_count, 2);
-}
-
-#[tokio::test]
-async fn a_rate_limited_push_is_retried_because_it_did_not_land() {
-    let emulator = emulator().await;
-    emulator.inject(
-        Fault::status(429)
-            .cloudflare_error(10250, "QueueOverloaded")
-            .only(Operation::Push),
-    );
-    let queue = client(&emulator, quick().max_retry_after(Duration::ZERO))
-        .queue("q")
-        .expect("id");
-    queue
-        .push(Message::text("x"))
-        .await
-        .expect("retried after the 429");
-    assert_eq!(
+async fn a_push_is_retried_only_when_it_did_not_land() {
+    let overloaded = Fault::status(429).cloudflare_error(10250, "QueueOverloaded");
+    let disabled = Fault::status(429).cloudflare_error(10252, "QueueDisabled");
+    let html = Fault::status(429).html("<html>slow down</html>");
+    let no_wait = quick().max_retry_after(Duration::ZERO);
+    let at_least_once = quick().pushes(PushRetries::AtLeastOnce);
+    // (the fault, the policy, the messages, the requests, and the backlog
+    // after, or the error's status, whether it is a rate limit and whether
+    // it is retryable)
+    let cases = [
         (
-            emulator.requests_received(),
-            emulator.metrics("q").backlog_count
+            Fault::status(500).only(Operation::Push),
+            quick(),
+            1,
+            1,
+            Err((500, false, None)),
         ),
-        (2, 1)
-    );
-
-    emulator.inject(Fault::status(429).cloudflare_error(10252, "QueueDisabled"));
-    let error = queue
-        .push(Message::text("y"))
-        .await
-        .expect_err("a disabled queue is final");
-    assert!(
-        !error.is_rate_limited(),
-        "a disabled queue is not a rate limit"
-    );
-    assert!(!error.is_retryable());
-    assert_eq!(emulator.requests_received(), 3);
+        (
+            Fault::status(500).only(Operation::Batch),
+            at_least_once,
+            2,
+            2,
+            Ok(2),
+        ),
+        (
+            overloaded.only(Operation::Push),
+            no_wait.clone(),
+            1,
+            2,
+            Ok(1),
+        ),
+        (disabled, no_wait, 1, 1, Err((429, false, Some(false)))),
+        (
+            html.only(Operation::Push),
+            quick(),
+            1,
+            1,
+            Err((429, true, None)),
+        ),
+    ];
+    for (fault, retry, count, requests, expected) in cases {
+        let emulator = emulator().await;
+        emulator.inject(fault);
+        let queue = client(&emulator, retry).queue("q").expect("id");
+        let messages: Vec<Message> = (0..count).map(|i| Message::text(format!("m{i}"))).collect();
+        let pushed = match count {
+            1 => queue.push(Message::text("m0")).await.map(|_| ()),
+            _ => queue.push_batch(messages).await.map(|_| ()),
+        };
+        let backlog = emulator.metrics("q").backlog_count;
+        match (pushed, expected) {
+            (Ok(()), Ok(landed)) => assert_eq!(backlog, landed),
+            (Err(error), Err((status, rate_limited, retryable))) => {
+                assert_eq!(error.status(), Some(status), "{error:?}");
+                assert_eq!(error.is_rate_limited(), rate_limited, "{error:?}");
+                if let Some(retryable) = retryable {
+                    assert_eq!(error.is_retryable(), retryable, "{error:?}");
+                }
+                assert_eq!(backlog, 0);
+            }
+            (got, _) => panic!("{got:?}"),
+        }
+        assert_eq!(emulator.requests_received(), requests);
+    }
 }
 
 /// A server that answers a 503 saying `x-should-retry: {value}`, then a
@@ -281,26 +289,6 @@ async fn push_all_with_concurrency_lands_everything() {
     assert!(report.batches.iter().all(|b| b.indices.len() < 100));
     assert_eq!(report.landed(), (0..1_000).collect::<Vec<_>>());
     assert_eq!(emulator.metrics("bulk").backlog_count, 1_000);
-}
-
-#[tokio::test]
-async fn a_429_without_a_rate_limit_code_is_not_retried_for_a_push() {
-    let emulator = emulator().await;
-    emulator.inject(
-        Fault::status(429)
-            .html("<html>slow down</html>")
-            .only(Operation::Push),
-    );
-    let queue = client(&emulator, quick()).queue("q").expect("id");
-    let error = queue
-        .push(Message::text("x"))
-        .await
-        .expect_err("not known to be refused");
-    assert_eq!(
-        (error.status(), emulator.requests_received()),
-        (Some(429), 1)
-    );
-    assert!(error.is_rate_limited());
 }
 
 #[tokio::test]
