@@ -59,6 +59,18 @@ async fn push_error(status: u16, content_type: &str, body: &str, extra: &[(&str,
     error
 }
 
+/// The error a push gives when the server answers `status` with
+/// Cloudflare's failure envelope of `code` and `message`.
+async fn cloudflare_error(status: u16, code: u32, message: &str) -> Error {
+    push_error(
+        status,
+        "application/json",
+        &cloudflare_failure(code, message),
+        &[],
+    )
+    .await
+}
+
 fn cloudflare_failure(code: u32, message: &str) -> String {
     json!({
         "success": false,
@@ -79,13 +91,7 @@ async fn cloudflare_error_bodies_keep_status_and_every_detail() {
         (429, 10250, "QueueOverloaded"),
         (500, 15000, "UnknownInternalError"),
     ] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(code, message),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, code, message).await;
         assert_eq!(error.status(), Some(status));
         assert_eq!(error.codes(), vec![code]);
         let api = error.as_api().expect("an API error");
@@ -173,13 +179,7 @@ async fn empty_and_invalid_error_bodies() {
 
 #[tokio::test]
 async fn success_false_inside_200_is_an_error() {
-    let error = push_error(
-        200,
-        "application/json",
-        &cloudflare_failure(10104, "QueueNotFound"),
-        &[],
-    )
-    .await;
+    let error = cloudflare_error(200, 10104, "QueueNotFound").await;
     assert_eq!(error.status(), Some(200));
     assert_eq!(error.codes(), vec![10104]);
 }
@@ -335,26 +335,17 @@ async fn connection_refused_is_a_transport_error() {
 
 #[test]
 fn configuration_errors_name_what_to_set() {
-    let missing_credentials = Client::builder()
-        .account_id(ACCOUNT)
-        .build()
-        .expect_err("no credentials");
-    assert!(
-        missing_credentials
-            .to_string()
-            .contains("CLOUDFLARE_API_TOKEN"),
-        "{missing_credentials}"
-    );
-    let missing_account = Client::builder()
-        .api_token("t")
-        .build()
-        .expect_err("no account");
-    assert!(
-        missing_account
-            .to_string()
-            .contains("CLOUDFLARE_ACCOUNT_ID"),
-        "{missing_account}"
-    );
+    let incomplete = [
+        (
+            Client::builder().account_id(ACCOUNT),
+            "CLOUDFLARE_API_TOKEN",
+        ),
+        (Client::builder().api_token("t"), "CLOUDFLARE_ACCOUNT_ID"),
+    ];
+    for (builder, named) in incomplete {
+        let missing = builder.build().expect_err("incomplete");
+        assert!(missing.to_string().contains(named), "{missing}");
+    }
     let bad_url = Client::builder()
         .api_token("t")
         .account_id(ACCOUNT)
@@ -390,35 +381,17 @@ async fn auth_failures_are_classified_whatever_their_status() {
         (400, cf_queues::codes::INVALID_AUTH_KEY_FORMAT),
         (200, cf_queues::codes::AUTHENTICATION_ERROR),
     ] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(code, "auth"),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, code, "auth").await;
         assert!(error.is_auth(), "{status}/{code}");
         assert!(
             !error.is_retryable() && !error.is_not_found(),
             "{status}/{code}"
         );
     }
-    let error = push_error(
-        400,
-        "application/json",
-        &cloudflare_failure(10207, "JSONRequestBodyInvalid"),
-        &[],
-    )
-    .await;
+    let error = cloudflare_error(400, 10207, "JSONRequestBodyInvalid").await;
     assert!(!error.is_auth());
     for status in [404, 400] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(10104, "QueueNotFound"),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, 10104, "QueueNotFound").await;
         assert!(error.is_not_found() && !error.is_auth(), "{status}");
     }
     let error = push_error(404, "text/html", "<html>Not Found</html>", &[]).await;

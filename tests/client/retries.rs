@@ -7,7 +7,7 @@ use std::time::Duration;
 use cf_queues::retry::{PushRetries, RetryPolicy};
 use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
-use cf_queues_testkit::clients::{client, configured_client, quick, without_timers};
+use cf_queues_testkit::clients::{client, configured_queue, quick, without_timers};
 use cf_queues_testkit::scripted::{Scripted, Step};
 use cf_queues_testkit::wire::{pulled_nothing, success};
 use serde_json::json;
@@ -220,14 +220,9 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
 async fn the_overall_deadline_bounds_a_stalled_call() {
     let emulator = emulator().await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)));
-    let client = configured_client(&emulator, |b| b.deadline(Duration::from_millis(300)));
+    let queue = configured_queue(&emulator, "q", |b| b.deadline(Duration::from_millis(300)));
     let started = std::time::Instant::now();
-    let error = client
-        .queue("q")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("deadline");
+    let error = queue.pull(PullOptions::new()).await.expect_err("deadline");
     assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
     assert_eq!(error.operation(), Some(Operation::Pull));
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -318,16 +313,11 @@ async fn a_wait_past_the_deadline_is_not_started() {
             .retry_after(Duration::from_secs(10))
             .times(5),
     );
-    let client = configured_client(&emulator, |b| {
+    let queue = configured_queue(&emulator, "q", |b| {
         b.retry(quick()).deadline(Duration::from_secs(2))
     });
     let started = std::time::Instant::now();
-    let error = client
-        .queue("q")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("503");
+    let error = queue.pull(PullOptions::new()).await.expect_err("503");
     assert_eq!(
         error.status(),
         Some(503),
