@@ -45,11 +45,8 @@ async fn a_rate_limit_wait_past_the_deadline_is_not_started() {
 async fn a_retry_after_past_the_deadline_returns_the_real_error_with_its_attempts() {
     let emulator = emulator().await;
     emulator.inject(Fault::status(503).times(1));
-    emulator.inject(
-        Fault::status(503)
-            .retry_after(Duration::from_secs(10))
-            .times(5),
-    );
+    let ten_seconds = Duration::from_secs(10);
+    emulator.inject(Fault::status(503).retry_after(ten_seconds).times(5));
     let queue = configured_queue(&emulator, "q", |b| {
         b.retry(quick()).deadline(Duration::from_secs(3))
     });

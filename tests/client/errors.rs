@@ -35,6 +35,26 @@ fn queue_with(
     .expect("valid test configuration")
 }
 
+/// A mock of every POST, answering 200 with `body` as it is.
+async fn answering_200<'a>(server: &'a MockServer, body: &str) -> httpmock::Mock<'a> {
+    server
+        .mock_async(|when, then| {
+            when.method(POST);
+            then.status(200).body(body);
+        })
+        .await
+}
+
+/// A mock of every POST, answering 200 with the JSON `body`.
+async fn answering_200_json(server: &MockServer, body: serde_json::Value) -> httpmock::Mock<'_> {
+    server
+        .mock_async(|when, then| {
+            when.method(POST);
+            then.status(200).json_body(body);
+        })
+        .await
+}
+
 /// Serves `status` with `body` for a push and returns the error the push gives.
 async fn push_error(status: u16, content_type: &str, body: &str, extra: &[(&str, &str)]) -> Error {
     let server = MockServer::start_async().await;
@@ -187,18 +207,13 @@ async fn success_false_inside_200_is_an_error() {
 #[tokio::test]
 async fn errors_next_to_success_true_are_not_a_failure() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).json_body(json!({
+    answering_200_json(&server, json!({
                 "success": true,
                 "errors": [{"code": 7003, "message": "No route for the URI"}],
                 "messages": [{"code": 1, "message": "an object, not a string"}],
                 "result": {"metadata": {"metrics": {"backlog_count": 1, "backlog_bytes": 2, "oldest_message_timestamp_ms": 0}}, "extra": 1},
                 "unknown_top_level": {"a": 1}
-            }));
-        })
-        .await;
+            })).await;
     let receipt = queue(&server.base_url())
         .push(Message::text("hi"))
         .await
@@ -217,12 +232,7 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
         "",
     ] {
         let server = MockServer::start_async().await;
-        server
-            .mock_async(|when, then| {
-                when.method(POST);
-                then.status(200).body(body);
-            })
-            .await;
+        answering_200(&server, &body).await;
         let error = queue(&server.base_url())
             .pull(PullOptions::new())
             .await
@@ -247,13 +257,8 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
 #[tokio::test]
 async fn wrong_types_in_a_success_body_are_decode_errors() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200)
-                .json_body(json!({"success": true, "result": {"messages": "not a list"}}));
-        })
-        .await;
+    let not_a_list = json!({"success": true, "result": {"messages": "not a list"}});
+    answering_200_json(&server, not_a_list).await;
     let error = queue(&server.base_url())
         .pull(PullOptions::new())
         .await
@@ -271,12 +276,7 @@ async fn huge_bodies_are_cut_off() {
         "{{\"success\":true,\"result\":{{\"metadata\":{{}},\"pad\":\"{}\"}}}}",
         "x".repeat(200_000)
     );
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).body(huge.as_str());
-        })
-        .await;
+    answering_200(&server, huge.as_str()).await;
     let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
         .push(Message::text("hi"))
         .await
@@ -299,12 +299,7 @@ async fn huge_bodies_are_cut_off() {
 #[tokio::test]
 async fn a_cap_too_small_for_a_pull_is_refused_before_anything_is_leased() {
     let server = MockServer::start_async().await;
-    let mock = server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).body("{}");
-        })
-        .await;
+    let mock = answering_200(&server, "{}").await;
     let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
         .pull(PullOptions::new().batch_size(10))
         .await

@@ -240,49 +240,31 @@ async fn a_delete_whose_connection_breaks_is_read_back_not_repeated() {
 #[tokio::test]
 async fn reads_and_edits_are_retried_after_a_500() {
     let server = MockServer::start_async().await;
-    let gets = Arc::new(AtomicUsize::new(0));
+    let lost = |status| {
+        (
+            status,
+            failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+        )
+    };
+    let read = (200, success(example_queue()));
     let get = server
         .mock_async(|when, then| {
             when.method(GET).path(path(""));
-            then.respond_with(sequenced(
-                1,
-                (
-                    500,
-                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-                ),
-                (200, success(example_queue())),
-                Arc::clone(&gets),
-            ));
+            then.respond_with(sequenced(1, lost(500), read.clone(), Arc::default()));
         })
         .await;
-    let patches = Arc::new(AtomicUsize::new(0));
+    let paused = json!({"settings": {"delivery_paused": true}});
     let patch = server
         .mock_async(|when, then| {
-            when.method(PATCH)
-                .path(path(""))
-                .json_body(json!({"settings": {"delivery_paused": true}}));
-            then.respond_with(sequenced(
-                2,
-                (
-                    503,
-                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-                ),
-                (200, success(example_queue())),
-                Arc::clone(&patches),
-            ));
+            when.method(PATCH).path(path("")).json_body(paused);
+            then.respond_with(sequenced(2, lost(503), read, Arc::default()));
         })
         .await;
     let queue = queue(&server, Auth::Token);
     assert_eq!(queue.info().await.expect("read"), example_queue_decoded());
-    assert_eq!(
-        queue
-            .edit(QueueSettings::new().delivery_paused(true))
-            .await
-            .expect("edited"),
-        example_queue_decoded()
-    );
-    assert_eq!(get.calls_async().await, 2);
-    assert_eq!(patch.calls_async().await, 3);
+    let edited = queue.edit(QueueSettings::new().delivery_paused(true)).await;
+    assert_eq!(edited.expect("edited"), example_queue_decoded());
+    assert_calls("one 500, two 503s", &[(&get, 2), (&patch, 3)]).await;
 }
 
 /// The codes seen on the live API keep their values.
