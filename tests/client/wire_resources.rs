@@ -696,8 +696,7 @@ async fn edit_sends_only_the_given_settings_in_whole_seconds() {
             .await
             .expect("edited");
         assert_eq!(info, example_queue_decoded(), "{body}");
-        assert_eq!(patch.calls_async().await, 1, "{body}");
-        assert_eq!(others.calls_async().await, 0, "{body}");
+        assert_calls(&body, &[(&patch, 1), (&others, 0)]).await;
     }
 }
 

@@ -92,8 +92,7 @@ async fn enable_http_pull_over_a_worker_named_by_script_or_service_names_it() {
             matches!(&error, Error::OtherConsumer { consumer, .. } if consumer == named),
             "{error:?}"
         );
-        assert_eq!(list.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0, "nothing written");
+        assert_calls("nothing written", &[(&list, 1), (&others, 0)]).await;
     }
 }
 

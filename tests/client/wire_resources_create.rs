@@ -59,10 +59,10 @@ fn http_date(time: SystemTime) -> String {
 async fn create_mock(
     server: &MockServer,
     body: Value,
-    status: u16,
-    answer: Value,
+    answer: (u16, Value),
     date: SystemTime,
 ) -> Mock<'_> {
+    let (status, answer) = answer;
     server
         .mock_async(|when, then| {
             Auth::Token
@@ -150,7 +150,7 @@ async fn create_queue_with_sends_the_settings_in_the_create() {
         let server = MockServer::start_async().await;
         let now = SystemTime::now();
         let answer = success(created_queue(answered.clone(), &rfc3339(now)));
-        let create = create_mock(&server, request.clone(), 200, answer, now).await;
+        let create = create_mock(&server, request.clone(), (200, answer), now).await;
         let edit = edit_mock(&server, edit_request()).await;
         let others = catch_all(&server).await;
         let client = client(&server, Auth::Token);
@@ -173,14 +173,8 @@ async fn create_queue_with_sends_the_settings_in_the_create() {
 async fn a_failed_edit_after_the_create_is_the_error() {
     let server = MockServer::start_async().await;
     let now = SystemTime::now();
-    let create = create_mock(
-        &server,
-        wrangler_request(),
-        200,
-        success(created_queue(None, &rfc3339(now))),
-        now,
-    )
-    .await;
+    let created = (200, success(created_queue(None, &rfc3339(now))));
+    let create = create_mock(&server, wrangler_request(), created, now).await;
     let edit = server
         .mock_async(|when, then| {
             when.method(PATCH).path(path(""));
@@ -263,7 +257,7 @@ async fn a_lost_answer_adopts_only_a_queue_created_after_sending() {
             true => wrangler_request(),
             false => json!({"queue_name": NAME}),
         };
-        let create = create_mock(&server, request, status, answer, server_now).await;
+        let create = create_mock(&server, request, (status, answer), server_now).await;
         let mut found = created_queue(listed.clone(), "");
         found["created_on"] = created_on.clone();
         let lookup = lookup_mock(&server, json!([found]), server_now).await;

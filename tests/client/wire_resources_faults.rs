@@ -75,6 +75,26 @@ async fn delete_queue_sends_delete_and_reads_any_result() {
 // Pacing
 // ---------------------------------------------------------------------------
 
+/// A mock of `method path` answering 200 with `body` and these rate-limit
+/// headers.
+async fn limited<'a>(
+    server: &'a MockServer,
+    (method, path): (httpmock::Method, String),
+    headers: &[(&str, &str)],
+    body: Value,
+) -> Mock<'a> {
+    server
+        .mock_async(|when, then| {
+            when.method(method).path(path);
+            let mut then = then.status(200);
+            for (name, value) in headers {
+                then = then.header(*name, *value);
+            }
+            then.json_body(body);
+        })
+        .await
+}
+
 /// Management calls count against the credential's API limit: an answer
 /// whose `Ratelimit` says nothing is left for 120 s (longer than the
 /// policy's 60 s) holds the next management call and the next push
@@ -82,15 +102,16 @@ async fn delete_queue_sends_delete_and_reads_any_result() {
 #[tokio::test]
 async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
     let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(queues_path());
-            then.status(200)
-                .header("ratelimit", "\"default\";r=0;t=120")
-                .header("ratelimit-policy", "\"default\";q=1200;w=300")
-                .json_body(success(example_queue()));
-        })
-        .await;
+    let create = limited(
+        &server,
+        (POST, queues_path()),
+        &[
+            ("ratelimit", "\"default\";r=0;t=120"),
+            ("ratelimit-policy", "\"default\";q=1200;w=300"),
+        ],
+        success(example_queue()),
+    )
+    .await;
     let others = catch_all(&server).await;
     let client = client(&server, Auth::Token);
     let queue = client.create_queue(NAME).await.expect("created");
@@ -112,8 +133,7 @@ async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
         }
         assert!(!error.may_have_landed());
     }
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "nothing sent after");
+    assert_calls("nothing sent after", &[(&create, 1), (&others, 0)]).await;
 }
 
 /// A wait the policy honours (30 s) is waited, on paused time, before the
@@ -121,22 +141,20 @@ async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
 #[tokio::test(start_paused = true)]
 async fn a_short_exhaustion_makes_the_next_management_call_wait() {
     let server = MockServer::start_async().await;
-    let list = server
-        .mock_async(|when, then| {
-            when.method(GET).path(queues_path());
-            then.status(200)
-                .header("ratelimit", "\"default\";r=0;t=30")
-                .json_body(list_page(&[(NAME, QUEUE)], None));
-        })
-        .await;
-    let get = server
-        .mock_async(|when, then| {
-            when.method(GET).path(path(""));
-            then.status(200)
-                .header("ratelimit", "\"default\";r=100;t=30")
-                .json_body(success(example_queue()));
-        })
-        .await;
+    let list = limited(
+        &server,
+        (GET, queues_path()),
+        &[("ratelimit", "\"default\";r=0;t=30")],
+        list_page(&[(NAME, QUEUE)], None),
+    )
+    .await;
+    let get = limited(
+        &server,
+        (GET, path("")),
+        &[("ratelimit", "\"default\";r=100;t=30")],
+        success(example_queue()),
+    )
+    .await;
     let client = paused_client(&server, RetryPolicy::none());
     let queue = client.queue_by_name(NAME).await.expect("found");
     let start = tokio::time::Instant::now();
