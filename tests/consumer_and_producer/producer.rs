@@ -11,6 +11,7 @@ use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use crate::support::{all_landed, spawn_sends};
 use cf_queues_testkit::clients::{queue, texts};
 use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::until;
@@ -43,16 +44,11 @@ async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
         .build()
         .expect("settings");
     let started = Instant::now();
-    let sends: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let sends = spawn_sends(&producer, texts(3));
     until("taken", || producer.stats().accepted == 3).await;
     tokio::time::sleep(Duration::from_millis(19)).await;
     assert_eq!(emulator.requests_received(), 0, "still lingering");
-    for send in sends {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(sends).await;
     assert_eq!(started.elapsed(), Duration::from_millis(20));
     assert_eq!(emulator.requests_received(), 1);
 
@@ -116,10 +112,7 @@ async fn a_full_buffer_holds_senders_back() {
         .max_concurrent_batches(1)
         .build()
         .expect("settings");
-    let sends: Vec<_> = texts(1_000)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let sends = spawn_sends(&producer, texts(1_000));
     until("the buffer fills", || producer.stats().accepted == 200).await;
     for _ in 0..1_000 {
         tokio::task::yield_now().await;
@@ -130,9 +123,7 @@ async fn a_full_buffer_holds_senders_back() {
         (stats.accepted, stats.batches, stats.in_flight),
         (200, 1, 100)
     );
-    for send in sends {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(sends).await;
     assert_eq!(producer.stats().batches, 10);
     assert_eq!(emulator.metrics("backpressure").backlog_count, 1_000);
 }
@@ -147,10 +138,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .expect("settings");
 
     let started = Instant::now();
-    let pending: Vec<_> = texts(5)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let pending = spawn_sends(&producer, texts(5));
     until("taken", || producer.stats().accepted == 5).await;
     producer.flush().await;
     assert_eq!(
@@ -159,14 +147,9 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         "flush does not wait for the linger"
     );
     assert_eq!(producer.stats().landed, 5);
-    for send in pending {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(pending).await;
 
-    let pending: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let pending = spawn_sends(&producer, texts(3));
     until("taken", || producer.stats().accepted == 8).await;
     let clone = producer.clone();
     let stats = producer.close().await;
@@ -186,10 +169,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .linger(Duration::from_secs(3600))
         .build()
         .expect("settings");
-    let pending: Vec<_> = texts(4)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let pending = spawn_sends(&producer, texts(4));
     until("taken", || producer.stats().accepted == 4).await;
     let dropped_at = Instant::now();
     drop(producer);
@@ -217,10 +197,7 @@ async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
         .linger(Duration::MAX)
         .build()
         .expect("settings");
-    let pending: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let pending = spawn_sends(&producer, texts(3));
     until("taken", || producer.stats().accepted == 3).await;
     tokio::time::sleep(Duration::from_secs(86_400)).await;
     assert_eq!(

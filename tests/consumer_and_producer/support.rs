@@ -10,7 +10,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cf_queues::Queue;
+use cf_queues::producer::{Producer, ProducerError};
+use cf_queues::response::PushReceipt;
+use cf_queues::{Message, Queue};
 use cf_queues_emulator::EmulatorHandle;
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::emulator;
@@ -123,4 +125,20 @@ pub async fn pushed(name: &str, count: usize) -> (EmulatorHandle, Queue) {
 pub fn assert_drained(emulator: &EmulatorHandle, name: &str) {
     let backlog = emulator.metrics(name).backlog_count;
     assert_eq!(backlog, 0, "{name} is not drained");
+}
+
+/// A send handed to the producer in a task of its own.
+pub type Sending = JoinHandle<Result<PushReceipt, ProducerError>>;
+
+/// Hands each of `messages` to `producer` in a task of its own.
+pub fn spawn_sends(producer: &Producer, messages: Vec<Message>) -> Vec<Sending> {
+    let send = |message| tokio::spawn(producer.send(message));
+    messages.into_iter().map(send).collect()
+}
+
+/// Waits for every send, each of which must land.
+pub async fn all_landed(sends: Vec<Sending>) {
+    for send in sends {
+        send.await.expect("task").expect("landed");
+    }
 }

@@ -17,7 +17,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, pushed};
+use crate::support::{Running, pushed, spawn_sends};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::until;
@@ -267,10 +267,7 @@ fn a_runtime_shut_down_under_the_producer_drops_every_sender_and_logs_them_all()
                 .build()
                 .expect("settings")
         };
-        let sends: Vec<_> = texts(150)
-            .into_iter()
-            .map(|m| tokio::spawn(producer.send(m)))
-            .collect();
+        let sends = spawn_sends(&producer, texts(150));
         // Another thread does the work: wait on the wall clock, unpaused.
         for _ in 0..10_000 {
             let stats = producer.stats();
