@@ -20,9 +20,9 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, assert_drained, gated, pushed};
+use crate::support::{Running, acks_after, assert_drained, fresh, gated, pushed, pushed_to};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
-use cf_queues_testkit::emulators::{emulator, emulator_with};
+use cf_queues_testkit::emulators::emulator_with;
 use cf_queues_testkit::wait::eventually;
 
 #[tokio::test(start_paused = true)]
@@ -98,8 +98,7 @@ async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "slow");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "slow", 1).await;
     let attempts: Arc<Mutex<Vec<u32>>> = Arc::default();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
@@ -130,8 +129,7 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "capped");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "capped", 1).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .max_lease(Duration::from_secs(3))
@@ -480,8 +478,7 @@ async fn queue_with_bulky_messages(
 #[tokio::test(start_paused = true)]
 async fn stream_handles_settle_and_an_unsettled_drop_retries() {
     use futures_util::StreamExt as _;
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "streamed");
+    let (emulator, queue) = fresh("streamed").await;
     for body in ["a", "b", "c"] {
         queue.push(Message::text(body)).await.expect("push");
     }
@@ -521,8 +518,7 @@ async fn stream_handles_settle_and_an_unsettled_drop_retries() {
 
 #[tokio::test(start_paused = true)]
 async fn poison_messages_go_to_their_callback_never_to_the_handler() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "poisoned");
+    let (emulator, queue) = fresh("poisoned").await;
     emulator.push_from_worker("poisoned", WorkerBody::V8(vec![0xff, 0x0d]));
     queue.push(Message::text("fine")).await.expect("push");
     let poisoned: Arc<Mutex<Vec<String>>> = Arc::default();

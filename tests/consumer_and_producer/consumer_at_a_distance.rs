@@ -18,7 +18,7 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
-use crate::support::{Running, acks_after, assert_drained, pushed};
+use crate::support::{Running, acks_after, assert_drained, fresh, pushed, pushed_to};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
@@ -91,8 +91,7 @@ fn terminal(s: &Summary) -> u64 {
 #[tokio::test(start_paused = true)]
 async fn one_slow_extension_answer_loses_no_lease() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "slowextend");
-    push_texts(&queue, 20).await;
+    let queue = pushed_to(&emulator, "slowextend", 20).await;
     // Longer than the whole 3 s lease: only a second call in time keeps it.
     emulator.inject(Fault::stall_only(5 * SECOND).only(Operation::Extend));
     let consumer = Consumer::builder(queue.clone())
@@ -116,8 +115,7 @@ async fn one_slow_extension_answer_loses_no_lease() {
 #[tokio::test(start_paused = true)]
 async fn acks_failing_for_25_seconds_handle_no_message_twice() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "failingacks");
-    push_texts(&queue, 50).await;
+    let queue = pushed_to(&emulator, "failingacks", 50).await;
     // Lifted by time, not by count: the consumer decides how often it tries.
     emulator.inject(Fault::status(503).times(1_000_000).only(Operation::Ack));
     let consumer = Consumer::builder(queue.clone())
@@ -148,8 +146,7 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
 async fn shutdown_deletes_no_message_no_handler_saw() {
     let clock = TokioClock::starting_now();
     let emulator = emulator_with(|e| e.clock(clock).max_retries(1)).await;
-    let queue = queue(&emulator, "lastattempt");
-    push_texts(&queue, 50).await;
+    let queue = pushed_to(&emulator, "lastattempt", 50).await;
     emulator.inject(Fault::stall_only(2 * SECOND).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .grace_period(10 * SECOND)
@@ -500,8 +497,7 @@ struct Blocked {
 async fn through_a_five_minute_block() -> Blocked {
     let clock = TokioClock::starting_now();
     let emulator = emulator_with(|e| e.clock(clock)).await;
-    let queue = queue(&emulator, "blocked");
-    push_texts(&queue, 20).await;
+    let queue = pushed_to(&emulator, "blocked", 20).await;
     emulator.set_rate_limits(Some(RateLimitModel::cloudflare().per_credential(
         1,
         300 * SECOND,
@@ -577,8 +573,7 @@ mod settings_and_counters {
 
     #[tokio::test(start_paused = true)]
     async fn settings_that_cannot_work_are_refused_by_build() {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "refused");
+        let (_emulator, queue) = fresh("refused").await;
         let refused = |built: cf_queues::Result<Consumer>| match built {
             Err(cf_queues::Error::InvalidInput { field, reason, .. }) => (field, reason),
             Err(other) => panic!("refused, but not as invalid input: {other}"),

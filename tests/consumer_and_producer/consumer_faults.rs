@@ -13,7 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, assert_drained, pushed};
+use crate::support::{Running, acks_after, assert_drained, pushed, pushed_to};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -205,8 +205,7 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "unextended");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "unextended", 1).await;
     emulator.inject(Fault::status(500).times(1_000).only(Operation::Extend));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))

@@ -13,9 +13,9 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, assert_drained, pushed};
-use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
-use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
+use crate::support::{Running, assert_drained, fresh, pushed, pushed_to};
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts};
+use cf_queues_testkit::emulators::emulator_on_tokio_time;
 use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
@@ -26,8 +26,7 @@ const STEP: Duration = Duration::from_millis(100);
 #[tokio::test(start_paused = true)]
 async fn durations_too_long_for_the_clock_mean_never() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "forever");
-    push_texts(&queue, 5).await;
+    let queue = pushed_to(&emulator, "forever", 5).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .ack_batch_size(2)
@@ -70,8 +69,7 @@ async fn durations_too_long_for_the_clock_mean_never() {
 
 #[tokio::test(start_paused = true)]
 async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "idle");
+    let (_emulator, queue) = fresh("idle").await;
     let consumer = Consumer::builder(queue.clone())
         // One pull at a time: this test pins the single puller's waits.
         .max_pulls_in_flight(1)
@@ -118,8 +116,7 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
 #[tokio::test(start_paused = true)]
 async fn a_message_left_comes_back_after_its_visibility_timeout() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "left");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "left", 1).await;
     let deliveries: Arc<Mutex<Vec<(u32, Duration)>>> = Arc::default();
     let seen = Arc::clone(&deliveries);
     let consumer = Consumer::builder(queue.clone())
@@ -169,8 +166,7 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
 async fn a_stream_handle_extends_its_lease_on_the_server() {
     use futures_util::StreamExt as _;
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "handextended");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "handextended", 1).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()

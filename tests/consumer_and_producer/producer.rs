@@ -11,15 +11,14 @@ use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use crate::support::{all_landed, spawn_sends};
+use crate::support::{all_landed, fresh, spawn_sends};
 use cf_queues_testkit::clients::{queue, texts};
 use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::until;
 
 #[tokio::test(start_paused = true)]
 async fn sends_the_fewest_requests_the_count_and_byte_limits_allow() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "fewest");
+    let (emulator, queue) = fresh("fewest").await;
     let producer = Producer::builder(queue.clone()).build().expect("settings");
     let outcomes = join_all(texts(250).into_iter().map(|m| producer.send(m))).await;
     assert!(outcomes.iter().all(Result::is_ok));
@@ -37,8 +36,7 @@ async fn sends_the_fewest_requests_the_count_and_byte_limits_allow() {
 
 #[tokio::test(start_paused = true)]
 async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "linger");
+    let (emulator, queue) = fresh("linger").await;
     let producer = Producer::builder(queue.clone())
         .linger(Duration::from_millis(20))
         .build()
@@ -65,8 +63,7 @@ async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn every_sender_gets_its_own_outcome_under_failures() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "outcomes");
+    let (emulator, queue) = fresh("outcomes").await;
     emulator.inject(Fault::status(500).only(Operation::Batch));
     let producer = Producer::builder(queue.clone()).build().expect("settings");
     let mut messages = texts(151);
@@ -104,8 +101,7 @@ async fn every_sender_gets_its_own_outcome_under_failures() {
 
 #[tokio::test(start_paused = true)]
 async fn a_full_buffer_holds_senders_back() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "backpressure");
+    let (emulator, queue) = fresh("backpressure").await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)).only(Operation::Batch));
     let producer = Producer::builder(queue.clone())
         .max_buffered(10)
@@ -130,8 +126,7 @@ async fn a_full_buffer_holds_senders_back() {
 
 #[tokio::test(start_paused = true)]
 async fn flush_close_and_drop_push_what_was_handed_over() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "closing");
+    let (emulator, queue) = fresh("closing").await;
     let producer = Producer::builder(queue.clone())
         .linger(Duration::from_secs(3600))
         .build()
@@ -191,8 +186,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
 
 #[tokio::test(start_paused = true)]
 async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "nolinger");
+    let (emulator, queue) = fresh("nolinger").await;
     let producer = Producer::builder(queue.clone())
         .linger(Duration::MAX)
         .build()

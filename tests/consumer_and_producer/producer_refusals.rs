@@ -11,6 +11,7 @@ use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use crate::support::fresh;
 use cf_queues_testkit::clients::queue;
 use cf_queues_testkit::emulators::emulator;
 
@@ -91,8 +92,7 @@ async fn five_refusals_in_a_row_then_every_send_lands_once() {
 #[tokio::test(start_paused = true)]
 async fn each_resend_waits_for_the_retry_after() {
     for (code, message) in REFUSALS {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "patient");
+        let (emulator, queue) = fresh("patient").await;
         emulator.inject(refusals(code, message, 3));
         let producer = Producer::builder(queue).build().expect("settings");
         let started = Instant::now();
@@ -119,8 +119,7 @@ async fn each_resend_waits_for_the_retry_after() {
 #[tokio::test(start_paused = true)]
 async fn refusals_past_the_send_timeout_fail_and_later_sends_land() {
     for (code, message) in REFUSALS {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "late");
+        let (emulator, queue) = fresh("late").await;
         // Ten refusals fill the first batch's ten seconds (one a second);
         // the next batch meets the last two, then lands.
         emulator.inject(refusals(code, message, 12));
@@ -164,8 +163,7 @@ async fn refusals_past_the_send_timeout_fail_and_later_sends_land() {
 
 #[tokio::test(start_paused = true)]
 async fn a_send_timeout_of_zero_sends_each_batch_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "once");
+    let (emulator, queue) = fresh("once").await;
     emulator.inject(refusals(10250, "QueueOverloaded", 1));
     let producer = Producer::builder(queue)
         .send_timeout(Duration::ZERO)

@@ -112,13 +112,27 @@ pub fn gated(gate: &Arc<Semaphore>) -> impl Fn(PulledMessage) -> Handled + Send 
     }
 }
 
+/// An emulator, and its queue `name` (one request per call).
+pub async fn fresh(name: &str) -> (EmulatorHandle, Queue) {
+    let emulator = emulator().await;
+    let queue = queue(&emulator, name);
+    (emulator, queue)
+}
+
 /// An emulator, and its queue `name` (one request per call) with `count`
 /// text messages pushed: `m0`, `m1`, ...
 pub async fn pushed(name: &str, count: usize) -> (EmulatorHandle, Queue) {
     let emulator = emulator().await;
-    let queue = queue(&emulator, name);
-    push_texts(&queue, count).await;
+    let queue = pushed_to(&emulator, name, count).await;
     (emulator, queue)
+}
+
+/// Queue `name` on `emulator` (one request per call) with `count` text
+/// messages pushed: `m0`, `m1`, ...
+pub async fn pushed_to(emulator: &EmulatorHandle, name: &str, count: usize) -> Queue {
+    let queue = queue(emulator, name);
+    push_texts(&queue, count).await;
+    queue
 }
 
 /// Checks that queue `name` on `emulator` has nothing left to deliver.

@@ -17,8 +17,8 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, pushed, spawn_sends};
-use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
+use crate::support::{Running, pushed, pushed_to, spawn_sends};
+use cf_queues_testkit::clients::{LONG_LEASE, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::wait::until;
 
@@ -83,8 +83,7 @@ async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
 async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller() {
     let _guard = tracing::subscriber::set_default(PanicOn("extend"));
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "keeperpanic");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "keeperpanic", 1).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
@@ -117,8 +116,7 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
 async fn the_extend_span_carries_the_messaging_attributes() {
     let (log, _guard) = cf_queues_testkit::logs::capture_spans();
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "spanned");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "spanned", 1).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
