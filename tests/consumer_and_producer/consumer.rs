@@ -20,7 +20,9 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, assert_drained, fresh, gated, pushed, pushed_to};
+use crate::support::{
+    Running, acks_after, assert_drained, fresh, gated, noting_the_first, pushed, pushed_to,
+};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::emulator_with;
 use cf_queues_testkit::wait::eventually;
@@ -299,15 +301,8 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
         .build()
         .expect("settings");
     let started = Instant::now();
-    let first = Arc::new(Mutex::new(None));
-    let seen = Arc::clone(&first);
-    let running = Running::start(consumer, move |_message| {
-        let seen = Arc::clone(&seen);
-        async move {
-            seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    });
+    let (first, handler) = noting_the_first(started);
+    let running = Running::start(consumer, handler);
     running
         .eventually(
             "all acked",

@@ -13,7 +13,7 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, assert_drained, pushed, pushed_to};
+use crate::support::{Running, acks_after, assert_drained, noting_the_first, pushed, pushed_to};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -249,15 +249,8 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
         .build()
         .expect("valid settings");
     let started = Instant::now();
-    let first = Arc::new(Mutex::new(None));
-    let seen = Arc::clone(&first);
-    let running = Running::start(consumer, move |_message| {
-        let seen = Arc::clone(&seen);
-        async move {
-            seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    });
+    let (first, handler) = noting_the_first(started);
+    let running = Running::start(consumer, handler);
     // Connections dropped at 0 s and 1 s; the backoff waits 1 s, then 2 s.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let s = running.monitor.snapshot();

@@ -7,7 +7,7 @@ use cf_queues::consumer::{
 };
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cf_queues::producer::{Producer, ProducerError};
@@ -19,6 +19,7 @@ use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::{eventually, until};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// A consumer running in a task: its monitor, its shutdown token and the run.
 pub struct Running {
@@ -155,4 +156,27 @@ pub async fn all_landed(sends: Vec<Sending>) {
     for send in sends {
         send.await.expect("task").expect("landed");
     }
+}
+
+/// When, counted from `started`, a handler first ran: `None` until then.
+pub type FirstHandled = Arc<Mutex<Option<Duration>>>;
+
+/// A handler that acks each message, and notes when (counted from
+/// `started`) it handled the first.
+pub fn noting_the_first(
+    started: Instant,
+) -> (
+    FirstHandled,
+    impl Fn(PulledMessage) -> Handled + Send + Sync + 'static,
+) {
+    let first = FirstHandled::default();
+    let seen = Arc::clone(&first);
+    let handler = move |_message| {
+        let seen = Arc::clone(&seen);
+        Box::pin(async move {
+            seen.lock().expect("lock").get_or_insert(started.elapsed());
+            Ok(Verdict::Ack)
+        }) as Handled
+    };
+    (first, handler)
 }
