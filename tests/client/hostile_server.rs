@@ -73,15 +73,11 @@ async fn bodies_that_grow_sixfold_when_escaped_are_still_received() {
     // 38 MB answer, over the 32 MiB cap the client used to have.
     let body = "\u{1}".repeat(127_900);
     for _ in 0..50 {
-        queue
-            .push(Message::text(body.as_str()))
-            .await
-            .expect("within the message limit");
+        let pushed = queue.push(Message::text(body.as_str())).await;
+        pushed.expect("within the message limit");
     }
-    let batch = queue
-        .pull(PullOptions::new().batch_size(50))
-        .await
-        .expect("a legal answer is never too large");
+    let pulled = queue.pull(PullOptions::new().batch_size(50)).await;
+    let batch = pulled.expect("a legal answer is never too large");
     assert_eq!(batch.messages.len(), 50);
     let mut acks = Acks::new();
     for message in &batch.messages {

@@ -22,7 +22,7 @@ use crate::support::{Running, acks_after, assert_drained, fresh, pushed, pushed_
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::eventually;
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -640,14 +640,11 @@ mod settings_and_counters {
             .max_lease(LONG_LEASE)
             .build()
             .expect("valid settings");
-        let monitor = consumer.monitor();
-        let stop = consumer.shutdown_token();
-        let run = tokio::spawn(consumer.run(crate::ack_now));
-        until("the 10 handled", || monitor.snapshot().handled == 10).await;
+        let running = Running::start(consumer, crate::ack_now);
+        running.until("the 10 handled", |s| s.handled == 10).await;
         tokio::time::sleep(SECOND).await;
         let started = Instant::now();
-        stop.cancel();
-        let s = run.await.expect("task").expect("no fatal error");
+        let s = running.finish().await;
         assert!(
             started.elapsed() <= 5 * SECOND,
             "returned after {:?}: {s:?}",

@@ -28,17 +28,14 @@ const STEP: Duration = Duration::from_millis(100);
 
 #[tokio::test(start_paused = true)]
 async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
-    let mut pulls = 0;
+    // The first pull brings these; the ones after, nothing.
+    let mut first = Some(pulled(&[
+        ("a", Some("lease-a")),
+        ("b", None),
+        ("c", Some("lease-c")),
+    ]));
     let server = scripted(move |operation, body| match operation {
-        "pull" => {
-            pulls += 1;
-            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
-            } else {
-                &[]
-            };
-            (200, pulled(messages))
-        }
+        "pull" => (200, first.take().unwrap_or_else(|| pulled(&[]))),
         "ack" => (200, acked(body, &[])),
         _ => (404, failure(7003, "No route for the URI")),
     })
