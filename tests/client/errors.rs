@@ -232,7 +232,7 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
         "",
     ] {
         let server = MockServer::start_async().await;
-        answering_200(&server, &body).await;
+        answering_200(&server, body).await;
         let error = queue(&server.base_url())
             .pull(PullOptions::new())
             .await

@@ -262,13 +262,14 @@ async fn ack_and_retry_in_one_call_with_map_warnings() {
     type Warned = Vec<(Option<&'static str>, &'static str)>;
     // (the acks, the exact request, or none sent; the answer's result,
     // the counts and warnings it decodes to)
-    let cases: Vec<(
+    type Case = (
         Acks,
         Option<Value>,
         Value,
         (Option<u32>, Option<u32>),
         Warned,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         (
             in_one,
             Some(in_one_request),

@@ -11,7 +11,7 @@ use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
-use crate::support::{all_landed, fresh, spawn_sends};
+use crate::support::{all_landed, fresh, handed_over, spawn_sends};
 use cf_queues_testkit::clients::{queue, texts};
 use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::until;
@@ -42,8 +42,7 @@ async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
         .build()
         .expect("settings");
     let started = Instant::now();
-    let sends = spawn_sends(&producer, texts(3));
-    until("taken", || producer.stats().accepted == 3).await;
+    let sends = handed_over(&producer, 3, 3).await;
     tokio::time::sleep(Duration::from_millis(19)).await;
     assert_eq!(emulator.requests_received(), 0, "still lingering");
     all_landed(sends).await;
@@ -133,8 +132,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .expect("settings");
 
     let started = Instant::now();
-    let pending = spawn_sends(&producer, texts(5));
-    until("taken", || producer.stats().accepted == 5).await;
+    let pending = handed_over(&producer, 5, 5).await;
     producer.flush().await;
     assert_eq!(
         started.elapsed(),
@@ -144,8 +142,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
     assert_eq!(producer.stats().landed, 5);
     all_landed(pending).await;
 
-    let pending = spawn_sends(&producer, texts(3));
-    until("taken", || producer.stats().accepted == 8).await;
+    let pending = handed_over(&producer, 3, 8).await;
     let clone = producer.clone();
     let stats = producer.close().await;
     assert_eq!((stats.landed, stats.batches), (8, 2));
@@ -164,8 +161,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         .linger(Duration::from_secs(3600))
         .build()
         .expect("settings");
-    let pending = spawn_sends(&producer, texts(4));
-    until("taken", || producer.stats().accepted == 4).await;
+    let pending = handed_over(&producer, 4, 4).await;
     let dropped_at = Instant::now();
     drop(producer);
     for send in pending {
@@ -191,8 +187,7 @@ async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
         .linger(Duration::MAX)
         .build()
         .expect("settings");
-    let pending = spawn_sends(&producer, texts(3));
-    until("taken", || producer.stats().accepted == 3).await;
+    let pending = handed_over(&producer, 3, 3).await;
     tokio::time::sleep(Duration::from_secs(86_400)).await;
     assert_eq!(
         emulator.requests_received(),

@@ -14,7 +14,7 @@ use cf_queues::producer::{Producer, ProducerError};
 use cf_queues::response::PushReceipt;
 use cf_queues::{Message, Queue};
 use cf_queues_emulator::EmulatorHandle;
-use cf_queues_testkit::clients::{push_texts, queue};
+use cf_queues_testkit::clients::{push_texts, queue, texts};
 use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::{eventually, until};
 use tokio::sync::Semaphore;
@@ -179,4 +179,13 @@ pub fn noting_the_first(
         }) as Handled
     };
     (first, handler)
+}
+
+/// Hands `count` text messages (`m0`, `m1`, ...) to `producer`, each in a
+/// task of its own, and waits, without letting paused time move, until it
+/// has accepted `accepted` in all.
+pub async fn handed_over(producer: &Producer, count: usize, accepted: u64) -> Vec<Sending> {
+    let sends = spawn_sends(producer, texts(count));
+    until("taken", || producer.stats().accepted == accepted).await;
+    sends
 }
