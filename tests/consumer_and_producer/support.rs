@@ -138,8 +138,13 @@ pub async fn pushed_to(emulator: &EmulatorHandle, name: &str, count: usize) -> Q
 
 /// Checks that queue `name` on `emulator` has nothing left to deliver.
 pub fn assert_drained(emulator: &EmulatorHandle, name: &str) {
+    assert_backlog(emulator, name, 0);
+}
+
+/// Checks that queue `name` on `emulator` has `count` messages to deliver.
+pub fn assert_backlog(emulator: &EmulatorHandle, name: &str, count: u64) {
     let backlog = emulator.metrics(name).backlog_count;
-    assert_eq!(backlog, 0, "{name} is not drained");
+    assert_eq!(backlog, count, "the backlog of {name}");
 }
 
 /// A send handed to the producer in a task of its own.
