@@ -45,6 +45,28 @@ pub fn client(emulator: &EmulatorHandle, retry: RetryPolicy) -> Client {
         .expect("client")
 }
 
+/// A client on `emulator`, set up by `configure` from the emulator's
+/// builder (its retries, deadline, limits, credentials...).
+pub fn configured_client(
+    emulator: &EmulatorHandle,
+    configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+) -> Client {
+    let builder = emulator.client_builder().expect("builder");
+    configure(builder).build().expect("client")
+}
+
+/// Queue `id` on `emulator`, of a client set up by `configure` (see
+/// [`configured_client`]).
+pub fn configured_queue(
+    emulator: &EmulatorHandle,
+    id: &str,
+    configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+) -> Queue {
+    configured_client(emulator, configure)
+        .queue(id)
+        .expect("queue id")
+}
+
 /// A client builder for `base_url` with the wire tests' account and token
 /// ([`ACCOUNT`](crate::wire::ACCOUNT), [`TOKEN`](crate::wire::TOKEN)).
 pub fn builder_for(base_url: &str) -> ClientBuilder {

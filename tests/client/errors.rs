@@ -35,6 +35,26 @@ fn queue_with(
     .expect("valid test configuration")
 }
 
+/// A mock of every POST, answering 200 with `body` as it is.
+async fn answering_200<'a>(server: &'a MockServer, body: &str) -> httpmock::Mock<'a> {
+    server
+        .mock_async(|when, then| {
+            when.method(POST);
+            then.status(200).body(body);
+        })
+        .await
+}
+
+/// A mock of every POST, answering 200 with the JSON `body`.
+async fn answering_200_json(server: &MockServer, body: serde_json::Value) -> httpmock::Mock<'_> {
+    server
+        .mock_async(|when, then| {
+            when.method(POST);
+            then.status(200).json_body(body);
+        })
+        .await
+}
+
 /// Serves `status` with `body` for a push and returns the error the push gives.
 async fn push_error(status: u16, content_type: &str, body: &str, extra: &[(&str, &str)]) -> Error {
     let server = MockServer::start_async().await;
@@ -59,6 +79,18 @@ async fn push_error(status: u16, content_type: &str, body: &str, extra: &[(&str,
     error
 }
 
+/// The error a push gives when the server answers `status` with
+/// Cloudflare's failure envelope of `code` and `message`.
+async fn cloudflare_error(status: u16, code: u32, message: &str) -> Error {
+    push_error(
+        status,
+        "application/json",
+        &cloudflare_failure(code, message),
+        &[],
+    )
+    .await
+}
+
 fn cloudflare_failure(code: u32, message: &str) -> String {
     json!({
         "success": false,
@@ -79,13 +111,7 @@ async fn cloudflare_error_bodies_keep_status_and_every_detail() {
         (429, 10250, "QueueOverloaded"),
         (500, 15000, "UnknownInternalError"),
     ] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(code, message),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, code, message).await;
         assert_eq!(error.status(), Some(status));
         assert_eq!(error.codes(), vec![code]);
         let api = error.as_api().expect("an API error");
@@ -173,13 +199,7 @@ async fn empty_and_invalid_error_bodies() {
 
 #[tokio::test]
 async fn success_false_inside_200_is_an_error() {
-    let error = push_error(
-        200,
-        "application/json",
-        &cloudflare_failure(10104, "QueueNotFound"),
-        &[],
-    )
-    .await;
+    let error = cloudflare_error(200, 10104, "QueueNotFound").await;
     assert_eq!(error.status(), Some(200));
     assert_eq!(error.codes(), vec![10104]);
 }
@@ -187,18 +207,13 @@ async fn success_false_inside_200_is_an_error() {
 #[tokio::test]
 async fn errors_next_to_success_true_are_not_a_failure() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).json_body(json!({
+    answering_200_json(&server, json!({
                 "success": true,
                 "errors": [{"code": 7003, "message": "No route for the URI"}],
                 "messages": [{"code": 1, "message": "an object, not a string"}],
                 "result": {"metadata": {"metrics": {"backlog_count": 1, "backlog_bytes": 2, "oldest_message_timestamp_ms": 0}}, "extra": 1},
                 "unknown_top_level": {"a": 1}
-            }));
-        })
-        .await;
+            })).await;
     let receipt = queue(&server.base_url())
         .push(Message::text("hi"))
         .await
@@ -217,12 +232,7 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
         "",
     ] {
         let server = MockServer::start_async().await;
-        server
-            .mock_async(|when, then| {
-                when.method(POST);
-                then.status(200).body(body);
-            })
-            .await;
+        answering_200(&server, body).await;
         let error = queue(&server.base_url())
             .pull(PullOptions::new())
             .await
@@ -247,13 +257,8 @@ async fn invalid_and_truncated_success_bodies_are_decode_errors() {
 #[tokio::test]
 async fn wrong_types_in_a_success_body_are_decode_errors() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200)
-                .json_body(json!({"success": true, "result": {"messages": "not a list"}}));
-        })
-        .await;
+    let not_a_list = json!({"success": true, "result": {"messages": "not a list"}});
+    answering_200_json(&server, not_a_list).await;
     let error = queue(&server.base_url())
         .pull(PullOptions::new())
         .await
@@ -271,12 +276,7 @@ async fn huge_bodies_are_cut_off() {
         "{{\"success\":true,\"result\":{{\"metadata\":{{}},\"pad\":\"{}\"}}}}",
         "x".repeat(200_000)
     );
-    server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).body(huge.as_str());
-        })
-        .await;
+    answering_200(&server, huge.as_str()).await;
     let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
         .push(Message::text("hi"))
         .await
@@ -299,12 +299,7 @@ async fn huge_bodies_are_cut_off() {
 #[tokio::test]
 async fn a_cap_too_small_for_a_pull_is_refused_before_anything_is_leased() {
     let server = MockServer::start_async().await;
-    let mock = server
-        .mock_async(|when, then| {
-            when.method(POST);
-            then.status(200).body("{}");
-        })
-        .await;
+    let mock = answering_200(&server, "{}").await;
     let error = queue_with(&server.base_url(), |b| b.max_response_bytes(64 * 1024))
         .pull(PullOptions::new().batch_size(10))
         .await
@@ -328,41 +323,24 @@ async fn connection_refused_is_a_transport_error() {
         .push(Message::text("hi"))
         .await
         .expect_err("refused");
-    assert!(
-        matches!(
-            error,
-            Error::Transport {
-                operation: Operation::Push,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+    assert_eq!(error.operation(), Some(Operation::Push));
     assert!(!format!("{error} {error:?}").contains(TOKEN));
 }
 
 #[test]
 fn configuration_errors_name_what_to_set() {
-    let missing_credentials = Client::builder()
-        .account_id(ACCOUNT)
-        .build()
-        .expect_err("no credentials");
-    assert!(
-        missing_credentials
-            .to_string()
-            .contains("CLOUDFLARE_API_TOKEN"),
-        "{missing_credentials}"
-    );
-    let missing_account = Client::builder()
-        .api_token("t")
-        .build()
-        .expect_err("no account");
-    assert!(
-        missing_account
-            .to_string()
-            .contains("CLOUDFLARE_ACCOUNT_ID"),
-        "{missing_account}"
-    );
+    let incomplete = [
+        (
+            Client::builder().account_id(ACCOUNT),
+            "CLOUDFLARE_API_TOKEN",
+        ),
+        (Client::builder().api_token("t"), "CLOUDFLARE_ACCOUNT_ID"),
+    ];
+    for (builder, named) in incomplete {
+        let missing = builder.build().expect_err("incomplete");
+        assert!(missing.to_string().contains(named), "{missing}");
+    }
     let bad_url = Client::builder()
         .api_token("t")
         .account_id(ACCOUNT)
@@ -398,35 +376,17 @@ async fn auth_failures_are_classified_whatever_their_status() {
         (400, cf_queues::codes::INVALID_AUTH_KEY_FORMAT),
         (200, cf_queues::codes::AUTHENTICATION_ERROR),
     ] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(code, "auth"),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, code, "auth").await;
         assert!(error.is_auth(), "{status}/{code}");
         assert!(
             !error.is_retryable() && !error.is_not_found(),
             "{status}/{code}"
         );
     }
-    let error = push_error(
-        400,
-        "application/json",
-        &cloudflare_failure(10207, "JSONRequestBodyInvalid"),
-        &[],
-    )
-    .await;
+    let error = cloudflare_error(400, 10207, "JSONRequestBodyInvalid").await;
     assert!(!error.is_auth());
     for status in [404, 400] {
-        let error = push_error(
-            status,
-            "application/json",
-            &cloudflare_failure(10104, "QueueNotFound"),
-            &[],
-        )
-        .await;
+        let error = cloudflare_error(status, 10104, "QueueNotFound").await;
         assert!(error.is_not_found() && !error.is_auth(), "{status}");
     }
     let error = push_error(404, "text/html", "<html>Not Found</html>", &[]).await;

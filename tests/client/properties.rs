@@ -9,15 +9,18 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 fn json_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
+    let finite = any::<f64>().prop_filter("finite", |f| f.is_finite());
+    // Each kind of number as likely as null, a boolean or a string.
+    let number = prop_oneof![
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        ".{0,20}".prop_map(Value::from),
+        finite.prop_map(Value::from),
+    ];
+    let leaf = prop_oneof![
+        1 => Just(Value::Null),
+        1 => any::<bool>().prop_map(Value::from),
+        3 => number,
+        1 => ".{0,20}".prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![

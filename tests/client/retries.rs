@@ -7,7 +7,7 @@ use std::time::Duration;
 use cf_queues::retry::{PushRetries, RetryPolicy};
 use cf_queues::{Error, Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
-use cf_queues_testkit::clients::{client, quick, without_timers};
+use cf_queues_testkit::clients::{client, configured_queue, quick, without_timers};
 use cf_queues_testkit::scripted::{Scripted, Step};
 use cf_queues_testkit::wire::{pulled_nothing, success};
 use serde_json::json;
@@ -57,81 +57,93 @@ async fn with_retries_off_exactly_one_request_is_sent() {
     assert_eq!(emulator.requests_received(), 1);
 }
 
+/// A push is retried only when it did not land: not after a 500 by
+/// default, but after one under at-least-once pushes; after a 429 that
+/// says the queue is overloaded, but not after one that says the queue is
+/// disabled (not a rate limit), nor after a 429 without a rate-limit code
+/// (not known to be refused).
 #[tokio::test]
-async fn a_push_is_not_retried_after_a_500_by_default() {
-    let emulator = emulator().await;
-    emulator.inject(Fault::status(500).only(Operation::Push));
-    let queue = client(&emulator, quick()).queue("q").expect("id");
-    let error = queue
-        .push(Message::text("once"))
-        .await
-        .expect_err("500 is final for a push");
-    assert_eq!(error.status(), Some(500));
-    assert_eq!(emulator.requests_received(), 1);
-    assert_eq!(emulator.metrics("q").backlog_count, 0);
-}
-
-#[tokio::test]
-async fn a_push_is_retried_after_a_500_when_at_least_once() {
-    let emulator = emulator().await;
-    emulator.inject(Fault::status(500).only(Operation::Batch));
-    let retry = quick().pushes(PushRetries::AtLeastOnce);
-    let queue = client(&emulator, retry).queue("q").expect("id");
-    queue
-        .push_batch(vec![Message::text("a"), Message::text("b")])
-        .await
-        .expect("second attempt lands");
-    assert_eq!(emulator.requests_received(), 2);
-    assert_eq!(emulator.metrics("q").backlog_count, 2);
-}
-
-#[tokio::test]
-async fn a_rate_limited_push_is_retried_because_it_did_not_land() {
-    let emulator = emulator().await;
-    emulator.inject(
-        Fault::status(429)
-            .cloudflare_error(10250, "QueueOverloaded")
-            .only(Operation::Push),
-    );
-    let queue = client(&emulator, quick().max_retry_after(Duration::ZERO))
-        .queue("q")
-        .expect("id");
-    queue
-        .push(Message::text("x"))
-        .await
-        .expect("retried after the 429");
-    assert_eq!(
+async fn a_push_is_retried_only_when_it_did_not_land() {
+    let overloaded = Fault::status(429).cloudflare_error(10250, "QueueOverloaded");
+    let disabled = Fault::status(429).cloudflare_error(10252, "QueueDisabled");
+    let html = Fault::status(429).html("<html>slow down</html>");
+    let no_wait = quick().max_retry_after(Duration::ZERO);
+    let at_least_once = quick().pushes(PushRetries::AtLeastOnce);
+    // (the fault, the policy, the messages, the requests, and the backlog
+    // after, or the error's status, whether it is a rate limit and whether
+    // it is retryable)
+    let cases = [
         (
-            emulator.requests_received(),
-            emulator.metrics("q").backlog_count
+            Fault::status(500).only(Operation::Push),
+            quick(),
+            1,
+            1,
+            Err((500, false, None)),
         ),
-        (2, 1)
-    );
+        (
+            Fault::status(500).only(Operation::Batch),
+            at_least_once,
+            2,
+            2,
+            Ok(2),
+        ),
+        (
+            overloaded.only(Operation::Push),
+            no_wait.clone(),
+            1,
+            2,
+            Ok(1),
+        ),
+        (disabled, no_wait, 1, 1, Err((429, false, Some(false)))),
+        (
+            html.only(Operation::Push),
+            quick(),
+            1,
+            1,
+            Err((429, true, None)),
+        ),
+    ];
+    for (fault, retry, count, requests, expected) in cases {
+        let emulator = emulator().await;
+        emulator.inject(fault);
+        let queue = client(&emulator, retry).queue("q").expect("id");
+        let messages: Vec<Message> = (0..count).map(|i| Message::text(format!("m{i}"))).collect();
+        let pushed = match count {
+            1 => queue.push(Message::text("m0")).await.map(|_| ()),
+            _ => queue.push_batch(messages).await.map(|_| ()),
+        };
+        let backlog = emulator.metrics("q").backlog_count;
+        match (pushed, expected) {
+            (Ok(()), Ok(landed)) => assert_eq!(backlog, landed),
+            (Err(error), Err((status, rate_limited, retryable))) => {
+                assert_eq!(error.status(), Some(status), "{error:?}");
+                assert_eq!(error.is_rate_limited(), rate_limited, "{error:?}");
+                if let Some(retryable) = retryable {
+                    assert_eq!(error.is_retryable(), retryable, "{error:?}");
+                }
+                assert_eq!(backlog, 0);
+            }
+            (got, _) => panic!("{got:?}"),
+        }
+        assert_eq!(emulator.requests_received(), requests);
+    }
+}
 
-    emulator.inject(Fault::status(429).cloudflare_error(10252, "QueueDisabled"));
-    let error = queue
-        .push(Message::text("y"))
-        .await
-        .expect_err("a disabled queue is final");
-    assert!(
-        !error.is_rate_limited(),
-        "a disabled queue is not a rate limit"
-    );
-    assert!(!error.is_retryable());
-    assert_eq!(emulator.requests_received(), 3);
+/// A server that answers a 503 saying `x-should-retry: {value}`, then a
+/// pull that found nothing.
+fn should_retry(value: &str) -> Scripted {
+    let refused = json!({"success": false, "errors": []});
+    let header = vec![("x-should-retry", value.into())];
+    Scripted::steps(vec![
+        Step::RespondWith(503, header, refused),
+        Step::Respond(200, pulled_nothing()),
+    ])
 }
 
 #[tokio::test]
 async fn x_should_retry_false_stops_retries() {
     // The emulator sends no such header; a one-shot TCP server does.
-    let server = Scripted::steps(vec![
-        Step::RespondWith(
-            503,
-            vec![("x-should-retry", "false".into())],
-            json!({"success": false, "errors": []}),
-        ),
-        Step::Respond(200, pulled_nothing()),
-    ]);
+    let server = should_retry("false");
     let error = server
         .queue_retrying(quick())
         .pull(PullOptions::new())
@@ -198,16 +210,8 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
         .push(Message::text("maybe landed"))
         .await
         .expect_err("not retried");
-    assert!(
-        matches!(
-            error,
-            Error::Transport {
-                operation: Operation::Push,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::Transport { .. }), "{error:?}");
+    assert_eq!(error.operation(), Some(Operation::Push));
     assert!(error.is_retryable());
     assert_eq!(server.connections(), 1);
 }
@@ -216,29 +220,11 @@ async fn a_reset_connection_is_retried_for_pull_but_not_for_push() {
 async fn the_overall_deadline_bounds_a_stalled_call() {
     let emulator = emulator().await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)));
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .deadline(Duration::from_millis(300))
-        .build()
-        .expect("client");
+    let queue = configured_queue(&emulator, "q", |b| b.deadline(Duration::from_millis(300)));
     let started = std::time::Instant::now();
-    let error = client
-        .queue("q")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("deadline");
-    assert!(
-        matches!(
-            error,
-            Error::Timeout {
-                operation: Operation::Pull,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    let error = queue.pull(PullOptions::new()).await.expect_err("deadline");
+    assert!(matches!(error, Error::Timeout { .. }), "{error:?}");
+    assert_eq!(error.operation(), Some(Operation::Pull));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -301,35 +287,8 @@ async fn push_all_with_concurrency_lands_everything() {
 }
 
 #[tokio::test]
-async fn a_429_without_a_rate_limit_code_is_not_retried_for_a_push() {
-    let emulator = emulator().await;
-    emulator.inject(
-        Fault::status(429)
-            .html("<html>slow down</html>")
-            .only(Operation::Push),
-    );
-    let queue = client(&emulator, quick()).queue("q").expect("id");
-    let error = queue
-        .push(Message::text("x"))
-        .await
-        .expect_err("not known to be refused");
-    assert_eq!(
-        (error.status(), emulator.requests_received()),
-        (Some(429), 1)
-    );
-    assert!(error.is_rate_limited());
-}
-
-#[tokio::test]
 async fn x_should_retry_true_does_not_duplicate_a_push() {
-    let server = Scripted::steps(vec![
-        Step::RespondWith(
-            503,
-            vec![("x-should-retry", "true".into())],
-            json!({"success": false, "errors": []}),
-        ),
-        Step::Respond(200, pulled_nothing()),
-    ]);
+    let server = should_retry("true");
     let error = server
         .queue_retrying(quick())
         .push(Message::text("once"))
@@ -354,20 +313,11 @@ async fn a_wait_past_the_deadline_is_not_started() {
             .retry_after(Duration::from_secs(10))
             .times(5),
     );
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(quick())
-        .deadline(Duration::from_secs(2))
-        .build()
-        .expect("client");
+    let queue = configured_queue(&emulator, "q", |b| {
+        b.retry(quick()).deadline(Duration::from_secs(2))
+    });
     let started = std::time::Instant::now();
-    let error = client
-        .queue("q")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("503");
+    let error = queue.pull(PullOptions::new()).await.expect_err("503");
     assert_eq!(
         error.status(),
         Some(503),

@@ -170,163 +170,218 @@ async fn http_pull_finds_the_http_pull_consumer_or_none() {
 // Enabling
 // ---------------------------------------------------------------------------
 
+/// An HTTP pull consumer as decoded: this id, queue name and settings.
+fn http_pull_decoded(
+    id: &str,
+    queue_name: Option<&str>,
+    settings: HttpPullSettings,
+) -> HttpPullConsumer {
+    let mut consumer = HttpPullConsumer::default();
+    consumer.consumer_id = Some(id.into());
+    consumer.queue_name = queue_name.map(Into::into);
+    consumer.settings = settings;
+    consumer
+}
+
+/// A mock of `GET .../consumers` answering `first` to the first read and
+/// `after` to the read-back after a lost write.
+pub(super) async fn consumers_read_back(
+    server: &MockServer,
+    auth: Auth,
+    first: Value,
+    after: Value,
+) -> Mock<'_> {
+    let reads = Arc::new(AtomicUsize::new(0));
+    server
+        .mock_async(|when, then| {
+            auth.authenticated(when.method(GET).path(consumers_path()));
+            then.respond_with(sequenced(
+                1,
+                (200, success(first)),
+                (200, success(after)),
+                reads,
+            ));
+        })
+        .await
+}
+
 /// No consumer yet: the consumers are read, then the `http_pull` consumer
-/// is created with exactly the settings given, durations rounded up.
+/// is created with exactly the settings given, durations rounded up, the
+/// limits themselves accepted; without settings only the type is sent
+/// (Cloudflare's defaults apply). Create answers may leave out
+/// `dead_letter_queue` (or the settings, or the type): the consumer
+/// returned has the settings asked for. An answer that says
+/// `dead_letter_queue: ""` says, by the published description, that no
+/// dead-letter queue is configured, and is believed. A 500 may hide a
+/// create that landed: it is not repeated; the consumers are read back,
+/// and an HTTP pull consumer found is the create's success, none the
+/// create's error.
 #[tokio::test]
 async fn enable_http_pull_creates_the_consumer() {
-    for auth in BOTH {
+    let rounded = HttpPullSettings::new()
+        .batch_size(50)
+        .max_retries(3)
+        .retry_delay(Duration::from_millis(10_001))
+        .visibility_timeout(Duration::from_micros(6_000_001))
+        .dead_letter_queue("example-dlq");
+    let mut rounded_request = example_request();
+    rounded_request["settings"]["retry_delay"] = json!(11);
+    rounded_request["settings"]["visibility_timeout_ms"] = json!(6001);
+    let limits = HttpPullSettings::new()
+        .batch_size(100)
+        .max_retries(100)
+        .retry_delay(Duration::from_secs(86_400))
+        .visibility_timeout(Duration::from_secs(12 * 3600));
+    let limits_request = json!({
+        "type": "http_pull",
+        "settings": {"batch_size": 100, "max_retries": 100, "retry_delay": 86_400, "visibility_timeout_ms": 43_200_000u64}
+    });
+    let defaults = json!({
+        "type": "http_pull", "consumer_id": CONSUMER, "queue_name": NAME,
+        "settings": {"batch_size": 5, "max_retries": 3, "visibility_timeout_ms": 30000}
+    });
+    let defaults_settings = HttpPullSettings::new()
+        .batch_size(5)
+        .max_retries(3)
+        .visibility_timeout(Duration::from_secs(30));
+    let defaults_decoded = http_pull_decoded(CONSUMER, Some(NAME), defaults_settings);
+    // Only the id in the answer: everything else is what was asked.
+    let asked = |settings: &HttpPullSettings| http_pull_decoded(CONSUMER, None, settings.clone());
+    let mut no_dlq = example_http_pull(CONSUMER);
+    no_dlq["dead_letter_queue"] = json!("");
+    let mut no_dlq_decoded = example_http_pull_decoded(CONSUMER);
+    no_dlq_decoded.settings.dead_letter_queue = None;
+    let mut dlq_left_out = example_http_pull(CONSUMER);
+    dlq_left_out
+        .as_object_mut()
+        .map(|o| o.remove("dead_letter_queue"));
+    let mut floats = dlq_left_out.clone();
+    floats["settings"] = json!({"batch_size": 50.0, "max_retries": 3.0, "retry_delay": 10.0, "visibility_timeout_ms": 6000.0});
+    let example = || Ok(example_http_pull_decoded(CONSUMER));
+    let ok = |answer| (200, success(answer));
+    let lost = (
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    );
+    // A JSON string stands for a body that is not JSON.
+    let bad_gateway = (502, json!("<html>bad gateway</html>"));
+    let found_after = json!([example_http_pull(CONSUMER)]);
+    // (scheme, settings, the exact request, the create's answer, the
+    // consumers read back after it, the consumer or the error's status)
+    let cases = [
+        (
+            Auth::Token,
+            rounded.clone(),
+            rounded_request.clone(),
+            ok(example_http_pull(CONSUMER)),
+            None,
+            example(),
+        ),
+        (
+            Auth::GlobalKey,
+            rounded,
+            rounded_request,
+            ok(example_http_pull(CONSUMER)),
+            None,
+            example(),
+        ),
+        (
+            Auth::Token,
+            HttpPullSettings::new(),
+            json!({"type": "http_pull"}),
+            ok(defaults),
+            None,
+            Ok(defaults_decoded),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            ok(dlq_left_out),
+            None,
+            example(),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            ok(floats),
+            None,
+            example(),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            ok(json!({"consumer_id": CONSUMER})),
+            None,
+            Ok(asked(&example_settings())),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            ok(no_dlq),
+            None,
+            Ok(no_dlq_decoded),
+        ),
+        (
+            Auth::Token,
+            limits.clone(),
+            limits_request,
+            ok(json!({"type": "http_pull", "consumer_id": CONSUMER})),
+            None,
+            Ok(asked(&limits)),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            lost,
+            Some(found_after),
+            example(),
+        ),
+        (
+            Auth::Token,
+            example_settings(),
+            example_request(),
+            bad_gateway,
+            Some(json!([])),
+            Err(502),
+        ),
+    ];
+    for (auth, settings, request, (status, answer), read_back, expected) in cases {
+        let context = (auth, &request, &answer);
         let server = MockServer::start_async().await;
-        let list = server
-            .mock_async(|when, then| {
-                auth.authenticated(when.method(GET).path(consumers_path()));
-                then.status(200).json_body(success(json!([])));
-            })
-            .await;
+        let reads = 1 + usize::from(read_back.is_some());
+        let list =
+            consumers_read_back(&server, auth, json!([]), read_back.unwrap_or_default()).await;
         let create = server
             .mock_async(|when, then| {
                 auth.authenticated(when.method(POST).path(consumers_path()))
                     .header("content-type", "application/json")
-                    .json_body(json!({
-                        "type": "http_pull",
-                        "settings": {"batch_size": 50, "max_retries": 3, "retry_delay": 11, "visibility_timeout_ms": 6001},
-                        "dead_letter_queue": "example-dlq"
-                    }));
-                then.status(200)
-                    .json_body(success(example_http_pull(CONSUMER)));
+                    .json_body(request.clone());
+                match answer.as_str() {
+                    Some(text) => then.status(status).body(text),
+                    None => then.status(status).json_body(answer.clone()),
+                };
             })
             .await;
         let others = catch_all(&server).await;
-        let settings = HttpPullSettings::new()
-            .batch_size(50)
-            .max_retries(3)
-            .retry_delay(Duration::from_millis(10_001))
-            .visibility_timeout(Duration::from_micros(6_000_001))
-            .dead_letter_queue("example-dlq");
-        let enabled = queue(&server, auth)
-            .enable_http_pull(settings)
-            .await
-            .expect("enabled");
-        assert_eq!(enabled, example_http_pull_decoded(CONSUMER), "{auth:?}");
-        assert_eq!(list.calls_async().await, 1, "{auth:?}");
-        assert_eq!(create.calls_async().await, 1, "{auth:?}");
-        assert_eq!(others.calls_async().await, 0, "{auth:?}");
+        match (
+            queue(&server, auth).enable_http_pull(settings).await,
+            expected,
+        ) {
+            (Ok(enabled), Ok(expected)) => assert_eq!(enabled, expected, "{context:?}"),
+            (Err(error), Err(status)) => {
+                assert_eq!(error.status(), Some(status), "{error:?}");
+                assert_eq!(error.operation(), Some(Operation::CreateConsumer));
+                assert!(error.may_have_landed());
+            }
+            (got, _) => panic!("{context:?}: {got:?}"),
+        }
+        assert_calls(context, &[(&list, reads), (&create, 1), (&others, 0)]).await;
     }
-}
-
-/// Without settings, only the type is sent: Cloudflare's defaults apply.
-#[tokio::test]
-async fn enable_http_pull_without_settings_sends_only_the_type() {
-    let server = MockServer::start_async().await;
-    let list = consumers_mock(&server, json!([])).await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(consumers_path())
-                .json_body(json!({"type": "http_pull"}));
-            then.status(200).json_body(success(json!({
-                "type": "http_pull", "consumer_id": CONSUMER, "queue_name": NAME,
-                "settings": {"batch_size": 5, "max_retries": 3, "visibility_timeout_ms": 30000}
-            })));
-        })
-        .await;
-    let others = catch_all(&server).await;
-    let enabled = queue(&server, Auth::Token)
-        .enable_http_pull(HttpPullSettings::new())
-        .await
-        .expect("enabled");
-    let mut expected = HttpPullConsumer::default();
-    expected.consumer_id = Some(CONSUMER.into());
-    expected.queue_name = Some(NAME.into());
-    expected.settings = HttpPullSettings::new()
-        .batch_size(5)
-        .max_retries(3)
-        .visibility_timeout(Duration::from_secs(30));
-    assert_eq!(enabled, expected);
-    assert_eq!(list.calls_async().await, 1);
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// Create answers may leave out `dead_letter_queue` (or the settings, or
-/// the type): the consumer returned has the settings asked for.
-#[tokio::test]
-async fn a_create_answer_without_the_dead_letter_queue_keeps_the_one_asked() {
-    for answer in [
-        json!({
-            "type": "http_pull", "consumer_id": CONSUMER, "created_on": "2024-03-20T16:09:14.154Z", "queue_name": NAME,
-            "settings": {"batch_size": 50, "max_retries": 3, "retry_delay": 10, "visibility_timeout_ms": 6000}
-        }),
-        json!({
-            "type": "http_pull", "consumer_id": CONSUMER, "created_on": "2024-03-20T16:09:14.154Z", "queue_name": NAME,
-            "settings": {"batch_size": 50.0, "max_retries": 3.0, "retry_delay": 10.0, "visibility_timeout_ms": 6000.0}
-        }),
-    ] {
-        let server = MockServer::start_async().await;
-        let list = consumers_mock(&server, json!([])).await;
-        let create = server
-            .mock_async(|when, then| {
-                when.method(POST)
-                    .path(consumers_path())
-                    .json_body(example_request());
-                then.status(200).json_body(success(answer.clone()));
-            })
-            .await;
-        let enabled = queue(&server, Auth::Token)
-            .enable_http_pull(example_settings())
-            .await
-            .expect("enabled");
-        assert_eq!(enabled, example_http_pull_decoded(CONSUMER), "{answer}");
-        assert_eq!(list.calls_async().await, 1);
-        assert_eq!(create.calls_async().await, 1);
-    }
-
-    // Nothing but the id: everything else is what was asked.
-    let server = MockServer::start_async().await;
-    let _list = consumers_mock(&server, json!([])).await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(consumers_path())
-                .json_body(example_request());
-            then.status(200)
-                .json_body(success(json!({"consumer_id": CONSUMER})));
-        })
-        .await;
-    let enabled = queue(&server, Auth::Token)
-        .enable_http_pull(example_settings())
-        .await
-        .expect("enabled");
-    let mut expected = HttpPullConsumer::default();
-    expected.consumer_id = Some(CONSUMER.into());
-    expected.settings = example_settings();
-    assert_eq!(enabled, expected);
-    assert_eq!(create.calls_async().await, 1);
-}
-
-/// An answer that says `dead_letter_queue: ""` says, by the published
-/// description, that no dead-letter queue is configured: that is not an
-/// answer that left the field out, and the consumer returned should say
-/// none, not the one asked for.
-#[tokio::test]
-async fn a_create_answer_with_no_dead_letter_queue_is_believed() {
-    let server = MockServer::start_async().await;
-    let _list = consumers_mock(&server, json!([])).await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(consumers_path())
-                .json_body(example_request());
-            let mut answer = example_http_pull(CONSUMER);
-            answer["dead_letter_queue"] = json!("");
-            then.status(200).json_body(success(answer));
-        })
-        .await;
-    let enabled = queue(&server, Auth::Token)
-        .enable_http_pull(example_settings())
-        .await
-        .expect("enabled");
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(enabled.settings.dead_letter_queue, None);
 }
 
 /// HTTP pull enabled already: the consumer is updated in place (`PUT` with
@@ -335,13 +390,8 @@ async fn a_create_answer_with_no_dead_letter_queue_is_believed() {
 async fn enable_http_pull_updates_an_existing_consumer() {
     for auth in BOTH {
         let server = MockServer::start_async().await;
-        let list = server
-            .mock_async(|when, then| {
-                auth.authenticated(when.method(GET).path(consumers_path()));
-                then.status(200)
-                    .json_body(success(json!([example_http_pull(CONSUMER)])));
-            })
-            .await;
+        let listed = json!([example_http_pull(CONSUMER)]);
+        let list = consumers_read_back(&server, auth, listed, Value::Null).await;
         let update = server
             .mock_async(|when, then| {
                 auth.authenticated(when.method(PUT).path(consumer_path(CONSUMER)))
@@ -373,19 +423,18 @@ async fn enable_http_pull_updates_an_existing_consumer() {
             .enable_http_pull(settings)
             .await
             .expect("updated");
-        let mut expected = HttpPullConsumer::default();
-        expected.consumer_id = Some(CONSUMER.into());
-        expected.queue_name = Some(NAME.into());
-        expected.settings = HttpPullSettings::new()
+        let settings = HttpPullSettings::new()
             .batch_size(5)
             .max_retries(5)
             .visibility_timeout(Duration::from_secs(60))
             .dead_letter_queue("orders-dlq");
+        let expected = http_pull_decoded(CONSUMER, Some(NAME), settings);
         assert_eq!(enabled, expected, "{auth:?}");
-        assert_eq!(list.calls_async().await, 1, "{auth:?}");
-        assert_eq!(update.calls_async().await, 1, "{auth:?}");
-        assert_eq!(create.calls_async().await, 0, "no POST: {auth:?}");
-        assert_eq!(others.calls_async().await, 0, "{auth:?}");
+        assert_calls(
+            auth,
+            &[(&list, 1), (&update, 1), (&create, 0), (&others, 0)],
+        )
+        .await;
     }
 }
 
@@ -427,71 +476,8 @@ async fn enable_http_pull_over_another_consumer_changes_nothing() {
         }
         assert!(!error.may_have_landed());
         assert!(error.to_string().contains(consumer), "{error}");
-        assert_eq!(list.calls_async().await, 1, "{consumer}");
-        assert_eq!(writes.calls_async().await, 0, "no POST or PUT: {consumer}");
-        assert_eq!(others.calls_async().await, 0, "{consumer}");
+        assert_calls(consumer, &[(&list, 1), (&writes, 0), (&others, 0)]).await;
     }
-}
-
-/// A 500 may hide a create that landed: it is not repeated; the consumers
-/// are read back, and an HTTP pull consumer found is the create's success.
-#[tokio::test]
-async fn a_lost_enable_answer_is_read_back_not_repeated() {
-    let server = MockServer::start_async().await;
-    let reads = Arc::new(AtomicUsize::new(0));
-    let list = server
-        .mock_async(|when, then| {
-            when.method(GET).path(consumers_path());
-            then.respond_with(sequenced(
-                1,
-                (200, success(json!([]))),
-                (200, success(json!([example_http_pull(CONSUMER)]))),
-                Arc::clone(&reads),
-            ));
-        })
-        .await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(consumers_path())
-                .json_body(example_request());
-            then.status(500)
-                .json_body(failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"));
-        })
-        .await;
-    let others = catch_all(&server).await;
-    let enabled = queue(&server, Auth::Token)
-        .enable_http_pull(example_settings())
-        .await
-        .expect("found after the 500");
-    assert_eq!(enabled, example_http_pull_decoded(CONSUMER));
-    assert_eq!(create.calls_async().await, 1, "exactly one POST");
-    assert_eq!(list.calls_async().await, 2, "the read, and the read-back");
-    assert_eq!(reads.load(Ordering::SeqCst), 2);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-#[tokio::test]
-async fn a_lost_enable_answer_not_found_after_is_the_500() {
-    let server = MockServer::start_async().await;
-    let list = consumers_mock(&server, json!([])).await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(consumers_path());
-            then.status(502).body("<html>bad gateway</html>");
-        })
-        .await;
-    let others = catch_all(&server).await;
-    let error = queue(&server, Auth::Token)
-        .enable_http_pull(example_settings())
-        .await
-        .expect_err("not found after the 502");
-    assert_eq!(error.status(), Some(502), "{error:?}");
-    assert_eq!(error.operation(), Some(Operation::CreateConsumer));
-    assert!(error.may_have_landed());
-    assert_eq!(create.calls_async().await, 1, "exactly one POST");
-    assert_eq!(list.calls_async().await, 2, "the read, and the read-back");
-    assert_eq!(others.calls_async().await, 0);
 }
 
 #[tokio::test]
@@ -499,7 +485,6 @@ async fn enable_http_pull_checks_settings_before_sending() {
     let server = MockServer::start_async().await;
     let sent = catch_all(&server).await;
     let queue = queue(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
     for (settings, field) in [
         (HttpPullSettings::new().batch_size(0), "settings.batch_size"),
         (
@@ -511,7 +496,7 @@ async fn enable_http_pull_checks_settings_before_sending() {
             "settings.max_retries",
         ),
         (
-            HttpPullSettings::new().retry_delay(day + Duration::from_millis(1)),
+            HttpPullSettings::new().retry_delay(DAY + Duration::from_millis(1)),
             "settings.retry_delay",
         ),
         (
@@ -528,124 +513,60 @@ async fn enable_http_pull_checks_settings_before_sending() {
             "dead_letter_queue",
         ),
     ] {
-        let error = queue
-            .enable_http_pull(settings.clone())
-            .await
-            .expect_err("refused");
-        assert_eq!(invalid_field(&error), Ok(field), "{settings:?}");
-        assert_eq!(error.attempts(), 0);
+        let enabled = queue.enable_http_pull(settings.clone()).await;
+        assert_refused(enabled, field, settings);
     }
     assert_eq!(sent.calls_async().await, 0, "not even the read");
-}
-
-/// The limits themselves are accepted.
-#[tokio::test]
-async fn enable_http_pull_accepts_the_limits() {
-    let server = MockServer::start_async().await;
-    let _list = consumers_mock(&server, json!([])).await;
-    let body = json!({
-        "type": "http_pull",
-        "settings": {"batch_size": 100, "max_retries": 100, "retry_delay": 86_400, "visibility_timeout_ms": 43_200_000u64}
-    });
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(consumers_path()).json_body(body);
-            then.status(200).json_body(success(
-                json!({"type": "http_pull", "consumer_id": CONSUMER}),
-            ));
-        })
-        .await;
-    let settings = HttpPullSettings::new()
-        .batch_size(100)
-        .max_retries(100)
-        .retry_delay(Duration::from_secs(86_400))
-        .visibility_timeout(Duration::from_secs(12 * 3600));
-    queue(&server, Auth::Token)
-        .enable_http_pull(settings)
-        .await
-        .expect("at the limits");
-    assert_eq!(create.calls_async().await, 1);
 }
 
 // ---------------------------------------------------------------------------
 // Disabling
 // ---------------------------------------------------------------------------
 
+/// The HTTP pull consumer is deleted, whatever the success envelope holds.
+/// Not enabled (no consumer, or a Worker): `Ok(false)`, and no DELETE. A
+/// lost DELETE answer is not repeated: the consumers are read back, and no
+/// HTTP pull consumer is the deletion's success.
 #[tokio::test]
 async fn disable_http_pull_deletes_the_consumer() {
-    for answer in [
-        json!({"success": true, "errors": [], "messages": [], "result": null}),
-        json!({"success": true, "errors": [], "messages": []}),
-    ] {
+    let enabled = || json!([example_http_pull(CONSUMER)]);
+    let envelope = json!({"success": true, "errors": [], "messages": []});
+    let mut null = envelope.clone();
+    null["result"] = json!(null);
+    let lost = (
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    );
+    // (the consumers, those read back, the DELETE's answer, disabled)
+    let cases = [
+        (enabled(), None, Some((200, null)), true),
+        (enabled(), None, Some((200, envelope)), true),
+        (json!([]), None, None, false),
+        (json!([example_worker()]), None, None, false),
+        (enabled(), Some(json!([])), Some(lost), true),
+    ];
+    for (listed, read_back, deleted, expected) in cases {
+        let context = (&listed, &deleted);
         let server = MockServer::start_async().await;
-        let list = consumers_mock(&server, json!([example_http_pull(CONSUMER)])).await;
+        let reads = 1 + usize::from(read_back.is_some());
+        let list = consumers_read_back(
+            &server,
+            Auth::Token,
+            listed.clone(),
+            read_back.unwrap_or_default(),
+        )
+        .await;
+        let deletes = usize::from(deleted.is_some());
+        let (status, answer) = deleted.clone().unwrap_or((500, Value::Null));
         let delete = server
             .mock_async(|when, then| {
                 Auth::Token.authenticated(when.method(DELETE).path(consumer_path(CONSUMER)));
-                then.status(200).json_body(answer.clone());
+                then.status(status).json_body(answer);
             })
             .await;
         let others = catch_all(&server).await;
-        let disabled = queue(&server, Auth::Token)
-            .disable_http_pull()
-            .await
-            .expect("disabled");
-        assert!(disabled, "{answer}");
-        assert_eq!(list.calls_async().await, 1);
-        assert_eq!(delete.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0);
+        let disabled = queue(&server, Auth::Token).disable_http_pull().await;
+        assert_eq!(disabled.expect("disabled"), expected, "{context:?}");
+        assert_calls(context, &[(&list, reads), (&delete, deletes), (&others, 0)]).await;
     }
-}
-
-/// Not enabled (no consumer, or a Worker): `Ok(false)`, and no DELETE.
-#[tokio::test]
-async fn disable_http_pull_when_not_enabled_sends_no_delete() {
-    for listed in [json!([]), json!([example_worker()])] {
-        let server = MockServer::start_async().await;
-        let list = consumers_mock(&server, listed.clone()).await;
-        let others = catch_all(&server).await;
-        let disabled = queue(&server, Auth::Token)
-            .disable_http_pull()
-            .await
-            .expect("nothing to disable");
-        assert!(!disabled, "{listed}");
-        assert_eq!(list.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0, "no DELETE: {listed}");
-    }
-}
-
-/// A lost DELETE answer is not repeated: the consumers are read back, and
-/// no HTTP pull consumer is the deletion's success.
-#[tokio::test]
-async fn a_lost_disable_answer_is_read_back_not_repeated() {
-    let server = MockServer::start_async().await;
-    let reads = Arc::new(AtomicUsize::new(0));
-    let list = server
-        .mock_async(|when, then| {
-            when.method(GET).path(consumers_path());
-            then.respond_with(sequenced(
-                1,
-                (200, success(json!([example_http_pull(CONSUMER)]))),
-                (200, success(json!([]))),
-                Arc::clone(&reads),
-            ));
-        })
-        .await;
-    let delete = answering(
-        &server,
-        DELETE,
-        consumer_path(CONSUMER),
-        500,
-        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let disabled = queue(&server, Auth::Token)
-        .disable_http_pull()
-        .await
-        .expect("gone after the 500");
-    assert!(disabled);
-    assert_eq!(delete.calls_async().await, 1, "exactly one DELETE");
-    assert_eq!(list.calls_async().await, 2);
-    assert_eq!(others.calls_async().await, 0);
 }

@@ -40,6 +40,9 @@ const EXAMPLE_ID: &str = "023e105f4ecef8ad9ca31a8372d0c353";
 /// The published example of a queue name (`mq_queue-name`).
 const NAME: &str = "example-queue";
 
+/// A day: the longest delivery delay and retry delay.
+const DAY: Duration = Duration::from_secs(86_400);
+
 /// A client on `server` with the scheme `auth` and fast retries, so that a
 /// call that should not be repeated would be (and show in a hit count).
 fn client(server: &MockServer, auth: Auth) -> Client {
@@ -120,6 +123,28 @@ async fn catch_all(server: &MockServer) -> Mock<'_> {
             then.status(500);
         })
         .await
+}
+
+/// Checks how many times each mock was called, naming the mock by its
+/// place in `expected` and `context` (the case) when a count is off.
+async fn assert_calls(context: impl std::fmt::Debug, expected: &[(&Mock<'_>, usize)]) {
+    for (place, (mock, calls)) in expected.iter().enumerate() {
+        let got = mock.calls_async().await;
+        assert_eq!(got, *calls, "calls of mock {place}, {context:?}");
+    }
+}
+
+/// Checks that `result` is an [`Error::InvalidInput`] naming `field`, made
+/// before anything was sent; gives the error back.
+fn assert_refused<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    field: &str,
+    context: impl std::fmt::Debug,
+) -> Error {
+    let error = result.expect_err("refused");
+    assert_eq!(invalid_field(&error), Ok(field), "{context:?}");
+    assert_eq!(error.attempts(), 0, "{context:?}");
+    error
 }
 
 /// The field an [`Error::InvalidInput`] names, or the whole error when it is another.
@@ -248,181 +273,134 @@ fn list_page(queues: &[(&str, &str)], result_info: Option<Value>) -> Value {
     page
 }
 
+/// A queue as a list gives it: its id and name, nothing else.
+fn listed(id: &str, name: &str) -> QueueInfo {
+    let mut info = QueueInfo::default();
+    info.queue_id = Some(id.into());
+    info.queue_name = Some(name.into());
+    info
+}
+
+/// `result_info` of a list: page 1 of `total_pages`, `per_page` a page.
+fn pages_info(count: usize, per_page: usize, total_count: usize, total_pages: usize) -> Value {
+    json!({"count": count, "page": 1, "per_page": per_page, "total_count": total_count, "total_pages": total_pages})
+}
+
 // ---------------------------------------------------------------------------
 // Name resolution
 // ---------------------------------------------------------------------------
 
+/// How a name lookup ends.
+#[derive(Debug)]
+enum Found {
+    /// The queue [`QUEUE`].
+    Queue,
+    /// [`Error::UnknownQueueName`].
+    Unknown,
+    /// [`Error::AmbiguousQueueName`] with these ids.
+    Ambiguous(&'static [&'static str]),
+}
+
 /// The published list answer, filtered by the server as wrangler expects:
-/// its `total_pages` of 100 does not make the client read page 2.
+/// its `total_pages` of 100 does not make the client read page 2. A server
+/// that ignores `name` sends other queues: the client pages on (keeping the
+/// filter) until an exact match, and no further; without one, it stops at
+/// the last page `result_info` names, or at an empty page when there is no
+/// `result_info`. Two queues of that name are ambiguous, and a name with
+/// characters that mean something in a query is sent encoded.
 #[tokio::test]
 async fn queue_by_name_honoured_filter_takes_one_request() {
-    for auth in BOTH {
+    const ODD: &str = "a&name=b c+d/é?";
+    let mut published = success(json!([example_queue()]));
+    published["result_info"] = example_result_info();
+    let ignored = pages_info(2, 2, 5, 3);
+    let two_pages = pages_info(1, 1, 2, 2);
+    let empty = list_page(&[], Some(pages_info(0, 20, 0, 0)));
+    let paged_on = vec![
+        list_page(
+            &[("billing", "b1"), ("example-queue-dlq", "c1")],
+            Some(ignored.clone()),
+        ),
+        list_page(&[("Example-Queue", "d1"), (NAME, QUEUE)], Some(ignored)),
+    ];
+    let not_listed = vec![list_page(&[("billing", "b1")], None), list_page(&[], None)];
+    let past_the_last = vec![
+        list_page(&[("billing", "b1")], Some(two_pages.clone())),
+        list_page(&[("orders", "o1")], Some(two_pages)),
+    ];
+    let twice = list_page(&[(NAME, "a1"), (NAME, "a2")], Some(example_result_info()));
+    // (scheme, name, the pages answered, how it ends)
+    let cases = [
+        (Auth::Token, NAME, vec![published.clone()], Found::Queue),
+        (Auth::GlobalKey, NAME, vec![published], Found::Queue),
+        (Auth::Token, NAME, paged_on, Found::Queue),
+        (Auth::Token, NAME, vec![empty], Found::Unknown),
+        (Auth::Token, NAME, not_listed, Found::Unknown),
+        (Auth::Token, NAME, past_the_last, Found::Unknown),
+        (
+            Auth::Token,
+            NAME,
+            vec![twice],
+            Found::Ambiguous(&["a1", "a2"]),
+        ),
+        (
+            Auth::Token,
+            ODD,
+            vec![list_page(&[(ODD, QUEUE)], None)],
+            Found::Queue,
+        ),
+    ];
+    for (auth, name, pages, expected) in cases {
         let server = MockServer::start_async().await;
-        let mut answer = success(json!([example_queue()]));
-        answer["result_info"] = example_result_info();
-        let first = server
-            .mock_async(|when, then| {
-                exact_query(
-                    auth.authenticated(when.method(GET).path(queues_path())),
-                    &[("page", "1"), ("name", NAME)],
-                );
-                then.status(200).json_body(answer);
-            })
-            .await;
+        let mut mocks = vec![];
+        for (page, answer) in (1..).zip(&pages) {
+            let query = [("page", page.to_string()), ("name", name.to_owned())];
+            mocks.push(
+                server
+                    .mock_async(|when, then| {
+                        let query = query.each_ref().map(|(k, v)| (*k, v.as_str()));
+                        exact_query(
+                            auth.authenticated(when.method(GET).path(queues_path())),
+                            &query,
+                        );
+                        then.status(200).json_body(answer.clone());
+                    })
+                    .await,
+            );
+        }
         let others = catch_all(&server).await;
-        let queue = client(&server, auth)
-            .queue_by_name(NAME)
-            .await
-            .expect("found");
-        assert_eq!(queue.id(), QUEUE, "{auth:?}");
-        assert_eq!(queue.name(), Some(NAME));
-        assert_eq!(first.calls_async().await, 1, "{auth:?}");
-        assert_eq!(others.calls_async().await, 0, "{auth:?}");
+        let context = (auth, name, &expected);
+        match (client(&server, auth).queue_by_name(name).await, &expected) {
+            (Ok(queue), Found::Queue) => {
+                assert_eq!(
+                    (queue.id(), queue.name()),
+                    (QUEUE, Some(name)),
+                    "{context:?}"
+                );
+            }
+            (Err(error), Found::Unknown) => {
+                let is_unknown =
+                    matches!(&error, Error::UnknownQueueName { name: n, .. } if n == name);
+                assert!(is_unknown, "{context:?}: {error:?}");
+                assert!(error.is_not_found() && !error.may_have_landed());
+                assert!(error.to_string().contains(name), "{error}");
+            }
+            (Err(error), Found::Ambiguous(ids)) => {
+                let is_ambiguous = matches!(&error, Error::AmbiguousQueueName { name: n, queue_ids, .. } if n == name && queue_ids == ids);
+                assert!(is_ambiguous, "{context:?}: {error:?}");
+                assert!(!error.is_not_found());
+            }
+            (got, _) => panic!("{context:?}: {got:?}"),
+        }
+        for (page, mock) in mocks.iter().enumerate() {
+            assert_calls((&context, page + 1), &[(mock, 1)]).await;
+        }
+        assert_calls(context, &[(&others, 0)]).await;
     }
 }
 
-/// A server that ignores `name` sends other queues: the client pages on
-/// (keeping the filter) until an exact match, and no further.
-#[tokio::test]
-async fn queue_by_name_pages_on_when_the_filter_is_ignored() {
-    let server = MockServer::start_async().await;
-    let info = json!({"count": 2, "page": 1, "per_page": 2, "total_count": 5, "total_pages": 3});
-    let one = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(
-            &[("billing", "b1"), ("example-queue-dlq", "c1")],
-            Some(info.clone()),
-        ),
-    )
-    .await;
-    let two = list_mock(
-        &server,
-        &[("page", "2"), ("name", NAME)],
-        list_page(&[("Example-Queue", "d1"), (NAME, QUEUE)], Some(info)),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let queue = client(&server, Auth::Token)
-        .queue_by_name(NAME)
-        .await
-        .expect("found on page 2");
-    assert_eq!(queue.id(), QUEUE);
-    assert_eq!(queue.name(), Some(NAME));
-    assert_eq!(one.calls_async().await, 1);
-    assert_eq!(two.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "page 3 is not read");
-}
-
-#[tokio::test]
-async fn queue_by_name_unknown_is_not_found() {
-    // An honoured filter: an empty page, read once.
-    let server = MockServer::start_async().await;
-    let empty = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(
-            &[],
-            Some(
-                json!({"count": 0, "page": 1, "per_page": 20, "total_count": 0, "total_pages": 0}),
-            ),
-        ),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .queue_by_name(NAME)
-        .await
-        .expect_err("unknown");
-    assert!(
-        matches!(&error, Error::UnknownQueueName { name, .. } if name == NAME),
-        "{error:?}"
-    );
-    assert!(error.is_not_found());
-    assert!(!error.may_have_landed());
-    assert!(error.to_string().contains(NAME), "{error}");
-    assert_eq!(empty.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-
-    // An ignored filter and no `result_info`: paged on until an empty page.
-    let server = MockServer::start_async().await;
-    let one = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(&[("billing", "b1")], None),
-    )
-    .await;
-    let two = list_mock(
-        &server,
-        &[("page", "2"), ("name", NAME)],
-        list_page(&[], None),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .queue_by_name(NAME)
-        .await
-        .expect_err("unknown");
-    assert!(
-        matches!(&error, Error::UnknownQueueName { .. }),
-        "{error:?}"
-    );
-    assert_eq!(one.calls_async().await, 1);
-    assert_eq!(two.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-
-    // An ignored filter: the last page `result_info` names ends the search.
-    let server = MockServer::start_async().await;
-    let info = json!({"count": 1, "page": 1, "per_page": 1, "total_count": 2, "total_pages": 2});
-    let one = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(&[("billing", "b1")], Some(info.clone())),
-    )
-    .await;
-    let two = list_mock(
-        &server,
-        &[("page", "2"), ("name", NAME)],
-        list_page(&[("orders", "o1")], Some(info)),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .queue_by_name(NAME)
-        .await
-        .expect_err("unknown");
-    assert!(
-        matches!(&error, Error::UnknownQueueName { .. }),
-        "{error:?}"
-    );
-    assert_eq!(one.calls_async().await, 1);
-    assert_eq!(two.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "page 3 is past total_pages");
-}
-
-#[tokio::test]
-async fn queue_by_name_twice_listed_is_ambiguous() {
-    let server = MockServer::start_async().await;
-    let page = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(&[(NAME, "a1"), (NAME, "a2")], Some(example_result_info())),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .queue_by_name(NAME)
-        .await
-        .expect_err("ambiguous");
-    assert!(
-        matches!(&error, Error::AmbiguousQueueName { name, queue_ids, .. } if name == NAME && queue_ids == &["a1", "a2"]),
-        "{error:?}"
-    );
-    assert!(!error.is_not_found());
-    assert_eq!(page.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
+/// An empty name, or one outside the rule the live API states (lowercase
+/// letters, digits and dashes, 1 to 63), is refused before anything is sent.
 #[tokio::test]
 async fn empty_names_are_refused_before_sending() {
     let server = MockServer::start_async().await;
@@ -431,9 +409,11 @@ async fn empty_names_are_refused_before_sending() {
     let error = client.queue_by_name("").await.expect_err("empty");
     assert_eq!(invalid_field(&error), Ok("name"));
     assert_eq!(error.attempts(), 0);
-    let error = client.create_queue("").await.expect_err("empty");
-    assert_eq!(invalid_field(&error), Ok("queue_name"));
-    assert_eq!(error.attempts(), 0);
+    for name in ["", "Not A Name", "-orders", "orders_dlq"] {
+        let error = client.create_queue(name).await.expect_err("refused");
+        assert_eq!(invalid_field(&error), Ok("queue_name"), "{name}");
+        assert_eq!(error.attempts(), 0);
+    }
     assert_eq!(sent.calls_async().await, 0);
 }
 
@@ -441,287 +421,156 @@ async fn empty_names_are_refused_before_sending() {
 // Listing
 // ---------------------------------------------------------------------------
 
+/// Without a name filter every page is read, up to the last `result_info`
+/// names or, without `result_info`, the first empty page.
 #[tokio::test]
 async fn queues_reads_every_page_without_a_name_filter() {
-    let server = MockServer::start_async().await;
-    let info = json!({"count": 2, "page": 1, "per_page": 2, "total_count": 3, "total_pages": 2});
-    let mut first = success(json!([
-        example_queue(),
-        {"queue_id": "b1", "queue_name": "billing"}
-    ]));
+    let info = pages_info(2, 2, 3, 2);
+    let mut first = success(json!([example_queue(), {"queue_id": "b1", "queue_name": "billing"}]));
     first["result_info"] = info.clone();
     let mut second = success(json!([{"queue_id": "c1", "queue_name": "orders"}]));
     second["result_info"] = info;
-    let one = list_mock(&server, &[("page", "1")], first).await;
-    let two = list_mock(&server, &[("page", "2")], second).await;
-    let others = catch_all(&server).await;
-    let queues = client(&server, Auth::Token).queues().await.expect("listed");
-    let mut billing = QueueInfo::default();
-    billing.queue_id = Some("b1".into());
-    billing.queue_name = Some("billing".into());
-    let mut orders = QueueInfo::default();
-    orders.queue_id = Some("c1".into());
-    orders.queue_name = Some("orders".into());
-    assert_eq!(queues, vec![example_queue_decoded(), billing, orders]);
-    assert_eq!(one.calls_async().await, 1);
-    assert_eq!(two.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "page 3 is past total_pages");
-}
-
-/// Without `result_info`, the list ends at the first empty page.
-#[tokio::test]
-async fn queues_without_result_info_stop_at_an_empty_page() {
-    let server = MockServer::start_async().await;
-    let one = list_mock(&server, &[("page", "1")], list_page(&[("a", "a1")], None)).await;
-    let two = list_mock(&server, &[("page", "2")], list_page(&[("b", "b1")], None)).await;
-    let three = list_mock(&server, &[("page", "3")], list_page(&[], None)).await;
-    let others = catch_all(&server).await;
-    let queues = client(&server, Auth::Token).queues().await.expect("listed");
-    let names: Vec<Option<&str>> = queues.iter().map(|q| q.queue_name.as_deref()).collect();
-    assert_eq!(names, [Some("a"), Some("b")]);
-    for mock in [&one, &two, &three] {
-        assert_eq!(mock.calls_async().await, 1);
+    let by_info = vec![
+        example_queue_decoded(),
+        listed("b1", "billing"),
+        listed("c1", "orders"),
+    ];
+    let by_empty_page = vec![listed("a1", "a"), listed("b1", "b")];
+    let until_empty = vec![
+        list_page(&[("a", "a1")], None),
+        list_page(&[("b", "b1")], None),
+        list_page(&[], None),
+    ];
+    for (pages, expected) in [(vec![first, second], by_info), (until_empty, by_empty_page)] {
+        let server = MockServer::start_async().await;
+        let mut mocks = vec![];
+        for (page, answer) in (1..).zip(pages) {
+            mocks.push(list_mock(&server, &[("page", &page.to_string())], answer).await);
+        }
+        let others = catch_all(&server).await;
+        let queues = client(&server, Auth::Token).queues().await.expect("listed");
+        assert_eq!(queues, expected);
+        for mock in &mocks {
+            assert_calls(&expected, &[(mock, 1)]).await;
+        }
+        assert_calls(&expected, &[(&others, 0)]).await;
     }
-    assert_eq!(others.calls_async().await, 0);
 }
 
 // ---------------------------------------------------------------------------
 // Create
 // ---------------------------------------------------------------------------
 
+/// The create posts the name, with either scheme. An answer without
+/// `queue_id` (or with an empty one) is followed by exactly one name
+/// lookup. A 500 may hide a create that landed: it is not repeated (even
+/// under a policy that retries), the name is looked up, and the queue
+/// found, created after the create was sent, is the create's success (one
+/// created before is someone else's: `create::a_lost_answer_adopts_only...`);
+/// when the lookup finds nothing, the caller gets the create's own error,
+/// which says it may have landed. A refused create (the name invalid,
+/// 11003) surely did not land, and a taken name (409, 11009) is a conflict
+/// with what exists, not retried whatever the policy says about 409s:
+/// neither is looked up.
 #[tokio::test]
 async fn create_queue_posts_the_name() {
-    for auth in BOTH {
+    let mut found = example_queue();
+    found["created_on"] = json!(rfc3339(std::time::SystemTime::now()));
+    let found = success(json!([found]));
+    let by_name = list_page(&[(NAME, QUEUE)], Some(example_result_info()));
+    let failed = |status, code| (status, failure(code, "failed"));
+    let lost = failed(500, codes::UNKNOWN_INTERNAL_ERROR);
+    let ok = |answer| (200, success(answer));
+    // (scheme, name, the create's answer, the lookup's answer, the
+    // create's error: status, code and whether it may have landed)
+    let mut cases = vec![
+        (Auth::Token, NAME, ok(example_queue()), None, None),
+        (Auth::GlobalKey, NAME, ok(example_queue()), None, None),
+        (Auth::Token, NAME, lost.clone(), Some(found), None),
+        (
+            Auth::Token,
+            NAME,
+            lost,
+            Some(list_page(&[], None)),
+            Some((500, 15_000, true)),
+        ),
+        (
+            Auth::Token,
+            "refused-by-the-server",
+            failed(400, codes::INVALID_QUEUE_NAME),
+            None,
+            Some((400, 11_003, false)),
+        ),
+        (
+            Auth::Token,
+            "orders",
+            failed(409, codes::QUEUE_NAME_TAKEN),
+            None,
+            Some((409, 11_009, false)),
+        ),
+    ];
+    for answer in [
+        json!({"queue_name": NAME, "created_on": "2024-03-20T16:09:14.154Z"}),
+        json!({"queue_id": "", "queue_name": NAME}),
+        json!(null),
+    ] {
+        cases.push((Auth::Token, NAME, ok(answer), Some(by_name.clone()), None));
+    }
+    for (auth, name, (status, answer), lookup, expected) in cases {
+        let context = (auth, name, status, &answer);
         let server = MockServer::start_async().await;
         let create = server
             .mock_async(|when, then| {
                 auth.authenticated(when.method(POST).path(queues_path()))
                     .header("content-type", "application/json")
                     .query_param_missing("page")
-                    .json_body(json!({"queue_name": NAME}));
-                then.status(200).json_body(success(example_queue()));
+                    .json_body(json!({"queue_name": name}));
+                then.status(status).json_body(answer.clone());
             })
             .await;
-        let others = catch_all(&server).await;
-        let queue = client(&server, auth)
-            .create_queue(NAME)
-            .await
-            .expect("created");
-        assert_eq!(queue.id(), QUEUE, "{auth:?}");
-        assert_eq!(queue.name(), Some(NAME));
-        assert_eq!(create.calls_async().await, 1, "{auth:?}");
-        assert_eq!(others.calls_async().await, 0, "no lookup: {auth:?}");
-    }
-}
-
-/// An answer without `queue_id` (or with an empty one) is followed by
-/// exactly one name lookup.
-#[tokio::test]
-async fn a_create_answer_without_queue_id_is_followed_by_one_lookup() {
-    for answer in [
-        json!({"queue_name": NAME, "created_on": "2024-03-20T16:09:14.154Z"}),
-        json!({"queue_id": "", "queue_name": NAME}),
-        json!(null),
-    ] {
-        let server = MockServer::start_async().await;
-        let create = server
-            .mock_async(|when, then| {
-                when.method(POST)
-                    .path(queues_path())
-                    .json_body(json!({"queue_name": NAME}));
-                then.status(200).json_body(success(answer.clone()));
-            })
-            .await;
+        let lookups = usize::from(lookup.is_some());
         let lookup = list_mock(
             &server,
-            &[("page", "1"), ("name", NAME)],
-            list_page(&[(NAME, QUEUE)], Some(example_result_info())),
+            &[("page", "1"), ("name", name)],
+            lookup.unwrap_or_default(),
         )
         .await;
         let others = catch_all(&server).await;
-        let queue = client(&server, Auth::Token)
-            .create_queue(NAME)
-            .await
-            .expect("created and found");
-        assert_eq!(queue.id(), QUEUE, "{answer}");
-        assert_eq!(queue.name(), Some(NAME));
-        assert_eq!(create.calls_async().await, 1, "{answer}");
-        assert_eq!(lookup.calls_async().await, 1, "{answer}");
-        assert_eq!(others.calls_async().await, 0, "{answer}");
+        match (client(&server, auth).create_queue(name).await, expected) {
+            (Ok(queue), None) => assert_eq!((queue.id(), queue.name()), (QUEUE, Some(NAME))),
+            (Err(error), Some((status, code, landed))) => {
+                assert_eq!(
+                    (error.status(), error.codes()),
+                    (Some(status), vec![code]),
+                    "{context:?}: {error:?}"
+                );
+                assert_eq!(error.operation(), Some(Operation::CreateQueue));
+                assert_eq!(error.may_have_landed(), landed);
+                assert_eq!(error.attempts(), 1);
+                assert!(
+                    !error.is_not_found(),
+                    "the lookup's error is not the one given"
+                );
+                assert!(landed || !error.is_retryable());
+            }
+            (got, _) => panic!("{context:?}: {got:?}"),
+        }
+        assert_calls(context, &[(&create, 1), (&lookup, lookups), (&others, 0)]).await;
     }
-}
-
-/// A 500 may hide a create that landed: it is not repeated (even under a
-/// policy that retries), the name is looked up, and the queue found,
-/// created after the create was sent, is the create's success (one
-/// created before is someone else's: `create::a_lost_answer_and_an_older_queue...`).
-#[tokio::test]
-async fn a_lost_create_answer_is_looked_up_not_repeated() {
-    let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(queues_path())
-                .json_body(json!({"queue_name": NAME}));
-            then.status(500)
-                .json_body(failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"));
-        })
-        .await;
-    // Created by the create: after it was sent.
-    let mut found = example_queue();
-    found["created_on"] = json!(rfc3339(std::time::SystemTime::now()));
-    let lookup = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        success(json!([found])),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let queue = client(&server, Auth::Token)
-        .create_queue(NAME)
-        .await
-        .expect("found after the 500");
-    assert_eq!(queue.id(), QUEUE);
-    assert_eq!(queue.name(), Some(NAME));
-    assert_eq!(create.calls_async().await, 1, "exactly one POST");
-    assert_eq!(lookup.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// When the lookup after a lost answer finds nothing, the caller gets the
-/// create's own error, which says it may have landed.
-#[tokio::test]
-async fn a_lost_create_answer_not_found_after_is_the_500() {
-    let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(queues_path())
-                .json_body(json!({"queue_name": NAME}));
-            then.status(500)
-                .json_body(failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"));
-        })
-        .await;
-    let lookup = list_mock(
-        &server,
-        &[("page", "1"), ("name", NAME)],
-        list_page(&[], None),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .create_queue(NAME)
-        .await
-        .expect_err("not found after the 500");
-    assert_eq!(error.status(), Some(500), "{error:?}");
-    assert_eq!(error.codes(), [codes::UNKNOWN_INTERNAL_ERROR]);
-    assert_eq!(error.operation(), Some(Operation::CreateQueue));
-    assert!(error.may_have_landed());
-    assert_eq!(error.attempts(), 1);
-    assert!(
-        !error.is_not_found(),
-        "the lookup's error is not the one given"
-    );
-    assert_eq!(create.calls_async().await, 1, "exactly one POST");
-    assert_eq!(lookup.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// A refused create (the name taken or invalid: code 11003) surely did
-/// not land: no lookup follows.
-#[tokio::test]
-async fn a_refused_create_is_not_looked_up() {
-    let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(queues_path())
-                .json_body(json!({"queue_name": "refused-by-the-server"}));
-            then.status(400)
-                .json_body(failure(codes::INVALID_QUEUE_NAME, "InvalidQueueName"));
-        })
-        .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .create_queue("refused-by-the-server")
-        .await
-        .expect_err("refused");
-    assert_eq!(error.status(), Some(400));
-    assert_eq!(error.codes(), [11_003]);
-    assert!(!error.may_have_landed());
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// A taken name (409, 11009) is a conflict with what exists: not retried,
-/// whatever the policy says about 409s.
-#[tokio::test]
-async fn a_taken_name_is_not_retried() {
-    let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(queues_path());
-            then.status(409)
-                .json_body(failure(codes::QUEUE_NAME_TAKEN, "queue name already taken"));
-        })
-        .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .create_queue("orders")
-        .await
-        .expect_err("taken");
-    assert_eq!((error.status(), error.codes()), (Some(409), vec![11_009]));
-    assert!(!error.is_retryable());
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// A name outside the rule the live API states (lowercase letters, digits
-/// and dashes, 1 to 63) is refused before anything is sent.
-#[tokio::test]
-async fn a_name_cloudflare_refuses_is_refused_before_sending() {
-    let server = MockServer::start_async().await;
-    let others = catch_all(&server).await;
-    for name in ["Not A Name", "-orders", "orders_dlq"] {
-        let error = client(&server, Auth::Token)
-            .create_queue(name)
-            .await
-            .expect_err("refused");
-        assert!(
-            matches!(&error, Error::InvalidInput { field, .. } if field == "queue_name"),
-            "{error:?}"
-        );
-    }
-    assert_eq!(others.calls_async().await, 0);
 }
 
 // ---------------------------------------------------------------------------
 // Read, edit, delete
 // ---------------------------------------------------------------------------
 
+/// The published example decodes, with either scheme, and so do shapes
+/// the live API (or a proxy) may give: counts as floats, an empty
+/// dead-letter queue, a consumer kind this crate does not know, counts
+/// left out (then the listed ones are counted), settings left out. An
+/// unknown queue is not found, and a 404 is not retried.
 #[tokio::test]
 async fn info_decodes_the_published_example() {
-    for auth in BOTH {
-        let server = MockServer::start_async().await;
-        let get = server
-            .mock_async(|when, then| {
-                auth.authenticated(when.method(GET).path(path("")));
-                then.status(200).json_body(success(example_queue()));
-            })
-            .await;
-        let info = queue(&server, auth).info().await.expect("read");
-        assert_eq!(info, example_queue_decoded(), "{auth:?}");
-        assert_eq!(get.calls_async().await, 1);
-    }
-}
-
-/// Shapes the live API (or a proxy) may give: counts as floats, an empty
-/// dead-letter queue, a consumer kind this crate does not know, counts
-/// left out (then the listed ones are counted), settings left out.
-#[tokio::test]
-async fn info_reads_odd_shapes_tolerantly() {
-    let server = MockServer::start_async().await;
-    let answer = json!({
+    let odd = json!({
         "queue_id": QUEUE,
         "queue_name": NAME,
         "settings": {"delivery_delay": 0.0, "message_retention_period": 86400.0},
@@ -736,58 +585,71 @@ async fn info_reads_odd_shapes_tolerantly() {
         "producers": [{"type": "worker", "script": "shop"}],
         "unknown_field": {"nested": true}
     });
-    let get = answering(&server, GET, path(""), 200, success(answer)).await;
-    let info = queue(&server, Auth::Token).info().await.expect("read");
     let mut worker = WorkerConsumer::default();
     worker.script_name = Some("shop".into());
     worker.batch_size = Some(3);
     worker.max_retries = Some(5);
     worker.retry_delay = Some(Duration::from_secs(1));
     worker.max_wait_time = Some(Duration::from_millis(250));
-    let mut expected = QueueInfo::default();
-    expected.queue_id = Some(QUEUE.into());
-    expected.queue_name = Some(NAME.into());
-    expected.settings = QueueSettings::new()
+    let mut odd_decoded = listed(QUEUE, NAME);
+    odd_decoded.settings = QueueSettings::new()
         .delivery_delay(Duration::ZERO)
         .message_retention_period(Duration::from_secs(86_400));
-    expected.consumers = vec![
-        ConsumerInfo::Other {
-            kind: "email".into(),
-            consumer_id: Some("e1".into()),
-        },
-        ConsumerInfo::Other {
-            kind: String::new(),
-            consumer_id: None,
-        },
+    let other = |kind: &str, id: Option<&str>| ConsumerInfo::Other {
+        kind: kind.into(),
+        consumer_id: id.map(Into::into),
+    };
+    odd_decoded.consumers = vec![
+        other("email", Some("e1")),
+        other("", None),
         ConsumerInfo::Worker(worker),
     ];
-    expected.consumers_total_count = 3;
-    expected.producers_total_count = 1;
-    assert_eq!(info, expected);
-    assert_eq!(info.consumers[0].kind(), "email");
-    assert_eq!(info.consumers[0].consumer_id(), Some("e1"));
-    assert!(info.consumers[0].as_http_pull().is_none());
-    assert_eq!(get.calls_async().await, 1);
-}
-
-#[tokio::test]
-async fn info_of_an_unknown_queue_is_not_found() {
-    let server = MockServer::start_async().await;
-    let get = answering(
-        &server,
-        GET,
-        path(""),
-        404,
-        failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"),
-    )
-    .await;
-    let error = queue(&server, Auth::Token)
-        .info()
-        .await
-        .expect_err("unknown");
-    assert!(error.is_not_found(), "{error:?}");
-    assert_eq!(error.operation(), Some(Operation::GetQueue));
-    assert_eq!(get.calls_async().await, 1, "a 404 is not retried");
+    odd_decoded.consumers_total_count = 3;
+    odd_decoded.producers_total_count = 1;
+    let unknown = (404, failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"));
+    // (scheme, the answer, what it decodes to, with its first consumer's
+    // kind and id; or none: not found)
+    let cases = [
+        (
+            Auth::Token,
+            (200, success(example_queue())),
+            Some((example_queue_decoded(), "worker", EXAMPLE_ID)),
+        ),
+        (
+            Auth::GlobalKey,
+            (200, success(example_queue())),
+            Some((example_queue_decoded(), "worker", EXAMPLE_ID)),
+        ),
+        (
+            Auth::Token,
+            (200, success(odd)),
+            Some((odd_decoded, "email", "e1")),
+        ),
+        (Auth::Token, unknown, None),
+    ];
+    for (auth, (status, answer), expected) in cases {
+        let server = MockServer::start_async().await;
+        let get = server
+            .mock_async(|when, then| {
+                auth.authenticated(when.method(GET).path(path("")));
+                then.status(status).json_body(answer);
+            })
+            .await;
+        match (queue(&server, auth).info().await, expected) {
+            (Ok(info), Some((decoded, kind, id))) => {
+                assert_eq!(info, decoded, "{auth:?}");
+                assert_eq!(info.consumers[0].kind(), kind);
+                assert_eq!(info.consumers[0].consumer_id(), Some(id));
+                assert!(info.consumers[0].as_http_pull().is_none());
+            }
+            (Err(error), None) => {
+                assert!(error.is_not_found(), "{error:?}");
+                assert_eq!(error.operation(), Some(Operation::GetQueue));
+            }
+            (got, _) => panic!("{auth:?} {status}: {got:?}"),
+        }
+        assert_calls((auth, status), &[(&get, 1)]).await;
+    }
 }
 
 /// Only the settings given are sent, as integers, durations rounded up to
@@ -834,42 +696,56 @@ async fn edit_sends_only_the_given_settings_in_whole_seconds() {
             .await
             .expect("edited");
         assert_eq!(info, example_queue_decoded(), "{body}");
-        assert_eq!(patch.calls_async().await, 1, "{body}");
-        assert_eq!(others.calls_async().await, 0, "{body}");
+        assert_calls(&body, &[(&patch, 1), (&others, 0)]).await;
     }
 }
 
+/// Settings are checked before anything is sent; `create_queue_with`
+/// makes the check `edit` makes: the same errors, naming the same fields.
 #[tokio::test]
 async fn edit_checks_before_sending() {
     let server = MockServer::start_async().await;
     let sent = catch_all(&server).await;
-    let queue = queue(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
-    let fourteen_days = Duration::from_secs(14 * 24 * 3600);
+    let client = client(&server, Auth::Token);
+    let queue = client.queue(QUEUE).expect("valid test queue id");
+    let retention = "settings.message_retention_period";
+    let error = queue.edit(QueueSettings::new()).await;
+    assert_refused(error, "settings", "no setting");
     for (settings, field) in [
-        (QueueSettings::new(), "settings"),
         (
             QueueSettings::new().message_retention_period(Duration::from_secs(59)),
-            "settings.message_retention_period",
+            retention,
         ),
         (
             QueueSettings::new().message_retention_period(Duration::from_millis(59_999)),
-            "settings.message_retention_period",
+            retention,
         ),
         (
-            QueueSettings::new().message_retention_period(fourteen_days + Duration::from_nanos(1)),
-            "settings.message_retention_period",
+            QueueSettings::new().message_retention_period(14 * DAY + Duration::from_nanos(1)),
+            retention,
+        ),
+        (
+            QueueSettings::new().message_retention_period(14 * DAY + Duration::from_secs(1)),
+            retention,
+        ),
+        (
+            QueueSettings::new().delivery_delay(DAY + Duration::from_secs(1)),
+            "settings.delivery_delay",
         ),
         (
             QueueSettings::new()
                 .delivery_paused(true)
-                .delivery_delay(day + Duration::from_millis(1)),
+                .delivery_delay(DAY + Duration::from_millis(1)),
             "settings.delivery_delay",
         ),
     ] {
-        let error = queue.edit(settings.clone()).await.expect_err("refused");
-        assert_eq!(invalid_field(&error), Ok(field), "{settings:?}");
-        assert_eq!(error.attempts(), 0);
+        let edited = assert_refused(queue.edit(settings.clone()).await, field, &settings);
+        let created = client.create_queue_with(NAME, settings.clone()).await;
+        let created = assert_refused(created, field, &settings);
+        assert_eq!(created.to_string(), edited.to_string());
     }
+    let settings = QueueSettings::new().delivery_delay(Duration::from_secs(2));
+    let bad_name = client.create_queue_with("Orders", settings).await;
+    assert_refused(bad_name, "queue_name", "Orders");
     assert_eq!(sent.calls_async().await, 0);
 }

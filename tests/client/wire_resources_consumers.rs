@@ -92,8 +92,7 @@ async fn enable_http_pull_over_a_worker_named_by_script_or_service_names_it() {
             matches!(&error, Error::OtherConsumer { consumer, .. } if consumer == named),
             "{error:?}"
         );
-        assert_eq!(list.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0, "nothing written");
+        assert_calls("nothing written", &[(&list, 1), (&others, 0)]).await;
     }
 }
 
@@ -117,13 +116,13 @@ async fn a_dead_letter_queue_no_queue_can_have_is_refused_before_sending() {
         "dlq-",
         "",
     ] {
-        let error = queue
-            .enable_http_pull(HttpPullSettings::new().dead_letter_queue(name))
-            .await
-            .expect_err("refused");
+        let settings = HttpPullSettings::new().dead_letter_queue(name);
         let shown = &name[..name.len().min(20)];
-        assert_eq!(invalid_field(&error), Ok("dead_letter_queue"), "{shown}");
-        assert_eq!(error.attempts(), 0);
+        let error = assert_refused(
+            queue.enable_http_pull(settings).await,
+            "dead_letter_queue",
+            shown,
+        );
         let text = error.to_string();
         assert!(
             text.len() < 400,

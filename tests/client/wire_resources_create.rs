@@ -59,10 +59,10 @@ fn http_date(time: SystemTime) -> String {
 async fn create_mock(
     server: &MockServer,
     body: Value,
-    status: u16,
-    answer: Value,
+    answer: (u16, Value),
     date: SystemTime,
 ) -> Mock<'_> {
+    let (status, answer) = answer;
     server
         .mock_async(|when, then| {
             Auth::Token
@@ -110,88 +110,33 @@ async fn edit_mock(server: &MockServer, body: Value) -> Mock<'_> {
 // Settings given at creation
 // ---------------------------------------------------------------------------
 
-/// The settings go in the create, as wrangler sends them; an answer that
-/// shows them (beside others not asked about) needs nothing more.
+/// The settings go in the create, as wrangler sends them, every one as
+/// `edit` writes it (a delay rounded up to whole seconds), and no setting
+/// is exactly `create_queue`'s request. An answer that shows them (beside
+/// others not asked about) needs nothing more; one that does not (none at
+/// all, others, or some left out) gets exactly one edit with all of them.
 #[tokio::test]
 async fn create_queue_with_sends_the_settings_in_the_create() {
-    let server = MockServer::start_async().await;
-    let now = SystemTime::now();
-    let answer = created_queue(
-        Some(
-            json!({"delivery_delay": 2.0, "delivery_paused": false, "message_retention_period": 3600}),
-        ),
-        &rfc3339(now),
-    );
-    let create = create_mock(&server, wrangler_request(), 200, success(answer), now).await;
-    let others = catch_all(&server).await;
-    let queue = client(&server, Auth::Token)
-        .create_queue_with(NAME, wrangler_settings())
-        .await
-        .expect("created");
-    assert_eq!((queue.id(), queue.name()), (QUEUE, Some(NAME)));
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "no edit, no lookup");
-}
-
-/// Every setting, with a delay rounded up to whole seconds as `edit` does.
-#[tokio::test]
-async fn create_queue_with_sends_every_setting_as_edit_writes_it() {
-    let server = MockServer::start_async().await;
-    let now = SystemTime::now();
-    let settings =
+    let every =
         json!({"delivery_delay": 3, "delivery_paused": true, "message_retention_period": 60});
-    let create = create_mock(
-        &server,
-        json!({"queue_name": NAME, "settings": settings}),
-        200,
-        success(created_queue(Some(settings.clone()), &rfc3339(now))),
-        now,
-    )
-    .await;
-    let others = catch_all(&server).await;
-    client(&server, Auth::Token)
-        .create_queue_with(
-            NAME,
-            QueueSettings::new()
-                .delivery_delay(Duration::from_millis(2_001))
-                .delivery_paused(true)
-                .message_retention_period(Duration::from_secs(60)),
-        )
-        .await
-        .expect("created");
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// No setting: exactly `create_queue`'s request, without `settings`.
-#[tokio::test]
-async fn create_queue_with_no_setting_sends_only_the_name() {
-    let server = MockServer::start_async().await;
-    let now = SystemTime::now();
-    let create = create_mock(
-        &server,
-        json!({"queue_name": NAME}),
-        200,
-        success(created_queue(None, &rfc3339(now))),
-        now,
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let client = client(&server, Auth::Token);
-    client
-        .create_queue_with(NAME, QueueSettings::new())
-        .await
-        .expect("created");
-    client.create_queue(NAME).await.expect("created");
-    assert_eq!(create.calls_async().await, 2);
-    assert_eq!(others.calls_async().await, 0, "no edit without settings");
-}
-
-/// An answer that does not show the settings asked for (none at all,
-/// others, or some left out) gets exactly one edit with all of them.
-#[tokio::test]
-async fn an_answer_without_the_settings_asked_gets_one_edit() {
-    for settings in [
+    let every_settings = QueueSettings::new()
+        .delivery_delay(Duration::from_millis(2_001))
+        .delivery_paused(true)
+        .message_retention_period(Duration::from_secs(60));
+    let shown =
+        json!({"delivery_delay": 2.0, "delivery_paused": false, "message_retention_period": 3600});
+    // (settings, exact create request, settings in the answer, edits)
+    let mut cases = vec![
+        (wrangler_settings(), wrangler_request(), Some(shown), 0),
+        (
+            every_settings,
+            json!({"queue_name": NAME, "settings": every}),
+            Some(every),
+            0,
+        ),
+        (QueueSettings::new(), json!({"queue_name": NAME}), None, 0),
+    ];
+    for answered in [
         None,
         Some(json!(null)),
         Some(json!({})),
@@ -199,106 +144,27 @@ async fn an_answer_without_the_settings_asked_gets_one_edit() {
         Some(json!({"delivery_delay": 2})),
         Some(json!({"delivery_delay": 2, "message_retention_period": 3600.5})),
     ] {
+        cases.push((wrangler_settings(), wrangler_request(), answered, 1));
+    }
+    for (settings, request, answered, edits) in cases {
         let server = MockServer::start_async().await;
         let now = SystemTime::now();
-        let answer = created_queue(settings.clone(), &rfc3339(now));
-        let create = create_mock(&server, wrangler_request(), 200, success(answer), now).await;
+        let answer = success(created_queue(answered.clone(), &rfc3339(now)));
+        let create = create_mock(&server, request.clone(), (200, answer), now).await;
         let edit = edit_mock(&server, edit_request()).await;
         let others = catch_all(&server).await;
-        let queue = client(&server, Auth::Token)
-            .create_queue_with(NAME, wrangler_settings())
-            .await;
-        let queue = match queue {
-            Ok(queue) => queue,
-            Err(error) => panic!("{settings:?}: {error:?}"),
-        };
-        assert_eq!(queue.id(), QUEUE);
-        assert_eq!(create.calls_async().await, 1, "{settings:?}");
-        assert_eq!(edit.calls_async().await, 1, "{settings:?}");
-        assert_eq!(others.calls_async().await, 0, "{settings:?}");
+        let client = client(&server, Auth::Token);
+        let queue = client.create_queue_with(NAME, settings.clone()).await;
+        let queue = queue.unwrap_or_else(|error| panic!("{answered:?}: {error:?}"));
+        assert_eq!((queue.id(), queue.name()), (QUEUE, Some(NAME)));
+        let mut creates = 1;
+        if settings == QueueSettings::new() {
+            client.create_queue(NAME).await.expect("created");
+            creates = 2;
+        }
+        let context = (&request, &answered);
+        assert_calls(context, &[(&create, creates), (&edit, edits), (&others, 0)]).await;
     }
-}
-
-/// An answer without `queue_id` is looked up, and the listing decides
-/// whether the settings need the edit.
-#[tokio::test]
-async fn an_answer_without_queue_id_is_looked_up_and_its_listing_checked() {
-    for (listed, edits) in [
-        (
-            Some(json!({"delivery_delay": 2, "message_retention_period": 3600})),
-            0,
-        ),
-        (None, 1),
-    ] {
-        let server = MockServer::start_async().await;
-        let now = SystemTime::now();
-        let create = create_mock(
-            &server,
-            wrangler_request(),
-            200,
-            success(json!({"queue_name": NAME})),
-            now,
-        )
-        .await;
-        let lookup = lookup_mock(
-            &server,
-            json!([created_queue(listed.clone(), &rfc3339(now))]),
-            now,
-        )
-        .await;
-        let edit = edit_mock(&server, edit_request()).await;
-        let others = catch_all(&server).await;
-        client(&server, Auth::Token)
-            .create_queue_with(NAME, wrangler_settings())
-            .await
-            .expect("created and found");
-        assert_eq!(create.calls_async().await, 1);
-        assert_eq!(lookup.calls_async().await, 1);
-        assert_eq!(edit.calls_async().await, edits, "{listed:?}");
-        assert_eq!(others.calls_async().await, 0);
-    }
-}
-
-/// The settings are checked before anything is sent, by the check `edit`
-/// makes: the same errors, naming the same fields.
-#[tokio::test]
-async fn create_queue_with_checks_settings_as_edit_does() {
-    let server = MockServer::start_async().await;
-    let sent = catch_all(&server).await;
-    let client = client(&server, Auth::Token);
-    let day = Duration::from_secs(86_400);
-    for (settings, field) in [
-        (
-            QueueSettings::new().delivery_delay(day + Duration::from_secs(1)),
-            "settings.delivery_delay",
-        ),
-        (
-            QueueSettings::new().message_retention_period(Duration::from_secs(59)),
-            "settings.message_retention_period",
-        ),
-        (
-            QueueSettings::new().message_retention_period(14 * day + Duration::from_secs(1)),
-            "settings.message_retention_period",
-        ),
-    ] {
-        let created = client
-            .create_queue_with(NAME, settings.clone())
-            .await
-            .expect_err("refused");
-        let edited = queue(&server, Auth::Token)
-            .edit(settings.clone())
-            .await
-            .expect_err("refused");
-        assert_eq!(invalid_field(&created), Ok(field), "{settings:?}");
-        assert_eq!(created.to_string(), edited.to_string());
-        assert_eq!(created.attempts(), 0);
-    }
-    let bad_name = client
-        .create_queue_with("Orders", wrangler_settings())
-        .await
-        .expect_err("refused");
-    assert_eq!(invalid_field(&bad_name), Ok("queue_name"));
-    assert_eq!(sent.calls_async().await, 0);
 }
 
 /// The edit that applies the settings fails: its error is the call's
@@ -307,14 +173,8 @@ async fn create_queue_with_checks_settings_as_edit_does() {
 async fn a_failed_edit_after_the_create_is_the_error() {
     let server = MockServer::start_async().await;
     let now = SystemTime::now();
-    let create = create_mock(
-        &server,
-        wrangler_request(),
-        200,
-        success(created_queue(None, &rfc3339(now))),
-        now,
-    )
-    .await;
+    let created = (200, success(created_queue(None, &rfc3339(now))));
+    let create = create_mock(&server, wrangler_request(), created, now).await;
     let edit = server
         .mock_async(|when, then| {
             when.method(PATCH).path(path(""));
@@ -338,168 +198,93 @@ async fn a_failed_edit_after_the_create_is_the_error() {
 // A lost answer: adopt only a queue created after sending
 // ---------------------------------------------------------------------------
 
-/// Item 10 of the review: a queue of that name created an hour earlier by
-/// someone else is not the create's; the caller gets the create's error.
+/// An answer without `queue_id`, or a lost one (a 500 or a 502), is
+/// followed by one lookup, which adopts a queue created after the create
+/// was sent, whether the server's clock is ours, an hour ahead or an hour
+/// behind: compared with our clock alone, the first would look created an
+/// hour late and the second an hour before the create. The listing decides
+/// whether the settings need the edit, as a create's answer would. A queue
+/// of that name created earlier by someone else (item 10 of the review),
+/// or found without a readable `created_on`, is not the create's: the
+/// caller gets the create's error, and someone else's queue is never edited.
 #[tokio::test]
-async fn a_lost_answer_and_an_older_queue_of_that_name_is_the_first_error() {
-    for skew in [0_i64, 3_600, -3_600] {
-        let server = MockServer::start_async().await;
-        let server_now = shifted(skew);
-        let created_earlier = rfc3339(shifted(skew - 3_600));
-        let create = create_mock(
-            &server,
-            json!({"queue_name": NAME}),
-            500,
+async fn a_lost_answer_adopts_only_a_queue_created_after_sending() {
+    let shown = || Some(json!({"delivery_delay": 2, "message_retention_period": 3600}));
+    let after = |skew: i64| json!(rfc3339(shifted(skew) + Duration::from_millis(200)));
+    let before = |skew: i64| json!(rfc3339(shifted(skew - 3_600)));
+    let lost = |status| {
+        (
+            status,
             failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-            server_now,
         )
-        .await;
-        let lookup = lookup_mock(
-            &server,
-            json!([created_queue(None, &created_earlier)]),
-            server_now,
-        )
-        .await;
-        let others = catch_all(&server).await;
-        let error = client(&server, Auth::Token)
-            .create_queue(NAME)
-            .await
-            .expect_err("someone else's queue");
-        assert_eq!(error.status(), Some(500), "skew {skew}: {error:?}");
-        assert_eq!(error.operation(), Some(Operation::CreateQueue));
-        assert!(error.may_have_landed());
-        assert_eq!(create.calls_async().await, 1, "exactly one POST");
-        assert_eq!(lookup.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0, "never edited");
+    };
+    let no_id = || (200, success(json!({"queue_name": NAME})));
+    // (skew, with settings, create's answer, listed created_on, listed
+    // settings, edits, or the create's status as the error)
+    type Case = (
+        i64,
+        bool,
+        (u16, Value),
+        Value,
+        Option<Value>,
+        Result<usize, u16>,
+    );
+    let mut cases: Vec<Case> = vec![
+        (0, true, no_id(), after(0), shown(), Ok(0)),
+        (0, true, no_id(), after(0), None, Ok(1)),
+        (
+            0,
+            true,
+            lost(502),
+            json!(rfc3339(shifted(-60))),
+            None,
+            Err(502),
+        ),
+        (0, true, lost(500), after(0), None, Ok(1)),
+    ];
+    for skew in [0_i64, 3_600, -3_600] {
+        cases.push((skew, false, lost(500), before(skew), None, Err(500)));
+        cases.push((skew, true, lost(500), after(skew), shown(), Ok(0)));
     }
-}
-
-/// The same with settings: someone else's queue is never edited.
-#[tokio::test]
-async fn a_lost_answer_and_an_older_queue_is_never_edited() {
-    let server = MockServer::start_async().await;
-    let now = SystemTime::now();
-    let create = create_mock(
-        &server,
-        wrangler_request(),
-        502,
-        failure(codes::UNKNOWN_INTERNAL_ERROR, "bad gateway"),
-        now,
-    )
-    .await;
-    let lookup = lookup_mock(
-        &server,
-        json!([created_queue(None, &rfc3339(shifted(-60)))]),
-        now,
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = client(&server, Auth::Token)
-        .create_queue_with(NAME, wrangler_settings())
-        .await
-        .expect_err("someone else's queue");
-    assert_eq!(error.status(), Some(502), "{error:?}");
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(lookup.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "no PATCH");
-}
-
-/// A queue created after sending is the create's, whether the server's
-/// clock is ours, an hour ahead or an hour behind: compared with our
-/// clock alone, the first would look created an hour late and the
-/// second an hour before the create.
-#[tokio::test]
-async fn a_lost_answer_and_a_queue_created_after_sending_is_adopted_whatever_the_skew() {
-    for skew in [0_i64, 3_600, -3_600] {
+    for unreadable in [json!(null), json!("yesterday"), json!(1_710_950_954)] {
+        cases.push((0, false, lost(500), unreadable, None, Err(500)));
+    }
+    for (skew, with_settings, (status, answer), created_on, listed, expected) in cases {
+        let context = (skew, with_settings, status, &created_on, &listed);
         let server = MockServer::start_async().await;
-        // The server dates its answers by its clock, and created the
-        // queue a moment after the create was sent (by that clock too).
         let server_now = shifted(skew);
-        let created_on = rfc3339(shifted(skew) + Duration::from_millis(200));
-        let create = create_mock(
-            &server,
-            wrangler_request(),
-            500,
-            failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-            server_now,
-        )
-        .await;
-        let listed = created_queue(
-            Some(json!({"delivery_delay": 2, "message_retention_period": 3600})),
-            &created_on,
-        );
-        let lookup = lookup_mock(&server, json!([listed]), server_now).await;
-        let others = catch_all(&server).await;
-        let queue = client(&server, Auth::Token)
-            .create_queue_with(NAME, wrangler_settings())
-            .await;
-        let queue = match queue {
-            Ok(queue) => queue,
-            Err(error) => panic!("skew {skew}: {error:?}"),
+        let request = match with_settings {
+            true => wrangler_request(),
+            false => json!({"queue_name": NAME}),
         };
-        assert_eq!((queue.id(), queue.name()), (QUEUE, Some(NAME)));
-        assert_eq!(create.calls_async().await, 1, "exactly one POST");
-        assert_eq!(lookup.calls_async().await, 1);
-        assert_eq!(others.calls_async().await, 0, "settings shown: no edit");
-    }
-}
-
-/// An adopted queue whose listing does not show the settings gets the one
-/// edit, as a create's answer would.
-#[tokio::test]
-async fn an_adopted_queue_without_the_settings_gets_one_edit() {
-    let server = MockServer::start_async().await;
-    let now = SystemTime::now();
-    let create = create_mock(
-        &server,
-        wrangler_request(),
-        500,
-        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-        now,
-    )
-    .await;
-    let lookup = lookup_mock(&server, json!([created_queue(None, &rfc3339(now))]), now).await;
-    let edit = edit_mock(&server, edit_request()).await;
-    let others = catch_all(&server).await;
-    client(&server, Auth::Token)
-        .create_queue_with(NAME, wrangler_settings())
-        .await
-        .expect("adopted");
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(lookup.calls_async().await, 1);
-    assert_eq!(edit.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// A queue found without a readable `created_on` cannot be told from
-/// someone else's: the first error.
-#[tokio::test]
-async fn a_lost_answer_and_a_queue_without_a_creation_time_is_the_first_error() {
-    for created_on in [json!(null), json!("yesterday"), json!(1_710_950_954)] {
-        let server = MockServer::start_async().await;
-        let now = SystemTime::now();
-        let create = create_mock(
-            &server,
-            json!({"queue_name": NAME}),
-            500,
-            failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-            now,
+        let create = create_mock(&server, request, (status, answer), server_now).await;
+        let mut found = created_queue(listed.clone(), "");
+        found["created_on"] = created_on.clone();
+        let lookup = lookup_mock(&server, json!([found]), server_now).await;
+        let edit = edit_mock(&server, edit_request()).await;
+        let others = catch_all(&server).await;
+        let client = client(&server, Auth::Token);
+        let created = match with_settings {
+            true => client.create_queue_with(NAME, wrangler_settings()).await,
+            false => client.create_queue(NAME).await,
+        };
+        let edits = match (created, expected) {
+            (Ok(queue), Ok(edits)) => {
+                assert_eq!((queue.id(), queue.name()), (QUEUE, Some(NAME)));
+                edits
+            }
+            (Err(error), Err(status)) => {
+                assert_eq!(error.status(), Some(status), "{context:?}: {error:?}");
+                assert_eq!(error.operation(), Some(Operation::CreateQueue));
+                assert!(error.may_have_landed());
+                0
+            }
+            (got, _) => panic!("{context:?}: {got:?}"),
+        };
+        assert_calls(
+            context,
+            &[(&create, 1), (&lookup, 1), (&edit, edits), (&others, 0)],
         )
         .await;
-        let mut listed = created_queue(None, "");
-        listed["created_on"] = created_on.clone();
-        let lookup = lookup_mock(&server, json!([listed]), now).await;
-        let error = client(&server, Auth::Token)
-            .create_queue(NAME)
-            .await
-            .expect_err("cannot tell");
-        assert_eq!(error.status(), Some(500), "{created_on}: {error:?}");
-        assert_eq!(
-            error.operation(),
-            Some(Operation::CreateQueue),
-            "{created_on}"
-        );
-        assert_eq!(create.calls_async().await, 1);
-        assert_eq!(lookup.calls_async().await, 1);
     }
 }

@@ -7,110 +7,93 @@ use cf_queues_testkit::scripted::{Scripted, Step};
 use super::*;
 
 /// The live API answers a deletion with `result: null`; an answer without
-/// `result`, or with an empty object, is as good.
+/// `result`, or with an empty object, is as good, and is not read back. A
+/// 500 may hide a deletion that landed: it is not repeated, the queue is
+/// read back, and a queue that is gone is the deletion's success; one still
+/// there is the 500. A deletion refused with a 404 (the queue never
+/// existed) is that 404: no read-back.
 #[tokio::test]
 async fn delete_queue_sends_delete_and_reads_any_result() {
-    for answer in [
-        json!({"success": true, "errors": [], "messages": [], "result": null}),
-        json!({"success": true, "errors": [], "messages": []}),
-        json!({"success": true, "errors": [], "messages": [], "result": {}}),
-    ] {
+    let envelope = json!({"success": true, "errors": [], "messages": []});
+    let mut null = envelope.clone();
+    null["result"] = json!(null);
+    let mut empty = envelope.clone();
+    empty["result"] = json!({});
+    let gone = (404, failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"));
+    let lost = (
+        500,
+        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+    );
+    // (the deletion's answer, the read-back's, the error's status and
+    // whether it may have landed)
+    let cases = [
+        ((200, null), None, None),
+        ((200, envelope), None, None),
+        ((200, empty), None, None),
+        (lost.clone(), Some(gone.clone()), None),
+        (
+            lost,
+            Some((200, success(example_queue()))),
+            Some((500, true)),
+        ),
+        (gone, None, Some((404, false))),
+    ];
+    for ((status, answer), read_back, expected) in cases {
+        let context = (status, &answer, &read_back);
         let server = MockServer::start_async().await;
         let delete = server
             .mock_async(|when, then| {
                 Auth::Token.authenticated(when.method(DELETE).path(path("")));
-                then.status(200).json_body(answer.clone());
+                then.status(status).json_body(answer.clone());
+            })
+            .await;
+        let reads = usize::from(read_back.is_some());
+        let (get_status, get_answer) = read_back.clone().unwrap_or((500, Value::Null));
+        let get = server
+            .mock_async(|when, then| {
+                Auth::Token.authenticated(when.method(GET).path(path("")));
+                then.status(get_status).json_body(get_answer);
             })
             .await;
         let others = catch_all(&server).await;
-        queue(&server, Auth::Token).delete().await.expect("deleted");
-        assert_eq!(delete.calls_async().await, 1, "{answer}");
-        assert_eq!(others.calls_async().await, 0, "no read-back: {answer}");
+        match (queue(&server, Auth::Token).delete().await, expected) {
+            (Ok(()), None) => {}
+            (Err(error), Some((status, landed))) => {
+                assert_eq!(error.status(), Some(status), "{context:?}: {error:?}");
+                assert_eq!(error.operation(), Some(Operation::DeleteQueue));
+                assert_eq!(error.may_have_landed(), landed);
+                assert_eq!(error.is_not_found(), status == 404);
+                assert_eq!(error.attempts(), 1);
+            }
+            (got, _) => panic!("{context:?}: {got:?}"),
+        }
+        assert_calls(context, &[(&delete, 1), (&get, reads), (&others, 0)]).await;
     }
-}
-
-/// A 500 may hide a deletion that landed: it is not repeated, the queue is
-/// read back, and a queue that is gone is the deletion's success.
-#[tokio::test]
-async fn a_lost_delete_answer_and_the_queue_gone_is_ok() {
-    let server = MockServer::start_async().await;
-    let delete = answering(
-        &server,
-        DELETE,
-        path(""),
-        500,
-        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-    )
-    .await;
-    let get = server
-        .mock_async(|when, then| {
-            Auth::Token.authenticated(when.method(GET).path(path("")));
-            then.status(404)
-                .json_body(failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"));
-        })
-        .await;
-    let others = catch_all(&server).await;
-    queue(&server, Auth::Token)
-        .delete()
-        .await
-        .expect("gone is deleted");
-    assert_eq!(delete.calls_async().await, 1, "exactly one DELETE");
-    assert_eq!(get.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-#[tokio::test]
-async fn a_lost_delete_answer_and_the_queue_still_there_is_the_500() {
-    let server = MockServer::start_async().await;
-    let delete = answering(
-        &server,
-        DELETE,
-        path(""),
-        500,
-        failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-    )
-    .await;
-    let get = answering(&server, GET, path(""), 200, success(example_queue())).await;
-    let others = catch_all(&server).await;
-    let error = queue(&server, Auth::Token)
-        .delete()
-        .await
-        .expect_err("still there");
-    assert_eq!(error.status(), Some(500), "{error:?}");
-    assert_eq!(error.operation(), Some(Operation::DeleteQueue));
-    assert!(error.may_have_landed());
-    assert_eq!(error.attempts(), 1);
-    assert_eq!(delete.calls_async().await, 1, "exactly one DELETE");
-    assert_eq!(get.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
-/// A deletion refused with a 404 (the queue never existed) is that 404:
-/// no read-back.
-#[tokio::test]
-async fn a_delete_of_an_unknown_queue_is_not_found() {
-    let server = MockServer::start_async().await;
-    let delete = answering(
-        &server,
-        DELETE,
-        path(""),
-        404,
-        failure(codes::QUEUE_NOT_FOUND, "QueueNotFound"),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let error = queue(&server, Auth::Token)
-        .delete()
-        .await
-        .expect_err("unknown");
-    assert!(error.is_not_found(), "{error:?}");
-    assert_eq!(delete.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
 }
 
 // ---------------------------------------------------------------------------
 // Pacing
 // ---------------------------------------------------------------------------
+
+/// A mock of `method path` answering 200 with `body` and these rate-limit
+/// headers.
+async fn limited<'a>(
+    server: &'a MockServer,
+    (method, path): (httpmock::Method, String),
+    headers: &[(&str, &str)],
+    body: Value,
+) -> Mock<'a> {
+    server
+        .mock_async(|when, then| {
+            when.method(method).path(path);
+            let mut then = then.status(200);
+            for (name, value) in headers {
+                then = then.header(*name, *value);
+            }
+            then.json_body(body);
+        })
+        .await
+}
 
 /// Management calls count against the credential's API limit: an answer
 /// whose `Ratelimit` says nothing is left for 120 s (longer than the
@@ -119,15 +102,16 @@ async fn a_delete_of_an_unknown_queue_is_not_found() {
 #[tokio::test]
 async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
     let server = MockServer::start_async().await;
-    let create = server
-        .mock_async(|when, then| {
-            when.method(POST).path(queues_path());
-            then.status(200)
-                .header("ratelimit", "\"default\";r=0;t=120")
-                .header("ratelimit-policy", "\"default\";q=1200;w=300")
-                .json_body(success(example_queue()));
-        })
-        .await;
+    let create = limited(
+        &server,
+        (POST, queues_path()),
+        &[
+            ("ratelimit", "\"default\";r=0;t=120"),
+            ("ratelimit-policy", "\"default\";q=1200;w=300"),
+        ],
+        success(example_queue()),
+    )
+    .await;
     let others = catch_all(&server).await;
     let client = client(&server, Auth::Token);
     let queue = client.create_queue(NAME).await.expect("created");
@@ -149,8 +133,7 @@ async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
         }
         assert!(!error.may_have_landed());
     }
-    assert_eq!(create.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0, "nothing sent after");
+    assert_calls("nothing sent after", &[(&create, 1), (&others, 0)]).await;
 }
 
 /// A wait the policy honours (30 s) is waited, on paused time, before the
@@ -158,22 +141,20 @@ async fn an_exhausted_budget_refuses_the_next_management_call_unsent() {
 #[tokio::test(start_paused = true)]
 async fn a_short_exhaustion_makes_the_next_management_call_wait() {
     let server = MockServer::start_async().await;
-    let list = server
-        .mock_async(|when, then| {
-            when.method(GET).path(queues_path());
-            then.status(200)
-                .header("ratelimit", "\"default\";r=0;t=30")
-                .json_body(list_page(&[(NAME, QUEUE)], None));
-        })
-        .await;
-    let get = server
-        .mock_async(|when, then| {
-            when.method(GET).path(path(""));
-            then.status(200)
-                .header("ratelimit", "\"default\";r=100;t=30")
-                .json_body(success(example_queue()));
-        })
-        .await;
+    let list = limited(
+        &server,
+        (GET, queues_path()),
+        &[("ratelimit", "\"default\";r=0;t=30")],
+        list_page(&[(NAME, QUEUE)], None),
+    )
+    .await;
+    let get = limited(
+        &server,
+        (GET, path("")),
+        &[("ratelimit", "\"default\";r=100;t=30")],
+        success(example_queue()),
+    )
+    .await;
     let client = paused_client(&server, RetryPolicy::none());
     let queue = client.queue_by_name(NAME).await.expect("found");
     let start = tokio::time::Instant::now();
@@ -199,102 +180,54 @@ fn created_page(created_on: std::time::SystemTime) -> Value {
     page
 }
 
-/// A create whose connection breaks after it was sent may have landed: it
-/// is not repeated, and the lookup that finds the queue, created after the
-/// create was sent, is its success, whether the server's clock (read from
-/// the lookup's `Date`: the create had no answer) is ours, an hour ahead
-/// or an hour behind.
+/// A create whose connection breaks (or whose answer times out) after it
+/// was sent may have landed: it is not repeated, and the lookup that finds
+/// the queue, created after the create was sent, is its success, whether
+/// the server's clock (read from the lookup's `Date`: the create had no
+/// answer) is ours, an hour ahead or an hour behind. A queue of that name
+/// that someone else created earlier (a minute or an hour, the server's
+/// clock ours, ahead or behind; review item 10) is not adopted, nor one
+/// the lookup does not find, nor one found without a `Date` in any answer
+/// (the client cannot tell): the create's own error, which says it may
+/// have landed.
 #[tokio::test]
 async fn a_create_whose_connection_breaks_is_looked_up_not_repeated() {
+    let dated = |server_now, page| {
+        let date = vec![("date", httpdate::fmt_http_date(server_now))];
+        Step::RespondWith(200, date, page)
+    };
+    let mut cases = vec![];
     for skew in [0_i64, 3_600, -3_600] {
         let server_now = shifted(skew);
-        let server = Scripted::steps(vec![
-            Step::HangUp,
-            Step::RespondWith(
-                200,
-                vec![("date", httpdate::fmt_http_date(server_now))],
-                created_page(server_now + Duration::from_millis(100)),
-            ),
-        ]);
-        let queue = server.client().create_queue(NAME).await;
-        let queue = match queue {
-            Ok(queue) => queue,
-            Err(error) => panic!("skew {skew}: {error:?}"),
-        };
-        assert_eq!(queue.id(), QUEUE);
-        assert_eq!(
-            server.lines(),
-            [
-                format!("POST {}", queues_path()),
-                format!("GET {}?name={NAME}&page=1", queues_path()),
-            ]
-        );
+        let page = created_page(server_now + Duration::from_millis(100));
+        cases.push((skew, Step::HangUp, dated(server_now, page), true));
     }
-}
-
-/// Review item 10: a broken connection, and a queue of that name that
-/// someone else created earlier (a minute or an hour, the server's clock
-/// ours, ahead or behind): not adopted; the create's own error. Without a
-/// `Date` in any answer the client cannot tell, and does not adopt.
-#[tokio::test]
-async fn a_create_whose_connection_breaks_and_an_older_queue_is_the_first_error() {
-    for (skew, earlier, dated) in [
-        (0_i64, 60_i64, true),
-        (3_600, 60, true),
-        (-3_600, 60, true),
-        (3_600, 3_600, true),
-        (0, -1, false),
-    ] {
-        let server_now = shifted(skew);
+    for (skew, earlier) in [(0_i64, 60_i64), (3_600, 60), (-3_600, 60), (3_600, 3_600)] {
         let page = created_page(shifted(skew - earlier));
-        let lookup = if dated {
-            Step::RespondWith(
-                200,
-                vec![("date", httpdate::fmt_http_date(server_now))],
-                page,
-            )
-        } else {
-            Step::Respond(200, page)
-        };
-        let server = Scripted::steps(vec![Step::HangUp, lookup]);
-        let error = server
-            .client()
-            .create_queue(NAME)
-            .await
-            .expect_err("someone else's queue");
-        assert!(
-            matches!(error, Error::Transport { .. }),
-            "skew {skew}, {earlier} s earlier: {error:?}"
-        );
-        assert!(error.may_have_landed());
-        assert_eq!(error.operation(), Some(Operation::CreateQueue));
-        assert_eq!(server.lines().len(), 2, "one POST, one lookup");
+        cases.push((skew, Step::HangUp, dated(shifted(skew), page), false));
     }
-}
-
-/// A create whose answer times out, and a lookup that does not find it:
-/// the timeout is the error, and says the create may have landed.
-#[tokio::test]
-async fn a_create_timed_out_and_not_found_is_the_timeout() {
-    let server = Scripted::steps(vec![
-        Step::Stall(Duration::from_secs(3)),
-        Step::Respond(200, list_page(&[], None)),
-    ]);
-    let error = server
-        .client()
-        .create_queue(NAME)
-        .await
-        .expect_err("not found after the timeout");
-    assert!(matches!(error, Error::Transport { .. }), "{error:?}");
-    assert!(error.may_have_landed());
-    assert_eq!(error.operation(), Some(Operation::CreateQueue));
-    assert_eq!(
-        server.lines(),
-        [
-            format!("POST {}", queues_path()),
-            format!("GET {}?name={NAME}&page=1", queues_path()),
-        ]
-    );
+    let undated = Step::Respond(200, created_page(shifted(1)));
+    cases.push((0, Step::HangUp, undated, false));
+    let not_found = Step::Respond(200, list_page(&[], None));
+    cases.push((0, Step::Stall(Duration::from_secs(3)), not_found, false));
+    for (skew, create, lookup, adopted) in cases {
+        let context = format!("skew {skew}, {create:?}, {lookup:?}");
+        let server = Scripted::steps(vec![create, lookup]);
+        match (server.client().create_queue(NAME).await, adopted) {
+            (Ok(queue), true) => assert_eq!(queue.id(), QUEUE),
+            (Err(error), false) => {
+                assert!(
+                    matches!(error, Error::Transport { .. }),
+                    "{context}: {error:?}"
+                );
+                assert!(error.may_have_landed());
+                assert_eq!(error.operation(), Some(Operation::CreateQueue));
+            }
+            (got, _) => panic!("{context}: {got:?}"),
+        }
+        let lookup = format!("GET {}?name={NAME}&page=1", queues_path());
+        assert_eq!(server.lines(), [format!("POST {}", queues_path()), lookup]);
+    }
 }
 
 /// A deletion whose connection breaks is read back, not repeated.
@@ -321,75 +254,35 @@ async fn a_delete_whose_connection_breaks_is_read_back_not_repeated() {
 // Odds and ends
 // ---------------------------------------------------------------------------
 
-/// A name with characters that mean something in a query is sent encoded,
-/// and the server reads back exactly that name.
-#[tokio::test]
-async fn queue_by_name_encodes_the_name() {
-    const ODD: &str = "a&name=b c+d/é?";
-    let server = MockServer::start_async().await;
-    let lookup = list_mock(
-        &server,
-        &[("page", "1"), ("name", ODD)],
-        list_page(&[(ODD, QUEUE)], None),
-    )
-    .await;
-    let others = catch_all(&server).await;
-    let queue = client(&server, Auth::Token)
-        .queue_by_name(ODD)
-        .await
-        .expect("found");
-    assert_eq!(queue.name(), Some(ODD));
-    assert_eq!(lookup.calls_async().await, 1);
-    assert_eq!(others.calls_async().await, 0);
-}
-
 /// Reads and edits are retried after a 500: repeating them changes nothing.
 #[tokio::test]
 async fn reads_and_edits_are_retried_after_a_500() {
     let server = MockServer::start_async().await;
-    let gets = Arc::new(AtomicUsize::new(0));
+    let lost = |status| {
+        (
+            status,
+            failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
+        )
+    };
+    let read = (200, success(example_queue()));
     let get = server
         .mock_async(|when, then| {
             when.method(GET).path(path(""));
-            then.respond_with(sequenced(
-                1,
-                (
-                    500,
-                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-                ),
-                (200, success(example_queue())),
-                Arc::clone(&gets),
-            ));
+            then.respond_with(sequenced(1, lost(500), read.clone(), Arc::default()));
         })
         .await;
-    let patches = Arc::new(AtomicUsize::new(0));
+    let paused = json!({"settings": {"delivery_paused": true}});
     let patch = server
         .mock_async(|when, then| {
-            when.method(PATCH)
-                .path(path(""))
-                .json_body(json!({"settings": {"delivery_paused": true}}));
-            then.respond_with(sequenced(
-                2,
-                (
-                    503,
-                    failure(codes::UNKNOWN_INTERNAL_ERROR, "internal error"),
-                ),
-                (200, success(example_queue())),
-                Arc::clone(&patches),
-            ));
+            when.method(PATCH).path(path("")).json_body(paused);
+            then.respond_with(sequenced(2, lost(503), read, Arc::default()));
         })
         .await;
     let queue = queue(&server, Auth::Token);
     assert_eq!(queue.info().await.expect("read"), example_queue_decoded());
-    assert_eq!(
-        queue
-            .edit(QueueSettings::new().delivery_paused(true))
-            .await
-            .expect("edited"),
-        example_queue_decoded()
-    );
-    assert_eq!(get.calls_async().await, 2);
-    assert_eq!(patch.calls_async().await, 3);
+    let edited = queue.edit(QueueSettings::new().delivery_paused(true)).await;
+    assert_eq!(edited.expect("edited"), example_queue_decoded());
+    assert_calls("one 500, two 503s", &[(&get, 2), (&patch, 3)]).await;
 }
 
 /// The codes seen on the live API keep their values.

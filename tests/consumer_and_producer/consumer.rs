@@ -20,15 +20,16 @@ const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
+use crate::support::{
+    Running, acks_after, assert_drained, fresh, gated, noting_the_first, pushed, pushed_to,
+};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
-use cf_queues_testkit::emulators::{emulator, emulator_with};
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::emulators::emulator_with;
+use cf_queues_testkit::wait::eventually;
 
 #[tokio::test(start_paused = true)]
 async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "orders");
-    push_texts(&queue, 600).await;
+    let (emulator, queue) = pushed("orders", 600).await;
     emulator.inject(Fault::status(503).times(2).only(Operation::Pull));
     emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
     emulator.inject(
@@ -99,27 +100,24 @@ async fn each_message_is_handled_and_acked_exactly_once_across_consumers() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "slow");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "slow", 1).await;
     let attempts: Arc<Mutex<Vec<u32>>> = Arc::default();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Arc::clone(&attempts);
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(message.attempts);
             tokio::time::sleep(Duration::from_secs(9)).await;
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
+    });
     // Long enough for a redelivery after any expiry to have been pulled.
     tokio::time::sleep(Duration::from_secs(15)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(*attempts.lock().expect("lock"), [1], "delivered once");
     // Extended 2 s, 4 s, 6 s and 8 s after the pull, a second before each expiry.
     assert_eq!(
@@ -127,36 +125,29 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
         (4, 0, 0)
     );
     assert_eq!((summary.acked, summary.settle_warnings), (1, 0));
-    assert_eq!(emulator.metrics("slow").backlog_count, 0);
+    assert_drained(&emulator, "slow");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "capped");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "capped", 1).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .max_lease(Duration::from_secs(3))
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let monitor = consumer.monitor();
-    let run = tokio::spawn(consumer.run(|_message| async {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Reported while the handler still runs: capped at 2 s, expired at 3 s.
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!(
         (s.max_lease_reached, s.leases_lost, s.handled, s.in_flight),
         (1, 1, 0, 1)
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     // Cloudflare accepts the late ack: the message is gone, and was not
     // delivered again.
     assert_eq!(
@@ -172,14 +163,12 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
         ),
         (1, 1, 0)
     );
-    assert_eq!(emulator.metrics("capped").backlog_count, 0);
+    assert_drained(&emulator, "capped");
 }
 
 #[tokio::test(start_paused = true)]
 async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "sized");
-    push_texts(&queue, 25).await;
+    let (emulator, queue) = pushed("sized", 25).await;
     let consumer = Consumer::builder(queue.clone())
         .batch_size(25)
         .ack_batch_size(10)
@@ -188,54 +177,50 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("two full flushes", || monitor.snapshot().acked == 20).await;
+    let running = Running::start(consumer, ack_now);
+    running.until("two full flushes", |s| s.acked == 20).await;
     assert_eq!(started.elapsed(), Duration::ZERO, "no time passed");
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.handled, s.settle_requests, s.in_flight), (25, 2, 5));
 
     tokio::time::sleep(Duration::from_millis(59_900)).await;
-    assert_eq!(monitor.snapshot().acked, 20, "not before the interval");
+    assert_eq!(
+        running.monitor.snapshot().acked,
+        20,
+        "not before the interval"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    until("the interval flush", || monitor.snapshot().acked == 25).await;
-    assert_eq!(monitor.snapshot().settle_requests, 3);
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    running.until("the interval flush", |s| s.acked == 25).await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 3);
+    let summary = running.finish().await;
     assert_eq!((summary.acked, summary.settle_requests), (25, 3));
-    assert_eq!(emulator.metrics("sized").backlog_count, 0);
+    assert_drained(&emulator, "sized");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_few_acks_wait_for_the_interval() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "timed");
-    push_texts(&queue, 3).await;
+    let (_emulator, queue) = pushed("timed", 3).await;
     let consumer = Consumer::builder(queue.clone())
         .ack_interval(Duration::from_millis(200))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("handled", || monitor.snapshot().handled == 3).await;
+    let running = Running::start(consumer, ack_now);
+    running.until("handled", |s| s.handled == 3).await;
     let handled_at = Instant::now();
     tokio::time::sleep(Duration::from_millis(199)).await;
-    assert_eq!(monitor.snapshot().settle_requests, 0);
-    eventually("flushed", MS, SECOND, || monitor.snapshot().acked == 3).await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 0);
+    running
+        .eventually("flushed", MS, SECOND, |s| s.acked == 3)
+        .await;
     assert_eq!(handled_at.elapsed(), Duration::from_millis(200));
-    assert_eq!(monitor.snapshot().settle_requests, 1);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    assert_eq!(running.monitor.snapshot().settle_requests, 1);
+    running.finish().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "draining");
-    push_texts(&queue, 30).await;
+    let (_emulator, queue) = pushed("draining", 30).await;
     let finished: Arc<Mutex<Vec<String>>> = Arc::default();
     let consumer = Consumer::builder(queue.clone())
         .batch_size(20)
@@ -246,10 +231,8 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let done = Arc::clone(&finished);
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let done = Arc::clone(&done);
         async move {
             let body = message.body().text()?.to_owned();
@@ -260,12 +243,11 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
             done.lock().expect("lock").push(body);
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("a full pull", || monitor.snapshot().received == 20).await;
+    });
+    running.until("a full pull", |s| s.received == 20).await;
     let started = Instant::now();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_millis(5_500),
@@ -304,9 +286,7 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
 
 #[tokio::test(start_paused = true)]
 async fn pulls_back_off_on_429_and_5xx_and_recover() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "throttled");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("throttled", 5).await;
     emulator.inject(
         Fault::status(429)
             .cloudflare_error(10250, "QueueOverloaded")
@@ -320,54 +300,39 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
         .max_pulls_in_flight(1)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let first = Arc::new(Mutex::new(None));
-    let seen = Arc::clone(&first);
-    let run = tokio::spawn(consumer.run(move |_message| {
-        let seen = Arc::clone(&seen);
-        async move {
-            seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    }));
-    eventually(
-        "all acked",
-        Duration::from_millis(100),
-        Duration::from_secs(20),
-        || monitor.snapshot().acked == 5,
-    )
-    .await;
+    let (first, handler) = noting_the_first(started);
+    let running = Running::start(consumer, handler);
+    running
+        .eventually(
+            "all acked",
+            Duration::from_millis(100),
+            Duration::from_secs(20),
+            |s| s.acked == 5,
+        )
+        .await;
     // Retry-After 3 s twice, then the backoff: 1 s, 2 s.
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(9)));
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!((summary.pull_errors, summary.acked), (4, 5));
 }
 
 #[tokio::test(start_paused = true)]
 async fn failed_ack_flushes_are_tried_again_then_reported() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "flakyacks");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("flakyacks", 5).await;
     emulator.inject(Fault::status(500).times(2).only(Operation::Ack));
     let consumer = Consumer::builder(queue.clone())
         .ack_interval(Duration::from_millis(100))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("acked", MS, Duration::from_secs(5), || {
-        monitor.snapshot().acked == 5
-    })
-    .await;
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually("acked", MS, Duration::from_secs(5), |s| s.acked == 5)
+        .await;
     // The interval, then 1 s and 2 s of backoff.
     assert_eq!(started.elapsed(), Duration::from_millis(3_100));
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(
         (
             summary.settle_errors,
@@ -381,7 +346,7 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         (0, 0),
         "acked once"
     );
-    assert_eq!(emulator.metrics("flakyacks").backlog_count, 0);
+    assert_drained(&emulator, "flakyacks");
 
     // When every attempt fails, the acks are tried while their leases can
     // be kept (the 10 s maximum lease: at 0.1, 1.1, 3.1 and 7.1 s; the next
@@ -393,18 +358,16 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
         .max_lease(Duration::from_secs(10))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually(
-        "given up",
-        Duration::from_millis(100),
-        Duration::from_secs(60),
-        || monitor.snapshot().unflushed == 4,
-    )
-    .await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually(
+            "given up",
+            Duration::from_millis(100),
+            Duration::from_secs(60),
+            |s| s.unflushed == 4,
+        )
+        .await;
+    let summary = running.finish().await;
     assert_eq!(
         (
             summary.settle_errors,
@@ -437,9 +400,7 @@ async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
 
 #[tokio::test(start_paused = true)]
 async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "flow");
-    push_texts(&queue, 50).await;
+    let (emulator, queue) = pushed("flow", 50).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let consumer = Consumer::builder(queue.clone())
         // One pull at a time: with more, the byte limit is passed by
@@ -451,37 +412,26 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let held = Arc::clone(&gate);
-    let run = tokio::spawn(consumer.run(move |_message| {
-        let gate = Arc::clone(&held);
-        async move {
-            gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    }));
-    until("seven leased", || monitor.snapshot().received == 7).await;
+    let running = Running::start(consumer, gated(&gate));
+    running.until("seven leased", |s| s.received == 7).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!(
         (s.received, s.pulls, s.in_flight),
         (7, 1, 7),
         "no pull while full"
     );
     gate.add_permits(3);
-    eventually("three more", MS, SECOND, || {
-        monitor.snapshot().received == 10
-    })
-    .await;
+    running
+        .eventually("three more", MS, SECOND, |s| s.received == 10)
+        .await;
     assert_eq!(
-        monitor.snapshot().pulls,
+        running.monitor.snapshot().pulls,
         2,
         "one pull for the three free slots"
     );
     gate.add_permits(1_000);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    running.finish().await;
 
     // Over the byte limit, nothing more is pulled until bytes are freed.
     let bulky = queue_with_bulky_messages(&emulator).await;
@@ -495,29 +445,18 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
         .ack_interval(Duration::from_millis(1))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let held = Arc::clone(&gate);
-    let run = tokio::spawn(consumer.run(move |_message| {
-        let gate = Arc::clone(&held);
-        async move {
-            gate.acquire().await.map(|p| p.forget()).ok();
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    }));
-    until("first pull", || monitor.snapshot().received == 2).await;
+    let running = Running::start(consumer, gated(&gate));
+    running.until("first pull", |s| s.received == 2).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.in_flight_bytes), (1, 1_200));
     gate.add_permits(1);
-    eventually("pulled again", MS, SECOND, || {
-        monitor.snapshot().received == 4
-    })
-    .await;
-    assert_eq!(monitor.snapshot().pulls, 2);
+    running
+        .eventually("pulled again", MS, SECOND, |s| s.received == 4)
+        .await;
+    assert_eq!(running.monitor.snapshot().pulls, 2);
     gate.add_permits(1_000);
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    running.finish().await;
 }
 
 async fn queue_with_bulky_messages(
@@ -534,8 +473,7 @@ async fn queue_with_bulky_messages(
 #[tokio::test(start_paused = true)]
 async fn stream_handles_settle_and_an_unsettled_drop_retries() {
     use futures_util::StreamExt as _;
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "streamed");
+    let (emulator, queue) = fresh("streamed").await;
     for body in ["a", "b", "c"] {
         queue.push(Message::text(body)).await.expect("push");
     }
@@ -570,13 +508,12 @@ async fn stream_handles_settle_and_an_unsettled_drop_retries() {
         ),
         (4, 3, 3, 1)
     );
-    assert_eq!(emulator.metrics("streamed").backlog_count, 0);
+    assert_drained(&emulator, "streamed");
 }
 
 #[tokio::test(start_paused = true)]
 async fn poison_messages_go_to_their_callback_never_to_the_handler() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "poisoned");
+    let (emulator, queue) = fresh("poisoned").await;
     emulator.push_from_worker("poisoned", WorkerBody::V8(vec![0xff, 0x0d]));
     queue.push(Message::text("fine")).await.expect("push");
     let poisoned: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -595,9 +532,7 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
         })
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let h = Arc::clone(&h);
         async move {
             h.lock()
@@ -605,10 +540,11 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
                 .push(message.body().text()?.to_owned());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    eventually("both acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    running
+        .eventually("both acked", MS, SECOND, |s| s.acked == 2)
+        .await;
+    let summary = running.finish().await;
     assert_eq!(*poisoned.lock().expect("lock"), ["v8"]);
     assert_eq!(*handled.lock().expect("lock"), ["fine"]);
     assert_eq!((summary.poisoned, summary.handled), (1, 1));
@@ -616,12 +552,11 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
     // Without a callback, a poison message is retried towards the dead-letter queue.
     emulator.push_from_worker("poisoned", WorkerBody::V8(vec![1]));
     let consumer = Consumer::builder(queue.clone()).build().expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("retried", MS, SECOND, || monitor.snapshot().retried == 1).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually("retried", MS, SECOND, |s| s.retried == 1)
+        .await;
+    let summary = running.finish().await;
     assert_eq!(
         (summary.poisoned, summary.handled, summary.acked),
         (1, 0, 0)
@@ -630,18 +565,14 @@ async fn poison_messages_go_to_their_callback_never_to_the_handler() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_handler_settles_each_message_of_a_pull() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "batched");
-    push_texts(&queue, 10).await;
+    let (emulator, queue) = pushed("batched", 10).await;
     let sizes: Arc<Mutex<Vec<usize>>> = Arc::default();
     let seen = Arc::clone(&sizes);
     let consumer = Consumer::builder(queue.clone())
         .batch_size(10)
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run_batch(move |messages| {
+    let running = Running::start_batch(consumer, move |messages| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(messages.len());
@@ -656,14 +587,13 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
             }
             Ok::<_, BodyError>(outcomes)
         }
-    }));
+    });
     eventually("settled", MS, SECOND, || {
-        let s = monitor.snapshot();
+        let s = running.monitor.snapshot();
         s.acked == 5 && s.retried == 5
     })
     .await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!(*sizes.lock().expect("lock"), [10]);
     assert_eq!((summary.handled, summary.settle_requests), (10, 1));
     assert_eq!(emulator.metrics("batched").backlog_count, 5);

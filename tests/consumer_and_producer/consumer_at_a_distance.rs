@@ -18,10 +18,11 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
+use crate::support::{Running, acks_after, assert_drained, fresh, pushed, pushed_to};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::eventually;
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -90,25 +91,22 @@ fn terminal(s: &Summary) -> u64 {
 #[tokio::test(start_paused = true)]
 async fn one_slow_extension_answer_loses_no_lease() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "slowextend");
-    push_texts(&queue, 20).await;
+    let queue = pushed_to(&emulator, "slowextend", 20).await;
     // Longer than the whole 3 s lease: only a second call in time keeps it.
     emulator.inject(Fault::stall_only(5 * SECOND).only(Operation::Extend));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, 8 * SECOND)));
+    let running = Running::start(consumer, counting(&seen, 8 * SECOND));
     // Past the handlers, and past any redelivery of an expired lease.
     tokio::time::sleep(30 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 20);
     assert_eq!((s.leases_lost, s.acked, s.received), (0, 20, 20), "{s:?}");
-    assert_eq!(emulator.metrics("slowextend").backlog_count, 0);
+    assert_drained(&emulator, "slowextend");
 }
 
 /// Finding 2: one flush at a time, given up after `max_flush_attempts`
@@ -117,31 +115,28 @@ async fn one_slow_extension_answer_loses_no_lease() {
 #[tokio::test(start_paused = true)]
 async fn acks_failing_for_25_seconds_handle_no_message_twice() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "failingacks");
-    push_texts(&queue, 50).await;
+    let queue = pushed_to(&emulator, "failingacks", 50).await;
     // Lifted by time, not by count: the consumer decides how often it tries.
     emulator.inject(Fault::status(503).times(1_000_000).only(Operation::Ack));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, Duration::ZERO)));
+    let running = Running::start(consumer, counting(&seen, Duration::ZERO));
     tokio::time::sleep(25 * SECOND).await;
     emulator.clear_faults();
     // Long enough for the longest error backoff (30 s) and then some.
     eventually("the queue drained", STEP, 120 * SECOND, || {
-        emulator.metrics("failingacks").backlog_count == 0 && monitor.snapshot().in_flight == 0
+        emulator.metrics("failingacks").backlog_count == 0
+            && running.monitor.snapshot().in_flight == 0
     })
     .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(twice(&seen), Vec::<String>::new(), "handled twice: {s:?}");
     assert_eq!(handled_once(&seen), 50);
     assert_eq!((s.unflushed, s.acked, s.leases_lost), (0, 50, 0), "{s:?}");
-    assert_eq!(emulator.metrics("failingacks").backlog_count, 0);
+    assert_drained(&emulator, "failingacks");
 }
 
 /// Finding 3: what the pull in flight at shutdown brought was released
@@ -151,19 +146,16 @@ async fn acks_failing_for_25_seconds_handle_no_message_twice() {
 async fn shutdown_deletes_no_message_no_handler_saw() {
     let clock = TokioClock::starting_now();
     let emulator = emulator_with(|e| e.clock(clock).max_retries(1)).await;
-    let queue = queue(&emulator, "lastattempt");
-    push_texts(&queue, 50).await;
+    let queue = pushed_to(&emulator, "lastattempt", 50).await;
     emulator.inject(Fault::stall_only(2 * SECOND).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .grace_period(10 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, Duration::ZERO)));
+    let running = Running::start(consumer, counting(&seen, Duration::ZERO));
     tokio::time::sleep(Duration::from_millis(500)).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     let unseen_deleted = emulator.dead_lettered("lastattempt");
     let backlog = emulator.metrics("lastattempt").backlog_count;
     assert_eq!(
@@ -181,9 +173,7 @@ async fn shutdown_deletes_no_message_no_handler_saw() {
 /// stopped. Either `build` refuses it, or the consumer drains the queue.
 #[tokio::test(start_paused = true)]
 async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "sizeonly");
-    push_texts(&queue, 50).await;
+    let (emulator, queue) = pushed("sizeonly", 50).await;
     let built = Consumer::builder(queue.clone())
         .ack_interval(Duration::MAX)
         .max_in_flight(10)
@@ -200,25 +190,22 @@ async fn flushing_by_size_only_with_fewer_slots_than_a_batch_still_drains() {
         Err(other) => panic!("refused, but not as invalid input: {other}"),
         Ok(consumer) => consumer,
     };
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
+    let running = Running::start(consumer, crate::ack_now);
     let drained = tokio::time::timeout(60 * SECOND, async {
-        while monitor.snapshot().handled < 50 {
+        while running.monitor.snapshot().handled < 50 {
             tokio::time::sleep(STEP).await;
         }
     })
     .await;
-    let stalled = monitor.snapshot();
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let stalled = running.monitor.snapshot();
+    let s = running.finish().await;
     assert!(
         drained.is_ok(),
         "deadlocked: {} of 50 handled after 60 s: {stalled:?}",
         stalled.handled
     );
     assert_eq!((s.handled, s.acked, s.unflushed), (50, 50, 0), "{s:?}");
-    assert_eq!(emulator.metrics("sizeonly").backlog_count, 0);
+    assert_drained(&emulator, "sizeonly");
 }
 
 /// A pull's answer for the first pull, then empty ones.
@@ -271,12 +258,10 @@ async fn a_list_form_extension_warning_marks_no_lease_lost() {
         .visibility_timeout(3 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, 8 * SECOND)));
+    let running = Running::start(consumer, counting(&seen, 8 * SECOND));
     tokio::time::sleep(12 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         (s.leases_lost, s.max_lease_reached, s.acked),
         (0, 0, 3),
@@ -321,13 +306,10 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
-    until("the three handled", || monitor.snapshot().handled == 3).await;
+    let running = Running::start(consumer, crate::ack_now);
+    running.until("the three handled", |s| s.handled == 3).await;
     tokio::time::sleep(10 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.received, s.in_flight), (3, 0), "{s:?}");
     assert_eq!(terminal(&s), s.received, "one counter each: {s:?}");
 }
@@ -374,11 +356,9 @@ async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_w
         .error_backoff(5 * SECOND, 5 * SECOND)
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(crate::ack_now));
+    let running = Running::start(consumer, crate::ack_now);
     tokio::time::sleep(20 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert!(
         !server.bodies("extend").is_empty(),
         "the lease of a pending settlement is extended"
@@ -420,14 +400,9 @@ async fn a_visibility_timeout_of_a_few_milliseconds_does_not_flood_extensions() 
         Err(other) => panic!("refused, but not as invalid input: {other}"),
         Ok(consumer) => consumer,
     };
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
-        tokio::time::sleep(2 * SECOND).await;
-        Ok::<_, Infallible>(Verdict::Ack)
-    }));
+    let running = Running::start(consumer, acks_after(2 * SECOND));
     tokio::time::sleep(3 * SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     let extensions = server.bodies("extend").len();
     assert!(
         extensions <= 20,
@@ -466,9 +441,7 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|message: PulledMessage| async move {
+    let running = Running::start(consumer, |message: PulledMessage| async move {
         if message.id == "a" {
             Ok::<_, Infallible>(Verdict::Retry(None))
         } else {
@@ -476,10 +449,9 @@ async fn releases_and_zero_delay_retries_send_delay_seconds_zero() {
             tokio::time::sleep(HOUR).await;
             Ok(Verdict::Ack)
         }
-    }));
-    until("a handled", || monitor.snapshot().handled == 1).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    });
+    running.until("a handled", |s| s.handled == 1).await;
+    let s = running.finish().await;
     assert_eq!((s.retried, s.released), (1, 1), "{s:?}");
     assert_eq!(
         retries_sent(&server),
@@ -525,8 +497,7 @@ struct Blocked {
 async fn through_a_five_minute_block() -> Blocked {
     let clock = TokioClock::starting_now();
     let emulator = emulator_with(|e| e.clock(clock)).await;
-    let queue = queue(&emulator, "blocked");
-    push_texts(&queue, 20).await;
+    let queue = pushed_to(&emulator, "blocked", 20).await;
     emulator.set_rate_limits(Some(RateLimitModel::cloudflare().per_credential(
         1,
         300 * SECOND,
@@ -538,11 +509,9 @@ async fn through_a_five_minute_block() -> Blocked {
         .max_lease(LONG_LEASE)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let seen = Seen::default();
-    let run = tokio::spawn(consumer.run(counting(&seen, SECOND)));
-    until("the 20 leased", || monitor.snapshot().received == 20).await;
+    let running = Running::start(consumer, counting(&seen, SECOND));
+    running.until("the 20 leased", |s| s.received == 20).await;
     // Another process on the same token that does not pace itself goes
     // over the window, and the API blocks the token for every caller (this
     // consumer's client, which paces by the headers, would not have).
@@ -559,13 +528,12 @@ async fn through_a_five_minute_block() -> Blocked {
         .expect("the one request of the window");
     let refused = elsewhere.metrics().await.expect_err("over the window");
     assert_eq!(refused.codes(), vec![971], "{refused}");
-    let before = monitor.snapshot();
+    let before = running.monitor.snapshot();
     tokio::time::sleep(299 * SECOND).await;
-    let during = monitor.snapshot();
+    let during = running.monitor.snapshot();
     // The block ends a second from now: time to settle, and to come back.
     tokio::time::sleep(120 * SECOND).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     Blocked {
         summary,
         pulls_during: (during.pulls + during.pull_errors) - (before.pulls + before.pull_errors),
@@ -591,7 +559,7 @@ async fn a_five_minute_block_stops_pulling_until_it_ends_then_acks_everything() 
     );
     assert_eq!((s.acked, s.unflushed), (20, 0), "{s:?}");
     assert_eq!(twice(&seen), Vec::<String>::new());
-    assert_eq!(emulator.metrics("blocked").backlog_count, 0);
+    assert_drained(&emulator, "blocked");
 }
 
 /// What the rework added to the public API: `flush_timeout`,
@@ -605,8 +573,7 @@ mod settings_and_counters {
 
     #[tokio::test(start_paused = true)]
     async fn settings_that_cannot_work_are_refused_by_build() {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "refused");
+        let (_emulator, queue) = fresh("refused").await;
         let refused = |built: cf_queues::Result<Consumer>| match built {
             Err(cf_queues::Error::InvalidInput { field, reason, .. }) => (field, reason),
             Err(other) => panic!("refused, but not as invalid input: {other}"),
@@ -660,9 +627,7 @@ mod settings_and_counters {
     /// the flush timeout, and what was not sent is counted unflushed.
     #[tokio::test(start_paused = true)]
     async fn run_returns_within_grace_period_plus_flush_timeout_when_every_ack_stalls() {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "stalledacks");
-        push_texts(&queue, 10).await;
+        let (emulator, queue) = pushed("stalledacks", 10).await;
         emulator.inject(
             Fault::stall_only(24 * HOUR)
                 .times(1_000_000)
@@ -675,14 +640,11 @@ mod settings_and_counters {
             .max_lease(LONG_LEASE)
             .build()
             .expect("valid settings");
-        let monitor = consumer.monitor();
-        let stop = consumer.shutdown_token();
-        let run = tokio::spawn(consumer.run(crate::ack_now));
-        until("the 10 handled", || monitor.snapshot().handled == 10).await;
+        let running = Running::start(consumer, crate::ack_now);
+        running.until("the 10 handled", |s| s.handled == 10).await;
         tokio::time::sleep(SECOND).await;
         let started = Instant::now();
-        stop.cancel();
-        let s = run.await.expect("task").expect("no fatal error");
+        let s = running.finish().await;
         assert!(
             started.elapsed() <= 5 * SECOND,
             "returned after {:?}: {s:?}",

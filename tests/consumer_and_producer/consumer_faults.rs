@@ -13,11 +13,11 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
+use crate::support::{Running, acks_after, assert_drained, noting_the_first, pushed, pushed_to};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::{eventually, until};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled};
 
 const MS: Duration = Duration::from_millis(1);
@@ -28,17 +28,14 @@ const STEP: Duration = Duration::from_millis(100);
 
 #[tokio::test(start_paused = true)]
 async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
-    let mut pulls = 0;
+    // The first pull brings these; the ones after, nothing.
+    let mut first = Some(pulled(&[
+        ("a", Some("lease-a")),
+        ("b", None),
+        ("c", Some("lease-c")),
+    ]));
     let server = scripted(move |operation, body| match operation {
-        "pull" => {
-            pulls += 1;
-            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
-            } else {
-                &[]
-            };
-            (200, pulled(messages))
-        }
+        "pull" => (200, first.take().unwrap_or_else(|| pulled(&[]))),
         "ack" => (200, acked(body, &[])),
         _ => (404, failure(7003, "No route for the URI")),
     })
@@ -50,18 +47,15 @@ async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(move |message: PulledMessage| {
+    let running = Running::start(consumer, move |message: PulledMessage| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock().expect("lock").push(message.id.clone());
             Ok::<_, BodyError>(Verdict::Ack)
         }
-    }));
-    until("both acked", || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    running.until("both acked", |s| s.acked == 2).await;
+    let summary = running.finish().await;
     let mut handled = handled.lock().expect("lock").clone();
     handled.sort();
     assert_eq!(handled, ["a", "c"], "b cannot be settled: not handled");
@@ -110,12 +104,9 @@ async fn more_messages_than_asked_for_do_not_raise_the_in_flight_limit() {
         .ack_interval(HOUR)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("two pulls handled", || monitor.snapshot().handled >= 6).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running.until("two pulls handled", |s| s.handled >= 6).await;
+    let summary = running.finish().await;
     let asked: Vec<u64> = server
         .bodies("pull")
         .iter()
@@ -160,15 +151,13 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .error_backoff(Duration::from_secs(1), Duration::from_secs(1))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("resent", STEP, Duration::from_secs(5), || {
-        monitor.snapshot().resend_warnings == 3
-    })
-    .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually("resent", STEP, Duration::from_secs(5), |s| {
+            s.resend_warnings == 3
+        })
+        .await;
+    let s = running.finish().await;
     assert_eq!(
         (
             s.settle_errors,
@@ -201,12 +190,9 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         .ack_batch_size(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    until("warned", || monitor.snapshot().settle_warnings == 1).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running.until("warned", |s| s.settle_warnings == 1).await;
+    let s = running.finish().await;
     assert_eq!(
         (s.settle_warnings, s.leases_lost, s.resend_warnings, s.acked),
         (1, 1, 0, 0)
@@ -216,8 +202,7 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
 #[tokio::test(start_paused = true)]
 async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "unextended");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "unextended", 1).await;
     emulator.inject(Fault::status(500).times(1_000).only(Operation::Extend));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
@@ -226,21 +211,14 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
         .max_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
     tokio::time::sleep(Duration::from_secs(4)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");
-    eventually("acked late", STEP, Duration::from_secs(5), || {
-        monitor.snapshot().acked == 1
-    })
-    .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    running
+        .eventually("acked late", STEP, Duration::from_secs(5), |s| s.acked == 1)
+        .await;
+    let s = running.finish().await;
     // Tried at 2 s, then after half the time left (at most 1 s, at least
     // 100 ms or what is left) until expiry: at 2.5, 2.75, 2.875, 2.975 and 3 s.
     assert_eq!(
@@ -253,7 +231,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
         ),
         (0, 6, 1, 1, 0)
     );
-    assert_eq!(emulator.metrics("unextended").backlog_count, 0);
+    assert_drained(&emulator, "unextended");
     emulator.clear_faults();
 }
 
@@ -267,39 +245,26 @@ async fn pulls_back_off_while_the_network_is_down_and_recover() {
         .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let first = Arc::new(Mutex::new(None));
-    let seen = Arc::clone(&first);
-    let run = tokio::spawn(consumer.run(move |_message| {
-        let seen = Arc::clone(&seen);
-        async move {
-            seen.lock().expect("lock").get_or_insert(started.elapsed());
-            Ok::<_, BodyError>(Verdict::Ack)
-        }
-    }));
+    let (first, handler) = noting_the_first(started);
+    let running = Running::start(consumer, handler);
     // Connections dropped at 0 s and 1 s; the backoff waits 1 s, then 2 s.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pull_errors, s.received), (2, 0));
     gate.open();
-    eventually("all acked", STEP, Duration::from_secs(10), || {
-        monitor.snapshot().acked == 5
-    })
-    .await;
+    running
+        .eventually("all acked", STEP, Duration::from_secs(10), |s| s.acked == 5)
+        .await;
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(3)));
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.pull_errors, s.received, s.acked), (2, 5, 5));
-    assert_eq!(emulator.metrics("cut").backlog_count, 0);
+    assert_drained(&emulator, "cut");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "limitedacks");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("limitedacks", 5).await;
     emulator.inject(
         Fault::status(429)
             .cloudflare_error(10250, "QueueOverloaded")
@@ -309,19 +274,16 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
     let consumer = Consumer::builder(queue.clone())
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     // The 100 ms interval, then the 2 s the API asked for.
     tokio::time::sleep(Duration::from_millis(2_099)).await;
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.settle_requests, s.acked), (1, 0));
     tokio::time::sleep(MS).await;
-    until("acked", || monitor.snapshot().acked == 5).await;
+    running.until("acked", |s| s.acked == 5).await;
     assert_eq!(started.elapsed(), Duration::from_millis(2_100));
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         (
             s.settle_errors,
@@ -333,7 +295,7 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
         ),
         (1, 2, 5, 0, 0, 0)
     );
-    assert_eq!(emulator.metrics("limitedacks").backlog_count, 0);
+    assert_drained(&emulator, "limitedacks");
 }
 
 /// `extendCount` is optional in Cloudflare's published description: an

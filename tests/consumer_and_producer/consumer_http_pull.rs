@@ -9,8 +9,8 @@ use cf_queues::resources::{HttpPullSettings, PROPAGATION_WINDOW};
 use serde_json::{Value, json};
 
 use crate::ack_now;
+use crate::support::Running;
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wait::eventually;
 use cf_queues_testkit::wire::{acked, failure, pulled, success};
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -98,23 +98,21 @@ async fn after_enabling_http_pull_the_not_enabled_answers_of_propagation_are_wai
         .ack_interval(Duration::from_millis(10))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually(
-        "the message acked",
-        Duration::from_millis(100),
-        Duration::from_secs(50),
-        || monitor.snapshot().acked == 1,
-    )
-    .await;
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually(
+            "the message acked",
+            Duration::from_millis(100),
+            Duration::from_secs(50),
+            |s| s.acked == 1,
+        )
+        .await;
     assert!(
         started.elapsed() < PROPAGATION_WINDOW,
         "{:?}",
         started.elapsed()
     );
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    let summary = running.finish().await;
     assert_eq!((summary.received, summary.acked), (1, 1));
     assert!(server.bodies("pull").len() >= 4);
 }

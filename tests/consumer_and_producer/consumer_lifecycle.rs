@@ -13,9 +13,10 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
-use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
-use cf_queues_testkit::wait::{eventually, until};
+use crate::support::{Running, assert_drained, fresh, pushed, pushed_to};
+use cf_queues_testkit::clients::{LONG_LEASE, push_texts};
+use cf_queues_testkit::emulators::emulator_on_tokio_time;
+use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
@@ -25,8 +26,7 @@ const STEP: Duration = Duration::from_millis(100);
 #[tokio::test(start_paused = true)]
 async fn durations_too_long_for_the_clock_mean_never() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "forever");
-    push_texts(&queue, 5).await;
+    let queue = pushed_to(&emulator, "forever", 5).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .ack_batch_size(2)
@@ -36,20 +36,17 @@ async fn durations_too_long_for_the_clock_mean_never() {
         .grace_period(Duration::MAX)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(|message| async move {
+    let running = Running::start(consumer, |message| async move {
         // m0 outlives three leases; the others are acked at once.
         if message.body().text()? == "m0" {
             tokio::time::sleep(Duration::from_secs(9)).await;
         }
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
-    until("four acked by size", || monitor.snapshot().acked == 4).await;
-    assert_eq!(monitor.snapshot().settle_requests, 2);
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    });
+    running.until("four acked by size", |s| s.acked == 4).await;
+    assert_eq!(running.monitor.snapshot().settle_requests, 2);
+    let summary = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_secs(9),
@@ -67,60 +64,59 @@ async fn durations_too_long_for_the_clock_mean_never() {
         ),
         (5, 3, 4, 0, 0, 0)
     );
-    assert_eq!(emulator.metrics("forever").backlog_count, 0);
+    assert_drained(&emulator, "forever");
 }
 
 #[tokio::test(start_paused = true)]
 async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "idle");
+    let (_emulator, queue) = fresh("idle").await;
     let consumer = Consumer::builder(queue.clone())
         // One pull at a time: this test pins the single puller's waits.
         .max_pulls_in_flight(1)
         .empty_backoff(Duration::from_millis(100), Duration::from_millis(800))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     // Waits of 100, 200, 400, then 800 ms at most.
     let empty_at = [0, 100, 300, 700, 1_500, 2_300, 3_100];
     for (n, at) in empty_at.into_iter().enumerate() {
         if at > 0 {
             tokio::time::sleep_until(started + Duration::from_millis(at - 1)).await;
-            assert_eq!(monitor.snapshot().empty_pulls, n as u64, "before {at} ms");
+            assert_eq!(
+                running.monitor.snapshot().empty_pulls,
+                n as u64,
+                "before {at} ms"
+            );
             tokio::time::sleep(MS).await;
         }
         until("an empty pull", || {
-            monitor.snapshot().empty_pulls == n as u64 + 1
+            running.monitor.snapshot().empty_pulls == n as u64 + 1
         })
         .await;
     }
     push_texts(&queue, 250).await;
     tokio::time::sleep_until(started + Duration::from_millis(3_899)).await;
-    assert_eq!(monitor.snapshot().received, 0, "still backing off");
+    assert_eq!(running.monitor.snapshot().received, 0, "still backing off");
     tokio::time::sleep(MS).await;
     // 100 and 100 (full: pulled again at once) and 50, without time passing.
-    until("all received", || monitor.snapshot().received == 250).await;
+    running.until("all received", |s| s.received == 250).await;
     assert_eq!(started.elapsed(), Duration::from_millis(3_900));
-    let s = monitor.snapshot();
+    let s = running.monitor.snapshot();
     assert_eq!((s.pulls, s.empty_pulls), (10, 7));
     // After a partial pull the backoff starts over at 100 ms.
     tokio::time::sleep(Duration::from_millis(99)).await;
-    assert_eq!(monitor.snapshot().pulls, 10);
+    assert_eq!(running.monitor.snapshot().pulls, 10);
     tokio::time::sleep(MS).await;
-    until("pulled again", || monitor.snapshot().pulls == 11).await;
-    stop.cancel();
-    let summary = run.await.expect("task").expect("no fatal error");
+    running.until("pulled again", |s| s.pulls == 11).await;
+    let summary = running.finish().await;
     assert_eq!((summary.acked, summary.empty_pulls), (250, 8));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_message_left_comes_back_after_its_visibility_timeout() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "left");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "left", 1).await;
     let deliveries: Arc<Mutex<Vec<(u32, Duration)>>> = Arc::default();
     let seen = Arc::clone(&deliveries);
     let consumer = Consumer::builder(queue.clone())
@@ -128,10 +124,8 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
         .empty_backoff(Duration::from_millis(100), Duration::from_millis(100))
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(move |message| {
+    let running = Running::start(consumer, move |message| {
         let seen = Arc::clone(&seen);
         async move {
             seen.lock()
@@ -143,13 +137,11 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
                 Verdict::Ack
             })
         }
-    }));
-    eventually("acked", STEP, Duration::from_secs(10), || {
-        monitor.snapshot().acked == 1
-    })
-    .await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    });
+    running
+        .eventually("acked", STEP, Duration::from_secs(10), |s| s.acked == 1)
+        .await;
+    let s = running.finish().await;
     assert_eq!(
         *deliveries.lock().expect("lock"),
         [(1, Duration::ZERO), (2, Duration::from_secs(3))],
@@ -167,15 +159,14 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
         ),
         (2, 1, 1, 0, 0, 0, 1)
     );
-    assert_eq!(emulator.metrics("left").backlog_count, 0);
+    assert_drained(&emulator, "left");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_stream_handle_extends_its_lease_on_the_server() {
     use futures_util::StreamExt as _;
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "handextended");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "handextended", 1).await;
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()
@@ -210,14 +201,12 @@ async fn a_stream_handle_extends_its_lease_on_the_server() {
         ),
         (1, 1, 1, 0, 0)
     );
-    assert_eq!(emulator.metrics("handextended").backlog_count, 0);
+    assert_drained(&emulator, "handextended");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "inflightpull");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("inflightpull", 5).await;
     emulator.inject(Fault::stall_only(Duration::from_secs(5)).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
@@ -226,14 +215,15 @@ async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
         .max_pulls_in_flight(1)
         .build()
         .expect("valid settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     tokio::time::sleep(SECOND).await;
-    assert_eq!(monitor.snapshot().received, 0, "the pull is stalled");
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    assert_eq!(
+        running.monitor.snapshot().received,
+        0,
+        "the pull is stalled"
+    );
+    let s = running.finish().await;
     // The pull lands at 5 s, within the 10 s grace period; the acks go at once.
     assert_eq!(
         started.elapsed(),
@@ -245,14 +235,12 @@ async fn a_shutdown_hands_what_the_pull_on_its_way_brings_to_the_handlers() {
         (5, 5, 0, 5, 0),
         "handled, not released unseen"
     );
-    assert_eq!(emulator.metrics("inflightpull").backlog_count, 0);
+    assert_drained(&emulator, "inflightpull");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_pull_on_its_way_past_the_grace_period_is_dropped() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "slowpull");
-    push_texts(&queue, 5).await;
+    let (emulator, queue) = pushed("slowpull", 5).await;
     emulator.inject(Fault::stall_only(Duration::from_secs(30)).only(Operation::Pull));
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
@@ -261,12 +249,10 @@ async fn a_pull_on_its_way_past_the_grace_period_is_dropped() {
         .grace_period(Duration::from_secs(2))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
     let started = Instant::now();
-    let run = tokio::spawn(consumer.run(ack_now));
+    let running = Running::start(consumer, ack_now);
     tokio::time::sleep(SECOND).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!(
         started.elapsed(),
         Duration::from_secs(3),

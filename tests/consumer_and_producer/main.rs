@@ -12,6 +12,7 @@ mod consumer_lifecycle;
 mod producer;
 mod producer_refusals;
 mod replicas;
+mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
 /// `consumer` feature, so that it lends no test binary a feature).

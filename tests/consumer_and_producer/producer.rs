@@ -6,19 +6,25 @@ use std::time::Duration;
 
 use cf_queues::producer::{Producer, ProducerError};
 use cf_queues::retry::{PushRetries, RetryPolicy};
-use cf_queues::{Message, PullOptions};
+use cf_queues::{Message, PullOptions, Queue};
 use cf_queues_emulator::{Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use crate::support::{all_landed, assert_backlog, fresh, handed_over, spawn_sends};
 use cf_queues_testkit::clients::{queue, texts};
 use cf_queues_testkit::emulators::emulator;
 use cf_queues_testkit::wait::until;
 
+/// A producer on `queue` that waits up to `linger` for a batch to fill.
+fn lingering(queue: &Queue, linger: Duration) -> Producer {
+    let builder = Producer::builder(queue.clone()).linger(linger);
+    builder.build().expect("settings")
+}
+
 #[tokio::test(start_paused = true)]
 async fn sends_the_fewest_requests_the_count_and_byte_limits_allow() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "fewest");
+    let (emulator, queue) = fresh("fewest").await;
     let producer = Producer::builder(queue.clone()).build().expect("settings");
     let outcomes = join_all(texts(250).into_iter().map(|m| producer.send(m))).await;
     assert!(outcomes.iter().all(Result::is_ok));
@@ -31,28 +37,18 @@ async fn sends_the_fewest_requests_the_count_and_byte_limits_allow() {
     assert_eq!(emulator.requests_received(), 6, "82 + 82 + 36");
     let stats = producer.close().await;
     assert_eq!((stats.landed, stats.batches, stats.failed), (450, 6, 0));
-    assert_eq!(emulator.metrics("fewest").backlog_count, 450);
+    assert_backlog(&emulator, "fewest", 450);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "linger");
-    let producer = Producer::builder(queue.clone())
-        .linger(Duration::from_millis(20))
-        .build()
-        .expect("settings");
+    let (emulator, queue) = fresh("linger").await;
+    let producer = lingering(&queue, Duration::from_millis(20));
     let started = Instant::now();
-    let sends: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
-    until("taken", || producer.stats().accepted == 3).await;
+    let sends = handed_over(&producer, 3, 3).await;
     tokio::time::sleep(Duration::from_millis(19)).await;
     assert_eq!(emulator.requests_received(), 0, "still lingering");
-    for send in sends {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(sends).await;
     assert_eq!(started.elapsed(), Duration::from_millis(20));
     assert_eq!(emulator.requests_received(), 1);
 
@@ -69,8 +65,7 @@ async fn a_partial_batch_goes_after_the_linger_and_a_full_one_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn every_sender_gets_its_own_outcome_under_failures() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "outcomes");
+    let (emulator, queue) = fresh("outcomes").await;
     emulator.inject(Fault::status(500).only(Operation::Batch));
     let producer = Producer::builder(queue.clone()).build().expect("settings");
     let mut messages = texts(151);
@@ -98,7 +93,7 @@ async fn every_sender_gets_its_own_outcome_under_failures() {
     assert_eq!(failed, (0..100).collect::<Vec<_>>());
     assert_eq!(landed, (100..151).filter(|&i| i != 120).collect::<Vec<_>>());
     assert_eq!(emulator.requests_received(), 2);
-    assert_eq!(emulator.metrics("outcomes").backlog_count, 50);
+    assert_backlog(&emulator, "outcomes", 50);
     let stats = producer.stats();
     assert_eq!(
         (stats.accepted, stats.landed, stats.failed, stats.rejected),
@@ -108,18 +103,14 @@ async fn every_sender_gets_its_own_outcome_under_failures() {
 
 #[tokio::test(start_paused = true)]
 async fn a_full_buffer_holds_senders_back() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "backpressure");
+    let (emulator, queue) = fresh("backpressure").await;
     emulator.inject(Fault::stall_only(Duration::from_secs(10)).only(Operation::Batch));
     let producer = Producer::builder(queue.clone())
         .max_buffered(10)
         .max_concurrent_batches(1)
         .build()
         .expect("settings");
-    let sends: Vec<_> = texts(1_000)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
+    let sends = spawn_sends(&producer, texts(1_000));
     until("the buffer fills", || producer.stats().accepted == 200).await;
     for _ in 0..1_000 {
         tokio::task::yield_now().await;
@@ -130,28 +121,18 @@ async fn a_full_buffer_holds_senders_back() {
         (stats.accepted, stats.batches, stats.in_flight),
         (200, 1, 100)
     );
-    for send in sends {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(sends).await;
     assert_eq!(producer.stats().batches, 10);
-    assert_eq!(emulator.metrics("backpressure").backlog_count, 1_000);
+    assert_backlog(&emulator, "backpressure", 1_000);
 }
 
 #[tokio::test(start_paused = true)]
 async fn flush_close_and_drop_push_what_was_handed_over() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "closing");
-    let producer = Producer::builder(queue.clone())
-        .linger(Duration::from_secs(3600))
-        .build()
-        .expect("settings");
+    let (emulator, queue) = fresh("closing").await;
+    let producer = lingering(&queue, Duration::from_secs(3600));
 
     let started = Instant::now();
-    let pending: Vec<_> = texts(5)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
-    until("taken", || producer.stats().accepted == 5).await;
+    let pending = handed_over(&producer, 5, 5).await;
     producer.flush().await;
     assert_eq!(
         started.elapsed(),
@@ -159,15 +140,9 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         "flush does not wait for the linger"
     );
     assert_eq!(producer.stats().landed, 5);
-    for send in pending {
-        send.await.expect("task").expect("landed");
-    }
+    all_landed(pending).await;
 
-    let pending: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
-    until("taken", || producer.stats().accepted == 8).await;
+    let pending = handed_over(&producer, 3, 8).await;
     let clone = producer.clone();
     let stats = producer.close().await;
     assert_eq!((stats.landed, stats.batches), (8, 2));
@@ -182,15 +157,8 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
     }
 
     // Dropping the last handle pushes what it holds, in the background.
-    let producer = Producer::builder(queue.clone())
-        .linger(Duration::from_secs(3600))
-        .build()
-        .expect("settings");
-    let pending: Vec<_> = texts(4)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
-    until("taken", || producer.stats().accepted == 4).await;
+    let producer = lingering(&queue, Duration::from_secs(3600));
+    let pending = handed_over(&producer, 4, 4).await;
     let dropped_at = Instant::now();
     drop(producer);
     for send in pending {
@@ -201,7 +169,7 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
         Duration::ZERO,
         "sent at the drop, not after the linger"
     );
-    assert_eq!(emulator.metrics("closing").backlog_count, 12);
+    assert_backlog(&emulator, "closing", 12);
     let rest = queue
         .pull(PullOptions::new().batch_size(100))
         .await
@@ -211,17 +179,9 @@ async fn flush_close_and_drop_push_what_was_handed_over() {
 
 #[tokio::test(start_paused = true)]
 async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "nolinger");
-    let producer = Producer::builder(queue.clone())
-        .linger(Duration::MAX)
-        .build()
-        .expect("settings");
-    let pending: Vec<_> = texts(3)
-        .into_iter()
-        .map(|m| tokio::spawn(producer.send(m)))
-        .collect();
-    until("taken", || producer.stats().accepted == 3).await;
+    let (emulator, queue) = fresh("nolinger").await;
+    let producer = lingering(&queue, Duration::MAX);
+    let pending = handed_over(&producer, 3, 3).await;
     tokio::time::sleep(Duration::from_secs(86_400)).await;
     assert_eq!(
         emulator.requests_received(),
@@ -241,7 +201,7 @@ async fn a_linger_too_long_for_the_clock_sends_when_full_or_flushed() {
         "a full batch goes at once"
     );
     assert_eq!(emulator.requests_received(), 2);
-    assert_eq!(emulator.metrics("nolinger").backlog_count, 103);
+    assert_backlog(&emulator, "nolinger", 103);
 }
 
 /// A retrying policy with a short backoff, pushes retried as `pushes` says.
@@ -265,7 +225,7 @@ async fn a_rate_limited_batch_is_retried_and_lands_once() {
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
     // Refused for its rate, so surely not landed: sent again, once.
     assert_eq!(emulator.requests_received(), 2);
-    assert_eq!(emulator.metrics("throttled").backlog_count, 100);
+    assert_backlog(&emulator, "throttled", 100);
     let stats = producer.close().await;
     assert_eq!((stats.batches, stats.landed, stats.failed), (1, 100, 0));
 }

@@ -11,6 +11,7 @@ use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 use futures_util::future::join_all;
 use tokio::time::Instant;
 
+use crate::support::fresh;
 use cf_queues_testkit::clients::queue;
 use cf_queues_testkit::emulators::emulator;
 
@@ -88,18 +89,23 @@ async fn five_refusals_in_a_row_then_every_send_lands_once() {
     }
 }
 
+/// Sends `count` messages, `{prefix}0`, `{prefix}1`, ..., each of which
+/// must land despite the refusals of `code`.
+async fn all_sent_land(producer: &Producer, prefix: &str, count: usize, code: u32) {
+    let send = |i| producer.send(Message::text(format!("{prefix}{i}")));
+    for outcome in join_all((0..count).map(send)).await {
+        outcome.unwrap_or_else(|e| panic!("{code}: {e}"));
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn each_resend_waits_for_the_retry_after() {
     for (code, message) in REFUSALS {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "patient");
+        let (emulator, queue) = fresh("patient").await;
         emulator.inject(refusals(code, message, 3));
         let producer = Producer::builder(queue).build().expect("settings");
         let started = Instant::now();
-        let outcomes = join_all((0..100).map(|i| producer.send(Message::text(format!("m{i}")))));
-        for outcome in outcomes.await {
-            outcome.unwrap_or_else(|e| panic!("{code}: {e}"));
-        }
+        all_sent_land(&producer, "m", 100, code).await;
         assert_eq!(
             started.elapsed(),
             Duration::from_secs(3),
@@ -119,8 +125,7 @@ async fn each_resend_waits_for_the_retry_after() {
 #[tokio::test(start_paused = true)]
 async fn refusals_past_the_send_timeout_fail_and_later_sends_land() {
     for (code, message) in REFUSALS {
-        let emulator = emulator().await;
-        let queue = queue(&emulator, "late");
+        let (emulator, queue) = fresh("late").await;
         // Ten refusals fill the first batch's ten seconds (one a second);
         // the next batch meets the last two, then lands.
         emulator.inject(refusals(code, message, 12));
@@ -151,10 +156,7 @@ async fn refusals_past_the_send_timeout_fail_and_later_sends_land() {
             Duration::from_secs(9),
             "{code}: failed as soon as no resend could go in time"
         );
-        let later = join_all((0..100).map(|i| producer.send(Message::text(format!("b{i}")))));
-        for outcome in later.await {
-            outcome.unwrap_or_else(|e| panic!("{code}: {e}"));
-        }
+        all_sent_land(&producer, "b", 100, code).await;
         let stats = producer.close().await;
         assert_eq!((stats.landed, stats.failed), (100, 100), "{code}");
         assert_eq!(emulator.requests_received(), 13, "{code}: 10 + 2 + 1");
@@ -164,8 +166,7 @@ async fn refusals_past_the_send_timeout_fail_and_later_sends_land() {
 
 #[tokio::test(start_paused = true)]
 async fn a_send_timeout_of_zero_sends_each_batch_once() {
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "once");
+    let (emulator, queue) = fresh("once").await;
     emulator.inject(refusals(10250, "QueueOverloaded", 1));
     let producer = Producer::builder(queue)
         .send_timeout(Duration::ZERO)

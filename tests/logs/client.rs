@@ -8,7 +8,7 @@
 
 use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
-use cf_queues_testkit::clients::{client, quick};
+use cf_queues_testkit::clients::{client, configured_queue, quick};
 use cf_queues_testkit::emulators::emulator_with;
 use cf_queues_testkit::logs::SharedLog;
 
@@ -33,18 +33,8 @@ async fn logs_carry_operations_and_never_secrets() {
         .pull(PullOptions::new())
         .await
         .expect("pull after a retry");
-    let wrong = emulator
-        .client_builder()
-        .expect("builder")
-        .api_token("wrong-secret")
-        .build()
-        .expect("client");
-    let error = wrong
-        .queue("logged")
-        .expect("id")
-        .pull(PullOptions::new())
-        .await
-        .expect_err("403");
+    let queue = configured_queue(&emulator, "logged", |b| b.api_token("wrong-secret"));
+    let error = queue.pull(PullOptions::new()).await.expect_err("403");
 
     let text = logs.text();
     assert!(text.contains("retrying"), "{text}");

@@ -17,9 +17,10 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue, texts};
+use crate::support::{Running, pushed, pushed_to, spawn_sends};
+use cf_queues_testkit::clients::{LONG_LEASE, queue, texts};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
-use cf_queues_testkit::wait::{eventually, until};
+use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
@@ -59,9 +60,7 @@ fn panic_text(error: tokio::task::JoinError) -> String {
 async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
     // The test's runtime is current-thread: every task runs on this thread.
     let _guard = tracing::subscriber::set_default(PanicOn("settle"));
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "ackerpanic");
-    push_texts(&queue, 3).await;
+    let (emulator, queue) = pushed("ackerpanic", 3).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(LONG_LEASE)
@@ -84,8 +83,7 @@ async fn a_panic_in_the_acker_reaches_the_caller_instead_of_a_clean_summary() {
 async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller() {
     let _guard = tracing::subscriber::set_default(PanicOn("extend"));
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "keeperpanic");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "keeperpanic", 1).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
@@ -118,22 +116,19 @@ async fn a_panic_in_the_lease_keeper_stops_the_consumer_and_reaches_the_caller()
 async fn the_extend_span_carries_the_messaging_attributes() {
     let (log, _guard) = cf_queues_testkit::logs::capture_spans();
     let (emulator, _clock) = emulator_on_tokio_time().await;
-    let queue = queue(&emulator, "spanned");
-    push_texts(&queue, 1).await;
+    let queue = pushed_to(&emulator, "spanned", 1).await;
     cf_queues_testkit::logs::refresh_tracing_interest();
     let consumer = Consumer::builder(queue.clone())
         .visibility_timeout(Duration::from_secs(3))
         .build()
         .expect("valid settings");
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(|_message| async {
+    let running = Running::start(consumer, |_message| async {
         // One extension, 2 s after the pull.
         tokio::time::sleep(Duration::from_millis(2_500)).await;
         Ok::<_, BodyError>(Verdict::Ack)
-    }));
+    });
     tokio::time::sleep(Duration::from_secs(3)).await;
-    stop.cancel();
-    let s = run.await.expect("task").expect("no fatal error");
+    let s = running.finish().await;
     assert_eq!((s.extended, s.acked), (1, 1));
     let text = log.text();
     let extend: Vec<&str> = text
@@ -162,9 +157,7 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
     // The test's runtime is current-thread: every task logs on this thread.
     let (log, _guard) = cf_queues_testkit::logs::capture_spans();
 
-    let emulator = emulator().await;
-    let queue = queue(&emulator, "traced");
-    push_texts(&queue, 2).await;
+    let (_emulator, queue) = pushed("traced", 2).await;
     // Flushed by size only: paused time may jump while loopback I/O is
     // pending, and an interval flush between the two acks would make two
     // settle spans.
@@ -174,12 +167,11 @@ async fn spans_follow_the_opentelemetry_messaging_conventions() {
         .ack_interval(Duration::from_secs(3600))
         .build()
         .expect("settings");
-    let monitor = consumer.monitor();
-    let stop = consumer.shutdown_token();
-    let run = tokio::spawn(consumer.run(ack_now));
-    eventually("acked", MS, SECOND, || monitor.snapshot().acked == 2).await;
-    stop.cancel();
-    run.await.expect("task").expect("no fatal error");
+    let running = Running::start(consumer, ack_now);
+    running
+        .eventually("acked", MS, SECOND, |s| s.acked == 2)
+        .await;
+    running.finish().await;
 
     let text = log.text();
     let closed = |name: &str| -> Vec<String> {
@@ -273,10 +265,7 @@ fn a_runtime_shut_down_under_the_producer_drops_every_sender_and_logs_them_all()
                 .build()
                 .expect("settings")
         };
-        let sends: Vec<_> = texts(150)
-            .into_iter()
-            .map(|m| tokio::spawn(producer.send(m)))
-            .collect();
+        let sends = spawn_sends(&producer, texts(150));
         // Another thread does the work: wait on the wall clock, unpaused.
         for _ in 0..10_000 {
             let stats = producer.stats();

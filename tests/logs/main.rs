@@ -5,6 +5,10 @@
 
 mod client;
 mod consumer_and_producer;
+// The consumer tests' helpers; these tests run no batch handler.
+#[path = "../consumer_and_producer/support.rs"]
+#[allow(dead_code)]
+mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
 /// `consumer` feature, so that it lends no test binary a feature).
