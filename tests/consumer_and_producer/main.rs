@@ -3,7 +3,7 @@
 //! the tests share is in `cf-queues-testkit`.
 #![allow(missing_docs, unreachable_pub)]
 
-mod budget;
+mod token_budget;
 mod consumer;
 mod consumer_at_a_distance;
 mod consumer_faults;

@@ -6,7 +6,7 @@
 //! wall time, and every figure below is virtual time, the same on any
 //! machine.
 //!
-//! Run with `cargo bench --bench budget --features consumer,producer`.
+//! Run with `cargo bench --bench token_budget --features consumer,producer`.
 //!
 //! - Backlogged producer (always more to send than the budget allows), paced
 //!   by the headers (the default) and, as the baseline of the same run,
