@@ -539,15 +539,18 @@ mod tests {
     use super::*;
     use crate::spec::parse;
 
-    fn lines(published: &str, fragment: &str) -> Vec<String> {
+    fn report(published: &str, fragment: &str) -> Report {
         let p = parse(published, false).unwrap();
         let f = parse(fragment, false).unwrap();
-        compare(&p, &f)
-            .unwrap()
-            .diffs
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        compare(&p, &f).unwrap()
+    }
+
+    fn lines(published: &str, fragment: &str) -> Vec<String> {
+        diff_lines(&report(published, fragment))
+    }
+
+    fn diff_lines(report: &Report) -> Vec<String> {
+        report.diffs.iter().map(ToString::to_string).collect()
     }
 
     fn doc(body: &str) -> String {
@@ -587,38 +590,43 @@ components:
         assert!(lines(&d, &d).is_empty());
     }
 
+    /// Each difference in a request body is one line, published side first:
+    /// types and formats, required-ness, limits, fields on one side only,
+    /// and the same inside array items and map values.
     #[test]
-    fn a_type_difference_is_one_line_published_first() {
-        let p = doc("      type: object\n      properties:\n        size: {type: number}\n");
-        let f = doc(
-            "      type: object\n      properties:\n        size: {type: integer, format: uint32}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.size: format none vs uint32",
-                "POST /messages/pull request.size: type number vs integer",
-            ]
-        );
-    }
-
-    #[test]
-    fn required_ness_limits_and_missing_fields_are_reported() {
-        let p = doc(
-            "      type: object\n      properties:\n        size: {type: number, maximum: 100}\n        gone: {type: string}\n",
-        );
-        let f = doc(
-            "      type: object\n      required: [size]\n      properties:\n        size: {type: number}\n        new: {type: string}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.gone: only in published",
-                "POST /messages/pull request.new: only in fragment",
-                "POST /messages/pull request.size: maximum 100 vs none",
-                "POST /messages/pull request.size: required false vs true",
-            ]
-        );
+    fn request_body_differences_are_one_line_each_published_first() {
+        let cases: [(&str, &str, &[&str]); 3] = [
+            (
+                "      type: object\n      properties:\n        size: {type: number}\n",
+                "      type: object\n      properties:\n        size: {type: integer, format: uint32}\n",
+                &[
+                    "POST /messages/pull request.size: format none vs uint32",
+                    "POST /messages/pull request.size: type number vs integer",
+                ],
+            ),
+            (
+                "      type: object\n      properties:\n        size: {type: number, maximum: 100}\n        gone: {type: string}\n",
+                "      type: object\n      required: [size]\n      properties:\n        size: {type: number}\n        new: {type: string}\n",
+                &[
+                    "POST /messages/pull request.gone: only in published",
+                    "POST /messages/pull request.new: only in fragment",
+                    "POST /messages/pull request.size: maximum 100 vs none",
+                    "POST /messages/pull request.size: required false vs true",
+                ],
+            ),
+            (
+                "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: string}}}\n        warnings:\n          type: object\n          additionalProperties: {type: string}\n",
+                "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: integer}}}\n        warnings:\n          oneOf:\n            - {type: object, additionalProperties: {type: number}}\n            - {type: array, items: {type: string}}\n",
+                &[
+                    "POST /messages/pull request.acks[].id: type string vs integer",
+                    "POST /messages/pull request.warnings: type object vs array|object",
+                    "POST /messages/pull request.warnings{}: type string vs number",
+                ],
+            ),
+        ];
+        for (published, fragment, expected) in cases {
+            assert_eq!(lines(&doc(published), &doc(fragment)), expected);
+        }
     }
 
     #[test]
@@ -648,13 +656,10 @@ paths:
   /accounts/{account}/queues/{queue}/messages/extend:
     post: {responses: {}}
 "#;
-        let pd = parse(p, false).unwrap();
-        let fd = parse(f, false).unwrap();
-        let report = compare(&pd, &fd).unwrap();
+        let report = report(p, f);
         assert_eq!(report.ignored, 2);
-        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
         assert_eq!(
-            lines,
+            diff_lines(&report),
             vec![
                 "GET /metrics: operation only in published",
                 "POST /messages/extend: operation only in fragment",
@@ -685,13 +690,10 @@ paths:
   /accounts/{account}/queues:
     get: {responses: {}}
 "#;
-        let pd = parse(p, false).unwrap();
-        let fd = parse(f, false).unwrap();
-        let report = compare(&pd, &fd).unwrap();
+        let report = report(p, f);
         assert_eq!((report.compared, report.ignored), (1, 1));
-        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
         assert_eq!(
-            lines,
+            diff_lines(&report),
             vec![
                 "DELETE /consumers/{consumer_id}: operation only in published",
                 "GET /consumers: operation only in published",
@@ -797,24 +799,6 @@ paths:
                 "GET /metrics response[4XX].code: type integer vs number",
                 "GET /metrics responses: 5XX only in fragment",
                 "GET /metrics responses: success status 200 vs 2XX",
-            ]
-        );
-    }
-
-    #[test]
-    fn nested_items_and_map_values_are_compared() {
-        let p = doc(
-            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: string}}}\n        warnings:\n          type: object\n          additionalProperties: {type: string}\n",
-        );
-        let f = doc(
-            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: integer}}}\n        warnings:\n          oneOf:\n            - {type: object, additionalProperties: {type: number}}\n            - {type: array, items: {type: string}}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.acks[].id: type string vs integer",
-                "POST /messages/pull request.warnings: type object vs array|object",
-                "POST /messages/pull request.warnings{}: type string vs number",
             ]
         );
     }
