@@ -6,7 +6,9 @@ use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::{TOKEN, cfq, cfq_on_wire, emulator, lax_queues, run, run_with_stdin};
+use crate::support::{
+    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, lax_queues, run, run_cfq, run_with_stdin,
+};
 use cf_queues_emulator::Fault;
 use cf_queues_testkit::wire::{QUEUE, path, success};
 use httpmock::Method::{GET, POST};
@@ -320,9 +322,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
             .expect("push");
     }
 
-    let mut metrics = cfq(&emulator);
-    metrics.args(["metrics", "--queue", "newer"]);
-    let read = run(metrics).await;
+    let read = run_cfq(&emulator, ["metrics", "--queue", "newer"]).await;
     read.expect_code(0);
     let line = read.one();
     assert_eq!(line["backlog_count"], 3);
@@ -333,52 +333,64 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     assert!(line["oldest_message_age_ms"].is_u64(), "{line}");
 
     // A lease extended past the visibility timeout keeps its message away.
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "--queue",
-        "newer",
-        "--batch",
-        "1",
-        "--visibility",
-        "1s",
-    ]);
-    let pulled = run(pull).await.one();
+    let pulled = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "newer",
+            "--batch",
+            "1",
+            "--visibility",
+            "1s",
+        ],
+    )
+    .await
+    .one();
     let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
-    let mut extend = cfq(&emulator);
-    extend.args(["extend", "--queue", "newer", "--visibility", "5m", &lease]);
-    let extended = run(extend).await;
+    let extended = run_cfq(
+        &emulator,
+        ["extend", "--queue", "newer", "--visibility", "5m", &lease],
+    )
+    .await;
     extended.expect_code(0);
     assert_eq!(extended.one()["extended"], 1);
     tokio::time::sleep(Duration::from_millis(1_300)).await;
-    let mut rest = cfq(&emulator);
-    rest.args([
-        "pull",
-        "--queue",
-        "newer",
-        "--batch",
-        "10",
-        "--retry-after",
-        "0s",
-    ]);
-    let rest = run(rest).await;
+    let rest = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "newer",
+            "--batch",
+            "10",
+            "--retry-after",
+            "0s",
+        ],
+    )
+    .await;
     let bodies: Vec<Value> = rest.json().iter().map(|r| r["body"].clone()).collect();
     assert_eq!(bodies, [json!("second"), json!("third")], "{rest:?}");
 
-    let mut unknown = cfq(&emulator);
-    unknown.args([
-        "extend",
-        "--queue",
-        "newer",
-        "--visibility",
-        "1m",
-        "no-such-lease",
-    ]);
-    run(unknown).await.expect_code(7);
+    run_cfq(
+        &emulator,
+        [
+            "extend",
+            "--queue",
+            "newer",
+            "--visibility",
+            "1m",
+            "no-such-lease",
+        ],
+    )
+    .await
+    .expect_code(7);
 
-    let mut purge = cfq(&emulator);
-    purge.args(["purge", "--all", "--queue", "newer"]);
-    let purged = run_with_stdin(purge, "newer\n").await;
+    let purged = run_with_stdin(
+        cfq_with(&emulator, ["purge", "--all", "--queue", "newer"]),
+        "newer\n",
+    )
+    .await;
     purged.expect_code(0);
     assert_eq!(purged.one()["purge"], "completed");
     assert_eq!(emulator.metrics("newer").backlog_count, 0);

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use cf_queues::batch::Batch;
 use cf_queues::{Message, PullOptions};
-use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
+use cf_queues_emulator::{EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
 use crate::support::{
-    LOOKUP, TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
-    temp_dir,
+    LOOKUP, cfq, cfq_at, emulator, emulator_with, lax_queues, pasted, pull_all_texts,
+    resume_command, run, run_cfq, temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
@@ -375,13 +375,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
     // A hand-moved clock, so that identical bodies share a timestamp too;
     // it then follows the wall clock, for the leases to run out in time.
     let clock = ManualClock::starting_now();
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .max_retries(2)
-        .clock(clock.clone())
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|emulator| emulator.max_retries(2).clock(clock.clone())).await;
     lax_queues(&emulator, &["parked", "live"]).await;
     for _ in 0..3 {
         emulator.push_from_worker("parked", WorkerBody::Bytes(vec![9, 9]));
@@ -486,17 +480,19 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
     emulator.push_from_worker("dead", WorkerBody::Bytes(vec![1, 2, 3]));
     emulator.push_from_worker("dead", WorkerBody::V8(vec![255, 15]));
 
-    let mut redrive = cfq(&emulator);
-    redrive.args([
-        "move",
-        "--queue",
-        "dead",
-        "--to",
-        "live",
-        "--visibility",
-        "1s",
-    ]);
-    let moved = run(redrive).await;
+    let moved = run_cfq(
+        &emulator,
+        [
+            "move",
+            "--queue",
+            "dead",
+            "--to",
+            "live",
+            "--visibility",
+            "1s",
+        ],
+    )
+    .await;
     moved.expect_code(7);
     let report = moved.one();
     assert_eq!(report["moved"], 121);
@@ -516,9 +512,9 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
     let types: Vec<&str> = still_dead.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(types, ["bytes", "v8"], "left on its queue, not dropped");
 
-    let mut same = cfq(&emulator);
-    same.args(["move", "--queue", "live", "--to", "live"]);
-    run(same).await.expect_code(2);
+    run_cfq(&emulator, ["move", "--queue", "live", "--to", "live"])
+        .await
+        .expect_code(2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,25 +4,26 @@
 use std::time::Duration;
 
 use crate::support::{
-    TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
-    run_with_stdin, temp_dir, text_bodies,
+    TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, lax_queues, pasted, pull_all_texts,
+    resume_command, run, run_cfq, run_with_stdin, temp_dir, text_bodies,
 };
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, Fault, Operation};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Fault, Operation};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_text_json_stdin_and_delayed() {
     let emulator = emulator().await;
     lax_queues(&emulator, &["jobs", "piped"]).await;
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "jobs", "hello"]);
-    let pushed = run(push).await;
+    let pushed = run_cfq(&emulator, ["push", "--queue", "jobs", "hello"]).await;
     pushed.expect_code(0);
     assert_eq!(pushed.one(), json!({"queue": "jobs", "pushed": 1}));
 
-    let mut push = cfq(&emulator);
-    push.args(["--queue", "jobs", "push", "--json", r#"{"order": 42}"#]);
-    run(push).await.expect_code(0);
+    run_cfq(
+        &emulator,
+        ["--queue", "jobs", "push", "--json", r#"{"order": 42}"#],
+    )
+    .await
+    .expect_code(0);
 
     let mut push = cfq(&emulator);
     push.env("CFQ_QUEUE", "jobs").args(["push", "-"]);
@@ -30,13 +31,11 @@ async fn push_text_json_stdin_and_delayed() {
         .await
         .expect_code(0);
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "-q", "jobs", "--delay", "1h", "later"]);
-    run(push).await.expect_code(0);
+    run_cfq(&emulator, ["push", "-q", "jobs", "--delay", "1h", "later"])
+        .await
+        .expect_code(0);
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "jobs", "--batch", "10"]);
-    let peeked = run(peek).await;
+    let peeked = run_cfq(&emulator, ["peek", "--queue", "jobs", "--batch", "10"]).await;
     peeked.expect_code(0);
     let records = peeked.json();
     let bodies: Vec<_> = records.iter().map(|r| r["body"].clone()).collect();
@@ -53,16 +52,16 @@ async fn push_text_json_stdin_and_delayed() {
     assert_eq!(records[0]["cfq"], 1);
     assert!(records[0]["ref"].is_string());
 
-    let mut from_stdin = cfq(&emulator);
-    from_stdin.args(["push", "--queue", "piped", "--file", "-"]);
-    let piped = run_with_stdin(from_stdin, "first\n{\"second\": 2}\n").await;
+    let piped = run_with_stdin(
+        cfq_with(&emulator, ["push", "--queue", "piped", "--file", "-"]),
+        "first\n{\"second\": 2}\n",
+    )
+    .await;
     piped.expect_code(0);
     assert_eq!(piped.one()["pushed"], 2);
     assert_eq!(emulator.metrics("piped").backlog_count, 2);
 
-    let mut not_an_object = cfq(&emulator);
-    not_an_object.args(["push", "--queue", "jobs", "--json", "[1, 2]"]);
-    let refused = run(not_an_object).await;
+    let refused = run_cfq(&emulator, ["push", "--queue", "jobs", "--json", "[1, 2]"]).await;
     refused.expect_code(2);
     assert!(refused.stderr.contains("JSON object"), "{refused:?}");
 }
@@ -393,9 +392,9 @@ async fn a_body_from_stdin_loses_one_line_ending() {
     let emulator = emulator().await;
     lax_queues(&emulator, &["stdin"]).await;
     for input in ["x\n", "crlf\r\n", "two\n\n", "none"] {
-        let mut push = cfq(&emulator);
-        push.args(["push", "-q", "stdin", "-"]);
-        run_with_stdin(push, input).await.expect_code(0);
+        run_with_stdin(cfq_with(&emulator, ["push", "-q", "stdin", "-"]), input)
+            .await
+            .expect_code(0);
     }
     assert_eq!(
         text_bodies(&emulator, "stdin").await,
@@ -415,17 +414,19 @@ async fn pull_prints_a_table_whose_leases_settle() {
         .push(cf_queues::Message::text("hello"))
         .await
         .expect("push");
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "-q",
-        "tabled",
-        "--visibility",
-        "10m",
-        "--output",
-        "table",
-    ]);
-    let table = run(pull).await;
+    let table = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "-q",
+            "tabled",
+            "--visibility",
+            "10m",
+            "--output",
+            "table",
+        ],
+    )
+    .await;
     table.expect_code(0);
     let rows: Vec<Vec<&str>> = table
         .stdout
@@ -438,9 +439,7 @@ async fn pull_prints_a_table_whose_leases_settle() {
     assert_eq!(rows[1][1..5], ["1", "0s", "text", "hello"]);
     assert!(table.stderr.contains("used an attempt"), "{table:?}");
     // The lease column is whole: it settles the message.
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "-q", "tabled", rows[1][5]]);
-    let acked = run(ack).await;
+    let acked = run_cfq(&emulator, ["ack", "-q", "tabled", rows[1][5]]).await;
     acked.expect_code(0);
     assert_eq!(acked.one()["acked"], 1);
 }
@@ -457,13 +456,11 @@ async fn retry_with_a_delay_keeps_the_message_away_until_then() {
         .push(cf_queues::Message::text("again"))
         .await
         .expect("push");
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "-q", "later", "--visibility", "10m"]);
-    let pulled = run(pull).await.one();
+    let pulled = run_cfq(&emulator, ["pull", "-q", "later", "--visibility", "10m"])
+        .await
+        .one();
     let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
-    let mut retry = cfq(&emulator);
-    retry.args(["retry", "-q", "later", "--delay", "2s", &lease]);
-    let retried = run(retry).await;
+    let retried = run_cfq(&emulator, ["retry", "-q", "later", "--delay", "2s", &lease]).await;
     retried.expect_code(0);
     assert_eq!(retried.one()["retried"], 1);
     assert!(text_bodies(&emulator, "later").await.is_empty(), "delayed");
@@ -486,17 +483,19 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
             .expect("push");
     }
 
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "--queue",
-        "work",
-        "--batch",
-        "2",
-        "--visibility",
-        "10m",
-    ]);
-    let pulled = run(pull).await;
+    let pulled = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "work",
+            "--batch",
+            "2",
+            "--visibility",
+            "10m",
+        ],
+    )
+    .await;
     pulled.expect_code(0);
     let records = pulled.json();
     assert_eq!(records.len(), 2);
@@ -505,25 +504,23 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     assert!(pulled.stderr.contains("used an attempt"), "{pulled:?}");
     let lease = |i: usize| records[i]["lease_id"].as_str().expect("lease").to_owned();
 
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "--queue", "work", &lease(0)]);
-    let acked = run(ack).await;
+    let acked = run_cfq(&emulator, ["ack", "--queue", "work", &lease(0)]).await;
     acked.expect_code(0);
     assert_eq!(
         acked.one(),
         json!({"queue": "work", "leases": 1, "acked": 1, "warnings": []})
     );
 
-    let mut retry = cfq(&emulator);
-    retry.args(["retry", "--queue", "work", "--delay", "0s", &lease(1)]);
-    let retried = run(retry).await;
+    let retried = run_cfq(
+        &emulator,
+        ["retry", "--queue", "work", "--delay", "0s", &lease(1)],
+    )
+    .await;
     retried.expect_code(0);
     assert_eq!(retried.one()["retried"], 1);
 
     // A lease the queue does not know comes back as a warning: exit 7.
-    let mut stale = cfq(&emulator);
-    stale.args(["ack", "--queue", "work", "no-such-lease"]);
-    let stale = run(stale).await;
+    let stale = run_cfq(&emulator, ["ack", "--queue", "work", "no-such-lease"]).await;
     stale.expect_code(7);
     assert_eq!(stale.one()["warnings"][0]["subject"], "no-such-lease");
     assert!(
@@ -532,33 +529,37 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     );
 
     // Lease ids from stdin, as from `cfq pull | jq -r .lease_id`.
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "--queue", "work", "--batch", "1"]);
-    let pulled = run(pull).await;
+    let pulled = run_cfq(&emulator, ["pull", "--queue", "work", "--batch", "1"]).await;
     let leases = pulled.one()["lease_id"].as_str().expect("lease").to_owned();
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "--queue", "work", "-"]);
-    let acked = run_with_stdin(ack, &format!("{leases}\n")).await;
+    let acked = run_with_stdin(
+        cfq_with(&emulator, ["ack", "--queue", "work", "-"]),
+        &format!("{leases}\n"),
+    )
+    .await;
     acked.expect_code(0);
     assert_eq!(acked.one()["acked"], 1);
 
     // --ack acknowledges what was printed; --retry-after gives it back.
-    let mut give_back = cfq(&emulator);
-    give_back.args([
-        "pull",
-        "--queue",
-        "work",
-        "--batch",
-        "10",
-        "--retry-after",
-        "0s",
-    ]);
-    let given = run(give_back).await;
+    let given = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "work",
+            "--batch",
+            "10",
+            "--retry-after",
+            "0s",
+        ],
+    )
+    .await;
     given.expect_code(0);
     assert!(given.stderr.contains("gave back"), "{given:?}");
-    let mut pull_ack = cfq(&emulator);
-    pull_ack.args(["pull", "--queue", "work", "--batch", "10", "--ack"]);
-    let taken = run(pull_ack).await;
+    let taken = run_cfq(
+        &emulator,
+        ["pull", "--queue", "work", "--batch", "10", "--ack"],
+    )
+    .await;
     taken.expect_code(0);
     let bodies: Vec<_> = taken.json().iter().map(|r| r["body"].clone()).collect();
     assert_eq!(bodies.len(), 2, "{taken:?}");
@@ -583,9 +584,7 @@ async fn peek_then_purge_by_ref_and_tables_for_people() {
         .await
         .expect("push");
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "look", "--output", "table"]);
-    let table = run(peek).await;
+    let table = run_cfq(&emulator, ["peek", "--queue", "look", "--output", "table"]).await;
     table.expect_code(0);
     let header = table.stdout.lines().next().expect("header");
     for column in ["ID", "ATTEMPTS", "AGE", "TYPE", "BODY", "REF"] {
@@ -593,18 +592,20 @@ async fn peek_then_purge_by_ref_and_tables_for_people() {
     }
     assert!(table.stdout.contains("poison"));
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "look", "--batch", "1"]);
-    let first = run(peek).await.one();
+    let first = run_cfq(&emulator, ["peek", "--queue", "look", "--batch", "1"])
+        .await
+        .one();
     assert_eq!(first["body"], "poison");
-    let mut purge = cfq(&emulator);
-    purge.args([
-        "purge",
-        "--queue",
-        "look",
-        first["ref"].as_str().expect("ref"),
-    ]);
-    let purged = run(purge).await;
+    let purged = run_cfq(
+        &emulator,
+        [
+            "purge",
+            "--queue",
+            "look",
+            first["ref"].as_str().expect("ref"),
+        ],
+    )
+    .await;
     purged.expect_code(0);
     assert_eq!(purged.one()["refs"], 1);
     assert_eq!(pull_all_texts(&emulator, "look").await, ["fine"]);
@@ -662,12 +663,7 @@ impl ShellPipe for std::process::Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_have_their_exit_codes_and_hints() {
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .strict_queues(["known"])
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|emulator| emulator.strict_queues(["known"])).await;
 
     let mut wrong_token = cfq(&emulator);
     wrong_token
@@ -687,9 +683,7 @@ async fn errors_have_their_exit_codes_and_hints() {
 
     // Not a queue's name, and not an id's shape: an unknown name, with the
     // near one, and no request that names it as an id.
-    let mut unknown = cfq(&emulator);
-    unknown.args(["push", "--queue", "unknown", "x"]);
-    let missing = run(unknown).await;
+    let missing = run_cfq(&emulator, ["push", "--queue", "unknown", "x"]).await;
     missing.expect_code(4);
     assert!(
         missing
@@ -703,9 +697,7 @@ async fn errors_have_their_exit_codes_and_hints() {
     );
 
     // Not an id either: the unknown name it is.
-    let mut malformed = cfq(&emulator);
-    malformed.args(["push", "--queue", "not a queue id", "x"]);
-    let unnamed = run(malformed).await;
+    let unnamed = run_cfq(&emulator, ["push", "--queue", "not a queue id", "x"]).await;
     unnamed.expect_code(4);
     assert!(
         unnamed
@@ -713,13 +705,11 @@ async fn errors_have_their_exit_codes_and_hints() {
             .contains("no queue is named \"not a queue id\""),
         "{unnamed:?}"
     );
-    let mut malformed = cfq(&emulator);
-    malformed.args(["push", "--queue-id", "not a queue id", "x"]);
-    run(malformed).await.expect_code(2);
+    run_cfq(&emulator, ["push", "--queue-id", "not a queue id", "x"])
+        .await
+        .expect_code(2);
 
-    let mut no_queue = cfq(&emulator);
-    no_queue.args(["peek"]);
-    let no_queue = run(no_queue).await;
+    let no_queue = run_cfq(&emulator, ["peek"]).await;
     no_queue.expect_code(2);
     assert!(no_queue.stderr.contains("--queue"), "{no_queue:?}");
 
@@ -747,9 +737,7 @@ async fn errors_have_their_exit_codes_and_hints() {
             .cloudflare_error(7001, "Method not allowed")
             .only(Operation::Pull),
     );
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "--queue", "known"]);
-    let not_enabled = run(pull).await;
+    let not_enabled = run_cfq(&emulator, ["pull", "--queue", "known"]).await;
     not_enabled.expect_code(5);
     assert!(not_enabled.stderr.contains("HTTP pull"), "{not_enabled:?}");
     assert!(
@@ -778,9 +766,7 @@ async fn errors_have_their_exit_codes_and_hints() {
 async fn verbose_traces_requests_without_the_token() {
     let emulator = emulator().await;
     lax_queues(&emulator, &["traced"]).await;
-    let mut push = cfq(&emulator);
-    push.args(["-v", "push", "--queue", "traced", "hello"]);
-    let traced = run(push).await;
+    let traced = run_cfq(&emulator, ["-v", "push", "--queue", "traced", "hello"]).await;
     traced.expect_code(0);
     assert!(traced.stderr.contains("push_message"), "{traced:?}");
     assert!(traced.stderr.contains("status=200"), "{traced:?}");

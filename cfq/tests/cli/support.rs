@@ -3,11 +3,13 @@
 //! answers the emulator never gives is the kit's `scripted`).
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
 use cf_queues_testkit::{emulators, wire};
 use serde_json::Value;
 
@@ -19,7 +21,18 @@ pub const TOKEN: &str = "cfq-test-secret-token";
 pub const LOOKUP: u64 = 1;
 
 pub async fn emulator() -> EmulatorHandle {
-    emulators::emulator_with(|emulator| emulator.token(TOKEN)).await
+    emulator_with(|emulator| emulator).await
+}
+
+/// An emulator with the test token, configured by `configure`.
+pub async fn emulator_with(configure: impl FnOnce(Emulator) -> Emulator) -> EmulatorHandle {
+    emulators::emulator_with(|emulator| configure(emulator.token(TOKEN))).await
+}
+
+/// An emulator with the test token and the account `toml` declares.
+pub async fn emulator_from_toml(toml: &str) -> EmulatorHandle {
+    let config = EmulatorConfig::from_toml(toml).expect("a valid configuration");
+    emulator_with(|emulator| emulator.config(config)).await
 }
 
 /// Brings queues into being on a lax emulator, each named after its id,
@@ -73,6 +86,26 @@ pub fn cfq_on_wire(base_url: &str) -> Command {
 
 pub fn cfq(emulator: &EmulatorHandle) -> Command {
     cfq_at(emulator.base_url())
+}
+
+/// [`cfq`] with these arguments.
+pub fn cfq_with<I, S>(emulator: &EmulatorHandle, args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = cfq(emulator);
+    command.args(args);
+    command
+}
+
+/// [`cfq_with`] these arguments, run to the end.
+pub async fn run_cfq<I, S>(emulator: &EmulatorHandle, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    run(cfq_with(emulator, args)).await
 }
 
 /// What a finished `cfq` did.
