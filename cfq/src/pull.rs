@@ -2,7 +2,7 @@
 
 use std::io::{self, Read as _};
 
-use cf_queues::response::Warning;
+use cf_queues::response::{AckOutcome, Warning};
 use cf_queues::{Acks, PullOptions, PulledMessage};
 use serde::Serialize;
 
@@ -191,23 +191,9 @@ pub async fn ack(session: &Session, args: &AckArgs) -> Result<Code, Failure> {
     let acks = leases
         .iter()
         .fold(Acks::new(), |acks, l| acks.ack(l.as_str()));
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: Some(outcome.acked),
-            retried: None,
-            extended: None,
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let outcome = send(session, acks).await?;
+    let done = Done::Acked(outcome.acked);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
 pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure> {
@@ -216,23 +202,9 @@ pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure>
         Some(delay) if !delay.is_zero() => acks.retry_after(l.as_str(), delay),
         _ => acks.retry(l.as_str()),
     });
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: None,
-            retried: Some(outcome.retried),
-            extended: None,
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let outcome = send(session, acks).await?;
+    let done = Done::Retried(outcome.retried);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
 pub async fn extend(session: &Session, args: &ExtendArgs) -> Result<Code, Failure> {
@@ -242,21 +214,40 @@ pub async fn extend(session: &Session, args: &ExtendArgs) -> Result<Code, Failur
         .extend(leases.iter().map(String::as_str), args.visibility)
         .await
         .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: None,
-            retried: None,
-            extended: Some(outcome.extended),
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let done = Done::Extended(outcome.extended);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
-fn settled(session: &Session, report: Settled<'_>, warnings: &[Warning]) -> Result<Code, Failure> {
+async fn send(session: &Session, acks: Acks) -> Result<AckOutcome, Failure> {
+    session.queue.ack(acks).await.map_err(|e| session.fail(&e))
+}
+
+/// What a settling command did, by the count the API answered.
+enum Done {
+    Acked(Option<u32>),
+    Retried(Option<u32>),
+    Extended(Option<u32>),
+}
+
+fn settled(
+    session: &Session,
+    leases: usize,
+    done: Done,
+    warnings: &[Warning],
+) -> Result<Code, Failure> {
+    let (acked, retried, extended) = match done {
+        Done::Acked(n) => (Some(n), None, None),
+        Done::Retried(n) => (None, Some(n), None),
+        Done::Extended(n) => (None, None, Some(n)),
+    };
+    let report = Settled {
+        queue: session.queue.id(),
+        leases,
+        acked,
+        retried,
+        extended,
+        warnings: warning_lines(warnings),
+    };
     if session.out.json() {
         session.out.json_line(&report)?;
     } else {
