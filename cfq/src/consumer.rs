@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{ConsumerInfoArgs, DisableArgs, EnableArgs};
 use crate::exit::{Code, Failure};
+use crate::optional::Optionally;
 use crate::session::Session;
 use crate::stderr::note;
 use crate::words::QueueFlag;
@@ -194,19 +195,14 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
         .map_err(|e| session.fail(&e))?;
     let mut settings = current
         .as_ref()
-        .map_or_else(HttpPullSettings::new, |c| c.settings.clone());
-    if let Some(n) = args.batch_size {
-        settings = settings.batch_size(n);
-    }
-    if let Some(n) = args.max_retries {
-        settings = settings.max_retries(n);
-    }
-    if let Some(delay) = args.retry_delay {
-        settings = settings.retry_delay(delay);
-    }
-    if let Some(timeout) = args.visibility_timeout {
-        settings = settings.visibility_timeout(timeout);
-    }
+        .map_or_else(HttpPullSettings::new, |c| c.settings.clone())
+        .optionally(args.batch_size, HttpPullSettings::batch_size)
+        .optionally(args.max_retries, HttpPullSettings::max_retries)
+        .optionally(args.retry_delay, HttpPullSettings::retry_delay)
+        .optionally(
+            args.visibility_timeout,
+            HttpPullSettings::visibility_timeout,
+        );
     if let Some(name) = dead_letter_name(session, args).await? {
         settings = settings.dead_letter_queue(name);
     }

@@ -9,15 +9,15 @@ use serde::Serialize;
 use crate::args::{AckArgs, ExtendArgs, PeekArgs, PullArgs, RetryArgs};
 use crate::exit::{Code, Failure};
 use crate::ndjson::Received;
+use crate::optional::Optionally;
 use crate::output::plural;
 use crate::session::Session;
 use crate::stderr::note;
 
 pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
-    let mut options = PullOptions::new().batch_size(args.batch);
-    if let Some(visibility) = args.visibility {
-        options = options.visibility_timeout(visibility);
-    }
+    let options = PullOptions::new()
+        .batch_size(args.batch)
+        .optionally(args.visibility, PullOptions::visibility_timeout);
     let batch = session
         .queue
         .pull(options)

@@ -673,10 +673,7 @@ mod tests {
     /// command that resumes at line 151. Before, it exited with neither.
     #[tokio::test]
     async fn a_read_error_mid_file_stops_with_the_resume_command() {
-        let emulator = cf_queues_emulator::Emulator::new()
-            .start()
-            .await
-            .expect("emulator");
+        let emulator = cf_queues_testkit::emulators::emulator().await;
         let queue = emulator.client().expect("client").queue("eio").expect("id");
         let mut good: Vec<u8> = (1..=150)
             .flat_map(|i| format!("m{i}\n").into_bytes())
@@ -719,10 +716,7 @@ mod tests {
     /// command that resumes at the first line not pushed.
     #[tokio::test]
     async fn a_signal_stops_the_run_where_it_can_resume() {
-        let emulator = cf_queues_emulator::Emulator::new()
-            .start()
-            .await
-            .expect("emulator");
+        let emulator = cf_queues_testkit::emulators::emulator().await;
         let queue = emulator.client().expect("client").queue("sig").expect("id");
         let reader = io::Cursor::new(b"a\nb\n".to_vec());
         let (interrupts, signal) = Interrupts::none();

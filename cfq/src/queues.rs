@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{CreateArgs, DeleteArgs, InfoArgs, ListArgs, UpdateArgs};
 use crate::exit::{Code, Failure};
+use crate::optional::Optionally;
 use crate::output::Output;
 use crate::session::{Account, Session};
 use crate::stderr::note;
@@ -102,16 +103,17 @@ pub async fn info(session: &Session, _args: &InfoArgs) -> Result<Code, Failure> 
     Ok(Code::Ok)
 }
 
+/// The delay and retention flags `create` and `update` share.
+fn timing(delivery_delay: Option<Duration>, retention: Option<Duration>) -> QueueSettings {
+    QueueSettings::new()
+        .optionally(delivery_delay, QueueSettings::delivery_delay)
+        .optionally(retention, QueueSettings::message_retention_period)
+}
+
 pub async fn create(account: &Account, args: &CreateArgs) -> Result<Code, Failure> {
     let mut context = account.context();
     context.queue_name = Some(args.name.clone());
-    let mut settings = QueueSettings::new();
-    if let Some(delay) = args.delivery_delay {
-        settings = settings.delivery_delay(delay);
-    }
-    if let Some(period) = args.retention {
-        settings = settings.message_retention_period(period);
-    }
+    let mut settings = timing(args.delivery_delay, args.retention);
     if args.paused {
         settings = settings.delivery_paused(true);
     }
@@ -174,13 +176,7 @@ fn created_only(id: &str, name: &str) -> QueueInfo {
 }
 
 pub async fn update(session: &Session, args: &UpdateArgs) -> Result<Code, Failure> {
-    let mut settings = QueueSettings::new();
-    if let Some(delay) = args.delivery_delay {
-        settings = settings.delivery_delay(delay);
-    }
-    if let Some(period) = args.retention {
-        settings = settings.message_retention_period(period);
-    }
+    let mut settings = timing(args.delivery_delay, args.retention);
     if args.paused || args.resume {
         settings = settings.delivery_paused(args.paused);
     }
