@@ -136,32 +136,26 @@ impl Queue {
         if changes.is_empty() {
             return Ok(PreviewedOutcome::default());
         }
-        let deletions = self.lease_entries(
-            "acks",
+        let (deletions, retries, cap) = self.settle_entries(
             changes.deletions.iter().map(PreviewId::as_str),
+            changes
+                .retries
+                .iter()
+                .map(|(id, delay)| (id.as_str(), *delay)),
             |id| built(types::PreviewAckLease::builder().lease_id(id)),
+            |id, delay_seconds| {
+                built(
+                    types::PreviewRetryLease::builder()
+                        .lease_id(id)
+                        .delay_seconds(delay_seconds),
+                )
+            },
         )?;
-        let retries = changes
-            .retries
-            .iter()
-            .map(|(id, delay)| (id.as_str(), *delay));
-        let retries = self.retry_entries(retries, |id, delay_seconds| {
-            built(
-                types::PreviewRetryLease::builder()
-                    .lease_id(id)
-                    .delay_seconds(delay_seconds),
-            )
-        })?;
         let body: types::PreviewAckRequest = built(
             types::PreviewAckRequest::builder()
                 .acks(deletions)
                 .retries(retries),
         )?;
-        let ids = changes
-            .deletions
-            .iter()
-            .chain(changes.retries.iter().map(|(id, _)| id));
-        let cap = self.tokens_response_cap(ids.map(|id| id.as_str()));
         let result = self
             .call(Operation::DeletePreviewed, 0, cap)
             .run(send!(self, ack_preview_messages, body))

@@ -200,6 +200,22 @@ impl Queue {
             .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
     }
 
+    /// Checks and builds the two lists of an ack-shaped request (ids to
+    /// settle, named `acks[i]`; ids to give back with an optional delay,
+    /// `retries[i]`), with the response cap of an answer that names them all.
+    fn settle_entries<'a, A, R>(
+        &self,
+        settle: impl Iterator<Item = &'a str> + Clone,
+        retries: impl Iterator<Item = (&'a str, Option<Duration>)> + Clone,
+        settle_entry: impl Fn(String) -> Result<A>,
+        retry_entry: impl Fn(String, Option<u32>) -> Result<R>,
+    ) -> Result<(Vec<A>, Vec<R>, usize)> {
+        let settled = self.lease_entries("acks", settle.clone(), settle_entry)?;
+        let retried = self.retry_entries(retries.clone(), retry_entry)?;
+        let cap = self.tokens_response_cap(settle.chain(retries.map(|(id, _)| id)));
+        Ok((settled, retried, cap))
+    }
+
     /// Checks lease ids (or preview ids) and builds their wire entries:
     /// `{field}[i].lease_id` names the one at fault.
     fn lease_entries<'a, W>(

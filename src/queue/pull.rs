@@ -94,28 +94,25 @@ impl Queue {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
         }
-        let ack_leases =
-            self.lease_entries("acks", acks.acks.iter().map(LeaseId::as_str), |id| {
-                built(types::AckLease::builder().lease_id(id))
-            })?;
-        let retries = acks
-            .retries
-            .iter()
-            .map(|(lease, delay)| (lease.as_str(), *delay));
-        let retry_leases = self.retry_entries(retries, |id, delay_seconds| {
-            built(
-                types::RetryLease::builder()
-                    .lease_id(id)
-                    .delay_seconds(delay_seconds),
-            )
-        })?;
+        let (ack_leases, retry_leases, cap) = self.settle_entries(
+            acks.acks.iter().map(LeaseId::as_str),
+            acks.retries
+                .iter()
+                .map(|(lease, delay)| (lease.as_str(), *delay)),
+            |id| built(types::AckLease::builder().lease_id(id)),
+            |id, delay_seconds| {
+                built(
+                    types::RetryLease::builder()
+                        .lease_id(id)
+                        .delay_seconds(delay_seconds),
+                )
+            },
+        )?;
         let body: types::AckRequest = built(
             types::AckRequest::builder()
                 .acks(ack_leases)
                 .retries(retry_leases),
         )?;
-        let tokens = acks.acks.iter().chain(acks.retries.iter().map(|(l, _)| l));
-        let cap = self.tokens_response_cap(tokens.map(|l| l.as_str()));
         let result = self
             .call(Operation::Ack, 0, cap)
             .run(send!(self, ack_messages, body))
