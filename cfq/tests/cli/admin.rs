@@ -7,13 +7,26 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{
-    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, lax_queues, run, run_cfq, run_with_stdin,
+    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, emulator_with_queues, run, run_cfq, run_with_stdin,
 };
 use cf_queues_emulator::Fault;
 use cf_queues_testkit::wire::{QUEUE, path, success};
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
 use serde_json::{Value, json};
+
+/// `GET /purge` answers that the purge started at a fixed time, and has
+/// or has not `completed`.
+async fn purge_status(server: &MockServer, completed: bool) -> httpmock::Mock<'_> {
+    server
+        .mock_async(|when, then| {
+            when.method(GET).path(path("/purge"));
+            then.status(200).json_body(success(
+                json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"}),
+            ));
+        })
+        .await
+}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -107,8 +120,7 @@ async fn metrics_watch_prints_until_interrupted() {
 /// on; a refusal that would only repeat (bad credentials) ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_watch_keeps_watching_through_transient_errors() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["watched"]).await;
+    let emulator = emulator_with_queues(&["watched"]).await;
     // The first call and its two retries.
     emulator.inject(
         Fault::status(503)
@@ -159,14 +171,7 @@ async fn purge_all_that_does_not_complete_in_time_is_partial() {
                 .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
         })
         .await;
-    server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/purge"));
-            then.status(200).json_body(success(
-                json!({"completed": false, "started_at": "2026-11-29T10:00:00Z"}),
-            ));
-        })
-        .await;
+    purge_status(&server, false).await;
     let mut purge = cfq_on_wire(&server.base_url());
     purge.args([
         "purge",
@@ -178,12 +183,9 @@ async fn purge_all_that_does_not_complete_in_time_is_partial() {
         QUEUE,
     ]);
     let late = run(purge).await;
-    late.expect_code(7);
-    assert!(
-        late.stderr.contains(&format!(
-            "the purge of {QUEUE} started but did not complete within 300ms"
-        )),
-        "{late:?}"
+    late.expect_stderr(
+        7,
+        &format!("the purge of {QUEUE} started but did not complete within 300ms"),
     );
 }
 
@@ -238,20 +240,12 @@ async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
                 .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
         })
         .await;
-    let status = server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/purge"));
-            then.status(200).json_body(success(
-                json!({"completed": true, "started_at": "2026-11-29T10:00:00Z"}),
-            ));
-        })
-        .await;
+    let status = purge_status(&server, true).await;
 
     let mut refused = cfq_on_wire(&server.base_url());
     refused.args(["purge", "--all", "--queue", QUEUE]);
     let refused = run_with_stdin(refused, "orders\n").await;
-    refused.expect_code(1);
-    assert!(refused.stderr.contains("Type the queue id"), "{refused:?}");
+    refused.expect_stderr(1, "Type the queue id");
     assert!(refused.stderr.contains("nothing was purged"), "{refused:?}");
     assert_eq!(
         purge.calls_async().await,

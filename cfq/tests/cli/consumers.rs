@@ -302,19 +302,9 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
 
     // Disabled: a pull gets the 405 and the hint; an ack too.
     let pulled = run_cfq(&emulator, ["pull", "--queue", "orders"]).await;
-    pulled.expect_code(5);
-    assert!(
-        pulled
-            .stderr
-            .contains("`cfq consumer enable --queue orders` enables it"),
-        "{pulled:?}"
-    );
+    pulled.expect_stderr(5, "`cfq consumer enable --queue orders` enables it");
     let acked = run_cfq(&emulator, ["ack", "--queue", "orders", "some-lease"]).await;
-    acked.expect_code(5);
-    assert!(
-        acked.stderr.contains("cfq consumer enable --queue orders"),
-        "{acked:?}"
-    );
+    acked.expect_stderr(5, "cfq consumer enable --queue orders");
     // Nothing left to disable: no question, exit 0, said so.
     let again = consumer(&emulator, &["disable", "-q", "orders", "--output", "table"]).await;
     again.expect_code(0);
@@ -392,12 +382,9 @@ async fn a_dead_letter_queue_given_by_its_id_is_set_by_its_name() {
         ],
     )
     .await;
-    unknown.expect_code(4);
-    assert!(
-        unknown.stderr.contains(&format!(
-            "no queue has the id {ghost} given as the dead-letter queue"
-        )),
-        "{unknown:?}"
+    unknown.expect_stderr(
+        4,
+        &format!("no queue has the id {ghost} given as the dead-letter queue"),
     );
     let info = consumer(&emulator, &["info", "-q", "orders"]).await;
     assert_eq!(dead_letter_queue(&info), "parked");

@@ -13,8 +13,8 @@ use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
 use crate::support::{
-    LOOKUP, cfq, cfq_at, emulator, emulator_with, lax_queues, pasted, pull_all_texts,
-    resume_command, run, run_cfq, temp_dir,
+    LOOKUP, cfq, cfq_at, emulator, emulator_with, emulator_with_queues, lax_queues, numbered,
+    pasted, pull_all_numbered, pull_all_texts, resume_command, run, run_cfq, temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
@@ -28,8 +28,19 @@ async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
     }
 }
 
-fn numbered(prefix: &str, count: usize) -> Vec<String> {
-    (1..=count).map(|i| format!("{prefix} {i}")).collect()
+/// A file of cfq text records of `bodies`, each with the fields of `extra`.
+fn write_text_records(file: &Path, bodies: &[String], extra: Value) {
+    let lines: Vec<String> = bodies
+        .iter()
+        .map(|b| {
+            let mut record = json!({"cfq": 1, "content_type": "text", "body": b});
+            if let (Value::Object(record), Value::Object(extra)) = (&mut record, &extra) {
+                record.extend(extra.clone());
+            }
+            record.to_string()
+        })
+        .collect();
+    std::fs::write(file, lines.join("\n") + "\n").expect("write");
 }
 
 fn records(path: &Path) -> Vec<Value> {
@@ -60,8 +71,7 @@ async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["source", "target"]).await;
+    let emulator = emulator_with_queues(&["source", "target"]).await;
     let dir = temp_dir("roundtrip");
     let file = dir.join("drained.ndjson");
     let client = emulator.client().expect("client");
@@ -256,16 +266,11 @@ async fn a_drain_killed_midway_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_killed_midway_resumes_from_its_log() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["restored"]).await;
+    let emulator = emulator_with_queues(&["restored"]).await;
     let dir = temp_dir("killed-replay");
     let file = dir.join("saved.ndjson");
     let all = numbered("saved", 250);
-    let lines: Vec<String> = all
-        .iter()
-        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b, "attempts": 3}).to_string())
-        .collect();
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    write_text_records(&file, &all, json!({"attempts": 3}));
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::stall_only(Duration::from_secs(120)).only(Operation::Batch));
 
@@ -303,8 +308,7 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
     let resumed = run(resume).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
-    let mut on_queue = pull_all_texts(&emulator, "restored").await;
-    on_queue.sort_by_key(|b| b.trim_start_matches("saved ").parse::<u32>().unwrap_or(0));
+    let on_queue = pull_all_numbered(&emulator, "restored", "saved").await;
     assert_eq!(on_queue, all, "every line of the file, once");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -314,16 +318,11 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
 /// delayed, and every record lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["restored"]).await;
+    let emulator = emulator_with_queues(&["restored"]).await;
     let dir = temp_dir("replay resume");
     let file = dir.join("dead letters.ndjson");
     let all = numbered("kept", 250);
-    let lines: Vec<String> = all
-        .iter()
-        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b}).to_string())
-        .collect();
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    write_text_records(&file, &all, json!({}));
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::status(500).only(Operation::Batch));
 
@@ -355,13 +354,12 @@ async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
         .expect("id");
     assert!(queue.peek(10).await.expect("peek").is_empty(), "delayed");
     tokio::time::sleep(Duration::from_millis(3_200)).await;
-    let mut on_queue = pull_all_texts(&emulator, "restored").await;
+    let on_queue = pull_all_numbered(&emulator, "restored", "kept").await;
     assert_eq!(
         on_queue.len(),
         150,
         "the first 100 are still delayed by 90 s"
     );
-    on_queue.sort_by_key(|b| b.trim_start_matches("kept ").parse::<u32>().unwrap_or(0));
     assert_eq!(on_queue, all[100..], "every resumed record, once");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -469,8 +467,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_redrives_and_leaves_what_http_cannot_push() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["dead", "live"]).await;
+    let emulator = emulator_with_queues(&["dead", "live"]).await;
     let client = emulator.client().expect("client");
     let dead = client.queue("dead").expect("id");
     push_texts(&emulator, "dead", &numbered("dead letter", 120)).await;
@@ -519,8 +516,7 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["from", "into"]).await;
+    let emulator = emulator_with_queues(&["from", "into"]).await;
     let all = numbered("redrive", 100);
     push_texts(&emulator, "from", &all).await;
     // The push to the destination lands; the acknowledgement is held.
@@ -567,8 +563,7 @@ async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
 /// fragments. Before, the healed fragment went out as a text message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["torn", "restored"]).await;
+    let emulator = emulator_with_queues(&["torn", "restored"]).await;
     let dir = temp_dir("torn-tail");
     let file = dir.join("drained.ndjson");
     push_texts(&emulator, "torn", &numbered("whole", 3)).await;

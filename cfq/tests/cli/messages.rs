@@ -4,16 +4,16 @@
 use std::time::Duration;
 
 use crate::support::{
-    TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, lax_queues, pasted, pull_all_texts,
-    resume_command, run, run_cfq, run_with_stdin, temp_dir, text_bodies,
+    TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
+    pull_all_numbered, pull_all_texts, resume_command, run, run_cfq, run_with_stdin, temp_dir,
+    text_bodies,
 };
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Fault, Operation};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_text_json_stdin_and_delayed() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["jobs", "piped"]).await;
+    let emulator = emulator_with_queues(&["jobs", "piped"]).await;
     let pushed = run_cfq(&emulator, ["push", "--queue", "jobs", "hello"]).await;
     pushed.expect_code(0);
     assert_eq!(pushed.one(), json!({"queue": "jobs", "pushed": 1}));
@@ -62,14 +62,12 @@ async fn push_text_json_stdin_and_delayed() {
     assert_eq!(emulator.metrics("piped").backlog_count, 2);
 
     let refused = run_cfq(&emulator, ["push", "--queue", "jobs", "--json", "[1, 2]"]).await;
-    refused.expect_code(2);
-    assert!(refused.stderr.contains("JSON object"), "{refused:?}");
+    refused.expect_stderr(2, "JSON object");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["astext", "files"]).await;
+    let emulator = emulator_with_queues(&["astext", "files"]).await;
     let dir = temp_dir("mixed");
     let file = dir.join("mixed.ndjson");
     let mut content: Vec<u8> = Vec::new();
@@ -168,8 +166,7 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
 /// other 249 go, and the run exits 7. `--text` still pushes every line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["astext", "events"]).await;
+    let emulator = emulator_with_queues(&["astext", "events"]).await;
     let dir = temp_dir("broken-json");
     let file = dir.join("events.ndjson");
     let lines: Vec<String> = (1..=250)
@@ -235,8 +232,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["resume"]).await;
+    let emulator = emulator_with_queues(&["resume"]).await;
     let dir = temp_dir("resume");
     let file = dir.join("lines.txt");
     let lines: Vec<String> = (1..=250).map(|i| format!("message {i}")).collect();
@@ -272,8 +268,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     let resumed = run(resume).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
-    let mut texts = pull_all_texts(&emulator, "resume").await;
-    texts.sort_by_key(|t| t.trim_start_matches("message ").parse::<u32>().unwrap_or(0));
+    let texts = pull_all_numbered(&emulator, "resume", "message").await;
     assert_eq!(texts, lines, "every line once, in order");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -284,8 +279,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
 /// delay, and every line lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["resume"]).await;
+    let emulator = emulator_with_queues(&["resume"]).await;
     let dir = temp_dir("it's a $resume");
     let file = dir.join("lines of mine.ndjson");
     let lines: Vec<String> = (1..=250).map(|i| json!({"n": i}).to_string()).collect();
@@ -389,8 +383,7 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_from_stdin_loses_one_line_ending() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["stdin"]).await;
+    let emulator = emulator_with_queues(&["stdin"]).await;
     for input in ["x\n", "crlf\r\n", "two\n\n", "none"] {
         run_with_stdin(cfq_with(&emulator, ["push", "-q", "stdin", "-"]), input)
             .await
@@ -553,8 +546,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
         ],
     )
     .await;
-    given.expect_code(0);
-    assert!(given.stderr.contains("gave back"), "{given:?}");
+    given.expect_stderr(0, "gave back");
     let taken = run_cfq(
         &emulator,
         ["pull", "--queue", "work", "--batch", "10", "--ack"],
@@ -684,13 +676,7 @@ async fn errors_have_their_exit_codes_and_hints() {
     // Not a queue's name, and not an id's shape: an unknown name, with the
     // near one, and no request that names it as an id.
     let missing = run_cfq(&emulator, ["push", "--queue", "unknown", "x"]).await;
-    missing.expect_code(4);
-    assert!(
-        missing
-            .stderr
-            .contains("no queue is named \"unknown\" in this account"),
-        "{missing:?}"
-    );
+    missing.expect_stderr(4, "no queue is named \"unknown\" in this account");
     assert!(
         missing.stderr.contains("did you mean \"known\"?"),
         "{missing:?}"
@@ -698,20 +684,13 @@ async fn errors_have_their_exit_codes_and_hints() {
 
     // Not an id either: the unknown name it is.
     let unnamed = run_cfq(&emulator, ["push", "--queue", "not a queue id", "x"]).await;
-    unnamed.expect_code(4);
-    assert!(
-        unnamed
-            .stderr
-            .contains("no queue is named \"not a queue id\""),
-        "{unnamed:?}"
-    );
+    unnamed.expect_stderr(4, "no queue is named \"not a queue id\"");
     run_cfq(&emulator, ["push", "--queue-id", "not a queue id", "x"])
         .await
         .expect_code(2);
 
     let no_queue = run_cfq(&emulator, ["peek"]).await;
-    no_queue.expect_code(2);
-    assert!(no_queue.stderr.contains("--queue"), "{no_queue:?}");
+    no_queue.expect_stderr(2, "--queue");
 
     let mut no_account = cfq(&emulator);
     no_account
@@ -724,11 +703,7 @@ async fn errors_have_their_exit_codes_and_hints() {
         .env_remove("CLOUDFLARE_API_TOKEN")
         .args(["peek", "--queue", "known"]);
     let no_token = run(no_token).await;
-    no_token.expect_code(2);
-    assert!(
-        no_token.stderr.contains("CLOUDFLARE_API_TOKEN"),
-        "{no_token:?}"
-    );
+    no_token.expect_stderr(2, "CLOUDFLARE_API_TOKEN");
 
     // What Cloudflare answers a pull on a queue without HTTP pull is not
     // documented; one public report saw a 405. Any 4xx of a pull hints at it.
@@ -738,8 +713,7 @@ async fn errors_have_their_exit_codes_and_hints() {
             .only(Operation::Pull),
     );
     let not_enabled = run_cfq(&emulator, ["pull", "--queue", "known"]).await;
-    not_enabled.expect_code(5);
-    assert!(not_enabled.stderr.contains("HTTP pull"), "{not_enabled:?}");
+    not_enabled.expect_stderr(5, "HTTP pull");
     assert!(
         not_enabled
             .stderr
@@ -758,17 +732,14 @@ async fn errors_have_their_exit_codes_and_hints() {
     let mut unreachable = cfq_at(&closed);
     unreachable.args(["peek", "--queue", "known"]);
     let network = run(unreachable).await;
-    network.expect_code(6);
-    assert!(network.stderr.contains("could not reach"), "{network:?}");
+    network.expect_stderr(6, "could not reach");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbose_traces_requests_without_the_token() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["traced"]).await;
+    let emulator = emulator_with_queues(&["traced"]).await;
     let traced = run_cfq(&emulator, ["-v", "push", "--queue", "traced", "hello"]).await;
-    traced.expect_code(0);
-    assert!(traced.stderr.contains("push_message"), "{traced:?}");
+    traced.expect_stderr(0, "push_message");
     assert!(traced.stderr.contains("status=200"), "{traced:?}");
     assert!(!traced.stderr.contains(TOKEN));
     assert!(!traced.stdout.contains(TOKEN));

@@ -80,8 +80,7 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     // A name of 32 hex digits is read as an id by --queue; --queue-name
     // forces the name.
     let as_id = info(&emulator, &["--queue", HEX_NAME]).await;
-    as_id.expect_code(4);
-    assert!(as_id.stderr.contains("10104"), "{as_id:?}");
+    as_id.expect_stderr(4, "10104");
     let as_name = info(&emulator, &["--queue-name", HEX_NAME]).await;
     as_name.expect_code(0);
     assert_eq!(id_of(&as_name), "hexnamed");
@@ -94,11 +93,7 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     assert_eq!(emulator.metrics("jobs").backlog_count, 1);
     // --queue-name never reads an id.
     let unknown = info(&emulator, &["--queue-name", "ghost"]).await;
-    unknown.expect_code(4);
-    assert!(
-        unknown.stderr.contains("no queue is named \"ghost\""),
-        "{unknown:?}"
-    );
+    unknown.expect_stderr(4, "no queue is named \"ghost\"");
     // An unknown name: exit 4, with the command that lists and the one
     // that creates.
     let neither = info(&emulator, &["--queue", "no-such-queue"]).await;
@@ -184,12 +179,9 @@ async fn a_typo_is_an_error_naming_the_near_queues_and_creates_no_queue() {
     ];
     for (command, name, near) in cases {
         let failed = run(command).await;
-        failed.expect_code(4);
-        assert!(
-            failed.stderr.contains(&format!(
-                "error: no queue is named \"{name}\" in this account"
-            )),
-            "{failed:?}"
+        failed.expect_stderr(
+            4,
+            &format!("error: no queue is named \"{name}\" in this account"),
         );
         assert!(
             failed
@@ -413,8 +405,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     }
     assert_eq!(emulator.requests_received(), before, "nothing was sent");
     let taken = run_cfq(&emulator, ["queues", "create", "orders"]).await;
-    taken.expect_code(5);
-    assert!(taken.stderr.contains("11009"), "{taken:?}");
+    taken.expect_stderr(5, "11009");
     assert!(
         taken
             .stderr

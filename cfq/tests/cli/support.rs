@@ -47,6 +47,13 @@ pub async fn lax_queues(emulator: &EmulatorHandle, ids: &[&str]) {
     }
 }
 
+/// An emulator ([`emulator`]) with the queues of [`lax_queues`].
+pub async fn emulator_with_queues(ids: &[&str]) -> EmulatorHandle {
+    let emulator = emulator().await;
+    lax_queues(&emulator, ids).await;
+    emulator
+}
+
 /// The account's queues by name, sorted, read through the library.
 pub async fn queue_names(emulator: &EmulatorHandle) -> Vec<String> {
     let client = emulator.client().expect("client");
@@ -135,6 +142,14 @@ impl Run {
         assert_eq!(self.code, Some(code), "{self:#?}");
         self
     }
+
+    /// Exited with `code`, saying `said` on stderr.
+    #[track_caller]
+    pub fn expect_stderr(&self, code: i32, said: &str) -> &Run {
+        self.expect_code(code);
+        assert!(self.stderr.contains(said), "{self:?}");
+        self
+    }
 }
 
 impl From<Output> for Run {
@@ -213,6 +228,24 @@ pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<Strin
             bodies.push(message.body().text().expect("text").to_owned());
         }
     }
+}
+
+/// `count` bodies numbered from 1: `"{prefix} 1"`, `"{prefix} 2"`, ...
+pub fn numbered(prefix: &str, count: usize) -> Vec<String> {
+    (1..=count).map(|i| format!("{prefix} {i}")).collect()
+}
+
+/// Every text body on a queue as [`pull_all_texts`] reads them, in the
+/// order of the number after `prefix` (the bodies of [`numbered`]).
+pub async fn pull_all_numbered(
+    emulator: &EmulatorHandle,
+    queue: &str,
+    prefix: &str,
+) -> Vec<String> {
+    let mut bodies = pull_all_texts(emulator, queue).await;
+    let prefix = format!("{prefix} ");
+    bodies.sort_by_key(|b| b.trim_start_matches(&prefix).parse::<u32>().unwrap_or(0));
+    bodies
 }
 
 /// The command a hint says to resume with: what stands between the
