@@ -188,11 +188,7 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
     // library's enable sets exactly the settings it is handed, and a
     // forgotten --dead-letter-queue would otherwise drop the dead-letter
     // queue, and with it every message that runs out of retries.
-    let current = session
-        .queue
-        .http_pull()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let current = session.answer(session.queue.http_pull().await)?;
     let mut settings = current
         .as_ref()
         .map_or_else(HttpPullSettings::new, |c| c.settings.clone())
@@ -206,11 +202,7 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
     if let Some(name) = dead_letter_name(session, args).await? {
         settings = settings.dead_letter_queue(name);
     }
-    let enabled = session
-        .queue
-        .enable_http_pull(settings)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let enabled = session.answer(session.queue.enable_http_pull(settings).await)?;
     let action = if current.is_some() {
         "updated"
     } else {
@@ -246,11 +238,7 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
 }
 
 pub async fn info(session: &Session, _args: &ConsumerInfoArgs) -> Result<Code, Failure> {
-    let consumers = session
-        .queue
-        .consumers()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let consumers = session.answer(session.queue.consumers().await)?;
     let consumer = consumers.first();
     let name = queue_name(session, consumer.and_then(ConsumerInfo::as_http_pull));
     if session.out.json() {
@@ -320,11 +308,7 @@ struct Disabled<'a> {
 }
 
 pub async fn disable(session: &Session, args: &DisableArgs) -> Result<Code, Failure> {
-    let consumers = session
-        .queue
-        .consumers()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let consumers = session.answer(session.queue.consumers().await)?;
     let current = consumers.first().and_then(ConsumerInfo::as_http_pull);
     let name = queue_name(session, current);
     if current.is_none() {
@@ -347,11 +331,7 @@ pub async fn disable(session: &Session, args: &DisableArgs) -> Result<Code, Fail
             "HTTP pull stays enabled",
         )?;
     }
-    let disabled = session
-        .queue
-        .disable_http_pull()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let disabled = session.answer(session.queue.disable_http_pull().await)?;
     report_disabled(session, name, disabled, None)
 }
 

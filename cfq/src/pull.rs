@@ -2,7 +2,7 @@
 
 use std::io::{self, Read as _};
 
-use cf_queues::response::{AckOutcome, Warning};
+use cf_queues::response::Warning;
 use cf_queues::{Acks, PullOptions, PulledMessage};
 use serde::Serialize;
 
@@ -18,11 +18,7 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
     let options = PullOptions::new()
         .batch_size(args.batch)
         .optionally(args.visibility, PullOptions::visibility_timeout);
-    let batch = session
-        .queue
-        .pull(options)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let batch = session.answer(session.queue.pull(options).await)?;
     let received: Vec<Received<'_>> = batch.messages.iter().map(Received::pulled).collect();
     // Settle only what reached stdout: a message whose line could not be
     // written (stdout closed) is left to come back after its lease.
@@ -60,11 +56,7 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
             (false, None) => acks,
         };
     }
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let outcome = session.answer(session.queue.ack(acks).await)?;
     if let Err((_, failure)) = printed {
         return Err(failure);
     }
@@ -130,11 +122,7 @@ fn print_settling(session: &Session, received: &[Received<'_>]) -> Result<usize,
 }
 
 pub async fn peek(session: &Session, args: &PeekArgs) -> Result<Code, Failure> {
-    let messages = session
-        .queue
-        .peek(args.batch)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let messages = session.answer(session.queue.peek(args.batch).await)?;
     let received: Vec<Received<'_>> = messages.iter().map(Received::peeked).collect();
     session.out.messages(&received, "REF")?;
     Ok(Code::Ok)
@@ -191,7 +179,7 @@ pub async fn ack(session: &Session, args: &AckArgs) -> Result<Code, Failure> {
     let acks = leases
         .iter()
         .fold(Acks::new(), |acks, l| acks.ack(l.as_str()));
-    let outcome = send(session, acks).await?;
+    let outcome = session.answer(session.queue.ack(acks).await)?;
     let done = Done::Acked(outcome.acked);
     settled(session, leases.len(), done, &outcome.warnings)
 }
@@ -202,24 +190,21 @@ pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure>
         Some(delay) if !delay.is_zero() => acks.retry_after(l.as_str(), delay),
         _ => acks.retry(l.as_str()),
     });
-    let outcome = send(session, acks).await?;
+    let outcome = session.answer(session.queue.ack(acks).await)?;
     let done = Done::Retried(outcome.retried);
     settled(session, leases.len(), done, &outcome.warnings)
 }
 
 pub async fn extend(session: &Session, args: &ExtendArgs) -> Result<Code, Failure> {
     let leases = tokens(&args.leases)?;
-    let outcome = session
-        .queue
-        .extend(leases.iter().map(String::as_str), args.visibility)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let outcome = session.answer(
+        session
+            .queue
+            .extend(leases.iter().map(String::as_str), args.visibility)
+            .await,
+    )?;
     let done = Done::Extended(outcome.extended);
     settled(session, leases.len(), done, &outcome.warnings)
-}
-
-async fn send(session: &Session, acks: Acks) -> Result<AckOutcome, Failure> {
-    session.queue.ack(acks).await.map_err(|e| session.fail(&e))
 }
 
 /// What a settling command did, by the count the API answered.

@@ -70,18 +70,14 @@ pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     let mut message = if args.json {
         let value: serde_json::Value = serde_json::from_str(&body)
             .map_err(|e| Failure::usage(format_args!("--json: the body is not JSON: {e}")))?;
-        Message::json(&value).map_err(|e| session.fail(&e))?
+        session.answer(Message::json(&value))?
     } else {
         Message::text(body)
     };
     if let Some(delay) = args.delay {
         message = message.with_delay(delay);
     }
-    session
-        .queue
-        .push(message)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    session.answer(session.queue.push(message).await)?;
     if session.out.json() {
         session.out.json_line(&serde_json::json!({
             "queue": session.queue.id(),

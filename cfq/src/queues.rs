@@ -60,11 +60,7 @@ impl<'a> QueueLine<'a> {
 }
 
 pub async fn list(account: &Account, _args: &ListArgs) -> Result<Code, Failure> {
-    let queues = account
-        .client
-        .queues()
-        .await
-        .map_err(|e| account.fail(&e))?;
+    let queues = account.answer(account.client.queues().await)?;
     let out = account.out;
     if out.json() {
         for info in &queues {
@@ -98,7 +94,7 @@ pub async fn list(account: &Account, _args: &ListArgs) -> Result<Code, Failure> 
 }
 
 pub async fn info(session: &Session, _args: &InfoArgs) -> Result<Code, Failure> {
-    let info = session.queue.info().await.map_err(|e| session.fail(&e))?;
+    let info = session.answer(session.queue.info().await)?;
     print_queue(session.out, &info)?;
     Ok(Code::Ok)
 }
@@ -180,11 +176,7 @@ pub async fn update(session: &Session, args: &UpdateArgs) -> Result<Code, Failur
     if args.paused || args.resume {
         settings = settings.delivery_paused(args.paused);
     }
-    let info = session
-        .queue
-        .edit(settings)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let info = session.answer(session.queue.edit(settings).await)?;
     print_queue(session.out, &info)?;
     Ok(Code::Ok)
 }
@@ -204,7 +196,7 @@ pub async fn delete(session: &Session, args: &DeleteArgs) -> Result<Code, Failur
         // queue was named by its id: reading it also stops here, before
         // any question, a queue that does not exist.
         if name.is_none() {
-            let info = session.queue.info().await.map_err(|e| session.fail(&e))?;
+            let info = session.answer(session.queue.info().await)?;
             name = info.queue_name.filter(|n| !n.is_empty());
         }
         let (what, expected) = match &name {
@@ -221,7 +213,7 @@ pub async fn delete(session: &Session, args: &DeleteArgs) -> Result<Code, Failur
             "nothing was deleted",
         )?;
     }
-    session.queue.delete().await.map_err(|e| session.fail(&e))?;
+    session.answer(session.queue.delete().await)?;
     let out = session.out;
     if out.json() {
         out.json_line(&Deleted {
