@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{
-    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, emulator_with_queues, run, run_cfq, run_with_stdin,
+    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, emulator_with_queues, push_each, queue_of, run,
+    run_cfq, run_with_stdin,
 };
 use cf_queues_emulator::Fault;
 use cf_queues_testkit::wire::{QUEUE, path, success};
@@ -304,17 +305,8 @@ async fn purge_all_is_not_sent_twice_after_a_server_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_extend_and_purge_all_against_the_emulator() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("newer")
-        .expect("id");
-    for body in ["first", "second", "third"] {
-        queue
-            .push(cf_queues::Message::text(body))
-            .await
-            .expect("push");
-    }
+    let queue = queue_of(&emulator, "newer");
+    push_each(&queue, &["first", "second", "third"]).await;
 
     let read = run_cfq(&emulator, ["metrics", "--queue", "newer"]).await;
     read.expect_code(0);

@@ -14,14 +14,14 @@ use cf_queues_emulator::{EmulatorHandle, Fault, ManualClock, Operation, WorkerBo
 
 use crate::support::{
     LOOKUP, cfq, cfq_at, emulator, emulator_with, emulator_with_queues, lax_queues, numbered,
-    pasted, pull_all_numbered, pull_all_texts, resume_command, run, run_cfq, temp_dir,
+    pasted, pull_all_numbered, pull_all_texts, queue_of, resume_command, run, run_cfq, temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(&emulator, queue);
     for chunk in bodies.chunks(100) {
         let batch = Batch::new(chunk.iter().map(|b| Message::text(b.as_str())));
         queue.push_batch(batch).await.expect("push");
@@ -53,7 +53,7 @@ fn records(path: &Path) -> Vec<Value> {
 
 /// Every message on a queue, whatever its type: (content type, raw body).
 async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String, String)> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(&emulator, queue);
     let mut all = Vec::new();
     loop {
         let options = PullOptions::new()
@@ -347,11 +347,7 @@ async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
     assert_eq!(emulator.metrics("restored").backlog_count, 250);
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("restored")
-        .expect("id");
+    let queue = queue_of(&emulator, "restored");
     assert!(queue.peek(10).await.expect("peek").is_empty(), "delayed");
     tokio::time::sleep(Duration::from_millis(3_200)).await;
     let on_queue = pull_all_numbered(&emulator, "restored", "kept").await;
@@ -441,11 +437,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
     // Once the run's last extension runs out, they are back, having used
     // the one attempt of the run's one pull.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let parked = emulator
-        .client()
-        .expect("client")
-        .queue("parked")
-        .expect("id");
+    let parked = queue_of(&emulator, "parked");
     let back = parked.peek(100).await.expect("peek");
     let back: Vec<(String, u32)> = back
         .iter()

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crate::support::{
     TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
-    pull_all_numbered, pull_all_texts, resume_command, run, run_cfq, run_with_stdin, temp_dir,
-    text_bodies,
+    pull_all_numbered, pull_all_texts, push_each, queue_of, resume_command, run, run_cfq,
+    run_with_stdin, temp_dir, text_bodies,
 };
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Fault, Operation};
 use serde_json::json;
@@ -193,11 +193,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     );
     assert!(pushed.stderr.contains("line 100 not pushed"), "{pushed:?}");
     assert_eq!(emulator.metrics("events").backlog_count, 249);
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("events")
-        .expect("id");
+    let queue = queue_of(&emulator, "events");
     let mut events = Vec::new();
     loop {
         let options = cf_queues::PullOptions::new()
@@ -321,11 +317,7 @@ async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
         (&json!(100), &json!(150))
     );
     // The delay was repeated: none of the resumed lines is visible yet.
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("resume")
-        .expect("id");
+    let queue = queue_of(&emulator, "resume");
     let visible = queue.peek(100).await.expect("peek");
     for message in &visible {
         let body = message.body().text().expect("pushed as text");
@@ -347,15 +339,8 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
     let dir = temp_dir("long-delays");
     let file = dir.join("two.ndjson");
     std::fs::write(&file, "first\nsecond\n").expect("write");
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("waiting")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("waiting"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "waiting");
+    push_each(&queue, &["waiting"]).await;
     let path = file.to_str().expect("utf-8 path");
     let before = emulator.requests_received();
     for args in [
@@ -398,15 +383,8 @@ async fn a_body_from_stdin_loses_one_line_ending() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_prints_a_table_whose_leases_settle() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("tabled")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("hello"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "tabled");
+    push_each(&queue, &["hello"]).await;
     let table = run_cfq(
         &emulator,
         [
@@ -440,15 +418,8 @@ async fn pull_prints_a_table_whose_leases_settle() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_with_a_delay_keeps_the_message_away_until_then() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("later")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("again"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "later");
+    push_each(&queue, &["again"]).await;
     let pulled = run_cfq(&emulator, ["pull", "-q", "later", "--visibility", "10m"])
         .await
         .one();
@@ -464,17 +435,8 @@ async fn retry_with_a_delay_keeps_the_message_away_until_then() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_warns_and_ack_retry_settle_by_lease() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("work")
-        .expect("id");
-    for body in ["one", "two", "three", "four"] {
-        queue
-            .push(cf_queues::Message::text(body))
-            .await
-            .expect("push");
-    }
+    let queue = queue_of(&emulator, "work");
+    push_each(&queue, &["one", "two", "three", "four"]).await;
 
     let pulled = run_cfq(
         &emulator,
@@ -562,19 +524,8 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peek_then_purge_by_ref_and_tables_for_people() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("look")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("poison"))
-        .await
-        .expect("push");
-    queue
-        .push(cf_queues::Message::text("fine"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "look");
+    push_each(&queue, &["poison", "fine"]).await;
 
     let table = run_cfq(&emulator, ["peek", "--queue", "look", "--output", "table"]).await;
     table.expect_code(0);
@@ -606,11 +557,7 @@ async fn peek_then_purge_by_ref_and_tables_for_people() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_stdout_ends_quietly() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("pipe")
-        .expect("id");
+    let queue = queue_of(&emulator, "pipe");
     // Well over a pipe's buffer, so that the writes meet the closed end.
     let body = "b".repeat(2_000);
     let batch = cf_queues::batch::Batch::new(

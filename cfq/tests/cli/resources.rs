@@ -8,7 +8,7 @@ use cf_queues_emulator::EmulatorHandle;
 use serde_json::{Value, json};
 
 use crate::support::{
-    LOOKUP, cfq, cfq_with, emulator_from_toml, emulator_with, queue_names, run, run_cfq,
+    LOOKUP, cfq, cfq_with, emulator_from_toml, emulator_with, queue_names, queue_of, run, run_cfq,
     run_with_stdin,
 };
 
@@ -285,11 +285,7 @@ async fn a_name_is_resolved_once_per_command() {
     assert_eq!(emulator.metrics("gamma").backlog_count, 25);
 
     // Both ends by name: gamma (named beta) has HTTP pull from here.
-    let beta = emulator
-        .client()
-        .expect("client")
-        .queue("gamma")
-        .expect("id");
+    let beta = queue_of(&emulator, "gamma");
     beta.enable_http_pull(Default::default())
         .await
         .expect("enabled");

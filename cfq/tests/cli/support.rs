@@ -54,6 +54,21 @@ pub async fn emulator_with_queues(ids: &[&str]) -> EmulatorHandle {
     emulator
 }
 
+/// One of the emulator's queues, through the library.
+pub fn queue_of(emulator: &EmulatorHandle, name: &str) -> cf_queues::Queue {
+    emulator.client().expect("client").queue(name).expect("id")
+}
+
+/// Pushes each body as a text message of its own, in order.
+pub async fn push_each(queue: &cf_queues::Queue, bodies: &[&str]) {
+    for body in bodies {
+        queue
+            .push(cf_queues::Message::text(*body))
+            .await
+            .expect("push");
+    }
+}
+
 /// The account's queues by name, sorted, read through the library.
 pub async fn queue_names(emulator: &EmulatorHandle) -> Vec<String> {
     let client = emulator.client().expect("client");
@@ -199,7 +214,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// Every text body of a queue, read by peeking (nothing is leased).
 pub async fn text_bodies(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     let mut bodies = Vec::new();
     let peeked = queue.peek(100).await.expect("peek");
     for message in &peeked {
@@ -214,7 +229,7 @@ pub async fn text_bodies(emulator: &EmulatorHandle, queue: &str) -> Vec<String> 
 /// Messages still leased by someone else are not seen: wait for their
 /// lease to run out first.
 pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     let mut bodies = Vec::new();
     loop {
         let options = cf_queues::PullOptions::new()
