@@ -11,7 +11,7 @@ use crate::support::{
     run_cfq, run_with_stdin,
 };
 use cf_queues_emulator::Fault;
-use cf_queues_testkit::wire::{QUEUE, path, success};
+use cf_queues_testkit::wire::{QUEUE, answer_with, path, success};
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
 use serde_json::{Value, json};
@@ -19,14 +19,8 @@ use serde_json::{Value, json};
 /// `GET /purge` answers that the purge started at a fixed time, and has
 /// or has not `completed`.
 async fn purge_status(server: &MockServer, completed: bool) -> httpmock::Mock<'_> {
-    server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/purge"));
-            then.status(200).json_body(success(
-                json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"}),
-            ));
-        })
-        .await
+    let status = json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"});
+    answer_with(server, (GET, "/purge"), None, status).await
 }
 
 fn now_ms() -> u64 {
@@ -79,14 +73,8 @@ async fn metrics_for_scripts_and_for_people() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_watch_prints_until_interrupted() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/metrics"));
-            then.status(200).json_body(success(json!({
-                "backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0
-            })));
-        })
-        .await;
+    let empty = json!({"backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0});
+    answer_with(&server, (GET, "/metrics"), None, empty).await;
     let mut watch = cfq_on_wire(&server.base_url());
     watch
         .args(["metrics", "--queue", QUEUE, "--watch", "100ms"])
@@ -165,13 +153,8 @@ async fn metrics_watch_keeps_watching_through_transient_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_all_that_does_not_complete_in_time_is_partial() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/purge"));
-            then.status(200)
-                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
-        })
-        .await;
+    let started = json!({"queue_id": QUEUE, "queue_name": "orders"});
+    answer_with(&server, (POST, "/purge"), None, started).await;
     purge_status(&server, false).await;
     let mut purge = cfq_on_wire(&server.base_url());
     purge.args([
@@ -193,19 +176,14 @@ async fn purge_all_that_does_not_complete_in_time_is_partial() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_sends_the_leases_and_reports_warnings() {
     let server = MockServer::start_async().await;
-    let mock = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(path("/messages/extend"))
-                .json_body(json!({
-                    "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
-                    "visibility_timeout_ms": 120_000
-                }));
-            then.status(200).json_body(success(json!({
-                "extendCount": 1, "warnings": {"lease-2": "message was delivered again"}
-            })));
-        })
-        .await;
+    let request = json!({
+        "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+        "visibility_timeout_ms": 120_000
+    });
+    let answer = json!({
+        "extendCount": 1, "warnings": {"lease-2": "message was delivered again"}
+    });
+    let mock = answer_with(&server, (POST, "/messages/extend"), Some(request), answer).await;
     let mut extend = cfq_on_wire(&server.base_url());
     extend.args([
         "extend",
@@ -232,15 +210,9 @@ async fn extend_sends_the_leases_and_reports_warnings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
     let server = MockServer::start_async().await;
-    let purge = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(path("/purge"))
-                .json_body(json!({"delete_messages_permanently": true}));
-            then.status(200)
-                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
-        })
-        .await;
+    let confirmed = json!({"delete_messages_permanently": true});
+    let started = json!({"queue_id": QUEUE, "queue_name": "orders"});
+    let purge = answer_with(&server, (POST, "/purge"), Some(confirmed), started).await;
     let status = purge_status(&server, true).await;
 
     let mut refused = cfq_on_wire(&server.base_url());

@@ -17,7 +17,7 @@ use crate::support::{
     pasted, pull_all_numbered, pull_all_texts, queue_of, resume_command, run, run_cfq, temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
-use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled_once, success};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
@@ -619,13 +619,8 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
         let mut pulls = 0;
         move |operation: &str, body: &Value| match operation {
             "pull" => {
-                pulls += 1;
-                let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                    &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
-                } else {
-                    &[]
-                };
-                (200, pulled(messages))
+                let messages = [("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))];
+                (200, pulled_once(&mut pulls, &messages))
             }
             "ack" => (200, acked(body, &[])),
             "batch" => (200, success(json!({}))),
