@@ -23,11 +23,12 @@ use crate::operation::Operation;
 use crate::retry::RetryPolicy;
 
 /// One attempt of a generated request on this handle's account and queue,
-/// with an optional body cloned per attempt: `send!(self, pull_messages, body)`.
-/// Each operation has its own generated builder type, so a function cannot
-/// name them all.
+/// with an optional body cloned per attempt: `send!(self, pull_messages, body)`,
+/// and for a consumer's operations its id in brackets:
+/// `send!(self, delete_consumer[id])`. Each operation has its own generated
+/// builder type, so a function cannot name them all.
 macro_rules! send {
-    ($queue:expr, $operation:ident $(, $body:expr)?) => {
+    ($queue:expr, $operation:ident $([$consumer:expr])? $(, $body:expr)?) => {
         || {
             $queue
                 .client
@@ -35,6 +36,7 @@ macro_rules! send {
                 .$operation()
                 .account_id($queue.client.account_id())
                 .queue_id(&$queue.queue_id)
+                $(.consumer_id($consumer))?
                 $(.body($body.clone()))?
                 .send()
         }
