@@ -164,25 +164,6 @@ pub fn shifted(secs: i64) -> std::time::SystemTime {
     if secs >= 0 { now + by } else { now - by }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn rfc3339_formats_as_the_api_writes() {
-        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
-        assert_eq!(super::rfc3339(at(0)), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            super::rfc3339(at(1_710_950_954_154)),
-            "2024-03-20T16:09:14.154Z"
-        );
-        assert_eq!(
-            super::rfc3339(at(951_868_799_999)),
-            "2000-02-29T23:59:59.999Z"
-        );
-    }
-}
-
 /// Mocks `method` on [`path`]`(suffix)`, matching exactly `request` as the
 /// JSON body when one is given, answering 200 with `result` in
 /// Cloudflare's envelope ([`success`]).
@@ -211,5 +192,24 @@ pub fn pulled_once(pulls: &mut u32, messages: &[(&str, Option<&str>)]) -> Value 
         pulled(messages)
     } else {
         pulled(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_formats_as_the_api_writes() {
+        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
+        assert_eq!(super::rfc3339(at(0)), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            super::rfc3339(at(1_710_950_954_154)),
+            "2024-03-20T16:09:14.154Z"
+        );
+        assert_eq!(
+            super::rfc3339(at(951_868_799_999)),
+            "2000-02-29T23:59:59.999Z"
+        );
     }
 }

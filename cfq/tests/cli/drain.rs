@@ -21,7 +21,7 @@ use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled_once, success};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
-    let queue = queue_of(&emulator, queue);
+    let queue = queue_of(emulator, queue);
     for chunk in bodies.chunks(100) {
         let batch = Batch::new(chunk.iter().map(|b| Message::text(b.as_str())));
         queue.push_batch(batch).await.expect("push");
@@ -53,7 +53,7 @@ fn records(path: &Path) -> Vec<Value> {
 
 /// Every message on a queue, whatever its type: (content type, raw body).
 async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String, String)> {
-    let queue = queue_of(&emulator, queue);
+    let queue = queue_of(emulator, queue);
     let mut all = Vec::new();
     loop {
         let options = PullOptions::new()
