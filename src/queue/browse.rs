@@ -26,11 +26,10 @@ impl Queue {
         let cap = self.messages_response_cap(Some(batch_size))?;
         let body: types::PeekRequest =
             built(types::PeekRequest::builder().batch_size(Some(batch_size)))?;
-        let result = self
-            .call(Operation::Peek, 0, cap)
+        self.call(Operation::Peek, 0, cap)
             .run(send!(self, peek_messages, body))
-            .await?;
-        Ok(peeked(result))
+            .await
+            .map(peeked)
     }
 
     /// Deletes peeked messages by their refs, at once.
@@ -72,11 +71,10 @@ impl Queue {
         }
         let body: types::PurgeRequest = built(types::PurgeRequest::builder().refs(wire))?;
         let cap = self.tokens_response_cap(refs.iter().map(PeekRef::as_str));
-        let result = self
-            .call(Operation::Purge, 0, cap)
+        self.call(Operation::Purge, 0, cap)
             .run(send!(self, purge_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Returns up to `batch_size` messages (1 to 100) in the pull shape,
@@ -108,11 +106,10 @@ impl Queue {
         let cap = self.messages_response_cap(Some(batch_size))?;
         let body: types::PreviewRequest =
             built(types::PreviewRequest::builder().batch_size(Some(batch_size)))?;
-        let result = self
-            .call(Operation::Preview, 0, cap)
+        self.call(Operation::Preview, 0, cap)
             .run(send!(self, preview_messages, body))
-            .await?;
-        Ok(previewed(result))
+            .await
+            .map(previewed)
     }
 
     /// Deletes previewed messages at once, and delays others
@@ -156,10 +153,9 @@ impl Queue {
                 .acks(deletions)
                 .retries(retries),
         )?;
-        let result = self
-            .call(Operation::DeletePreviewed, 0, cap)
+        self.call(Operation::DeletePreviewed, 0, cap)
             .run(send!(self, ack_preview_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 }

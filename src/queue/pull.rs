@@ -60,11 +60,10 @@ impl Queue {
                         .transpose()?,
                 ),
         )?;
-        let result = self
-            .call(Operation::Pull, 0, cap)
+        self.call(Operation::Pull, 0, cap)
             .run(send!(self, pull_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Acknowledges and retries leased messages in one call.
@@ -113,11 +112,10 @@ impl Queue {
                 .acks(ack_leases)
                 .retries(retry_leases),
         )?;
-        let result = self
-            .call(Operation::Ack, 0, cap)
+        self.call(Operation::Ack, 0, cap)
             .run(send!(self, ack_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Extends leases: each message stays leased to its holder for
@@ -199,10 +197,9 @@ impl Queue {
                 .visibility_timeout_ms(visibility_timeout_ms),
         )?;
         let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
-        let result = self
-            .call(Operation::Extend, 0, cap)
+        self.call(Operation::Extend, 0, cap)
             .run(send!(self, extend_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 }
