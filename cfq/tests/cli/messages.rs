@@ -1,15 +1,23 @@
 //! `cfq push`, `pull`, `ack`, `retry`, `peek` and `purge REF` against the
 //! in-process emulator, with the output formats, exit codes and hints.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{
-    TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
+    Run, TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
     pull_all_numbered, pull_all_texts, push_each, queue_of, resume_command, run, run_cfq,
     run_with_stdin, temp_dir, text_bodies,
 };
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Fault, Operation};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle, Fault, Operation};
 use serde_json::json;
+
+/// `cfq push` with `flags` and `--file FILE`, run to the end.
+async fn push_file(emulator: &EmulatorHandle, file: &Path, flags: &[&str]) -> Run {
+    let mut push = cfq(emulator);
+    push.arg("push").args(flags).arg("--file").arg(file);
+    run(push).await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_text_json_stdin_and_delayed() {
@@ -84,9 +92,7 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     content.extend(b"last line without a newline"); // 158
     std::fs::write(&file, &content).expect("write");
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "files", "--file"]).arg(&file);
-    let pushed = run(push).await;
+    let pushed = push_file(&emulator, &file, &["--queue", "files"]).await;
     pushed.expect_code(7);
     let summary = pushed.one();
     assert_eq!(summary["lines"], 158);
@@ -139,13 +145,12 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     assert_eq!(objects, [json!({"kind": "plain object"})]);
 
     // --text: every line is text, records and objects included; --skip resumes.
-    let mut again = cfq(&emulator);
-    again
-        .args([
-            "push", "--queue", "astext", "--text", "--skip", "155", "--file",
-        ])
-        .arg(&file);
-    let pushed = run(again).await;
+    let pushed = push_file(
+        &emulator,
+        &file,
+        &["--queue", "astext", "--text", "--skip", "155"],
+    )
+    .await;
     pushed.expect_code(0);
     assert_eq!(pushed.one()["skipped"], 155);
     let texts = pull_all_texts(&emulator, "astext").await;
@@ -177,10 +182,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
         .collect();
     std::fs::write(&file, lines.join("\n") + "\n").expect("write");
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "events", "--file"])
-        .arg(&file);
-    let pushed = run(push).await;
+    let pushed = push_file(&emulator, &file, &["--queue", "events"]).await;
     pushed.expect_code(7);
     let summary = pushed.one();
     assert_eq!(
@@ -212,13 +214,12 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     let expected: Vec<u64> = (1..=250).filter(|&i| i != 100).collect();
     assert_eq!(events, expected);
 
-    let mut as_text = cfq(&emulator);
-    as_text
-        .args([
-            "push", "--queue", "astext", "--text", "--skip", "99", "--file",
-        ])
-        .arg(&file);
-    let pushed = run(as_text).await;
+    let pushed = push_file(
+        &emulator,
+        &file,
+        &["--queue", "astext", "--text", "--skip", "99"],
+    )
+    .await;
     pushed.expect_code(0);
     assert_eq!(pushed.one()["pushed"], 151);
     let texts = pull_all_texts(&emulator, "astext").await;
@@ -238,10 +239,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::status(500).only(Operation::Batch));
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "resume", "--file"])
-        .arg(&file);
-    let failed = run(push).await;
+    let failed = push_file(&emulator, &file, &["--queue", "resume"]).await;
     failed.expect_code(5);
     let summary = failed.one();
     assert_eq!(summary["pushed"], 100);
@@ -257,11 +255,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     );
     assert!(failed.stderr.contains("--skip 100"), "{failed:?}");
 
-    let mut resume = cfq(&emulator);
-    resume
-        .args(["push", "--queue", "resume", "--skip", "100", "--file"])
-        .arg(&file);
-    let resumed = run(resume).await;
+    let resumed = push_file(&emulator, &file, &["--queue", "resume", "--skip", "100"]).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
     let texts = pull_all_numbered(&emulator, "resume", "message").await;
