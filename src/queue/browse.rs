@@ -22,10 +22,8 @@ impl Queue {
     ///
     /// Peeking changes nothing on the queue; dropping the future is safe.
     pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
-        let batch_size = self.client.limits().batch_size(&"batch_size", batch_size)?;
-        let cap = self.messages_response_cap(Some(batch_size))?;
-        let body: types::PeekRequest =
-            built(types::PeekRequest::builder().batch_size(Some(batch_size)))?;
+        let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
+        let body: types::PeekRequest = built(types::PeekRequest::builder().batch_size(batch_size))?;
         self.call(Operation::Peek, 0, cap)
             .run(send!(self, peek_messages, body))
             .await
@@ -102,10 +100,9 @@ impl Queue {
     ///
     /// Previewing changes nothing on the queue; dropping the future is safe.
     pub async fn preview(&self, batch_size: u32) -> Result<Vec<PreviewedMessage>> {
-        let batch_size = self.client.limits().batch_size(&"batch_size", batch_size)?;
-        let cap = self.messages_response_cap(Some(batch_size))?;
+        let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
         let body: types::PreviewRequest =
-            built(types::PreviewRequest::builder().batch_size(Some(batch_size)))?;
+            built(types::PreviewRequest::builder().batch_size(batch_size))?;
         self.call(Operation::Preview, 0, cap)
             .run(send!(self, preview_messages, body))
             .await

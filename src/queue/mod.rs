@@ -169,6 +169,16 @@ impl Queue {
         }
     }
 
+    /// Checks a pull's, peek's or preview's batch size (1 to 100, or the
+    /// server's default when none is given), with the response cap of the
+    /// largest answer to it.
+    fn messages_batch(&self, batch_size: Option<u32>) -> Result<(Option<u32>, usize)> {
+        let batch_size = batch_size
+            .map(|n| self.client.limits().batch_size(&"batch_size", n))
+            .transpose()?;
+        Ok((batch_size, self.messages_response_cap(batch_size)?))
+    }
+
     /// The response cap of a call returning up to `batch_size` messages:
     /// the largest legal answer, so that leased messages are never dropped
     /// unread. A cap set by the user that is lower fails here, before the

@@ -45,11 +45,7 @@ impl Queue {
     /// back after their visibility timeout, with an attempt used.
     pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
         let limits = self.client.limits();
-        let batch_size = options
-            .batch_size
-            .map(|n| limits.batch_size(&"batch_size", n))
-            .transpose()?;
-        let cap = self.messages_response_cap(batch_size)?;
+        let (batch_size, cap) = self.messages_batch(options.batch_size)?;
         let body: types::PullRequest = built(
             types::PullRequest::builder()
                 .batch_size(batch_size)
