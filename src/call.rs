@@ -305,11 +305,16 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_wait_cancelled_gives_its_reservation_back() {
+    /// A limiter of one push every 10 s, and no retries.
+    fn one_push_per_ten_seconds() -> (Limiter, RetryPolicy) {
         let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
             .expect("a limit");
-        let retry = RetryPolicy::none();
+        (limiter, RetryPolicy::none())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_cancelled_gives_its_reservation_back() {
+        let (limiter, retry) = one_push_per_ten_seconds();
         let call = push_call(&limiter, &retry);
         call.throttle(None).await.expect("the first token is there");
         // The second push waits 10 s for its token, and is dropped after 1 s.
@@ -322,9 +327,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_that_ran_uses_its_reservation() {
-        let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
-            .expect("a limit");
-        let retry = RetryPolicy::none();
+        let (limiter, retry) = one_push_per_ten_seconds();
         let call = push_call(&limiter, &retry);
         call.throttle(None).await.expect("first");
         call.throttle(None).await.expect("after 10 s");

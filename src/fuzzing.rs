@@ -37,14 +37,21 @@ pub fn decode_response(status: u16, body: &[u8]) -> usize {
 /// with a response to `operation`, as [`decode_response`] does for all of
 /// them; returns whether it decoded as a success.
 pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
+    /// Whether the answer decodes as `E` and reads as `T`.
+    fn reads<E, T>(operation: Operation, status: u16, body: &[u8]) -> bool
+    where
+        E: Envelope + DeserializeOwned,
+        T: From<E::Result>,
+    {
+        decode::<E>(operation, status, body).map(T::from).is_ok()
+    }
+
     // No wildcard arm: an operation added to `Operation` does not compile
     // here until it is fuzzed too.
     match operation {
         // Both pushes answer the same envelope.
         Operation::Push | Operation::Batch => {
-            decode::<types::PushEnvelope>(operation, status, body)
-                .map(PushReceipt::from)
-                .is_ok()
+            reads::<types::PushEnvelope, PushReceipt>(operation, status, body)
         }
         Operation::Pull => decode::<types::PullEnvelope>(operation, status, body)
             .map(|result| {
@@ -52,33 +59,25 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
                 batch.messages.iter().for_each(|m| decode_body(m.body()));
             })
             .is_ok(),
-        Operation::Ack => decode::<types::AckEnvelope>(operation, status, body)
-            .map(AckOutcome::from)
-            .is_ok(),
+        Operation::Ack => reads::<types::AckEnvelope, AckOutcome>(operation, status, body),
         Operation::Peek => decode::<types::PeekEnvelope>(operation, status, body)
             .map(|result| peeked(result).iter().for_each(|m| decode_body(m.body())))
             .is_ok(),
-        Operation::Purge => decode::<types::PurgeEnvelope>(operation, status, body)
-            .map(PurgeOutcome::from)
-            .is_ok(),
-        Operation::Extend => decode::<types::ExtendEnvelope>(operation, status, body)
-            .map(ExtendOutcome::from)
-            .is_ok(),
+        Operation::Purge => reads::<types::PurgeEnvelope, PurgeOutcome>(operation, status, body),
+        Operation::Extend => reads::<types::ExtendEnvelope, ExtendOutcome>(operation, status, body),
         Operation::Preview => decode::<types::PreviewEnvelope>(operation, status, body)
             .map(|result| previewed(result).iter().for_each(|m| decode_body(m.body())))
             .is_ok(),
-        Operation::DeletePreviewed => decode::<types::PreviewAckEnvelope>(operation, status, body)
-            .map(PreviewedOutcome::from)
-            .is_ok(),
-        Operation::Metrics => decode::<types::MetricsEnvelope>(operation, status, body)
-            .map(Metrics::from)
-            .is_ok(),
-        Operation::PurgeQueue => decode::<types::PurgeQueueEnvelope>(operation, status, body)
-            .map(QueueInfo::from)
-            .is_ok(),
-        Operation::PurgeStatus => decode::<types::PurgeStatusEnvelope>(operation, status, body)
-            .map(PurgeStatus::from)
-            .is_ok(),
+        Operation::DeletePreviewed => {
+            reads::<types::PreviewAckEnvelope, PreviewedOutcome>(operation, status, body)
+        }
+        Operation::Metrics => reads::<types::MetricsEnvelope, Metrics>(operation, status, body),
+        Operation::PurgeQueue => {
+            reads::<types::PurgeQueueEnvelope, QueueInfo>(operation, status, body)
+        }
+        Operation::PurgeStatus => {
+            reads::<types::PurgeStatusEnvelope, PurgeStatus>(operation, status, body)
+        }
         Operation::ListQueues => decode::<types::QueueListEnvelope>(operation, status, body)
             .map(|page| page.queues.into_iter().for_each(|q| drop(queue_info(q))))
             .is_ok(),
@@ -92,9 +91,7 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             .map(|list| list.into_iter().for_each(|c| drop(ConsumerInfo::from(c))))
             .is_ok(),
         Operation::CreateConsumer | Operation::GetConsumer | Operation::UpdateConsumer => {
-            decode::<types::ConsumerEnvelope>(operation, status, body)
-                .map(ConsumerInfo::from)
-                .is_ok()
+            reads::<types::ConsumerEnvelope, ConsumerInfo>(operation, status, body)
         }
         Operation::DeleteQueue | Operation::DeleteConsumer => {
             decode::<types::DeleteEnvelope>(operation, status, body).is_ok()

@@ -320,6 +320,14 @@ impl fmt::Display for Operation {
 mod tests {
     use super::*;
 
+    /// Every operation `holds` is false for, in [`Operation::ALL`]'s order.
+    fn all_but(holds: fn(Operation) -> bool) -> Vec<Operation> {
+        Operation::ALL
+            .into_iter()
+            .filter(|op| !holds(*op))
+            .collect()
+    }
+
     #[test]
     fn ids_round_trip_and_unknown_ids_are_none() {
         for op in Operation::ALL {
@@ -330,12 +338,8 @@ mod tests {
 
     #[test]
     fn only_pushes_and_purge_queue_are_unsafe_to_repeat() {
-        let unsafe_ops: Vec<Operation> = Operation::ALL
-            .into_iter()
-            .filter(|op| !op.is_idempotent())
-            .collect();
         assert_eq!(
-            unsafe_ops,
+            all_but(Operation::is_idempotent),
             [
                 Operation::Push,
                 Operation::Batch,
@@ -369,12 +373,8 @@ mod tests {
 
     #[test]
     fn only_lease_calls_are_outside_the_api_limit() {
-        let outside: Vec<Operation> = Operation::ALL
-            .into_iter()
-            .filter(|op| !op.counts_against_api_limit())
-            .collect();
         assert_eq!(
-            outside,
+            all_but(Operation::counts_against_api_limit),
             [Operation::Pull, Operation::Ack, Operation::Extend]
         );
     }

@@ -88,11 +88,7 @@ pub async fn purge(session: &Session, args: &PurgeArgs) -> Result<Code, Failure>
         return purge_all(session, args).await;
     }
     let refs = tokens(&args.refs)?;
-    let outcome = session
-        .queue
-        .purge(refs.iter().map(String::as_str))
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let outcome = session.answer(session.queue.purge(refs.iter().map(String::as_str)).await)?;
     if session.out.json() {
         session.out.json_line(&Purged {
             queue: session.queue.id(),
@@ -132,22 +128,19 @@ async fn purge_all(session: &Session, args: &PurgeArgs) -> Result<Code, Failure>
             "nothing was purged",
         )?;
     }
-    session
-        .queue
-        .purge_all(PurgeConfirmation::delete_messages_permanently(queue_id))
-        .await
-        .map_err(|e| session.fail(&e))?;
+    session.answer(
+        session
+            .queue
+            .purge_all(PurgeConfirmation::delete_messages_permanently(queue_id))
+            .await,
+    )?;
     if args.no_wait {
         return report_purge(session, false, None);
     }
     let started = tokio::time::Instant::now();
     let mut pause = Duration::from_millis(250);
     loop {
-        let status = session
-            .queue
-            .purge_status()
-            .await
-            .map_err(|e| session.fail(&e))?;
+        let status = session.answer(session.queue.purge_status().await)?;
         if status.completed == Some(true) {
             return report_purge(session, true, status.started_at.as_deref());
         }

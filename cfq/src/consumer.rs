@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{ConsumerInfoArgs, DisableArgs, EnableArgs};
 use crate::exit::{Code, Failure};
+use crate::optional::Optionally;
 use crate::session::Session;
 use crate::stderr::note;
 use crate::words::QueueFlag;
@@ -187,34 +188,21 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
     // library's enable sets exactly the settings it is handed, and a
     // forgotten --dead-letter-queue would otherwise drop the dead-letter
     // queue, and with it every message that runs out of retries.
-    let current = session
-        .queue
-        .http_pull()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let current = session.answer(session.queue.http_pull().await)?;
     let mut settings = current
         .as_ref()
-        .map_or_else(HttpPullSettings::new, |c| c.settings.clone());
-    if let Some(n) = args.batch_size {
-        settings = settings.batch_size(n);
-    }
-    if let Some(n) = args.max_retries {
-        settings = settings.max_retries(n);
-    }
-    if let Some(delay) = args.retry_delay {
-        settings = settings.retry_delay(delay);
-    }
-    if let Some(timeout) = args.visibility_timeout {
-        settings = settings.visibility_timeout(timeout);
-    }
+        .map_or_else(HttpPullSettings::new, |c| c.settings.clone())
+        .optionally(args.batch_size, HttpPullSettings::batch_size)
+        .optionally(args.max_retries, HttpPullSettings::max_retries)
+        .optionally(args.retry_delay, HttpPullSettings::retry_delay)
+        .optionally(
+            args.visibility_timeout,
+            HttpPullSettings::visibility_timeout,
+        );
     if let Some(name) = dead_letter_name(session, args).await? {
         settings = settings.dead_letter_queue(name);
     }
-    let enabled = session
-        .queue
-        .enable_http_pull(settings)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let enabled = session.answer(session.queue.enable_http_pull(settings).await)?;
     let action = if current.is_some() {
         "updated"
     } else {
@@ -250,11 +238,7 @@ pub async fn enable(session: &Session, args: &EnableArgs) -> Result<Code, Failur
 }
 
 pub async fn info(session: &Session, _args: &ConsumerInfoArgs) -> Result<Code, Failure> {
-    let consumers = session
-        .queue
-        .consumers()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let consumers = session.answer(session.queue.consumers().await)?;
     let consumer = consumers.first();
     let name = queue_name(session, consumer.and_then(ConsumerInfo::as_http_pull));
     if session.out.json() {
@@ -324,11 +308,7 @@ struct Disabled<'a> {
 }
 
 pub async fn disable(session: &Session, args: &DisableArgs) -> Result<Code, Failure> {
-    let consumers = session
-        .queue
-        .consumers()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let consumers = session.answer(session.queue.consumers().await)?;
     let current = consumers.first().and_then(ConsumerInfo::as_http_pull);
     let name = queue_name(session, current);
     if current.is_none() {
@@ -351,11 +331,7 @@ pub async fn disable(session: &Session, args: &DisableArgs) -> Result<Code, Fail
             "HTTP pull stays enabled",
         )?;
     }
-    let disabled = session
-        .queue
-        .disable_http_pull()
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let disabled = session.answer(session.queue.disable_http_pull().await)?;
     report_disabled(session, name, disabled, None)
 }
 

@@ -78,11 +78,7 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
         let options = PullOptions::new()
             .batch_size(want)
             .visibility_timeout(args.visibility);
-        let batch = session
-            .queue
-            .pull(options)
-            .await
-            .map_err(|e| session.fail(&e))?;
+        let batch = session.answer(session.queue.pull(options).await)?;
         if batch.messages.is_empty() {
             break;
         }
@@ -349,7 +345,7 @@ async fn redrive(
             .batch_size(want)
             .visibility_timeout(args.visibility);
         let sent = Instant::now();
-        let batch = source.pull(options).await.map_err(|e| session.fail(&e))?;
+        let batch = session.answer(source.pull(options).await)?;
         if batch.messages.is_empty() {
             break;
         }

@@ -10,6 +10,7 @@ use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
 
 use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};
+use crate::optional::Optionally;
 use crate::stderr::note;
 
 pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
@@ -28,9 +29,7 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         }
         None => Vec::new(),
     };
-    if let Some(token) = args.token {
-        emulator = emulator.token(token);
-    }
+    emulator = emulator.optionally(args.token, Emulator::token);
     if let Some(dir) = &args.data_dir {
         emulator = emulator.data_dir(dir).reset_data_dir(args.reset);
         note(format_args!(
@@ -46,30 +45,15 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         emulator = emulator.dead_letter_queue(queue, dead_letter_queue);
     }
     // Unset limits keep the library's defaults, documented there once.
-    if let Some(max) = args.max_connections {
-        emulator = emulator.max_connections(max);
-    }
-    if let Some(timeout) = args.header_timeout {
-        emulator = emulator.header_timeout(timeout);
-    }
-    if let Some(timeout) = args.body_timeout {
-        emulator = emulator.body_timeout(timeout);
-    }
-    if let Some(timeout) = args.idle_timeout {
-        emulator = emulator.idle_timeout(timeout);
-    }
-    if let Some(timeout) = args.write_timeout {
-        emulator = emulator.write_timeout(timeout);
-    }
-    if let Some(bytes) = args.response_buffer {
-        emulator = emulator.response_buffer_bytes(bytes);
-    }
-    if let Some(bytes) = args.max_body {
-        emulator = emulator.max_body_bytes(bytes);
-    }
-    if let Some(grace) = args.shutdown_grace {
-        emulator = emulator.shutdown_grace(grace);
-    }
+    emulator = emulator
+        .optionally(args.max_connections, Emulator::max_connections)
+        .optionally(args.header_timeout, Emulator::header_timeout)
+        .optionally(args.body_timeout, Emulator::body_timeout)
+        .optionally(args.idle_timeout, Emulator::idle_timeout)
+        .optionally(args.write_timeout, Emulator::write_timeout)
+        .optionally(args.response_buffer, Emulator::response_buffer_bytes)
+        .optionally(args.max_body, Emulator::max_body_bytes)
+        .optionally(args.shutdown_grace, Emulator::shutdown_grace);
     if let Some(latency) = args.latency {
         emulator = emulator.latency(latency);
         note(format_args!(

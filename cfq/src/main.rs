@@ -11,6 +11,7 @@ mod drain;
 mod emulator;
 mod exit;
 mod ndjson;
+mod optional;
 mod output;
 mod pull;
 mod push;

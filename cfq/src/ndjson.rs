@@ -52,27 +52,47 @@ enum TokenKey {
 
 impl<'a> Received<'a> {
     pub fn pulled(m: &'a PulledMessage) -> Received<'a> {
-        Received {
-            id: &m.id,
-            attempts: m.attempts,
-            timestamp_ms: m.timestamp_ms,
-            metadata: &m.metadata,
-            body: m.body(),
-            // A message the API sent without a lease has none to print.
-            token: Some(m.lease_id.as_str()).filter(|lease| !lease.is_empty()),
-            token_key: TokenKey::Lease,
-        }
+        // A message the API sent without a lease has none to print.
+        let lease = Some(m.lease_id.as_str()).filter(|lease| !lease.is_empty());
+        let token = (lease, TokenKey::Lease);
+        Received::of(
+            &m.id,
+            m.attempts,
+            m.timestamp_ms,
+            &m.metadata,
+            m.body(),
+            token,
+        )
     }
 
     pub fn peeked(m: &'a PeekedMessage) -> Received<'a> {
+        let token = (Some(m.peek_ref.as_str()), TokenKey::Ref);
+        Received::of(
+            &m.id,
+            m.attempts,
+            m.timestamp_ms,
+            &m.metadata,
+            m.body(),
+            token,
+        )
+    }
+
+    fn of(
+        id: &'a str,
+        attempts: u32,
+        timestamp_ms: u64,
+        metadata: &'a Map<String, Value>,
+        body: &'a Body,
+        (token, token_key): (Option<&'a str>, TokenKey),
+    ) -> Received<'a> {
         Received {
-            id: &m.id,
-            attempts: m.attempts,
-            timestamp_ms: m.timestamp_ms,
-            metadata: &m.metadata,
-            body: m.body(),
-            token: Some(m.peek_ref.as_str()),
-            token_key: TokenKey::Ref,
+            id,
+            attempts,
+            timestamp_ms,
+            metadata,
+            body,
+            token,
+            token_key,
         }
     }
 

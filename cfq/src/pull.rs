@@ -9,20 +9,16 @@ use serde::Serialize;
 use crate::args::{AckArgs, ExtendArgs, PeekArgs, PullArgs, RetryArgs};
 use crate::exit::{Code, Failure};
 use crate::ndjson::Received;
+use crate::optional::Optionally;
 use crate::output::plural;
 use crate::session::Session;
 use crate::stderr::note;
 
 pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
-    let mut options = PullOptions::new().batch_size(args.batch);
-    if let Some(visibility) = args.visibility {
-        options = options.visibility_timeout(visibility);
-    }
-    let batch = session
-        .queue
-        .pull(options)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let options = PullOptions::new()
+        .batch_size(args.batch)
+        .optionally(args.visibility, PullOptions::visibility_timeout);
+    let batch = session.answer(session.queue.pull(options).await)?;
     let received: Vec<Received<'_>> = batch.messages.iter().map(Received::pulled).collect();
     // Settle only what reached stdout: a message whose line could not be
     // written (stdout closed) is left to come back after its lease.
@@ -60,11 +56,7 @@ pub async fn pull(session: &Session, args: &PullArgs) -> Result<Code, Failure> {
             (false, None) => acks,
         };
     }
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let outcome = session.answer(session.queue.ack(acks).await)?;
     if let Err((_, failure)) = printed {
         return Err(failure);
     }
@@ -130,11 +122,7 @@ fn print_settling(session: &Session, received: &[Received<'_>]) -> Result<usize,
 }
 
 pub async fn peek(session: &Session, args: &PeekArgs) -> Result<Code, Failure> {
-    let messages = session
-        .queue
-        .peek(args.batch)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let messages = session.answer(session.queue.peek(args.batch).await)?;
     let received: Vec<Received<'_>> = messages.iter().map(Received::peeked).collect();
     session.out.messages(&received, "REF")?;
     Ok(Code::Ok)
@@ -191,23 +179,9 @@ pub async fn ack(session: &Session, args: &AckArgs) -> Result<Code, Failure> {
     let acks = leases
         .iter()
         .fold(Acks::new(), |acks, l| acks.ack(l.as_str()));
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: Some(outcome.acked),
-            retried: None,
-            extended: None,
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let outcome = session.answer(session.queue.ack(acks).await)?;
+    let done = Done::Acked(outcome.acked);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
 pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure> {
@@ -216,47 +190,49 @@ pub async fn retry(session: &Session, args: &RetryArgs) -> Result<Code, Failure>
         Some(delay) if !delay.is_zero() => acks.retry_after(l.as_str(), delay),
         _ => acks.retry(l.as_str()),
     });
-    let outcome = session
-        .queue
-        .ack(acks)
-        .await
-        .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: None,
-            retried: Some(outcome.retried),
-            extended: None,
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let outcome = session.answer(session.queue.ack(acks).await)?;
+    let done = Done::Retried(outcome.retried);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
 pub async fn extend(session: &Session, args: &ExtendArgs) -> Result<Code, Failure> {
     let leases = tokens(&args.leases)?;
-    let outcome = session
-        .queue
-        .extend(leases.iter().map(String::as_str), args.visibility)
-        .await
-        .map_err(|e| session.fail(&e))?;
-    settled(
-        session,
-        Settled {
-            queue: session.queue.id(),
-            leases: leases.len(),
-            acked: None,
-            retried: None,
-            extended: Some(outcome.extended),
-            warnings: warning_lines(&outcome.warnings),
-        },
-        &outcome.warnings,
-    )
+    let outcome = session.answer(
+        session
+            .queue
+            .extend(leases.iter().map(String::as_str), args.visibility)
+            .await,
+    )?;
+    let done = Done::Extended(outcome.extended);
+    settled(session, leases.len(), done, &outcome.warnings)
 }
 
-fn settled(session: &Session, report: Settled<'_>, warnings: &[Warning]) -> Result<Code, Failure> {
+/// What a settling command did, by the count the API answered.
+enum Done {
+    Acked(Option<u32>),
+    Retried(Option<u32>),
+    Extended(Option<u32>),
+}
+
+fn settled(
+    session: &Session,
+    leases: usize,
+    done: Done,
+    warnings: &[Warning],
+) -> Result<Code, Failure> {
+    let (acked, retried, extended) = match done {
+        Done::Acked(n) => (Some(n), None, None),
+        Done::Retried(n) => (None, Some(n), None),
+        Done::Extended(n) => (None, None, Some(n)),
+    };
+    let report = Settled {
+        queue: session.queue.id(),
+        leases,
+        acked,
+        retried,
+        extended,
+        warnings: warning_lines(warnings),
+    };
     if session.out.json() {
         session.out.json_line(&report)?;
     } else {

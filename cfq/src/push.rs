@@ -70,18 +70,14 @@ pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     let mut message = if args.json {
         let value: serde_json::Value = serde_json::from_str(&body)
             .map_err(|e| Failure::usage(format_args!("--json: the body is not JSON: {e}")))?;
-        Message::json(&value).map_err(|e| session.fail(&e))?
+        session.answer(Message::json(&value))?
     } else {
         Message::text(body)
     };
     if let Some(delay) = args.delay {
         message = message.with_delay(delay);
     }
-    session
-        .queue
-        .push(message)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    session.answer(session.queue.push(message).await)?;
     if session.out.json() {
         session.out.json_line(&serde_json::json!({
             "queue": session.queue.id(),
@@ -673,10 +669,7 @@ mod tests {
     /// command that resumes at line 151. Before, it exited with neither.
     #[tokio::test]
     async fn a_read_error_mid_file_stops_with_the_resume_command() {
-        let emulator = cf_queues_emulator::Emulator::new()
-            .start()
-            .await
-            .expect("emulator");
+        let emulator = cf_queues_testkit::emulators::emulator().await;
         let queue = emulator.client().expect("client").queue("eio").expect("id");
         let mut good: Vec<u8> = (1..=150)
             .flat_map(|i| format!("m{i}\n").into_bytes())
@@ -719,10 +712,7 @@ mod tests {
     /// command that resumes at the first line not pushed.
     #[tokio::test]
     async fn a_signal_stops_the_run_where_it_can_resume() {
-        let emulator = cf_queues_emulator::Emulator::new()
-            .start()
-            .await
-            .expect("emulator");
+        let emulator = cf_queues_testkit::emulators::emulator().await;
         let queue = emulator.client().expect("client").queue("sig").expect("id");
         let reader = io::Cursor::new(b"a\nb\n".to_vec());
         let (interrupts, signal) = Interrupts::none();

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::admin::confirm;
 use crate::args::{CreateArgs, DeleteArgs, InfoArgs, ListArgs, UpdateArgs};
 use crate::exit::{Code, Failure};
+use crate::optional::Optionally;
 use crate::output::Output;
 use crate::session::{Account, Session};
 use crate::stderr::note;
@@ -59,11 +60,7 @@ impl<'a> QueueLine<'a> {
 }
 
 pub async fn list(account: &Account, _args: &ListArgs) -> Result<Code, Failure> {
-    let queues = account
-        .client
-        .queues()
-        .await
-        .map_err(|e| account.fail(&e))?;
+    let queues = account.answer(account.client.queues().await)?;
     let out = account.out;
     if out.json() {
         for info in &queues {
@@ -97,21 +94,22 @@ pub async fn list(account: &Account, _args: &ListArgs) -> Result<Code, Failure> 
 }
 
 pub async fn info(session: &Session, _args: &InfoArgs) -> Result<Code, Failure> {
-    let info = session.queue.info().await.map_err(|e| session.fail(&e))?;
+    let info = session.answer(session.queue.info().await)?;
     print_queue(session.out, &info)?;
     Ok(Code::Ok)
+}
+
+/// The delay and retention flags `create` and `update` share.
+fn timing(delivery_delay: Option<Duration>, retention: Option<Duration>) -> QueueSettings {
+    QueueSettings::new()
+        .optionally(delivery_delay, QueueSettings::delivery_delay)
+        .optionally(retention, QueueSettings::message_retention_period)
 }
 
 pub async fn create(account: &Account, args: &CreateArgs) -> Result<Code, Failure> {
     let mut context = account.context();
     context.queue_name = Some(args.name.clone());
-    let mut settings = QueueSettings::new();
-    if let Some(delay) = args.delivery_delay {
-        settings = settings.delivery_delay(delay);
-    }
-    if let Some(period) = args.retention {
-        settings = settings.message_retention_period(period);
-    }
+    let mut settings = timing(args.delivery_delay, args.retention);
     if args.paused {
         settings = settings.delivery_paused(true);
     }
@@ -174,21 +172,11 @@ fn created_only(id: &str, name: &str) -> QueueInfo {
 }
 
 pub async fn update(session: &Session, args: &UpdateArgs) -> Result<Code, Failure> {
-    let mut settings = QueueSettings::new();
-    if let Some(delay) = args.delivery_delay {
-        settings = settings.delivery_delay(delay);
-    }
-    if let Some(period) = args.retention {
-        settings = settings.message_retention_period(period);
-    }
+    let mut settings = timing(args.delivery_delay, args.retention);
     if args.paused || args.resume {
         settings = settings.delivery_paused(args.paused);
     }
-    let info = session
-        .queue
-        .edit(settings)
-        .await
-        .map_err(|e| session.fail(&e))?;
+    let info = session.answer(session.queue.edit(settings).await)?;
     print_queue(session.out, &info)?;
     Ok(Code::Ok)
 }
@@ -208,7 +196,7 @@ pub async fn delete(session: &Session, args: &DeleteArgs) -> Result<Code, Failur
         // queue was named by its id: reading it also stops here, before
         // any question, a queue that does not exist.
         if name.is_none() {
-            let info = session.queue.info().await.map_err(|e| session.fail(&e))?;
+            let info = session.answer(session.queue.info().await)?;
             name = info.queue_name.filter(|n| !n.is_empty());
         }
         let (what, expected) = match &name {
@@ -225,7 +213,7 @@ pub async fn delete(session: &Session, args: &DeleteArgs) -> Result<Code, Failur
             "nothing was deleted",
         )?;
     }
-    session.queue.delete().await.map_err(|e| session.fail(&e))?;
+    session.answer(session.queue.delete().await)?;
     let out = session.out;
     if out.json() {
         out.json_line(&Deleted {

@@ -49,6 +49,11 @@ impl Account {
     pub fn fail(&self, error: &Error) -> Failure {
         Failure::call(error, &self.context())
     }
+
+    /// A library call's result, its error as [`Account::fail`] gives it.
+    pub fn answer<T>(&self, result: Result<T, Error>) -> Result<T, Failure> {
+        result.map_err(|e| self.fail(&e))
+    }
 }
 
 fn client(global: &Global) -> Result<Client, Failure> {
@@ -277,6 +282,11 @@ impl Session {
     /// A library error on this session's queue, with its hint.
     pub fn fail(&self, error: &cf_queues::Error) -> Failure {
         Failure::call(error, &self.context())
+    }
+
+    /// A library call's result, its error as [`Session::fail`] gives it.
+    pub fn answer<T>(&self, result: Result<T, cf_queues::Error>) -> Result<T, Failure> {
+        result.map_err(|e| self.fail(&e))
     }
 
     /// How this session's queue is named in a printed command: by name when

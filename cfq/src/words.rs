@@ -44,17 +44,23 @@ pub enum QueueFlag {
     To,
 }
 
+impl QueueFlag {
+    /// The flag as such, by id, and by name.
+    fn spellings(self) -> [&'static str; 3] {
+        match self {
+            QueueFlag::Queue => ["--queue", "--queue-id", "--queue-name"],
+            QueueFlag::To => ["--to", "--to-id", "--to-name"],
+        }
+    }
+}
+
 /// The words that name a queue in a printed command, so that pasting it
 /// reaches the same queue: an id of 32 lowercase hex digits as itself, any other id
 /// with `--queue-id` (as a plain `--queue` value it would be looked up as
 /// a name first, and another queue may have it).
 pub fn queue_id_words(flag: QueueFlag, id: &str) -> Vec<String> {
-    let name = match (flag, looks_like_id(id)) {
-        (QueueFlag::Queue, true) => "--queue",
-        (QueueFlag::Queue, false) => "--queue-id",
-        (QueueFlag::To, true) => "--to",
-        (QueueFlag::To, false) => "--to-id",
-    };
+    let [plain, by_id, _] = flag.spellings();
+    let name = if looks_like_id(id) { plain } else { by_id };
     vec![name.to_owned(), id.to_owned()]
 }
 
@@ -64,12 +70,8 @@ pub fn queue_id_words(flag: QueueFlag, id: &str) -> Vec<String> {
 pub fn queue_words(flag: QueueFlag, name: Option<&str>, id: &str) -> Vec<String> {
     match name {
         Some(name) => {
-            let flag = match (flag, looks_like_id(name)) {
-                (QueueFlag::Queue, false) => "--queue",
-                (QueueFlag::Queue, true) => "--queue-name",
-                (QueueFlag::To, false) => "--to",
-                (QueueFlag::To, true) => "--to-name",
-            };
+            let [plain, _, by_name] = flag.spellings();
+            let flag = if looks_like_id(name) { by_name } else { plain };
             vec![flag.to_owned(), name.to_owned()]
         }
         None => queue_id_words(flag, id),

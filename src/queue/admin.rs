@@ -28,11 +28,10 @@ impl Queue {
     ///
     /// Reading metrics changes nothing; dropping the future is safe.
     pub async fn metrics(&self) -> Result<Metrics> {
-        let result = self
-            .call(Operation::Metrics, 0, self.small_response_cap())
+        self.call(Operation::Metrics, 0, self.small_response_cap())
             .run(send!(self, get_metrics))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Deletes every message of the queue, permanently (`POST /purge`).
@@ -82,11 +81,10 @@ impl Queue {
         }
         let body: types::PurgeQueueRequest =
             built(types::PurgeQueueRequest::builder().delete_messages_permanently(true))?;
-        let result = self
-            .call(Operation::PurgeQueue, 0, self.small_response_cap())
+        self.call(Operation::PurgeQueue, 0, self.small_response_cap())
             .run(send!(self, purge_queue, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// The status of the last purge of the whole queue (`GET /purge`).
@@ -99,10 +97,9 @@ impl Queue {
     ///
     /// Reading the status changes nothing; dropping the future is safe.
     pub async fn purge_status(&self) -> Result<PurgeStatus> {
-        let result = self
-            .call(Operation::PurgeStatus, 0, self.small_response_cap())
+        self.call(Operation::PurgeStatus, 0, self.small_response_cap())
             .run(send!(self, get_purge_status))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 }

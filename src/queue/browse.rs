@@ -22,15 +22,12 @@ impl Queue {
     ///
     /// Peeking changes nothing on the queue; dropping the future is safe.
     pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
-        let batch_size = self.client.limits().batch_size(&"batch_size", batch_size)?;
-        let cap = self.messages_response_cap(Some(batch_size))?;
-        let body: types::PeekRequest =
-            built(types::PeekRequest::builder().batch_size(Some(batch_size)))?;
-        let result = self
-            .call(Operation::Peek, 0, cap)
+        let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
+        let body: types::PeekRequest = built(types::PeekRequest::builder().batch_size(batch_size))?;
+        self.call(Operation::Peek, 0, cap)
             .run(send!(self, peek_messages, body))
-            .await?;
-        Ok(peeked(result))
+            .await
+            .map(peeked)
     }
 
     /// Deletes peeked messages by their refs, at once.
@@ -72,11 +69,10 @@ impl Queue {
         }
         let body: types::PurgeRequest = built(types::PurgeRequest::builder().refs(wire))?;
         let cap = self.tokens_response_cap(refs.iter().map(PeekRef::as_str));
-        let result = self
-            .call(Operation::Purge, 0, cap)
+        self.call(Operation::Purge, 0, cap)
             .run(send!(self, purge_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Returns up to `batch_size` messages (1 to 100) in the pull shape,
@@ -104,15 +100,13 @@ impl Queue {
     ///
     /// Previewing changes nothing on the queue; dropping the future is safe.
     pub async fn preview(&self, batch_size: u32) -> Result<Vec<PreviewedMessage>> {
-        let batch_size = self.client.limits().batch_size(&"batch_size", batch_size)?;
-        let cap = self.messages_response_cap(Some(batch_size))?;
+        let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
         let body: types::PreviewRequest =
-            built(types::PreviewRequest::builder().batch_size(Some(batch_size)))?;
-        let result = self
-            .call(Operation::Preview, 0, cap)
+            built(types::PreviewRequest::builder().batch_size(batch_size))?;
+        self.call(Operation::Preview, 0, cap)
             .run(send!(self, preview_messages, body))
-            .await?;
-        Ok(previewed(result))
+            .await
+            .map(previewed)
     }
 
     /// Deletes previewed messages at once, and delays others
@@ -136,36 +130,29 @@ impl Queue {
         if changes.is_empty() {
             return Ok(PreviewedOutcome::default());
         }
-        let deletions = self.lease_entries(
-            "acks",
+        let (deletions, retries, cap) = self.settle_entries(
             changes.deletions.iter().map(PreviewId::as_str),
+            changes
+                .retries
+                .iter()
+                .map(|(id, delay)| (id.as_str(), *delay)),
             |id| built(types::PreviewAckLease::builder().lease_id(id)),
+            |id, delay_seconds| {
+                built(
+                    types::PreviewRetryLease::builder()
+                        .lease_id(id)
+                        .delay_seconds(delay_seconds),
+                )
+            },
         )?;
-        let retries = changes
-            .retries
-            .iter()
-            .map(|(id, delay)| (id.as_str(), *delay));
-        let retries = self.retry_entries(retries, |id, delay_seconds| {
-            built(
-                types::PreviewRetryLease::builder()
-                    .lease_id(id)
-                    .delay_seconds(delay_seconds),
-            )
-        })?;
         let body: types::PreviewAckRequest = built(
             types::PreviewAckRequest::builder()
                 .acks(deletions)
                 .retries(retries),
         )?;
-        let ids = changes
-            .deletions
-            .iter()
-            .chain(changes.retries.iter().map(|(id, _)| id));
-        let cap = self.tokens_response_cap(ids.map(|id| id.as_str()));
-        let result = self
-            .call(Operation::DeletePreviewed, 0, cap)
+        self.call(Operation::DeletePreviewed, 0, cap)
             .run(send!(self, ack_preview_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 }

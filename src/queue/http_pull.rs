@@ -120,15 +120,7 @@ impl Queue {
         let consumer_id = consumer_id(&current)?;
         let deleted = self
             .call(Operation::DeleteConsumer, 0, self.small_response_cap())
-            .run(|| {
-                self.client
-                    .raw()
-                    .delete_consumer()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .consumer_id(consumer_id)
-                    .send()
-            })
+            .run(send!(self, delete_consumer[consumer_id]))
             .await;
         match deleted {
             Ok(_) => {}
@@ -173,16 +165,7 @@ impl Queue {
         let consumer_id = consumer_id(current)?;
         let updated = self
             .call(Operation::UpdateConsumer, 0, self.small_response_cap())
-            .run(|| {
-                self.client
-                    .raw()
-                    .update_consumer()
-                    .account_id(self.client.account_id())
-                    .queue_id(&self.queue_id)
-                    .consumer_id(consumer_id)
-                    .body(body.clone())
-                    .send()
-            })
+            .run(send!(self, update_consumer[consumer_id], body))
             .await?;
         let mut updated = as_written(updated, asked);
         updated

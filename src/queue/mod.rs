@@ -23,11 +23,12 @@ use crate::operation::Operation;
 use crate::retry::RetryPolicy;
 
 /// One attempt of a generated request on this handle's account and queue,
-/// with an optional body cloned per attempt: `send!(self, pull_messages, body)`.
-/// Each operation has its own generated builder type, so a function cannot
-/// name them all.
+/// with an optional body cloned per attempt: `send!(self, pull_messages, body)`,
+/// and for a consumer's operations its id in brackets:
+/// `send!(self, delete_consumer[id])`. Each operation has its own generated
+/// builder type, so a function cannot name them all.
 macro_rules! send {
-    ($queue:expr, $operation:ident $(, $body:expr)?) => {
+    ($queue:expr, $operation:ident $([$consumer:expr])? $(, $body:expr)?) => {
         || {
             $queue
                 .client
@@ -35,6 +36,7 @@ macro_rules! send {
                 .$operation()
                 .account_id($queue.client.account_id())
                 .queue_id(&$queue.queue_id)
+                $(.consumer_id($consumer))?
                 $(.body($body.clone()))?
                 .send()
         }
@@ -182,6 +184,16 @@ impl Queue {
         }
     }
 
+    /// Checks a pull's, peek's or preview's batch size (1 to 100, or the
+    /// server's default when none is given), with the response cap of the
+    /// largest answer to it.
+    fn messages_batch(&self, batch_size: Option<u32>) -> Result<(Option<u32>, usize)> {
+        let batch_size = batch_size
+            .map(|n| self.client.limits().batch_size(&"batch_size", n))
+            .transpose()?;
+        Ok((batch_size, self.messages_response_cap(batch_size)?))
+    }
+
     /// The response cap of a call returning up to `batch_size` messages:
     /// the largest legal answer, so that leased messages are never dropped
     /// unread. A cap set by the user that is lower fails here, before the
@@ -213,6 +225,22 @@ impl Queue {
         self.client
             .max_response_bytes()
             .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
+    }
+
+    /// Checks and builds the two lists of an ack-shaped request (ids to
+    /// settle, named `acks[i]`; ids to give back with an optional delay,
+    /// `retries[i]`), with the response cap of an answer that names them all.
+    fn settle_entries<'a, A, R>(
+        &self,
+        settle: impl Iterator<Item = &'a str> + Clone,
+        retries: impl Iterator<Item = (&'a str, Option<Duration>)> + Clone,
+        settle_entry: impl Fn(String) -> Result<A>,
+        retry_entry: impl Fn(String, Option<u32>) -> Result<R>,
+    ) -> Result<(Vec<A>, Vec<R>, usize)> {
+        let settled = self.lease_entries("acks", settle.clone(), settle_entry)?;
+        let retried = self.retry_entries(retries.clone(), retry_entry)?;
+        let cap = self.tokens_response_cap(settle.chain(retries.map(|(id, _)| id)));
+        Ok((settled, retried, cap))
     }
 
     /// Checks lease ids (or preview ids) and builds their wire entries:

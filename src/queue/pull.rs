@@ -45,11 +45,7 @@ impl Queue {
     /// back after their visibility timeout, with an attempt used.
     pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
         let limits = self.client.limits();
-        let batch_size = options
-            .batch_size
-            .map(|n| limits.batch_size(&"batch_size", n))
-            .transpose()?;
-        let cap = self.messages_response_cap(batch_size)?;
+        let (batch_size, cap) = self.messages_batch(options.batch_size)?;
         let body: types::PullRequest = built(
             types::PullRequest::builder()
                 .batch_size(batch_size)
@@ -60,11 +56,10 @@ impl Queue {
                         .transpose()?,
                 ),
         )?;
-        let result = self
-            .call(Operation::Pull, 0, cap)
+        self.call(Operation::Pull, 0, cap)
             .run(send!(self, pull_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Acknowledges and retries leased messages in one call.
@@ -94,33 +89,29 @@ impl Queue {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
         }
-        let ack_leases =
-            self.lease_entries("acks", acks.acks.iter().map(LeaseId::as_str), |id| {
-                built(types::AckLease::builder().lease_id(id))
-            })?;
-        let retries = acks
-            .retries
-            .iter()
-            .map(|(lease, delay)| (lease.as_str(), *delay));
-        let retry_leases = self.retry_entries(retries, |id, delay_seconds| {
-            built(
-                types::RetryLease::builder()
-                    .lease_id(id)
-                    .delay_seconds(delay_seconds),
-            )
-        })?;
+        let (ack_leases, retry_leases, cap) = self.settle_entries(
+            acks.acks.iter().map(LeaseId::as_str),
+            acks.retries
+                .iter()
+                .map(|(lease, delay)| (lease.as_str(), *delay)),
+            |id| built(types::AckLease::builder().lease_id(id)),
+            |id, delay_seconds| {
+                built(
+                    types::RetryLease::builder()
+                        .lease_id(id)
+                        .delay_seconds(delay_seconds),
+                )
+            },
+        )?;
         let body: types::AckRequest = built(
             types::AckRequest::builder()
                 .acks(ack_leases)
                 .retries(retry_leases),
         )?;
-        let tokens = acks.acks.iter().chain(acks.retries.iter().map(|(l, _)| l));
-        let cap = self.tokens_response_cap(tokens.map(|l| l.as_str()));
-        let result = self
-            .call(Operation::Ack, 0, cap)
+        self.call(Operation::Ack, 0, cap)
             .run(send!(self, ack_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Extends leases: each message stays leased to its holder for
@@ -202,10 +193,9 @@ impl Queue {
                 .visibility_timeout_ms(visibility_timeout_ms),
         )?;
         let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
-        let result = self
-            .call(Operation::Extend, 0, cap)
+        self.call(Operation::Extend, 0, cap)
             .run(send!(self, extend_messages, body))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 }

@@ -45,11 +45,10 @@ impl Queue {
     /// the API budget, it was not sent and takes nothing from the budget.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
-        let result = self
-            .call(Operation::Push, 1, self.small_response_cap())
+        self.call(Operation::Push, 1, self.small_response_cap())
             .run(send!(self, push_message, wire))
-            .await?;
-        Ok(result.into())
+            .await
+            .map(Into::into)
     }
 
     /// Pushes up to 100 messages (256 KB in total) in one request.

@@ -164,6 +164,37 @@ pub fn shifted(secs: i64) -> std::time::SystemTime {
     if secs >= 0 { now + by } else { now - by }
 }
 
+/// Mocks `method` on [`path`]`(suffix)`, matching exactly `request` as the
+/// JSON body when one is given, answering 200 with `result` in
+/// Cloudflare's envelope ([`success`]).
+pub async fn answer_with<'a>(
+    server: &'a httpmock::MockServer,
+    (method, suffix): (httpmock::Method, &str),
+    request: Option<Value>,
+    result: Value,
+) -> httpmock::Mock<'a> {
+    server
+        .mock_async(|when, then| {
+            let when = when.method(method).path(path(suffix));
+            if let Some(request) = request {
+                when.json_body(request);
+            }
+            then.status(200).json_body(success(result));
+        })
+        .await
+}
+
+/// A pull's answer ([`pulled`]) with `messages` on the first pull, and
+/// none after it; `pulls` counts the pulls.
+pub fn pulled_once(pulls: &mut u32, messages: &[(&str, Option<&str>)]) -> Value {
+    *pulls += 1;
+    if *pulls == 1 {
+        pulled(messages)
+    } else {
+        pulled(&[])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};

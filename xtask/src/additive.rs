@@ -138,34 +138,22 @@ fn child_mapping<'a>(parent: &'a mut Mapping, key: &str) -> Result<&'a mut Mappi
 /// so that a property that happens to be called `properties` or `items` is
 /// not mistaken for the keyword.
 fn walk_document(doc: &mut Value, summary: &mut ProbeSummary) {
-    if let Some(schemas) = doc
-        .get_mut("components")
-        .and_then(|c| c.get_mut("schemas"))
-        .and_then(Value::as_mapping_mut)
-    {
-        for (_, schema) in schemas.iter_mut() {
-            walk_schema(schema, summary);
-        }
-    }
-    for section in ["parameters", "headers"] {
+    type Walk = fn(&mut Value, &mut ProbeSummary);
+    let sections: [(&str, Walk); 5] = [
+        ("schemas", walk_schema),
+        ("parameters", walk_holder),
+        ("headers", walk_holder),
+        ("responses", walk_content),
+        ("requestBodies", walk_content),
+    ];
+    for (section, walk) in sections {
         if let Some(items) = doc
             .get_mut("components")
             .and_then(|c| c.get_mut(section))
             .and_then(Value::as_mapping_mut)
         {
             for (_, item) in items.iter_mut() {
-                walk_holder(item, summary);
-            }
-        }
-    }
-    for section in ["responses", "requestBodies"] {
-        if let Some(items) = doc
-            .get_mut("components")
-            .and_then(|c| c.get_mut(section))
-            .and_then(Value::as_mapping_mut)
-        {
-            for (_, item) in items.iter_mut() {
-                walk_content(item, summary);
+                walk(item, summary);
             }
         }
     }

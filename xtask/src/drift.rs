@@ -195,6 +195,46 @@ impl Out {
             what,
         });
     }
+
+    /// The pair when both sides have a thing; when one side alone has it,
+    /// one line says which (`<what> only in published`).
+    fn both<T>(
+        &mut self,
+        operation: &str,
+        location: &str,
+        what: &str,
+        sides: (Option<T>, Option<T>),
+    ) -> Option<(T, T)> {
+        let only = |side: &str| match what {
+            "" => format!("only in {side}"),
+            what => format!("{what} only in {side}"),
+        };
+        match sides {
+            (Some(p), Some(f)) => return Some((p, f)),
+            (Some(_), None) => self.push(operation, location, only("published")),
+            (None, Some(_)) => self.push(operation, location, only("fragment")),
+            (None, None) => {}
+        }
+        None
+    }
+}
+
+/// The members of `key` in each side (none where it is absent).
+fn members<'v>(
+    p: &'v Value,
+    f: &'v Value,
+    key: &str,
+    empty: &'v serde_json::Map<String, Value>,
+) -> (
+    &'v serde_json::Map<String, Value>,
+    &'v serde_json::Map<String, Value>,
+) {
+    let of = |v: &'v Value| v.get(key).and_then(Value::as_object).unwrap_or(empty);
+    (of(p), of(f))
+}
+
+fn required(v: &Value) -> bool {
+    v.get("required") == Some(&Value::Bool(true))
 }
 
 struct Sides<'p, 'f> {
@@ -238,23 +278,17 @@ impl Sides<'_, '_> {
         let fs = parameters(self.fragment, f)?;
         let names: BTreeSet<&String> = ps.keys().chain(fs.keys()).collect();
         for name in names {
-            match (ps.get(name), fs.get(name)) {
-                (Some(_), None) => out.push(op, name, "only in published".into()),
-                (None, Some(_)) => out.push(op, name, "only in fragment".into()),
-                (Some(pp), Some(fp)) => {
-                    let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
-                    if required(pp) != required(fp) {
-                        out.push(
-                            op,
-                            name,
-                            format!("required {} vs {}", required(pp), required(fp)),
-                        );
-                    }
-                    let pshape = schema_shape(self.published, pp.get("schema"))?;
-                    let fshape = schema_shape(self.fragment, fp.get("schema"))?;
-                    shapes(op, name, &pshape, &fshape, out);
+            if let Some((pp, fp)) = out.both(op, name, "", (ps.get(name), fs.get(name))) {
+                if required(pp) != required(fp) {
+                    out.push(
+                        op,
+                        name,
+                        format!("required {} vs {}", required(pp), required(fp)),
+                    );
                 }
-                (None, None) => {}
+                let pshape = schema_shape(self.published, pp.get("schema"))?;
+                let fshape = schema_shape(self.fragment, fp.get("schema"))?;
+                shapes(op, name, &pshape, &fshape, out);
             }
         }
         Ok(())
@@ -269,28 +303,17 @@ impl Sides<'_, '_> {
             .get("requestBody")
             .map(|b| self.fragment.deref(b))
             .transpose()?;
-        match (pb, fb) {
-            (None, None) => Ok(()),
-            (Some(_), None) => {
-                out.push(op, "request", "body only in published".into());
-                Ok(())
-            }
-            (None, Some(_)) => {
-                out.push(op, "request", "body only in fragment".into());
-                Ok(())
-            }
-            (Some(pb), Some(fb)) => {
-                let required = |v: &Value| v.get("required") == Some(&Value::Bool(true));
-                if required(pb) != required(fb) {
-                    out.push(
-                        op,
-                        "request",
-                        format!("body required {} vs {}", required(pb), required(fb)),
-                    );
-                }
-                self.content(op, "request", pb, fb, out)
-            }
+        let Some((pb, fb)) = out.both(op, "request", "body", (pb, fb)) else {
+            return Ok(());
+        };
+        if required(pb) != required(fb) {
+            out.push(
+                op,
+                "request",
+                format!("body required {} vs {}", required(pb), required(fb)),
+            );
         }
+        self.content(op, "request", pb, fb, out)
     }
 
     /// Compares the media types of a request body or response, and the schema
@@ -305,14 +328,7 @@ impl Sides<'_, '_> {
         out: &mut Out,
     ) -> Result<(), String> {
         let empty = serde_json::Map::new();
-        let pc = p
-            .get("content")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let fc = f
-            .get("content")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
+        let (pc, fc) = members(p, f, "content", &empty);
         let media: BTreeSet<&String> = pc.keys().chain(fc.keys()).collect();
         for m in media {
             let location = if m == "application/json" {
@@ -320,19 +336,11 @@ impl Sides<'_, '_> {
             } else {
                 format!("{label}[{m}]")
             };
-            match (pc.get(m), fc.get(m)) {
-                (Some(_), None) => {
-                    out.push(op, label, format!("media type {m} only in published"));
-                }
-                (None, Some(_)) => {
-                    out.push(op, label, format!("media type {m} only in fragment"));
-                }
-                (Some(pm), Some(fm)) => {
-                    let pshape = schema_shape(self.published, pm.get("schema"))?;
-                    let fshape = schema_shape(self.fragment, fm.get("schema"))?;
-                    shapes(op, &location, &pshape, &fshape, out);
-                }
-                (None, None) => {}
+            let what = format!("media type {m}");
+            if let Some((pm, fm)) = out.both(op, label, &what, (pc.get(m), fc.get(m))) {
+                let pshape = schema_shape(self.published, pm.get("schema"))?;
+                let fshape = schema_shape(self.fragment, fm.get("schema"))?;
+                shapes(op, &location, &pshape, &fshape, out);
             }
         }
         Ok(())
@@ -342,14 +350,7 @@ impl Sides<'_, '_> {
     /// status both sides describe is `response[<status>]`.
     fn responses(&self, op: &str, p: &Value, f: &Value, out: &mut Out) -> Result<(), String> {
         let empty = serde_json::Map::new();
-        let pr = p
-            .get("responses")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let fr = f
-            .get("responses")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
+        let (pr, fr) = members(p, f, "responses", &empty);
         let success = |r: &serde_json::Map<String, Value>| -> Option<String> {
             r.keys().filter(|k| k.starts_with('2')).min().cloned()
         };
@@ -379,15 +380,11 @@ impl Sides<'_, '_> {
             .filter(|k| Some(*k) != ps.as_ref() && Some(*k) != fs.as_ref())
             .collect();
         for status in others {
-            match (pr.get(status), fr.get(status)) {
-                (Some(_), None) => out.push(op, "responses", format!("{status} only in published")),
-                (None, Some(_)) => out.push(op, "responses", format!("{status} only in fragment")),
-                (Some(pv), Some(fv)) => {
-                    let pv = self.published.deref(pv)?;
-                    let fv = self.fragment.deref(fv)?;
-                    self.content(op, &format!("response[{status}]"), pv, fv, out)?;
-                }
-                (None, None) => {}
+            let sides = (pr.get(status), fr.get(status));
+            if let Some((pv, fv)) = out.both(op, "responses", status, sides) {
+                let pv = self.published.deref(pv)?;
+                let fv = self.fragment.deref(fv)?;
+                self.content(op, &format!("response[{status}]"), pv, fv, out)?;
             }
         }
         Ok(())
@@ -511,17 +508,13 @@ fn shapes(op: &str, location: &str, p: &Shape, f: &Shape, out: &mut Out) {
     let names: BTreeSet<&String> = p.properties.keys().chain(f.properties.keys()).collect();
     for name in names {
         let child = format!("{location}.{name}");
-        match (p.properties.get(name), f.properties.get(name)) {
-            (Some(_), None) => out.push(op, &child, "only in published".into()),
-            (None, Some(_)) => out.push(op, &child, "only in fragment".into()),
-            (Some(pp), Some(fp)) => {
-                let (pr, fr) = (p.required.contains(name), f.required.contains(name));
-                if pr != fr {
-                    out.push(op, &child, format!("required {pr} vs {fr}"));
-                }
-                shapes(op, &child, pp, fp, out);
+        let sides = (p.properties.get(name), f.properties.get(name));
+        if let Some((pp, fp)) = out.both(op, &child, "", sides) {
+            let (pr, fr) = (p.required.contains(name), f.required.contains(name));
+            if pr != fr {
+                out.push(op, &child, format!("required {pr} vs {fr}"));
             }
-            (None, None) => {}
+            shapes(op, &child, pp, fp, out);
         }
     }
     // Items or map values on one side only come with a type difference,
@@ -539,15 +532,18 @@ mod tests {
     use super::*;
     use crate::spec::parse;
 
-    fn lines(published: &str, fragment: &str) -> Vec<String> {
+    fn report(published: &str, fragment: &str) -> Report {
         let p = parse(published, false).unwrap();
         let f = parse(fragment, false).unwrap();
-        compare(&p, &f)
-            .unwrap()
-            .diffs
-            .iter()
-            .map(ToString::to_string)
-            .collect()
+        compare(&p, &f).unwrap()
+    }
+
+    fn lines(published: &str, fragment: &str) -> Vec<String> {
+        diff_lines(&report(published, fragment))
+    }
+
+    fn diff_lines(report: &Report) -> Vec<String> {
+        report.diffs.iter().map(ToString::to_string).collect()
     }
 
     fn doc(body: &str) -> String {
@@ -587,38 +583,43 @@ components:
         assert!(lines(&d, &d).is_empty());
     }
 
+    /// Each difference in a request body is one line, published side first:
+    /// types and formats, required-ness, limits, fields on one side only,
+    /// and the same inside array items and map values.
     #[test]
-    fn a_type_difference_is_one_line_published_first() {
-        let p = doc("      type: object\n      properties:\n        size: {type: number}\n");
-        let f = doc(
-            "      type: object\n      properties:\n        size: {type: integer, format: uint32}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.size: format none vs uint32",
-                "POST /messages/pull request.size: type number vs integer",
-            ]
-        );
-    }
-
-    #[test]
-    fn required_ness_limits_and_missing_fields_are_reported() {
-        let p = doc(
-            "      type: object\n      properties:\n        size: {type: number, maximum: 100}\n        gone: {type: string}\n",
-        );
-        let f = doc(
-            "      type: object\n      required: [size]\n      properties:\n        size: {type: number}\n        new: {type: string}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.gone: only in published",
-                "POST /messages/pull request.new: only in fragment",
-                "POST /messages/pull request.size: maximum 100 vs none",
-                "POST /messages/pull request.size: required false vs true",
-            ]
-        );
+    fn request_body_differences_are_one_line_each_published_first() {
+        let cases: [(&str, &str, &[&str]); 3] = [
+            (
+                "      type: object\n      properties:\n        size: {type: number}\n",
+                "      type: object\n      properties:\n        size: {type: integer, format: uint32}\n",
+                &[
+                    "POST /messages/pull request.size: format none vs uint32",
+                    "POST /messages/pull request.size: type number vs integer",
+                ],
+            ),
+            (
+                "      type: object\n      properties:\n        size: {type: number, maximum: 100}\n        gone: {type: string}\n",
+                "      type: object\n      required: [size]\n      properties:\n        size: {type: number}\n        new: {type: string}\n",
+                &[
+                    "POST /messages/pull request.gone: only in published",
+                    "POST /messages/pull request.new: only in fragment",
+                    "POST /messages/pull request.size: maximum 100 vs none",
+                    "POST /messages/pull request.size: required false vs true",
+                ],
+            ),
+            (
+                "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: string}}}\n        warnings:\n          type: object\n          additionalProperties: {type: string}\n",
+                "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: integer}}}\n        warnings:\n          oneOf:\n            - {type: object, additionalProperties: {type: number}}\n            - {type: array, items: {type: string}}\n",
+                &[
+                    "POST /messages/pull request.acks[].id: type string vs integer",
+                    "POST /messages/pull request.warnings: type object vs array|object",
+                    "POST /messages/pull request.warnings{}: type string vs number",
+                ],
+            ),
+        ];
+        for (published, fragment, expected) in cases {
+            assert_eq!(lines(&doc(published), &doc(fragment)), expected);
+        }
     }
 
     #[test]
@@ -648,13 +649,10 @@ paths:
   /accounts/{account}/queues/{queue}/messages/extend:
     post: {responses: {}}
 "#;
-        let pd = parse(p, false).unwrap();
-        let fd = parse(f, false).unwrap();
-        let report = compare(&pd, &fd).unwrap();
+        let report = report(p, f);
         assert_eq!(report.ignored, 2);
-        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
         assert_eq!(
-            lines,
+            diff_lines(&report),
             vec![
                 "GET /metrics: operation only in published",
                 "POST /messages/extend: operation only in fragment",
@@ -685,13 +683,10 @@ paths:
   /accounts/{account}/queues:
     get: {responses: {}}
 "#;
-        let pd = parse(p, false).unwrap();
-        let fd = parse(f, false).unwrap();
-        let report = compare(&pd, &fd).unwrap();
+        let report = report(p, f);
         assert_eq!((report.compared, report.ignored), (1, 1));
-        let lines: Vec<String> = report.diffs.iter().map(ToString::to_string).collect();
         assert_eq!(
-            lines,
+            diff_lines(&report),
             vec![
                 "DELETE /consumers/{consumer_id}: operation only in published",
                 "GET /consumers: operation only in published",
@@ -797,24 +792,6 @@ paths:
                 "GET /metrics response[4XX].code: type integer vs number",
                 "GET /metrics responses: 5XX only in fragment",
                 "GET /metrics responses: success status 200 vs 2XX",
-            ]
-        );
-    }
-
-    #[test]
-    fn nested_items_and_map_values_are_compared() {
-        let p = doc(
-            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: string}}}\n        warnings:\n          type: object\n          additionalProperties: {type: string}\n",
-        );
-        let f = doc(
-            "      type: object\n      properties:\n        acks:\n          type: array\n          items: {type: object, properties: {id: {type: integer}}}\n        warnings:\n          oneOf:\n            - {type: object, additionalProperties: {type: number}}\n            - {type: array, items: {type: string}}\n",
-        );
-        assert_eq!(
-            lines(&p, &f),
-            vec![
-                "POST /messages/pull request.acks[].id: type string vs integer",
-                "POST /messages/pull request.warnings: type object vs array|object",
-                "POST /messages/pull request.warnings{}: type string vs number",
             ]
         );
     }

@@ -147,6 +147,15 @@ mod tests {
             .collect()
     }
 
+    /// [`MESSAGES`] as the file `first`, then `second` as the file `name`.
+    fn after_messages(
+        first: &str,
+        (name, second): (&str, &str),
+        overlap: Overlap,
+    ) -> Result<Value, String> {
+        merge(docs(&[(first, MESSAGES), (name, second)]), overlap)
+    }
+
     const MESSAGES: &str = r#"
 openapi: 3.0.3
 info: {title: messages}
@@ -178,11 +187,8 @@ components:
 
     #[test]
     fn the_second_file_adds_paths_and_components_and_refers_to_the_first() {
-        let merged = merge(
-            docs(&[("messages", MESSAGES), ("management", MANAGEMENT)]),
-            Overlap::Forbidden,
-        )
-        .unwrap();
+        let merged =
+            after_messages("messages", ("management", MANAGEMENT), Overlap::Forbidden).unwrap();
         assert_eq!(merged["info"]["title"], "messages");
         let paths = merged["paths"].as_object().unwrap();
         assert_eq!(
@@ -203,43 +209,30 @@ components:
     #[test]
     fn a_path_or_component_in_both_fragment_files_is_an_error() {
         let again_path = "paths:\n  /q/{id}/messages:\n    get: {responses: {}}\n";
-        let error = merge(
-            docs(&[("messages", MESSAGES), ("management", again_path)]),
-            Overlap::Forbidden,
-        )
-        .unwrap_err();
+        let error =
+            after_messages("messages", ("management", again_path), Overlap::Forbidden).unwrap_err();
         assert!(error.contains("\"/q/{id}/messages\""), "{error}");
         assert!(error.contains("messages and management"), "{error}");
 
         // Even when identical: one name means one thing, defined once.
         let again_schema = "components:\n  schemas:\n    Shared: {type: object, properties: {n: {type: number}}}\n";
-        let error = merge(
-            docs(&[("messages", MESSAGES), ("management", again_schema)]),
-            Overlap::Forbidden,
-        )
-        .unwrap_err();
+        let error = after_messages("messages", ("management", again_schema), Overlap::Forbidden)
+            .unwrap_err();
         assert!(error.contains("#/components/schemas/Shared"), "{error}");
     }
 
     #[test]
     fn published_files_may_repeat_a_component_only_identically() {
         let same = "components:\n  schemas:\n    Shared: {type: object, properties: {n: {type: number}}}\n";
-        let merged = merge(
-            docs(&[("queues", MESSAGES), ("management", same)]),
-            Overlap::IfIdentical,
-        )
-        .unwrap();
+        let merged = after_messages("queues", ("management", same), Overlap::IfIdentical).unwrap();
         assert_eq!(
             merged["components"]["schemas"].as_object().unwrap().len(),
             1
         );
 
         let different = "components:\n  schemas:\n    Shared: {type: object, properties: {n: {type: integer}}}\n";
-        let error = merge(
-            docs(&[("queues", MESSAGES), ("management", different)]),
-            Overlap::IfIdentical,
-        )
-        .unwrap_err();
+        let error =
+            after_messages("queues", ("management", different), Overlap::IfIdentical).unwrap_err();
         assert!(
             error.contains("defined differently in queues and management"),
             "{error}"

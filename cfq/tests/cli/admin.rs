@@ -6,12 +6,22 @@ use std::io::{BufRead as _, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::support::{TOKEN, cfq, cfq_on_wire, emulator, lax_queues, run, run_with_stdin};
+use crate::support::{
+    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, emulator_with_queues, push_each, queue_of, run,
+    run_cfq, run_with_stdin,
+};
 use cf_queues_emulator::Fault;
-use cf_queues_testkit::wire::{QUEUE, path, success};
+use cf_queues_testkit::wire::{QUEUE, answer_with, path, success};
 use httpmock::Method::{GET, POST};
 use httpmock::MockServer;
 use serde_json::{Value, json};
+
+/// `GET /purge` answers that the purge started at a fixed time, and has
+/// or has not `completed`.
+async fn purge_status(server: &MockServer, completed: bool) -> httpmock::Mock<'_> {
+    let status = json!({"completed": completed, "started_at": "2026-11-29T10:00:00Z"});
+    answer_with(server, (GET, "/purge"), None, status).await
+}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -63,14 +73,8 @@ async fn metrics_for_scripts_and_for_people() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_watch_prints_until_interrupted() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/metrics"));
-            then.status(200).json_body(success(json!({
-                "backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0
-            })));
-        })
-        .await;
+    let empty = json!({"backlog_count": 0, "backlog_bytes": 0, "oldest_message_timestamp_ms": 0});
+    answer_with(&server, (GET, "/metrics"), None, empty).await;
     let mut watch = cfq_on_wire(&server.base_url());
     watch
         .args(["metrics", "--queue", QUEUE, "--watch", "100ms"])
@@ -105,8 +109,7 @@ async fn metrics_watch_prints_until_interrupted() {
 /// on; a refusal that would only repeat (bad credentials) ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_watch_keeps_watching_through_transient_errors() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["watched"]).await;
+    let emulator = emulator_with_queues(&["watched"]).await;
     // The first call and its two retries.
     emulator.inject(
         Fault::status(503)
@@ -150,21 +153,9 @@ async fn metrics_watch_keeps_watching_through_transient_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_all_that_does_not_complete_in_time_is_partial() {
     let server = MockServer::start_async().await;
-    server
-        .mock_async(|when, then| {
-            when.method(POST).path(path("/purge"));
-            then.status(200)
-                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
-        })
-        .await;
-    server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/purge"));
-            then.status(200).json_body(success(
-                json!({"completed": false, "started_at": "2026-11-29T10:00:00Z"}),
-            ));
-        })
-        .await;
+    let started = json!({"queue_id": QUEUE, "queue_name": "orders"});
+    answer_with(&server, (POST, "/purge"), None, started).await;
+    purge_status(&server, false).await;
     let mut purge = cfq_on_wire(&server.base_url());
     purge.args([
         "purge",
@@ -176,31 +167,23 @@ async fn purge_all_that_does_not_complete_in_time_is_partial() {
         QUEUE,
     ]);
     let late = run(purge).await;
-    late.expect_code(7);
-    assert!(
-        late.stderr.contains(&format!(
-            "the purge of {QUEUE} started but did not complete within 300ms"
-        )),
-        "{late:?}"
+    late.expect_stderr(
+        7,
+        &format!("the purge of {QUEUE} started but did not complete within 300ms"),
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extend_sends_the_leases_and_reports_warnings() {
     let server = MockServer::start_async().await;
-    let mock = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(path("/messages/extend"))
-                .json_body(json!({
-                    "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
-                    "visibility_timeout_ms": 120_000
-                }));
-            then.status(200).json_body(success(json!({
-                "extendCount": 1, "warnings": {"lease-2": "message was delivered again"}
-            })));
-        })
-        .await;
+    let request = json!({
+        "extend": [{"lease_id": "lease-1"}, {"lease_id": "lease-2"}],
+        "visibility_timeout_ms": 120_000
+    });
+    let answer = json!({
+        "extendCount": 1, "warnings": {"lease-2": "message was delivered again"}
+    });
+    let mock = answer_with(&server, (POST, "/messages/extend"), Some(request), answer).await;
     let mut extend = cfq_on_wire(&server.base_url());
     extend.args([
         "extend",
@@ -227,29 +210,15 @@ async fn extend_sends_the_leases_and_reports_warnings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_all_asks_for_the_queue_id_then_waits_for_completion() {
     let server = MockServer::start_async().await;
-    let purge = server
-        .mock_async(|when, then| {
-            when.method(POST)
-                .path(path("/purge"))
-                .json_body(json!({"delete_messages_permanently": true}));
-            then.status(200)
-                .json_body(success(json!({"queue_id": QUEUE, "queue_name": "orders"})));
-        })
-        .await;
-    let status = server
-        .mock_async(|when, then| {
-            when.method(GET).path(path("/purge"));
-            then.status(200).json_body(success(
-                json!({"completed": true, "started_at": "2026-11-29T10:00:00Z"}),
-            ));
-        })
-        .await;
+    let confirmed = json!({"delete_messages_permanently": true});
+    let started = json!({"queue_id": QUEUE, "queue_name": "orders"});
+    let purge = answer_with(&server, (POST, "/purge"), Some(confirmed), started).await;
+    let status = purge_status(&server, true).await;
 
     let mut refused = cfq_on_wire(&server.base_url());
     refused.args(["purge", "--all", "--queue", QUEUE]);
     let refused = run_with_stdin(refused, "orders\n").await;
-    refused.expect_code(1);
-    assert!(refused.stderr.contains("Type the queue id"), "{refused:?}");
+    refused.expect_stderr(1, "Type the queue id");
     assert!(refused.stderr.contains("nothing was purged"), "{refused:?}");
     assert_eq!(
         purge.calls_async().await,
@@ -308,21 +277,10 @@ async fn purge_all_is_not_sent_twice_after_a_server_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_extend_and_purge_all_against_the_emulator() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("newer")
-        .expect("id");
-    for body in ["first", "second", "third"] {
-        queue
-            .push(cf_queues::Message::text(body))
-            .await
-            .expect("push");
-    }
+    let queue = queue_of(&emulator, "newer");
+    push_each(&queue, &["first", "second", "third"]).await;
 
-    let mut metrics = cfq(&emulator);
-    metrics.args(["metrics", "--queue", "newer"]);
-    let read = run(metrics).await;
+    let read = run_cfq(&emulator, ["metrics", "--queue", "newer"]).await;
     read.expect_code(0);
     let line = read.one();
     assert_eq!(line["backlog_count"], 3);
@@ -333,52 +291,64 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     assert!(line["oldest_message_age_ms"].is_u64(), "{line}");
 
     // A lease extended past the visibility timeout keeps its message away.
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "--queue",
-        "newer",
-        "--batch",
-        "1",
-        "--visibility",
-        "1s",
-    ]);
-    let pulled = run(pull).await.one();
+    let pulled = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "newer",
+            "--batch",
+            "1",
+            "--visibility",
+            "1s",
+        ],
+    )
+    .await
+    .one();
     let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
-    let mut extend = cfq(&emulator);
-    extend.args(["extend", "--queue", "newer", "--visibility", "5m", &lease]);
-    let extended = run(extend).await;
+    let extended = run_cfq(
+        &emulator,
+        ["extend", "--queue", "newer", "--visibility", "5m", &lease],
+    )
+    .await;
     extended.expect_code(0);
     assert_eq!(extended.one()["extended"], 1);
     tokio::time::sleep(Duration::from_millis(1_300)).await;
-    let mut rest = cfq(&emulator);
-    rest.args([
-        "pull",
-        "--queue",
-        "newer",
-        "--batch",
-        "10",
-        "--retry-after",
-        "0s",
-    ]);
-    let rest = run(rest).await;
+    let rest = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "newer",
+            "--batch",
+            "10",
+            "--retry-after",
+            "0s",
+        ],
+    )
+    .await;
     let bodies: Vec<Value> = rest.json().iter().map(|r| r["body"].clone()).collect();
     assert_eq!(bodies, [json!("second"), json!("third")], "{rest:?}");
 
-    let mut unknown = cfq(&emulator);
-    unknown.args([
-        "extend",
-        "--queue",
-        "newer",
-        "--visibility",
-        "1m",
-        "no-such-lease",
-    ]);
-    run(unknown).await.expect_code(7);
+    run_cfq(
+        &emulator,
+        [
+            "extend",
+            "--queue",
+            "newer",
+            "--visibility",
+            "1m",
+            "no-such-lease",
+        ],
+    )
+    .await
+    .expect_code(7);
 
-    let mut purge = cfq(&emulator);
-    purge.args(["purge", "--all", "--queue", "newer"]);
-    let purged = run_with_stdin(purge, "newer\n").await;
+    let purged = run_with_stdin(
+        cfq_with(&emulator, ["purge", "--all", "--queue", "newer"]),
+        "newer\n",
+    )
+    .await;
     purged.expect_code(0);
     assert_eq!(purged.one()["purge"], "completed");
     assert_eq!(emulator.metrics("newer").backlog_count, 0);

@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use cf_queues_emulator::{Emulator, RateLimitModel};
+use cf_queues_emulator::RateLimitModel;
 
-use crate::support::{TOKEN, cfq, lax_queues, pull_all_texts, run, temp_dir};
+use crate::support::{cfq, emulator_with, lax_queues, pull_all_numbered, run, temp_dir};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
@@ -16,12 +16,7 @@ async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
         Duration::from_secs(1),
         Duration::from_secs(300),
     );
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .rate_limits(model)
-        .start()
-        .await
-        .expect("emulator starts");
+    let emulator = emulator_with(|emulator| emulator.rate_limits(model)).await;
     lax_queues(&emulator, &["paced", "replayed"]).await;
     let dir = temp_dir("budget");
     let file = dir.join("lines.txt");
@@ -58,8 +53,7 @@ async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
     assert_eq!(replayed.one()["pushed"], 500);
 
     // Never blocked: a blocked token would refuse these pulls for 300 s.
-    let mut bodies = pull_all_texts(&emulator, "replayed").await;
-    bodies.sort_by_key(|b| b.trim_start_matches("line ").parse::<u32>().unwrap_or(0));
+    let bodies = pull_all_numbered(&emulator, "replayed", "line").await;
     assert_eq!(bodies, lines);
     std::fs::remove_dir_all(dir).ok();
 }

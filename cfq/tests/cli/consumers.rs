@@ -7,11 +7,13 @@
 use std::process::Command;
 use std::time::Duration;
 
-use cf_queues_emulator::config::EmulatorConfig;
-use cf_queues_emulator::{Emulator, EmulatorHandle};
+use cf_queues_emulator::EmulatorHandle;
 use serde_json::{Value, json};
 
-use crate::support::{Run, Served, TOKEN, cfq, queue_names, run, run_with_stdin, temp_dir};
+use crate::support::{
+    Run, Served, cfq, cfq_with, emulator_from_toml, queue_names, run, run_cfq, run_with_stdin,
+    temp_dir,
+};
 
 async fn cfq_run(mut command: Command, words: &[&str]) -> Run {
     command.args(words);
@@ -150,7 +152,7 @@ async fn from_nothing_to_a_running_consumer_by_name() {
 /// An emulator with a Worker-consumed queue `emails` and a queue `orders`
 /// without a consumer.
 async fn with_a_worker() -> EmulatorHandle {
-    let config = EmulatorConfig::from_toml(
+    emulator_from_toml(
         r#"
         [[queues]]
         queue_name = "emails"
@@ -160,13 +162,7 @@ async fn with_a_worker() -> EmulatorHandle {
         queue_name = "orders"
         "#,
     )
-    .expect("a valid configuration");
-    Emulator::new()
-        .token(TOKEN)
-        .config(config)
-        .start()
-        .await
-        .expect("emulator starts")
+    .await
 }
 
 async fn consumer(emulator: &EmulatorHandle, words: &[&str]) -> Run {
@@ -277,11 +273,7 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
 
     // Disabling asks to type the name.
     let refused = run_with_stdin(
-        {
-            let mut command = cfq(&emulator);
-            command.args(["consumer", "disable", "--queue", "orders"]);
-            command
-        },
+        cfq_with(&emulator, ["consumer", "disable", "--queue", "orders"]),
         "emails\n",
     )
     .await;
@@ -298,11 +290,7 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
     let still = consumer(&emulator, &["info", "-q", "orders"]).await;
     assert_eq!(still.one()["http_pull"], true);
     let disabled = run_with_stdin(
-        {
-            let mut command = cfq(&emulator);
-            command.args(["consumer", "disable", "--queue", "orders"]);
-            command
-        },
+        cfq_with(&emulator, ["consumer", "disable", "--queue", "orders"]),
         "orders\n",
     )
     .await;
@@ -313,24 +301,10 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
     );
 
     // Disabled: a pull gets the 405 and the hint; an ack too.
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "--queue", "orders"]);
-    let pulled = run(pull).await;
-    pulled.expect_code(5);
-    assert!(
-        pulled
-            .stderr
-            .contains("`cfq consumer enable --queue orders` enables it"),
-        "{pulled:?}"
-    );
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "--queue", "orders", "some-lease"]);
-    let acked = run(ack).await;
-    acked.expect_code(5);
-    assert!(
-        acked.stderr.contains("cfq consumer enable --queue orders"),
-        "{acked:?}"
-    );
+    let pulled = run_cfq(&emulator, ["pull", "--queue", "orders"]).await;
+    pulled.expect_stderr(5, "`cfq consumer enable --queue orders` enables it");
+    let acked = run_cfq(&emulator, ["ack", "--queue", "orders", "some-lease"]).await;
+    acked.expect_stderr(5, "cfq consumer enable --queue orders");
     // Nothing left to disable: no question, exit 0, said so.
     let again = consumer(&emulator, &["disable", "-q", "orders", "--output", "table"]).await;
     again.expect_code(0);
@@ -357,7 +331,7 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
 /// a new queue named after it was created to receive the dead letters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_queue_given_by_its_id_is_set_by_its_name() {
-    let config = EmulatorConfig::from_toml(
+    let emulator = emulator_from_toml(
         r#"
         [[queues]]
         queue_name = "orders"
@@ -366,13 +340,7 @@ async fn a_dead_letter_queue_given_by_its_id_is_set_by_its_name() {
         queue_name = "parked"
         "#,
     )
-    .expect("a valid configuration");
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .config(config)
-        .start()
-        .await
-        .expect("emulator starts");
+    .await;
     let parked = emulator.queue_id("parked").expect("declared");
     assert!(
         parked.len() == 32 && parked.bytes().all(|b| b.is_ascii_hexdigit()),
@@ -414,12 +382,9 @@ async fn a_dead_letter_queue_given_by_its_id_is_set_by_its_name() {
         ],
     )
     .await;
-    unknown.expect_code(4);
-    assert!(
-        unknown.stderr.contains(&format!(
-            "no queue has the id {ghost} given as the dead-letter queue"
-        )),
-        "{unknown:?}"
+    unknown.expect_stderr(
+        4,
+        &format!("no queue has the id {ghost} given as the dead-letter queue"),
     );
     let info = consumer(&emulator, &["info", "-q", "orders"]).await;
     assert_eq!(dead_letter_queue(&info), "parked");

@@ -10,26 +10,37 @@ use std::time::{Duration, Instant};
 
 use cf_queues::batch::Batch;
 use cf_queues::{Message, PullOptions};
-use cf_queues_emulator::{Emulator, EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
+use cf_queues_emulator::{EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
 use crate::support::{
-    LOOKUP, TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
-    temp_dir,
+    LOOKUP, cfq, cfq_at, emulator, emulator_with, emulator_with_queues, lax_queues, numbered,
+    pasted, pull_all_numbered, pull_all_texts, queue_of, resume_command, run, run_cfq, temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
-use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled_once, success};
 use serde_json::{Value, json};
 
 async fn push_texts(emulator: &EmulatorHandle, queue: &str, bodies: &[String]) {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     for chunk in bodies.chunks(100) {
         let batch = Batch::new(chunk.iter().map(|b| Message::text(b.as_str())));
         queue.push_batch(batch).await.expect("push");
     }
 }
 
-fn numbered(prefix: &str, count: usize) -> Vec<String> {
-    (1..=count).map(|i| format!("{prefix} {i}")).collect()
+/// A file of cfq text records of `bodies`, each with the fields of `extra`.
+fn write_text_records(file: &Path, bodies: &[String], extra: Value) {
+    let lines: Vec<String> = bodies
+        .iter()
+        .map(|b| {
+            let mut record = json!({"cfq": 1, "content_type": "text", "body": b});
+            if let (Value::Object(record), Value::Object(extra)) = (&mut record, &extra) {
+                record.extend(extra.clone());
+            }
+            record.to_string()
+        })
+        .collect();
+    std::fs::write(file, lines.join("\n") + "\n").expect("write");
 }
 
 fn records(path: &Path) -> Vec<Value> {
@@ -42,7 +53,7 @@ fn records(path: &Path) -> Vec<Value> {
 
 /// Every message on a queue, whatever its type: (content type, raw body).
 async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String, String)> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     let mut all = Vec::new();
     loop {
         let options = PullOptions::new()
@@ -60,8 +71,7 @@ async fn pull_everything(emulator: &EmulatorHandle, queue: &str) -> Vec<(String,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["source", "target"]).await;
+    let emulator = emulator_with_queues(&["source", "target"]).await;
     let dir = temp_dir("roundtrip");
     let file = dir.join("drained.ndjson");
     let client = emulator.client().expect("client");
@@ -256,16 +266,11 @@ async fn a_drain_killed_midway_loses_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_killed_midway_resumes_from_its_log() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["restored"]).await;
+    let emulator = emulator_with_queues(&["restored"]).await;
     let dir = temp_dir("killed-replay");
     let file = dir.join("saved.ndjson");
     let all = numbered("saved", 250);
-    let lines: Vec<String> = all
-        .iter()
-        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b, "attempts": 3}).to_string())
-        .collect();
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    write_text_records(&file, &all, json!({"attempts": 3}));
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::stall_only(Duration::from_secs(120)).only(Operation::Batch));
 
@@ -303,8 +308,7 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
     let resumed = run(resume).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
-    let mut on_queue = pull_all_texts(&emulator, "restored").await;
-    on_queue.sort_by_key(|b| b.trim_start_matches("saved ").parse::<u32>().unwrap_or(0));
+    let on_queue = pull_all_numbered(&emulator, "restored", "saved").await;
     assert_eq!(on_queue, all, "every line of the file, once");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -314,16 +318,11 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
 /// delayed, and every record lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["restored"]).await;
+    let emulator = emulator_with_queues(&["restored"]).await;
     let dir = temp_dir("replay resume");
     let file = dir.join("dead letters.ndjson");
     let all = numbered("kept", 250);
-    let lines: Vec<String> = all
-        .iter()
-        .map(|b| json!({"cfq": 1, "content_type": "text", "body": b}).to_string())
-        .collect();
-    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    write_text_records(&file, &all, json!({}));
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::status(500).only(Operation::Batch));
 
@@ -348,20 +347,15 @@ async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
     assert_eq!(emulator.metrics("restored").backlog_count, 250);
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("restored")
-        .expect("id");
+    let queue = queue_of(&emulator, "restored");
     assert!(queue.peek(10).await.expect("peek").is_empty(), "delayed");
     tokio::time::sleep(Duration::from_millis(3_200)).await;
-    let mut on_queue = pull_all_texts(&emulator, "restored").await;
+    let on_queue = pull_all_numbered(&emulator, "restored", "kept").await;
     assert_eq!(
         on_queue.len(),
         150,
         "the first 100 are still delayed by 90 s"
     );
-    on_queue.sort_by_key(|b| b.trim_start_matches("kept ").parse::<u32>().unwrap_or(0));
     assert_eq!(on_queue, all[100..], "every resumed record, once");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -375,13 +369,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
     // A hand-moved clock, so that identical bodies share a timestamp too;
     // it then follows the wall clock, for the leases to run out in time.
     let clock = ManualClock::starting_now();
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .max_retries(2)
-        .clock(clock.clone())
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|emulator| emulator.max_retries(2).clock(clock.clone())).await;
     lax_queues(&emulator, &["parked", "live"]).await;
     for _ in 0..3 {
         emulator.push_from_worker("parked", WorkerBody::Bytes(vec![9, 9]));
@@ -449,11 +437,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
     // Once the run's last extension runs out, they are back, having used
     // the one attempt of the run's one pull.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let parked = emulator
-        .client()
-        .expect("client")
-        .queue("parked")
-        .expect("id");
+    let parked = queue_of(&emulator, "parked");
     let back = parked.peek(100).await.expect("peek");
     let back: Vec<(String, u32)> = back
         .iter()
@@ -475,8 +459,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn move_redrives_and_leaves_what_http_cannot_push() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["dead", "live"]).await;
+    let emulator = emulator_with_queues(&["dead", "live"]).await;
     let client = emulator.client().expect("client");
     let dead = client.queue("dead").expect("id");
     push_texts(&emulator, "dead", &numbered("dead letter", 120)).await;
@@ -486,17 +469,19 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
     emulator.push_from_worker("dead", WorkerBody::Bytes(vec![1, 2, 3]));
     emulator.push_from_worker("dead", WorkerBody::V8(vec![255, 15]));
 
-    let mut redrive = cfq(&emulator);
-    redrive.args([
-        "move",
-        "--queue",
-        "dead",
-        "--to",
-        "live",
-        "--visibility",
-        "1s",
-    ]);
-    let moved = run(redrive).await;
+    let moved = run_cfq(
+        &emulator,
+        [
+            "move",
+            "--queue",
+            "dead",
+            "--to",
+            "live",
+            "--visibility",
+            "1s",
+        ],
+    )
+    .await;
     moved.expect_code(7);
     let report = moved.one();
     assert_eq!(report["moved"], 121);
@@ -516,15 +501,14 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
     let types: Vec<&str> = still_dead.iter().map(|(t, _)| t.as_str()).collect();
     assert_eq!(types, ["bytes", "v8"], "left on its queue, not dropped");
 
-    let mut same = cfq(&emulator);
-    same.args(["move", "--queue", "live", "--to", "live"]);
-    run(same).await.expect_code(2);
+    run_cfq(&emulator, ["move", "--queue", "live", "--to", "live"])
+        .await
+        .expect_code(2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["from", "into"]).await;
+    let emulator = emulator_with_queues(&["from", "into"]).await;
     let all = numbered("redrive", 100);
     push_texts(&emulator, "from", &all).await;
     // The push to the destination lands; the acknowledgement is held.
@@ -571,8 +555,7 @@ async fn a_move_killed_before_its_ack_duplicates_but_never_loses() {
 /// fragments. Before, the healed fragment went out as a text message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["torn", "restored"]).await;
+    let emulator = emulator_with_queues(&["torn", "restored"]).await;
     let dir = temp_dir("torn-tail");
     let file = dir.join("drained.ndjson");
     push_texts(&emulator, "torn", &numbered("whole", 3)).await;
@@ -636,13 +619,8 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
         let mut pulls = 0;
         move |operation: &str, body: &Value| match operation {
             "pull" => {
-                pulls += 1;
-                let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                    &[("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))]
-                } else {
-                    &[]
-                };
-                (200, pulled(messages))
+                let messages = [("a", Some("lease-a")), ("b", None), ("c", Some("lease-c"))];
+                (200, pulled_once(&mut pulls, &messages))
             }
             "ack" => (200, acked(body, &[])),
             "batch" => (200, success(json!({}))),

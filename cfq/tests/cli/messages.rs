@@ -1,28 +1,37 @@
 //! `cfq push`, `pull`, `ack`, `retry`, `peek` and `purge REF` against the
 //! in-process emulator, with the output formats, exit codes and hints.
 
+use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{
-    TOKEN, cfq, cfq_at, emulator, lax_queues, pasted, pull_all_texts, resume_command, run,
+    Run, TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
+    pull_all_numbered, pull_all_texts, push_each, queue_of, resume_command, run, run_cfq,
     run_with_stdin, temp_dir, text_bodies,
 };
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, Fault, Operation};
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle, Fault, Operation};
 use serde_json::json;
+
+/// `cfq push` with `flags` and `--file FILE`, run to the end.
+async fn push_file(emulator: &EmulatorHandle, file: &Path, flags: &[&str]) -> Run {
+    let mut push = cfq(emulator);
+    push.arg("push").args(flags).arg("--file").arg(file);
+    run(push).await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_text_json_stdin_and_delayed() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["jobs", "piped"]).await;
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "jobs", "hello"]);
-    let pushed = run(push).await;
+    let emulator = emulator_with_queues(&["jobs", "piped"]).await;
+    let pushed = run_cfq(&emulator, ["push", "--queue", "jobs", "hello"]).await;
     pushed.expect_code(0);
     assert_eq!(pushed.one(), json!({"queue": "jobs", "pushed": 1}));
 
-    let mut push = cfq(&emulator);
-    push.args(["--queue", "jobs", "push", "--json", r#"{"order": 42}"#]);
-    run(push).await.expect_code(0);
+    run_cfq(
+        &emulator,
+        ["--queue", "jobs", "push", "--json", r#"{"order": 42}"#],
+    )
+    .await
+    .expect_code(0);
 
     let mut push = cfq(&emulator);
     push.env("CFQ_QUEUE", "jobs").args(["push", "-"]);
@@ -30,13 +39,11 @@ async fn push_text_json_stdin_and_delayed() {
         .await
         .expect_code(0);
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "-q", "jobs", "--delay", "1h", "later"]);
-    run(push).await.expect_code(0);
+    run_cfq(&emulator, ["push", "-q", "jobs", "--delay", "1h", "later"])
+        .await
+        .expect_code(0);
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "jobs", "--batch", "10"]);
-    let peeked = run(peek).await;
+    let peeked = run_cfq(&emulator, ["peek", "--queue", "jobs", "--batch", "10"]).await;
     peeked.expect_code(0);
     let records = peeked.json();
     let bodies: Vec<_> = records.iter().map(|r| r["body"].clone()).collect();
@@ -53,24 +60,22 @@ async fn push_text_json_stdin_and_delayed() {
     assert_eq!(records[0]["cfq"], 1);
     assert!(records[0]["ref"].is_string());
 
-    let mut from_stdin = cfq(&emulator);
-    from_stdin.args(["push", "--queue", "piped", "--file", "-"]);
-    let piped = run_with_stdin(from_stdin, "first\n{\"second\": 2}\n").await;
+    let piped = run_with_stdin(
+        cfq_with(&emulator, ["push", "--queue", "piped", "--file", "-"]),
+        "first\n{\"second\": 2}\n",
+    )
+    .await;
     piped.expect_code(0);
     assert_eq!(piped.one()["pushed"], 2);
     assert_eq!(emulator.metrics("piped").backlog_count, 2);
 
-    let mut not_an_object = cfq(&emulator);
-    not_an_object.args(["push", "--queue", "jobs", "--json", "[1, 2]"]);
-    let refused = run(not_an_object).await;
-    refused.expect_code(2);
-    assert!(refused.stderr.contains("JSON object"), "{refused:?}");
+    let refused = run_cfq(&emulator, ["push", "--queue", "jobs", "--json", "[1, 2]"]).await;
+    refused.expect_stderr(2, "JSON object");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["astext", "files"]).await;
+    let emulator = emulator_with_queues(&["astext", "files"]).await;
     let dir = temp_dir("mixed");
     let file = dir.join("mixed.ndjson");
     let mut content: Vec<u8> = Vec::new();
@@ -87,9 +92,7 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     content.extend(b"last line without a newline"); // 158
     std::fs::write(&file, &content).expect("write");
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "files", "--file"]).arg(&file);
-    let pushed = run(push).await;
+    let pushed = push_file(&emulator, &file, &["--queue", "files"]).await;
     pushed.expect_code(7);
     let summary = pushed.one();
     assert_eq!(summary["lines"], 158);
@@ -142,13 +145,12 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     assert_eq!(objects, [json!({"kind": "plain object"})]);
 
     // --text: every line is text, records and objects included; --skip resumes.
-    let mut again = cfq(&emulator);
-    again
-        .args([
-            "push", "--queue", "astext", "--text", "--skip", "155", "--file",
-        ])
-        .arg(&file);
-    let pushed = run(again).await;
+    let pushed = push_file(
+        &emulator,
+        &file,
+        &["--queue", "astext", "--text", "--skip", "155"],
+    )
+    .await;
     pushed.expect_code(0);
     assert_eq!(pushed.one()["skipped"], 155);
     let texts = pull_all_texts(&emulator, "astext").await;
@@ -169,8 +171,7 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
 /// other 249 go, and the run exits 7. `--text` still pushes every line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["astext", "events"]).await;
+    let emulator = emulator_with_queues(&["astext", "events"]).await;
     let dir = temp_dir("broken-json");
     let file = dir.join("events.ndjson");
     let lines: Vec<String> = (1..=250)
@@ -181,10 +182,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
         .collect();
     std::fs::write(&file, lines.join("\n") + "\n").expect("write");
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "events", "--file"])
-        .arg(&file);
-    let pushed = run(push).await;
+    let pushed = push_file(&emulator, &file, &["--queue", "events"]).await;
     pushed.expect_code(7);
     let summary = pushed.one();
     assert_eq!(
@@ -197,11 +195,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     );
     assert!(pushed.stderr.contains("line 100 not pushed"), "{pushed:?}");
     assert_eq!(emulator.metrics("events").backlog_count, 249);
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("events")
-        .expect("id");
+    let queue = queue_of(&emulator, "events");
     let mut events = Vec::new();
     loop {
         let options = cf_queues::PullOptions::new()
@@ -220,13 +214,12 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     let expected: Vec<u64> = (1..=250).filter(|&i| i != 100).collect();
     assert_eq!(events, expected);
 
-    let mut as_text = cfq(&emulator);
-    as_text
-        .args([
-            "push", "--queue", "astext", "--text", "--skip", "99", "--file",
-        ])
-        .arg(&file);
-    let pushed = run(as_text).await;
+    let pushed = push_file(
+        &emulator,
+        &file,
+        &["--queue", "astext", "--text", "--skip", "99"],
+    )
+    .await;
     pushed.expect_code(0);
     assert_eq!(pushed.one()["pushed"], 151);
     let texts = pull_all_texts(&emulator, "astext").await;
@@ -236,8 +229,7 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["resume"]).await;
+    let emulator = emulator_with_queues(&["resume"]).await;
     let dir = temp_dir("resume");
     let file = dir.join("lines.txt");
     let lines: Vec<String> = (1..=250).map(|i| format!("message {i}")).collect();
@@ -247,10 +239,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::status(500).only(Operation::Batch));
 
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue", "resume", "--file"])
-        .arg(&file);
-    let failed = run(push).await;
+    let failed = push_file(&emulator, &file, &["--queue", "resume"]).await;
     failed.expect_code(5);
     let summary = failed.one();
     assert_eq!(summary["pushed"], 100);
@@ -266,15 +255,10 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     );
     assert!(failed.stderr.contains("--skip 100"), "{failed:?}");
 
-    let mut resume = cfq(&emulator);
-    resume
-        .args(["push", "--queue", "resume", "--skip", "100", "--file"])
-        .arg(&file);
-    let resumed = run(resume).await;
+    let resumed = push_file(&emulator, &file, &["--queue", "resume", "--skip", "100"]).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 150);
-    let mut texts = pull_all_texts(&emulator, "resume").await;
-    texts.sort_by_key(|t| t.trim_start_matches("message ").parse::<u32>().unwrap_or(0));
+    let texts = pull_all_numbered(&emulator, "resume", "message").await;
     assert_eq!(texts, lines, "every line once, in order");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -285,8 +269,7 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
 /// delay, and every line lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["resume"]).await;
+    let emulator = emulator_with_queues(&["resume"]).await;
     let dir = temp_dir("it's a $resume");
     let file = dir.join("lines of mine.ndjson");
     let lines: Vec<String> = (1..=250).map(|i| json!({"n": i}).to_string()).collect();
@@ -328,11 +311,7 @@ async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
         (&json!(100), &json!(150))
     );
     // The delay was repeated: none of the resumed lines is visible yet.
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("resume")
-        .expect("id");
+    let queue = queue_of(&emulator, "resume");
     let visible = queue.peek(100).await.expect("peek");
     for message in &visible {
         let body = message.body().text().expect("pushed as text");
@@ -354,15 +333,8 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
     let dir = temp_dir("long-delays");
     let file = dir.join("two.ndjson");
     std::fs::write(&file, "first\nsecond\n").expect("write");
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("waiting")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("waiting"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "waiting");
+    push_each(&queue, &["waiting"]).await;
     let path = file.to_str().expect("utf-8 path");
     let before = emulator.requests_received();
     for args in [
@@ -390,12 +362,11 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_from_stdin_loses_one_line_ending() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["stdin"]).await;
+    let emulator = emulator_with_queues(&["stdin"]).await;
     for input in ["x\n", "crlf\r\n", "two\n\n", "none"] {
-        let mut push = cfq(&emulator);
-        push.args(["push", "-q", "stdin", "-"]);
-        run_with_stdin(push, input).await.expect_code(0);
+        run_with_stdin(cfq_with(&emulator, ["push", "-q", "stdin", "-"]), input)
+            .await
+            .expect_code(0);
     }
     assert_eq!(
         text_bodies(&emulator, "stdin").await,
@@ -406,26 +377,21 @@ async fn a_body_from_stdin_loses_one_line_ending() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_prints_a_table_whose_leases_settle() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("tabled")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("hello"))
-        .await
-        .expect("push");
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "-q",
-        "tabled",
-        "--visibility",
-        "10m",
-        "--output",
-        "table",
-    ]);
-    let table = run(pull).await;
+    let queue = queue_of(&emulator, "tabled");
+    push_each(&queue, &["hello"]).await;
+    let table = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "-q",
+            "tabled",
+            "--visibility",
+            "10m",
+            "--output",
+            "table",
+        ],
+    )
+    .await;
     table.expect_code(0);
     let rows: Vec<Vec<&str>> = table
         .stdout
@@ -438,9 +404,7 @@ async fn pull_prints_a_table_whose_leases_settle() {
     assert_eq!(rows[1][1..5], ["1", "0s", "text", "hello"]);
     assert!(table.stderr.contains("used an attempt"), "{table:?}");
     // The lease column is whole: it settles the message.
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "-q", "tabled", rows[1][5]]);
-    let acked = run(ack).await;
+    let acked = run_cfq(&emulator, ["ack", "-q", "tabled", rows[1][5]]).await;
     acked.expect_code(0);
     assert_eq!(acked.one()["acked"], 1);
 }
@@ -448,22 +412,13 @@ async fn pull_prints_a_table_whose_leases_settle() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_with_a_delay_keeps_the_message_away_until_then() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("later")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("again"))
+    let queue = queue_of(&emulator, "later");
+    push_each(&queue, &["again"]).await;
+    let pulled = run_cfq(&emulator, ["pull", "-q", "later", "--visibility", "10m"])
         .await
-        .expect("push");
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "-q", "later", "--visibility", "10m"]);
-    let pulled = run(pull).await.one();
+        .one();
     let lease = pulled["lease_id"].as_str().expect("lease").to_owned();
-    let mut retry = cfq(&emulator);
-    retry.args(["retry", "-q", "later", "--delay", "2s", &lease]);
-    let retried = run(retry).await;
+    let retried = run_cfq(&emulator, ["retry", "-q", "later", "--delay", "2s", &lease]).await;
     retried.expect_code(0);
     assert_eq!(retried.one()["retried"], 1);
     assert!(text_bodies(&emulator, "later").await.is_empty(), "delayed");
@@ -474,29 +429,22 @@ async fn retry_with_a_delay_keeps_the_message_away_until_then() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pull_warns_and_ack_retry_settle_by_lease() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("work")
-        .expect("id");
-    for body in ["one", "two", "three", "four"] {
-        queue
-            .push(cf_queues::Message::text(body))
-            .await
-            .expect("push");
-    }
+    let queue = queue_of(&emulator, "work");
+    push_each(&queue, &["one", "two", "three", "four"]).await;
 
-    let mut pull = cfq(&emulator);
-    pull.args([
-        "pull",
-        "--queue",
-        "work",
-        "--batch",
-        "2",
-        "--visibility",
-        "10m",
-    ]);
-    let pulled = run(pull).await;
+    let pulled = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "work",
+            "--batch",
+            "2",
+            "--visibility",
+            "10m",
+        ],
+    )
+    .await;
     pulled.expect_code(0);
     let records = pulled.json();
     assert_eq!(records.len(), 2);
@@ -505,25 +453,23 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     assert!(pulled.stderr.contains("used an attempt"), "{pulled:?}");
     let lease = |i: usize| records[i]["lease_id"].as_str().expect("lease").to_owned();
 
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "--queue", "work", &lease(0)]);
-    let acked = run(ack).await;
+    let acked = run_cfq(&emulator, ["ack", "--queue", "work", &lease(0)]).await;
     acked.expect_code(0);
     assert_eq!(
         acked.one(),
         json!({"queue": "work", "leases": 1, "acked": 1, "warnings": []})
     );
 
-    let mut retry = cfq(&emulator);
-    retry.args(["retry", "--queue", "work", "--delay", "0s", &lease(1)]);
-    let retried = run(retry).await;
+    let retried = run_cfq(
+        &emulator,
+        ["retry", "--queue", "work", "--delay", "0s", &lease(1)],
+    )
+    .await;
     retried.expect_code(0);
     assert_eq!(retried.one()["retried"], 1);
 
     // A lease the queue does not know comes back as a warning: exit 7.
-    let mut stale = cfq(&emulator);
-    stale.args(["ack", "--queue", "work", "no-such-lease"]);
-    let stale = run(stale).await;
+    let stale = run_cfq(&emulator, ["ack", "--queue", "work", "no-such-lease"]).await;
     stale.expect_code(7);
     assert_eq!(stale.one()["warnings"][0]["subject"], "no-such-lease");
     assert!(
@@ -532,33 +478,36 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     );
 
     // Lease ids from stdin, as from `cfq pull | jq -r .lease_id`.
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "--queue", "work", "--batch", "1"]);
-    let pulled = run(pull).await;
+    let pulled = run_cfq(&emulator, ["pull", "--queue", "work", "--batch", "1"]).await;
     let leases = pulled.one()["lease_id"].as_str().expect("lease").to_owned();
-    let mut ack = cfq(&emulator);
-    ack.args(["ack", "--queue", "work", "-"]);
-    let acked = run_with_stdin(ack, &format!("{leases}\n")).await;
+    let acked = run_with_stdin(
+        cfq_with(&emulator, ["ack", "--queue", "work", "-"]),
+        &format!("{leases}\n"),
+    )
+    .await;
     acked.expect_code(0);
     assert_eq!(acked.one()["acked"], 1);
 
     // --ack acknowledges what was printed; --retry-after gives it back.
-    let mut give_back = cfq(&emulator);
-    give_back.args([
-        "pull",
-        "--queue",
-        "work",
-        "--batch",
-        "10",
-        "--retry-after",
-        "0s",
-    ]);
-    let given = run(give_back).await;
-    given.expect_code(0);
-    assert!(given.stderr.contains("gave back"), "{given:?}");
-    let mut pull_ack = cfq(&emulator);
-    pull_ack.args(["pull", "--queue", "work", "--batch", "10", "--ack"]);
-    let taken = run(pull_ack).await;
+    let given = run_cfq(
+        &emulator,
+        [
+            "pull",
+            "--queue",
+            "work",
+            "--batch",
+            "10",
+            "--retry-after",
+            "0s",
+        ],
+    )
+    .await;
+    given.expect_stderr(0, "gave back");
+    let taken = run_cfq(
+        &emulator,
+        ["pull", "--queue", "work", "--batch", "10", "--ack"],
+    )
+    .await;
     taken.expect_code(0);
     let bodies: Vec<_> = taken.json().iter().map(|r| r["body"].clone()).collect();
     assert_eq!(bodies.len(), 2, "{taken:?}");
@@ -569,23 +518,10 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peek_then_purge_by_ref_and_tables_for_people() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("look")
-        .expect("id");
-    queue
-        .push(cf_queues::Message::text("poison"))
-        .await
-        .expect("push");
-    queue
-        .push(cf_queues::Message::text("fine"))
-        .await
-        .expect("push");
+    let queue = queue_of(&emulator, "look");
+    push_each(&queue, &["poison", "fine"]).await;
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "look", "--output", "table"]);
-    let table = run(peek).await;
+    let table = run_cfq(&emulator, ["peek", "--queue", "look", "--output", "table"]).await;
     table.expect_code(0);
     let header = table.stdout.lines().next().expect("header");
     for column in ["ID", "ATTEMPTS", "AGE", "TYPE", "BODY", "REF"] {
@@ -593,18 +529,20 @@ async fn peek_then_purge_by_ref_and_tables_for_people() {
     }
     assert!(table.stdout.contains("poison"));
 
-    let mut peek = cfq(&emulator);
-    peek.args(["peek", "--queue", "look", "--batch", "1"]);
-    let first = run(peek).await.one();
+    let first = run_cfq(&emulator, ["peek", "--queue", "look", "--batch", "1"])
+        .await
+        .one();
     assert_eq!(first["body"], "poison");
-    let mut purge = cfq(&emulator);
-    purge.args([
-        "purge",
-        "--queue",
-        "look",
-        first["ref"].as_str().expect("ref"),
-    ]);
-    let purged = run(purge).await;
+    let purged = run_cfq(
+        &emulator,
+        [
+            "purge",
+            "--queue",
+            "look",
+            first["ref"].as_str().expect("ref"),
+        ],
+    )
+    .await;
     purged.expect_code(0);
     assert_eq!(purged.one()["refs"], 1);
     assert_eq!(pull_all_texts(&emulator, "look").await, ["fine"]);
@@ -613,11 +551,7 @@ async fn peek_then_purge_by_ref_and_tables_for_people() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_stdout_ends_quietly() {
     let emulator = emulator().await;
-    let queue = emulator
-        .client()
-        .expect("client")
-        .queue("pipe")
-        .expect("id");
+    let queue = queue_of(&emulator, "pipe");
     // Well over a pipe's buffer, so that the writes meet the closed end.
     let body = "b".repeat(2_000);
     let batch = cf_queues::batch::Batch::new(
@@ -662,12 +596,7 @@ impl ShellPipe for std::process::Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_have_their_exit_codes_and_hints() {
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .strict_queues(["known"])
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|emulator| emulator.strict_queues(["known"])).await;
 
     let mut wrong_token = cfq(&emulator);
     wrong_token
@@ -687,41 +616,22 @@ async fn errors_have_their_exit_codes_and_hints() {
 
     // Not a queue's name, and not an id's shape: an unknown name, with the
     // near one, and no request that names it as an id.
-    let mut unknown = cfq(&emulator);
-    unknown.args(["push", "--queue", "unknown", "x"]);
-    let missing = run(unknown).await;
-    missing.expect_code(4);
-    assert!(
-        missing
-            .stderr
-            .contains("no queue is named \"unknown\" in this account"),
-        "{missing:?}"
-    );
+    let missing = run_cfq(&emulator, ["push", "--queue", "unknown", "x"]).await;
+    missing.expect_stderr(4, "no queue is named \"unknown\" in this account");
     assert!(
         missing.stderr.contains("did you mean \"known\"?"),
         "{missing:?}"
     );
 
     // Not an id either: the unknown name it is.
-    let mut malformed = cfq(&emulator);
-    malformed.args(["push", "--queue", "not a queue id", "x"]);
-    let unnamed = run(malformed).await;
-    unnamed.expect_code(4);
-    assert!(
-        unnamed
-            .stderr
-            .contains("no queue is named \"not a queue id\""),
-        "{unnamed:?}"
-    );
-    let mut malformed = cfq(&emulator);
-    malformed.args(["push", "--queue-id", "not a queue id", "x"]);
-    run(malformed).await.expect_code(2);
+    let unnamed = run_cfq(&emulator, ["push", "--queue", "not a queue id", "x"]).await;
+    unnamed.expect_stderr(4, "no queue is named \"not a queue id\"");
+    run_cfq(&emulator, ["push", "--queue-id", "not a queue id", "x"])
+        .await
+        .expect_code(2);
 
-    let mut no_queue = cfq(&emulator);
-    no_queue.args(["peek"]);
-    let no_queue = run(no_queue).await;
-    no_queue.expect_code(2);
-    assert!(no_queue.stderr.contains("--queue"), "{no_queue:?}");
+    let no_queue = run_cfq(&emulator, ["peek"]).await;
+    no_queue.expect_stderr(2, "--queue");
 
     let mut no_account = cfq(&emulator);
     no_account
@@ -734,11 +644,7 @@ async fn errors_have_their_exit_codes_and_hints() {
         .env_remove("CLOUDFLARE_API_TOKEN")
         .args(["peek", "--queue", "known"]);
     let no_token = run(no_token).await;
-    no_token.expect_code(2);
-    assert!(
-        no_token.stderr.contains("CLOUDFLARE_API_TOKEN"),
-        "{no_token:?}"
-    );
+    no_token.expect_stderr(2, "CLOUDFLARE_API_TOKEN");
 
     // What Cloudflare answers a pull on a queue without HTTP pull is not
     // documented; one public report saw a 405. Any 4xx of a pull hints at it.
@@ -747,11 +653,8 @@ async fn errors_have_their_exit_codes_and_hints() {
             .cloudflare_error(7001, "Method not allowed")
             .only(Operation::Pull),
     );
-    let mut pull = cfq(&emulator);
-    pull.args(["pull", "--queue", "known"]);
-    let not_enabled = run(pull).await;
-    not_enabled.expect_code(5);
-    assert!(not_enabled.stderr.contains("HTTP pull"), "{not_enabled:?}");
+    let not_enabled = run_cfq(&emulator, ["pull", "--queue", "known"]).await;
+    not_enabled.expect_stderr(5, "HTTP pull");
     assert!(
         not_enabled
             .stderr
@@ -770,19 +673,14 @@ async fn errors_have_their_exit_codes_and_hints() {
     let mut unreachable = cfq_at(&closed);
     unreachable.args(["peek", "--queue", "known"]);
     let network = run(unreachable).await;
-    network.expect_code(6);
-    assert!(network.stderr.contains("could not reach"), "{network:?}");
+    network.expect_stderr(6, "could not reach");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verbose_traces_requests_without_the_token() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["traced"]).await;
-    let mut push = cfq(&emulator);
-    push.args(["-v", "push", "--queue", "traced", "hello"]);
-    let traced = run(push).await;
-    traced.expect_code(0);
-    assert!(traced.stderr.contains("push_message"), "{traced:?}");
+    let emulator = emulator_with_queues(&["traced"]).await;
+    let traced = run_cfq(&emulator, ["-v", "push", "--queue", "traced", "hello"]).await;
+    traced.expect_stderr(0, "push_message");
     assert!(traced.stderr.contains("status=200"), "{traced:?}");
     assert!(!traced.stderr.contains(TOKEN));
     assert!(!traced.stdout.contains(TOKEN));

@@ -4,11 +4,13 @@
 //! creating, updating and deleting queues, with their exit codes and
 //! their JSON lines exactly.
 
-use cf_queues_emulator::config::EmulatorConfig;
-use cf_queues_emulator::{Emulator, EmulatorHandle};
+use cf_queues_emulator::EmulatorHandle;
 use serde_json::{Value, json};
 
-use crate::support::{LOOKUP, TOKEN, cfq, queue_names, run, run_with_stdin};
+use crate::support::{
+    LOOKUP, cfq, cfq_with, emulator_from_toml, emulator_with, queue_names, queue_of, run, run_cfq,
+    run_with_stdin,
+};
 
 const ORDERS_ID: &str = "9a7806061c88ada191ed06f989cc3dac";
 /// A valid queue name that is also 32 hex digits.
@@ -17,7 +19,7 @@ const HEX_NAME: &str = "0123456789abcdef0123456789abcdef";
 /// An emulator whose account declares queues whose names and ids cross:
 /// `alpha` has the id `beta`, and `beta` the id `gamma`.
 async fn crossed() -> EmulatorHandle {
-    let config = EmulatorConfig::from_toml(&format!(
+    emulator_from_toml(&format!(
         r#"
         [[queues]]
         queue_name = "orders"
@@ -37,13 +39,7 @@ async fn crossed() -> EmulatorHandle {
         queue_id = "hexnamed"
         "#
     ))
-    .expect("a valid configuration");
-    Emulator::new()
-        .token(TOKEN)
-        .config(config)
-        .start()
-        .await
-        .expect("emulator starts")
+    .await
 }
 
 /// `cfq queues info` with these words, as JSON.
@@ -84,25 +80,20 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     // A name of 32 hex digits is read as an id by --queue; --queue-name
     // forces the name.
     let as_id = info(&emulator, &["--queue", HEX_NAME]).await;
-    as_id.expect_code(4);
-    assert!(as_id.stderr.contains("10104"), "{as_id:?}");
+    as_id.expect_stderr(4, "10104");
     let as_name = info(&emulator, &["--queue-name", HEX_NAME]).await;
     as_name.expect_code(0);
     assert_eq!(id_of(&as_name), "hexnamed");
 
     // --queue-id takes any value as an id: the emulator's free-form ids
     // spring into being on their first push.
-    let mut push = cfq(&emulator);
-    push.args(["push", "--queue-id", "jobs", "free-form"]);
-    run(push).await.expect_code(0);
+    run_cfq(&emulator, ["push", "--queue-id", "jobs", "free-form"])
+        .await
+        .expect_code(0);
     assert_eq!(emulator.metrics("jobs").backlog_count, 1);
     // --queue-name never reads an id.
     let unknown = info(&emulator, &["--queue-name", "ghost"]).await;
-    unknown.expect_code(4);
-    assert!(
-        unknown.stderr.contains("no queue is named \"ghost\""),
-        "{unknown:?}"
-    );
+    unknown.expect_stderr(4, "no queue is named \"ghost\"");
     // An unknown name: exit 4, with the command that lists and the one
     // that creates.
     let neither = info(&emulator, &["--queue", "no-such-queue"]).await;
@@ -188,12 +179,9 @@ async fn a_typo_is_an_error_naming_the_near_queues_and_creates_no_queue() {
     ];
     for (command, name, near) in cases {
         let failed = run(command).await;
-        failed.expect_code(4);
-        assert!(
-            failed.stderr.contains(&format!(
-                "error: no queue is named \"{name}\" in this account"
-            )),
-            "{failed:?}"
+        failed.expect_stderr(
+            4,
+            &format!("error: no queue is named \"{name}\" in this account"),
         );
         assert!(
             failed
@@ -297,18 +285,16 @@ async fn a_name_is_resolved_once_per_command() {
     assert_eq!(emulator.metrics("gamma").backlog_count, 25);
 
     // Both ends by name: gamma (named beta) has HTTP pull from here.
-    let beta = emulator
-        .client()
-        .expect("client")
-        .queue("gamma")
-        .expect("id");
+    let beta = queue_of(&emulator, "gamma");
     beta.enable_http_pull(Default::default())
         .await
         .expect("enabled");
     let before = emulator.requests_received();
-    let mut redrive = cfq(&emulator);
-    redrive.args(["move", "--queue", "beta", "--to", "orders", "--batch", "10"]);
-    let moved = run(redrive).await;
+    let moved = run_cfq(
+        &emulator,
+        ["move", "--queue", "beta", "--to", "orders", "--batch", "10"],
+    )
+    .await;
     moved.expect_code(0);
     let report = moved.one();
     assert_eq!(
@@ -344,25 +330,22 @@ fn keys(value: &Value) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queues_are_created_listed_shown_updated_and_deleted() {
-    let emulator = Emulator::new()
-        .token(TOKEN)
-        .strict_queues(Vec::<String>::new())
-        .start()
-        .await
-        .expect("emulator");
+    let emulator = emulator_with(|emulator| emulator.strict_queues(Vec::<String>::new())).await;
 
-    let mut create = cfq(&emulator);
-    create.args([
-        "queues",
-        "create",
-        "orders",
-        "--delivery-delay",
-        "30s",
-        "--retention",
-        "1d",
-        "--paused",
-    ]);
-    let created = run(create).await;
+    let created = run_cfq(
+        &emulator,
+        [
+            "queues",
+            "create",
+            "orders",
+            "--delivery-delay",
+            "30s",
+            "--retention",
+            "1d",
+            "--paused",
+        ],
+    )
+    .await;
     created.expect_code(0);
     let line = created.one();
     assert_eq!(keys(&line), QUEUE_KEYS);
@@ -389,9 +372,11 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     );
 
     // For people: the id and the line to paste.
-    let mut create = cfq(&emulator);
-    create.args(["queues", "create", "emails", "--output", "table"]);
-    let shown = run(create).await;
+    let shown = run_cfq(
+        &emulator,
+        ["queues", "create", "emails", "--output", "table"],
+    )
+    .await;
     shown.expect_code(0);
     let emails = emulator.queue_id("emails").expect("created");
     assert_eq!(
@@ -415,11 +400,8 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
         run(command).await.expect_code(2);
     }
     assert_eq!(emulator.requests_received(), before, "nothing was sent");
-    let mut taken = cfq(&emulator);
-    taken.args(["queues", "create", "orders"]);
-    let taken = run(taken).await;
-    taken.expect_code(5);
-    assert!(taken.stderr.contains("11009"), "{taken:?}");
+    let taken = run_cfq(&emulator, ["queues", "create", "orders"]).await;
+    taken.expect_stderr(5, "11009");
     assert!(
         taken
             .stderr
@@ -429,22 +411,18 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
 
     // Every page of the list: 25 queues at 20 a page.
     for i in 0..23 {
-        let mut command = cfq(&emulator);
-        command.args(["queues", "create", &format!("q{i:02}")]);
-        run(command).await.expect_code(0);
+        run_cfq(&emulator, ["queues", "create", &format!("q{i:02}")])
+            .await
+            .expect_code(0);
     }
-    let mut list = cfq(&emulator);
-    list.args(["queues", "list"]);
-    let listed = run(list).await;
+    let listed = run_cfq(&emulator, ["queues", "list"]).await;
     listed.expect_code(0);
     let lines = listed.json();
     assert_eq!(lines.len(), 25);
     assert!(lines.iter().all(|l| keys(l) == QUEUE_KEYS));
     assert_eq!(lines[0]["queue_name"], "orders");
     assert_eq!(lines[24]["queue_name"], "q22");
-    let mut table = cfq(&emulator);
-    table.args(["queues", "list", "--output", "table"]);
-    let table = run(table).await;
+    let table = run_cfq(&emulator, ["queues", "list", "--output", "table"]).await;
     table.expect_code(0);
     let mut rows = table.stdout.lines();
     assert_eq!(
@@ -457,17 +435,21 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     );
 
     // Update: the settings given change, the others stay.
-    let mut update = cfq(&emulator);
-    update.args(["queues", "update", "--queue", "orders", "--resume"]);
-    let updated = run(update).await;
+    let updated = run_cfq(
+        &emulator,
+        ["queues", "update", "--queue", "orders", "--resume"],
+    )
+    .await;
     updated.expect_code(0);
     assert_eq!(
         updated.one()["settings"],
         json!({"delivery_delay": 30, "delivery_paused": false, "message_retention_period": 86_400})
     );
-    let mut shown = cfq(&emulator);
-    shown.args(["queues", "info", "-q", "orders", "--output", "table"]);
-    let shown = run(shown).await;
+    let shown = run_cfq(
+        &emulator,
+        ["queues", "info", "-q", "orders", "--output", "table"],
+    )
+    .await;
     shown.expect_code(0);
     for needed in [
         "name            orders\n",
@@ -481,9 +463,11 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     }
 
     // Delete asks to type the name, as purge --all asks the id.
-    let mut refused = cfq(&emulator);
-    refused.args(["queues", "delete", "--queue", "orders"]);
-    let refused = run_with_stdin(refused, "emails\n").await;
+    let refused = run_with_stdin(
+        cfq_with(&emulator, ["queues", "delete", "--queue", "orders"]),
+        "emails\n",
+    )
+    .await;
     refused.expect_code(1);
     assert!(
         refused.stderr.contains("Type the queue's name to confirm")
@@ -497,39 +481,39 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     );
     assert!(emulator.queue_id("orders").is_some(), "not deleted");
     // Named by its id, it asks for the name all the same.
-    let mut confirmed = cfq(&emulator);
-    confirmed.args(["queues", "delete", "--queue-id", &id]);
-    let confirmed = run_with_stdin(confirmed, "orders\n").await;
+    let confirmed = run_with_stdin(
+        cfq_with(&emulator, ["queues", "delete", "--queue-id", &id]),
+        "orders\n",
+    )
+    .await;
     confirmed.expect_code(0);
     assert_eq!(
         confirmed.one(),
         json!({"queue": id, "queue_name": "orders", "deleted": true})
     );
     assert!(emulator.queue_id("orders").is_none(), "deleted");
-    let mut unattended = cfq(&emulator);
-    unattended.args([
-        "queues", "delete", "-q", "emails", "--yes", "--output", "table",
-    ]);
-    let unattended = run(unattended).await;
+    let unattended = run_cfq(
+        &emulator,
+        [
+            "queues", "delete", "-q", "emails", "--yes", "--output", "table",
+        ],
+    )
+    .await;
     unattended.expect_code(0);
     assert_eq!(
         unattended.stdout,
         format!("deleted queue emails ({emails})\n")
     );
     // Gone: by id, 404 (exit 4); by name, an unknown name (exit 4).
-    let mut again = cfq(&emulator);
-    again.args(["queues", "delete", "--queue", &id, "--yes"]);
-    run(again).await.expect_code(4);
-    let mut again = cfq(&emulator);
-    again.args(["queues", "info", "--queue", "orders"]);
-    run(again).await.expect_code(4);
+    run_cfq(&emulator, ["queues", "delete", "--queue", &id, "--yes"])
+        .await
+        .expect_code(4);
+    run_cfq(&emulator, ["queues", "info", "--queue", "orders"])
+        .await
+        .expect_code(4);
 
     // No queues: nothing on stdout, a note on stderr, exit 0.
-    let empty = Emulator::new()
-        .token(TOKEN)
-        .start()
-        .await
-        .expect("emulator");
+    let empty = crate::support::emulator().await;
     let mut list = cfq(&empty);
     list.args(["queues", "list", "--output", "table"]);
     let listed = run(list).await;

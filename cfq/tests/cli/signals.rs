@@ -7,13 +7,14 @@ use std::time::{Duration, Instant};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use crate::support::{
-    LOOKUP, Run, cfq, emulator, lax_queues, pasted, pull_all_texts, resume_command, run, temp_dir,
+    LOOKUP, Run, cfq, emulator_with_queues, numbered, pasted, pull_all_numbered, resume_command,
+    run, temp_dir,
 };
 use serde_json::json;
 
 /// A file of `count` numbered text lines, and the bodies they make.
 fn numbered_file(dir: &std::path::Path, count: usize) -> (std::path::PathBuf, Vec<String>) {
-    let bodies: Vec<String> = (1..=count).map(|i| format!("line {i}")).collect();
+    let bodies = numbered("line", count);
     let file = dir.join("lines.txt");
     std::fs::write(&file, bodies.join("\n") + "\n").expect("write");
     (file, bodies)
@@ -69,8 +70,7 @@ async fn finish(child: Child) -> Run {
 /// rest, so that every line lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["interrupted"]).await;
+    let emulator = emulator_with_queues(&["interrupted"]).await;
     let dir = temp_dir("sigint");
     let (file, bodies) = numbered_file(&dir, 300);
     let (like, child) = push_until_the_second_batch_is_held(
@@ -101,8 +101,7 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
     let resumed = run(pasted(&like, &resume)).await;
     resumed.expect_code(0);
     assert_eq!(resumed.one()["pushed"], 100);
-    let mut on_queue = pull_all_texts(&emulator, "interrupted").await;
-    on_queue.sort_by_key(|b| b.trim_start_matches("line ").parse::<u32>().unwrap_or(0));
+    let on_queue = pull_all_numbered(&emulator, "interrupted", "line").await;
     assert_eq!(on_queue, bodies, "every line once");
     std::fs::remove_dir_all(dir).ok();
 }
@@ -112,8 +111,7 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
 /// resumes at its first line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_abandons_the_batch_in_flight_as_one_that_may_have_landed() {
-    let emulator = emulator().await;
-    lax_queues(&emulator, &["abandoned"]).await;
+    let emulator = emulator_with_queues(&["abandoned"]).await;
     let dir = temp_dir("sigterm-twice");
     let (file, _) = numbered_file(&dir, 300);
     let (_, child) =

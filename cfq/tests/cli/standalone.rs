@@ -2,8 +2,9 @@
 //! reach it, serves the real API, and stops cleanly on SIGTERM; bad
 //! arguments exit 2; every help text reads well; completions print.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use cf_queues::{Client, Message, PullOptions};
 
@@ -11,24 +12,47 @@ fn cfq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cfq"))
 }
 
-#[tokio::test]
-async fn emulator_serves_until_sigterm() {
+/// `cfq emulator --listen 127.0.0.1:0` with `args`, its stderr to
+/// `stderr`, and the lines it prints.
+fn serve(args: &[&str], stderr: Stdio) -> (Child, Lines<BufReader<ChildStdout>>) {
     let mut child = cfq()
-        .args([
-            "emulator",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "cli-token",
-            "--strict",
-            "--queue",
-            "jobs",
-        ])
+        .args(["emulator", "--listen", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .expect("cfq starts");
     let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+    (child, BufReader::new(stdout).lines())
+}
+
+/// SIGTERM to `child`.
+fn sigterm(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// How `child` exits, within `limit` (else the test fails, saying `late`).
+fn exit_within(child: &mut Child, limit: Duration, late: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(exit) = child.try_wait().expect("wait") {
+            return exit;
+        }
+        assert!(started.elapsed() < limit, "{late}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn emulator_serves_until_sigterm() {
+    let (mut child, mut lines) = serve(
+        &["--token", "cli-token", "--strict", "--queue", "jobs"],
+        Stdio::inherit(),
+    );
     let mut printed = Vec::new();
     while printed.len() < 4 {
         printed.push(lines.next().expect("a line").expect("utf-8"));
@@ -67,11 +91,7 @@ async fn emulator_serves_until_sigterm() {
         .expect_err("strict");
     assert_eq!(unknown.codes(), vec![10104]);
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    sigterm(&child);
     let exit = child.wait().expect("cfq exits");
     assert!(exit.success(), "cfq exited with {exit}");
 }
@@ -80,24 +100,17 @@ async fn emulator_serves_until_sigterm() {
 /// answers carry Cloudflare's rate-limit headers.
 #[tokio::test]
 async fn emulator_at_a_distance_under_cloudflares_limits() {
-    let mut child = cfq()
-        .args([
-            "emulator",
-            "--listen",
-            "127.0.0.1:0",
+    let (child, mut lines) = serve(
+        &[
             "--token",
             "far-token",
             "--latency",
             "150ms,10ms",
             "--rate-limits",
             "cloudflare",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cfq starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+        ],
+        Stdio::piped(),
+    );
     let base_url = loop {
         let line = lines.next().expect("a line").expect("utf-8");
         if let Some(url) = line.trim().strip_prefix("export CLOUDFLARE_BASE_URL=") {
@@ -112,7 +125,7 @@ async fn emulator_at_a_distance_under_cloudflares_limits() {
     let mut taken = Vec::new();
     let mut ratelimits = Vec::new();
     for _ in 0..2 {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let response = http
             .get(&url)
             .bearer_auth("far-token")
@@ -138,7 +151,7 @@ async fn emulator_at_a_distance_under_cloudflares_limits() {
         ratelimits,
         ["\"default\";r=1199;t=300", "\"default\";r=1198;t=300"]
     );
-    let ms = |d: std::time::Duration| d.as_millis();
+    let ms = |d: Duration| d.as_millis();
     assert!(
         ms(taken[0]) >= 300,
         "a new connection pays two round trips: {taken:?}"
@@ -149,11 +162,7 @@ async fn emulator_at_a_distance_under_cloudflares_limits() {
         "a reused connection pays one: {taken:?}"
     );
 
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    sigterm(&child);
     let output = child.wait_with_output().expect("cfq exits");
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -426,13 +435,13 @@ fn api_options_before_the_emulator_are_refused() {
             .spawn()
             .expect("cfq starts");
         // An emulator that took the options would serve until stopped.
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         while child.try_wait().expect("wait").is_none() {
-            if started.elapsed() > std::time::Duration::from_secs(10) {
+            if started.elapsed() > Duration::from_secs(10) {
                 child.kill().expect("kill");
                 panic!("{args:?} started");
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20));
         }
         let output = child.wait_with_output().expect("cfq exits");
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -449,13 +458,8 @@ fn api_options_before_the_emulator_are_refused() {
 #[tokio::test]
 async fn emulator_keeps_serving_once_its_stdout_is_closed() {
     let mut child = cfq()
-        .args([
-            "emulator",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "pipe-token",
-        ])
+        .args(["emulator", "--listen", "127.0.0.1:0"])
+        .args(["--token", "pipe-token"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -486,11 +490,7 @@ async fn emulator_keeps_serving_once_its_stdout_is_closed() {
     );
 
     // Its "stopping" line meets the closed pipe.
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    sigterm(&child);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq exits"))
         .await
         .expect("no panic");
@@ -524,23 +524,17 @@ fn completions_for_each_shell() {
 /// redriving it.
 #[test]
 fn dead_letter_redrive_end_to_end() {
-    let mut emulator = cfq()
-        .args([
-            "emulator",
-            "--listen",
-            "127.0.0.1:0",
+    let (mut emulator, mut lines) = serve(
+        &[
             "--token",
             "dlq-token",
             "--max-retries",
             "1",
             "--dead-letter",
             "jobs=parked",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cfq starts");
-    let stdout = emulator.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+        ],
+        Stdio::inherit(),
+    );
     let mut exports = Vec::new();
     while exports.len() < 3 {
         let line = lines.next().expect("a line").expect("utf-8");
@@ -569,7 +563,7 @@ fn dead_letter_redrive_end_to_end() {
     let (code, pulled) = against(&["pull", "--queue", "jobs", "--visibility", "200ms"]);
     assert_eq!(code, Some(0));
     assert!(pulled.contains("poison"));
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    std::thread::sleep(Duration::from_millis(400));
     // The lease ran out on the last allowed attempt: the message is parked.
     let (_, peeked) = against(&["peek", "--queue", "jobs"]);
     assert!(peeked.is_empty(), "{peeked}");
@@ -582,10 +576,7 @@ fn dead_letter_redrive_end_to_end() {
         "{back}"
     );
 
-    Command::new("kill")
-        .args(["-TERM", &emulator.id().to_string()])
-        .status()
-        .expect("kill runs");
+    sigterm(&emulator);
     assert!(emulator.wait().expect("cfq exits").success());
 }
 
@@ -594,11 +585,8 @@ fn dead_letter_redrive_end_to_end() {
 #[test]
 fn emulator_limits_are_flags() {
     use std::io::Write as _;
-    let mut emulator = cfq()
-        .args([
-            "emulator",
-            "--listen",
-            "127.0.0.1:0",
+    let (mut emulator, mut lines) = serve(
+        &[
             "--token",
             "limits-token",
             "--max-connections",
@@ -617,16 +605,10 @@ fn emulator_limits_are_flags() {
             "2048",
             "--shutdown-grace",
             "200ms",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cfq starts");
-    let stdout = emulator.stdout.take().expect("stdout");
-    let first = BufReader::new(stdout)
-        .lines()
-        .next()
-        .expect("a line")
-        .expect("utf-8");
+        ],
+        Stdio::inherit(),
+    );
+    let first = lines.next().expect("a line").expect("utf-8");
     let address = first
         .split("http://")
         .nth(1)
@@ -653,22 +635,13 @@ fn emulator_limits_are_flags() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     let mut half = std::net::TcpStream::connect(&address).expect("connect");
     half.write_all(b"POST /client/v4/accounts/").expect("write");
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    Command::new("kill")
-        .args(["-TERM", &emulator.id().to_string()])
-        .status()
-        .expect("kill runs");
-    let started = std::time::Instant::now();
-    let exit = loop {
-        if let Some(exit) = emulator.try_wait().expect("wait") {
-            break exit;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(3),
-            "the grace of 200ms was not applied"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    std::thread::sleep(Duration::from_millis(100));
+    sigterm(&emulator);
+    let exit = exit_within(
+        &mut emulator,
+        Duration::from_secs(3),
+        "the grace of 200ms was not applied",
+    );
     assert!(exit.success(), "cfq exited with {exit}");
 }
 
@@ -678,15 +651,8 @@ fn emulator_limits_are_flags() {
 #[test]
 fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
     use std::io::Write as _;
-    use std::time::{Duration, Instant};
 
-    let mut child = cfq()
-        .args(["emulator", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cfq starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
+    let (mut child, mut lines) = serve(&[], Stdio::inherit());
     let url = lines
         .next()
         .and_then(Result::ok)
@@ -696,22 +662,8 @@ fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
     let mut half = std::net::TcpStream::connect(&address).expect("connect");
     half.write_all(b"POST /client/v4/accounts/").expect("write");
     std::thread::sleep(Duration::from_millis(100));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-    let started = Instant::now();
-    loop {
-        if let Some(exit) = child.try_wait().expect("wait") {
-            assert!(exit.success(), "cfq exited with {exit}");
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "cfq did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    sigterm(&child);
+    let exit = exit_within(&mut child, Duration::from_secs(15), "cfq did not exit");
+    assert!(exit.success(), "cfq exited with {exit}");
     drop(lines);
 }

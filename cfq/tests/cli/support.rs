@@ -3,11 +3,13 @@
 //! answers the emulator never gives is the kit's `scripted`).
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle};
+use cf_queues_emulator::config::EmulatorConfig;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
 use cf_queues_testkit::{emulators, wire};
 use serde_json::Value;
 
@@ -19,7 +21,18 @@ pub const TOKEN: &str = "cfq-test-secret-token";
 pub const LOOKUP: u64 = 1;
 
 pub async fn emulator() -> EmulatorHandle {
-    emulators::emulator_with(|emulator| emulator.token(TOKEN)).await
+    emulator_with(|emulator| emulator).await
+}
+
+/// An emulator with the test token, configured by `configure`.
+pub async fn emulator_with(configure: impl FnOnce(Emulator) -> Emulator) -> EmulatorHandle {
+    emulators::emulator_with(|emulator| configure(emulator.token(TOKEN))).await
+}
+
+/// An emulator with the test token and the account `toml` declares.
+pub async fn emulator_from_toml(toml: &str) -> EmulatorHandle {
+    let config = EmulatorConfig::from_toml(toml).expect("a valid configuration");
+    emulator_with(|emulator| emulator.config(config)).await
 }
 
 /// Brings queues into being on a lax emulator, each named after its id,
@@ -31,6 +44,28 @@ pub async fn lax_queues(emulator: &EmulatorHandle, ids: &[&str]) {
     for id in ids {
         let queue = client.queue(*id).expect("an id");
         queue.metrics().await.expect("the queue springs into being");
+    }
+}
+
+/// An emulator ([`emulator`]) with the queues of [`lax_queues`].
+pub async fn emulator_with_queues(ids: &[&str]) -> EmulatorHandle {
+    let emulator = emulator().await;
+    lax_queues(&emulator, ids).await;
+    emulator
+}
+
+/// One of the emulator's queues, through the library.
+pub fn queue_of(emulator: &EmulatorHandle, name: &str) -> cf_queues::Queue {
+    emulator.client().expect("client").queue(name).expect("id")
+}
+
+/// Pushes each body as a text message of its own, in order.
+pub async fn push_each(queue: &cf_queues::Queue, bodies: &[&str]) {
+    for body in bodies {
+        queue
+            .push(cf_queues::Message::text(*body))
+            .await
+            .expect("push");
     }
 }
 
@@ -75,6 +110,26 @@ pub fn cfq(emulator: &EmulatorHandle) -> Command {
     cfq_at(emulator.base_url())
 }
 
+/// [`cfq`] with these arguments.
+pub fn cfq_with<I, S>(emulator: &EmulatorHandle, args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = cfq(emulator);
+    command.args(args);
+    command
+}
+
+/// [`cfq_with`] these arguments, run to the end.
+pub async fn run_cfq<I, S>(emulator: &EmulatorHandle, args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    run(cfq_with(emulator, args)).await
+}
+
 /// What a finished `cfq` did.
 #[derive(Debug)]
 pub struct Run {
@@ -100,6 +155,14 @@ impl Run {
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Run {
         assert_eq!(self.code, Some(code), "{self:#?}");
+        self
+    }
+
+    /// Exited with `code`, saying `said` on stderr.
+    #[track_caller]
+    pub fn expect_stderr(&self, code: i32, said: &str) -> &Run {
+        self.expect_code(code);
+        assert!(self.stderr.contains(said), "{self:?}");
         self
     }
 }
@@ -151,7 +214,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 /// Every text body of a queue, read by peeking (nothing is leased).
 pub async fn text_bodies(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     let mut bodies = Vec::new();
     let peeked = queue.peek(100).await.expect("peek");
     for message in &peeked {
@@ -166,7 +229,7 @@ pub async fn text_bodies(emulator: &EmulatorHandle, queue: &str) -> Vec<String> 
 /// Messages still leased by someone else are not seen: wait for their
 /// lease to run out first.
 pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<String> {
-    let queue = emulator.client().expect("client").queue(queue).expect("id");
+    let queue = queue_of(emulator, queue);
     let mut bodies = Vec::new();
     loop {
         let options = cf_queues::PullOptions::new()
@@ -180,6 +243,24 @@ pub async fn pull_all_texts(emulator: &EmulatorHandle, queue: &str) -> Vec<Strin
             bodies.push(message.body().text().expect("text").to_owned());
         }
     }
+}
+
+/// `count` bodies numbered from 1: `"{prefix} 1"`, `"{prefix} 2"`, ...
+pub fn numbered(prefix: &str, count: usize) -> Vec<String> {
+    (1..=count).map(|i| format!("{prefix} {i}")).collect()
+}
+
+/// Every text body on a queue as [`pull_all_texts`] reads them, in the
+/// order of the number after `prefix` (the bodies of [`numbered`]).
+pub async fn pull_all_numbered(
+    emulator: &EmulatorHandle,
+    queue: &str,
+    prefix: &str,
+) -> Vec<String> {
+    let mut bodies = pull_all_texts(emulator, queue).await;
+    let prefix = format!("{prefix} ");
+    bodies.sort_by_key(|b| b.trim_start_matches(&prefix).parse::<u32>().unwrap_or(0));
+    bodies
 }
 
 /// The command a hint says to resume with: what stands between the
