@@ -21,7 +21,8 @@
 //!   share. Then four replicas, the fourth starting at 20 s (goals: at
 //!   least 80 % of an equal share by 30 s, at most 3 % refused from 20 s to
 //!   30 s) and one stopping at 60 s (goal: the others at 4,750 msg/s
-//!   combined within 10 s). `CFQ_BENCH_REPLICAS=0` leaves them out.
+//!   combined within 10 s). `CFQ_BENCH_REPLICAS=0` leaves them out,
+//!   `CFQ_BENCH_REPLICAS=churn` runs only the comings and goings.
 //! - `CFQ_BENCH_CALLGRIND=1`: a fixed workload for callgrind (see
 //!   `callgrind.rs` and `scripts/callgrind-consumer.sh`).
 //!
@@ -252,7 +253,8 @@ async fn run_replicas(
     window: Duration,
 ) -> Result<(Vec<SteadyRow>, replicas::Churn)> {
     let mut rows = Vec::new();
-    for burst in [5_000, 500] {
+    let churn_only = std::env::var("CFQ_BENCH_REPLICAS").as_deref() == Ok("churn");
+    for burst in if churn_only { vec![] } else { vec![5_000, 500] } {
         for k in [2, 4, 8] {
             println!("{k} replicas at 100 ms, per-queue burst {burst}:");
             let (whole, last) = replicas::steady(emulator, k, burst, warm_up, window).await?;

@@ -183,7 +183,7 @@ pub(crate) struct Churn {
 }
 
 pub(crate) async fn churn(emulator: &EmulatorHandle) -> Result<Churn> {
-    let name = "replicas_churn";
+    let name = "replicaschurn";
     prepare(emulator, name, 90, 5_000)?;
     let start = Instant::now();
     let first: Vec<Replica> = (0..3)

@@ -214,7 +214,7 @@ async fn consumer_run(client: &Client, round: usize, messages: usize) -> Result<
     let queue = filled(client, format!("consumer{round}"), messages).await?;
     // On loopback this bench measures the consumer's own machinery; its
     // default budget (Cloudflare's per-queue rate) would measure that instead.
-    let consumer = Consumer::builder(queue).queue_budget(u32::MAX).build()?;
+    let consumer = Consumer::builder(queue).queue_allowance(u32::MAX).build()?;
     let monitor = consumer.monitor();
     let stop = consumer.shutdown_token();
     let cpu = cpu_seconds();

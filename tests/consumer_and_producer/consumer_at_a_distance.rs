@@ -563,7 +563,7 @@ async fn a_five_minute_block_stops_pulling_until_it_ends_then_acks_everything() 
 }
 
 /// What the rework added to the public API: `flush_timeout`,
-/// `max_pulls_in_flight`, `queue_budget`, `max_pending_settlements`,
+/// `max_pulls_in_flight`, `queue_allowance`, `max_pending_settlements`,
 /// `MIN_VISIBILITY_TIMEOUT` and the new `Summary` fields.
 mod settings_and_counters {
     use super::*;

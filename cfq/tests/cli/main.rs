@@ -4,7 +4,7 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod admin;
-mod budget;
+mod token_budget;
 mod consumers;
 mod data_dir;
 mod drain;
