@@ -3,7 +3,6 @@
 //! the tests share is in `cf-queues-testkit`.
 #![allow(missing_docs, unreachable_pub)]
 
-mod token_budget;
 mod consumer;
 mod consumer_at_a_distance;
 mod consumer_faults;
@@ -13,6 +12,7 @@ mod producer;
 mod producer_refusals;
 mod replicas;
 mod support;
+mod token_budget;
 
 /// A handler that acknowledges at once (the kit is built without the
 /// `consumer` feature, so that it lends no test binary a feature).

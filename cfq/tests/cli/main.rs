@@ -4,7 +4,6 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod admin;
-mod token_budget;
 mod consumers;
 mod data_dir;
 mod drain;
@@ -14,3 +13,4 @@ mod resources;
 mod signals;
 mod standalone;
 mod support;
+mod token_budget;
