@@ -85,6 +85,7 @@ impl Bucket {
 
     /// Changes the rate (and the burst) from `now` on; what was refilled
     /// until then was refilled at the old rate.
+    #[cfg(feature = "consumer")]
     pub(crate) fn set_rate(&mut self, per_second: f64, capacity: f64, now: Instant) {
         self.refill(now);
         self.per_second = per_second;
@@ -143,6 +144,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "consumer")]
     #[tokio::test(start_paused = true)]
     async fn a_new_rate_counts_from_when_it_is_set() {
         let now = Instant::now();

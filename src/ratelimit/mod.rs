@@ -5,9 +5,11 @@
 mod bucket;
 mod headers;
 mod pacer;
+#[cfg(feature = "consumer")]
 mod share;
 
 use bucket::Bucket;
+#[cfg(feature = "consumer")]
 pub(crate) use share::Share;
 
 pub(crate) use headers::Figures;
