@@ -9,6 +9,55 @@
 //! This module only decides, from the one `RetryClass` each failure got;
 //! the loop that waits and sends again is the call path (`call.rs`), which
 //! also owns the deadline.
+//!
+//! # The rules
+//!
+//! Retries (`ClientBuilder::retry`, with a `retry::RetryPolicy`) follow the official SDKs: 2 retries,
+//! backoff `min(0.5 s × 2ⁿ, 8 s)` with jitter, `retry-after-ms` then `Retry-After` honoured up to 60 s,
+//! `x-should-retry` obeyed (a 429 asking for longer ends the call at once, with `retry_after()`); the idempotent operations (pull, ack, extend, peek, purge by ref, preview,
+//! delete previewed, metrics, purge status) retry after connection errors, timeouts, 408, 409, 429 and
+//! 5xx. **Pushes, and the purge of a whole queue, are different**: the SDKs retry them blindly, which
+//! can duplicate a message (or, for a purge, delete what was pushed in between). Here they are retried
+//! only when they surely did not land (connection refused, or a 429 whose code says it was refused for
+//! its rate: 10250 or 971), whatever the server's `x-should-retry` says, unless you opt into
+//! `retry::PushRetries::AtLeastOnce` (`RetryPolicy::pushes` for pushes, `RetryPolicy::purge_all` for
+//! the purge, each on its own). `RetryPolicy::none()` sends exactly one request per call. A retried
+//! ack, extension, purge or preview deletion whose first answer was lost reports the already-used
+//! leases or refs as warnings. `Queue::with_retry` and `Queue::with_deadline` override the client's
+//! policy and deadline for one handle, and so for one call.
+//!
+//! # Each fault and its default handling (each tested)
+//!
+//! | fault | default behaviour (tested) |
+//! |---|---|
+//! | 500, 500, 200 on a pull | succeeds on the 3rd attempt |
+//! | 503 forever | `Error::Api` after 3 attempts, `is_retryable()` |
+//! | 500 on a push | not retried (it may have landed): one request, `Error::Api` 500 |
+//! | 500 on a push, `AtLeastOnce` | retried, lands once |
+//! | 429 `QueueOverloaded` on a push | retried (it did not land) |
+//! | 429 without a code (a proxy's HTML page) on a push | not retried: it is not known to be refused |
+//! | 429 `QueueDisabled` | not retried; neither `is_rate_limited()` nor `is_retryable()` |
+//! | 429 with `Retry-After: 30` | waits exactly 30 s (tested on a paused clock), then succeeds |
+//! | 429 / 971 with `Retry-After: 300` (Cloudflare's five-minute block) | fails at once, `retry_after()` 300 s, `may_have_landed()` false; the client's next counted calls fail unsent with `Error::RateLimited` until it ends (tested) |
+//! | `x-should-retry: false` on a 503 | not retried |
+//! | `x-should-retry: true` on a push's 503 | not retried (a pull is) |
+//! | a 503 asking to wait 10 s, with a 2 s deadline | the wait is not started: `Error::Api` 503 after one request |
+//! | connection reset on a pull | retried on a new connection |
+//! | connection reset on a push | not retried: `Error::Transport` |
+//! | connection refused, then a server appears | retried, even a push: it never left |
+//! | server stalls past the per-attempt timeout | `Error::Transport` (`is_timeout`) |
+//! | server stalls past the overall deadline | `Error::Timeout` |
+//! | a 500, then a retry that stalls past the deadline | `Error::Timeout` after 2 attempts, keeping the 500 as `last_error` |
+//! | `deadline(Duration::MAX)`, or a `Retry-After` of 2⁶⁴ s | no deadline; a wait that does not fit the deadline is not started (never a panic) |
+//! | HTML 502, empty 503, invalid JSON, truncated JSON, 200 KB over a 64 KB cap | `Error::Api` with snippet, `Error::Decode`, `Error::ResponseTooLarge` |
+//!
+//! # Timeouts and the deadline
+//!
+//! Timeouts: 60 s per attempt and 5 s to connect by default (`timeout`, `connect_timeout`), and an
+//! optional overall `deadline`, owned by one place: it covers the client-side rate-limit wait, every
+//! attempt and every retry wait, and a wait that cannot finish inside it is never started (the call
+//! returns its last real error instead). When a retry is itself cut off by the deadline, the
+//! `Error::Timeout` keeps the failure that caused the retry (`last_error`, also its `source()`).
 
 use std::time::Duration;
 
