@@ -58,8 +58,12 @@ struct Replica {
 
 impl Replica {
     fn start(emulator: &EmulatorHandle) -> Replica {
+        Replica::with_allowance(emulator, ALLOWANCE)
+    }
+
+    fn with_allowance(emulator: &EmulatorHandle, allowance: u32) -> Replica {
         let consumer = Consumer::builder(own_queue(emulator))
-            .queue_allowance(ALLOWANCE)
+            .queue_allowance(allowance)
             .batch_size(BATCH)
             .ack_batch_size(BATCH as usize)
             .build()
@@ -166,6 +170,22 @@ async fn replicas_that_start_and_stop_at_different_times_share_the_allowance() {
         let s = replica.stop().await;
         assert_eq!(s.refused_by_token, 0, "{s:?}");
         assert!(s.refused_by_queue > 0, "the limit was met: {s:?}");
+        assert_eq!(s.unflushed + s.leases_lost, 0, "nothing lost: {s:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn replicas_given_their_share_by_hand_are_never_refused() {
+    let emulator = limited_queue(40_000).await;
+    let replicas: Vec<Replica> = (0..4)
+        .map(|_| Replica::with_allowance(&emulator, ALLOWANCE / 4))
+        .collect();
+    tokio::time::sleep(2 * SECOND).await;
+    let steady = window(&emulator, &replicas.iter().collect::<Vec<_>>(), 20).await;
+    assert!(steady.combined_rate() >= 0.95 * f64::from(ALLOWANCE / 4 * 4), "{steady:?}");
+    for replica in replicas {
+        let s = replica.stop().await;
+        assert_eq!(s.refused_by_queue + s.refused_by_token, 0, "{s:?}");
         assert_eq!(s.unflushed + s.leases_lost, 0, "nothing lost: {s:?}");
     }
 }
