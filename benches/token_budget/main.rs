@@ -19,6 +19,13 @@
 //! - A backlogged producer and a consumer on one token (clones of one
 //!   client): the consumer is never refused (no pull error), paced and
 //!   unpaced.
+//! - Replicas: 2, 4, 8 and 16 backlogged producers on one token, each with
+//!   a client of its own (as separate processes would have): the share of
+//!   the budget they get together, the 429s they see and the p99 send
+//!   latency, beside one producer alone. Today each paces by the headers
+//!   as if it were alone, so together they go over and start blocks: the
+//!   figures are reported, not a goal of this bench (yet).
+//!   `CFQ_BUDGET_ONLY=replicas` runs only this table.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,6 +38,8 @@ use cf_queues_emulator::{Emulator, EmulatorClock, EmulatorHandle, Latency, RateL
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
+
+mod replicas;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -261,6 +270,10 @@ fn ms(d: Duration) -> String {
 
 async fn run() -> Result<bool> {
     let windows = windows()?;
+    if std::env::var("CFQ_BUDGET_ONLY").as_deref() == Ok("replicas") {
+        replicas_table(windows).await?;
+        return Ok(true);
+    }
     println!(
         "The producer within Cloudflare's API budget: paused time, {windows} windows of 300 s, \
          emulator with RateLimitModel::cloudflare() and a {} ms round trip",
@@ -352,5 +365,29 @@ async fn run() -> Result<bool> {
     if consumer.pull_errors > 0 || shared.stats.throttled > 0 {
         met = false;
     }
+
+    replicas_table(windows).await?;
     Ok(met)
+}
+
+/// Producer replicas on one token: reported, not a goal yet.
+async fn replicas_table(windows: u32) -> Result<()> {
+    println!();
+    println!(
+        "| producers on one token, each its own client | share of the budget | 429s | failed sends | p99 send | wall |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for replicas in [1, 2, 4, 8, 16] {
+        let fleet = replicas::backlogged(replicas, windows).await?;
+        println!(
+            "| {} | {:.1} % | {} | {} | {} | {:.1} s |",
+            fleet.replicas,
+            100.0 * fleet.share_of_budget(windows),
+            fleet.refused,
+            fleet.failed,
+            ms(fleet.p99),
+            fleet.wall.as_secs_f64()
+        );
+    }
+    Ok(())
 }

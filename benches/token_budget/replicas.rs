@@ -1,0 +1,101 @@
+//! Producer replicas on one token: K backlogged producers, each with a
+//! client of its own as K processes would have (so each its own pacer), on
+//! one emulator, whose per-credential window all their pushes count
+//! against. What the fleet gets of the budget, and how many of its
+//! requests were refused (a 429 with code 971: the request that went over,
+//! and every counted call during the five-minute block it starts).
+
+use std::time::Duration;
+
+use cf_queues::Message;
+use cf_queues::producer::Producer;
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::Instant;
+
+use super::{QUOTA, Result, WINDOW, client, emulator};
+
+/// Sends outstanding at once for each replica's backlog.
+const BACKLOG: usize = 1_000;
+
+/// What K replicas did over the run.
+pub(crate) struct Fleet {
+    pub(crate) replicas: usize,
+    /// Messages that landed within the run, all replicas together.
+    pub(crate) landed: u64,
+    /// 429 answers the replicas saw (971: a block, or a call refused during one).
+    pub(crate) refused: u64,
+    /// Sends that failed (a block outlasting the send timeout).
+    pub(crate) failed: u64,
+    /// The 99th percentile of the time from `send` to its outcome.
+    pub(crate) p99: Duration,
+    pub(crate) wall: Duration,
+}
+
+impl Fleet {
+    /// The share of the token's budget (requests over the run's windows)
+    /// that landed, in full batches of 100.
+    pub(crate) fn share_of_budget(&self, windows: u32) -> f64 {
+        self.landed as f64 / 100.0 / (QUOTA * u64::from(windows)) as f64
+    }
+}
+
+/// `replicas` producers, each always given more than the budget allows,
+/// for `windows` windows.
+pub(crate) async fn backlogged(replicas: usize, windows: u32) -> Result<Fleet> {
+    let wall = std::time::Instant::now();
+    let emulator = emulator().await?;
+    let start = Instant::now();
+    let end = start + WINDOW * windows;
+    let (mut runs, mut ends) = (Vec::new(), Vec::new());
+    for replica in 0..replicas {
+        let queue = client(&emulator, Default::default())?.queue("fleet")?;
+        let producer = Producer::builder(queue).build()?;
+        let watch = producer.clone();
+        let at_end = tokio::spawn(async move {
+            tokio::time::sleep_until(end).await;
+            watch.stats().landed
+        });
+        runs.push(tokio::spawn(async move {
+            let mut sends = FuturesUnordered::new();
+            let mut latencies = Vec::new();
+            let (mut sent, mut failed) = (0u64, 0u64);
+            loop {
+                while Instant::now() < end && sends.len() < BACKLOG {
+                    let send = producer.send(Message::text(format!("{replica}: {sent}")));
+                    let at = Instant::now();
+                    sends.push(async move { (send.await, at.elapsed()) });
+                    sent += 1;
+                }
+                let Some((outcome, latency)) = sends.next().await else {
+                    break;
+                };
+                latencies.push(latency);
+                failed += u64::from(outcome.is_err());
+            }
+            let stats = producer.close().await;
+            (stats, latencies, failed)
+        }));
+        ends.push(at_end);
+    }
+    let (mut landed, mut refused, mut failed, mut latencies) = (0, 0, 0, Vec::new());
+    for at_end in ends {
+        landed += at_end.await?;
+    }
+    for run in runs {
+        let (stats, mut run_latencies, run_failed) = run.await?;
+        refused += stats.throttled;
+        failed += run_failed;
+        latencies.append(&mut run_latencies);
+    }
+    latencies.sort();
+    let index = ((latencies.len() as f64 * 0.99).ceil() as usize).saturating_sub(1);
+    Ok(Fleet {
+        replicas,
+        landed,
+        refused,
+        failed,
+        p99: latencies.get(index).copied().unwrap_or_default(),
+        wall: wall.elapsed(),
+    })
+}
