@@ -182,7 +182,10 @@ async fn replicas_given_their_share_by_hand_are_never_refused() {
         .collect();
     tokio::time::sleep(2 * SECOND).await;
     let steady = window(&emulator, &replicas.iter().collect::<Vec<_>>(), 20).await;
-    assert!(steady.combined_rate() >= 0.95 * f64::from(ALLOWANCE / 4 * 4), "{steady:?}");
+    assert!(
+        steady.combined_rate() >= 0.95 * f64::from(ALLOWANCE / 4 * 4),
+        "{steady:?}"
+    );
     for replica in replicas {
         let s = replica.stop().await;
         assert_eq!(s.refused_by_queue + s.refused_by_token, 0, "{s:?}");
