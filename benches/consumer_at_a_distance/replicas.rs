@@ -12,8 +12,8 @@ use cf_queues::consumer::{Consumer, ConsumerMonitor, Summary};
 use cf_queues_emulator::{EmulatorHandle, Latency, RateLimitModel, WorkerBody};
 use tokio::task::JoinHandle;
 
-use crate::steady::{CLOUDFLARE_RATE, no_op};
-use cf_queues_testkit::bench::{Result, percent, thousands};
+use crate::steady::{CLOUDFLARE_RATE, check_filled, no_op};
+use cf_queues_testkit::bench::{Result, percent};
 
 pub(crate) const ROUND_TRIP: Duration = Duration::from_millis(100);
 
@@ -110,15 +110,7 @@ fn prepare(emulator: &EmulatorHandle, name: &str, seconds: u64, burst: u32) -> R
     for i in 0..messages {
         emulator.push_from_worker(name, WorkerBody::Bytes(i.to_be_bytes().to_vec()));
     }
-    let landed = emulator.metrics(name).backlog_count;
-    if landed != messages as u64 {
-        return Err(format!("{name}: {landed} of {messages} messages landed").into());
-    }
-    println!(
-        "  filled {name} with {} messages in {:.1} s",
-        thousands(messages as f64),
-        started.elapsed().as_secs_f64()
-    );
+    check_filled(emulator, name, messages, started)?;
     emulator.set_rate_limits(Some(
         RateLimitModel::cloudflare().per_queue(CLOUDFLARE_RATE as u32, burst),
     ));

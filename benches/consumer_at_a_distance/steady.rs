@@ -64,6 +64,18 @@ pub(crate) async fn filled(
         .queue(name)?;
     let started = Instant::now();
     fill(&filler, messages).await?;
+    check_filled(emulator, name, messages, started)?;
+    Ok(queue)
+}
+
+/// Checks that all `messages` landed in `name`, filled since `started`, and
+/// says how long it took.
+pub(crate) fn check_filled(
+    emulator: &EmulatorHandle,
+    name: &str,
+    messages: usize,
+    started: Instant,
+) -> Result<()> {
     let landed = emulator.metrics(name).backlog_count;
     if landed != messages as u64 {
         return Err(format!("{name}: {landed} of {messages} messages landed").into());
@@ -73,7 +85,7 @@ pub(crate) async fn filled(
         thousands(messages as f64),
         started.elapsed().as_secs_f64()
     );
-    Ok(queue)
+    Ok(())
 }
 
 /// Latency and limits as a measurement runs: Cloudflare's limits, but

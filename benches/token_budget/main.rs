@@ -379,15 +379,7 @@ async fn replicas_table(windows: u32) -> Result<()> {
     println!("|---|---|---|---|---|---|");
     for replicas in [1, 2, 4, 8, 16] {
         let fleet = replicas::backlogged(replicas, windows).await?;
-        println!(
-            "| {} | {:.1} % | {} | {} | {} | {:.1} s |",
-            fleet.replicas,
-            100.0 * fleet.share_of_budget(windows),
-            fleet.refused,
-            fleet.failed,
-            ms(fleet.p99),
-            fleet.wall.as_secs_f64()
-        );
+        println!("{}", fleet.row(windows));
     }
     Ok(())
 }

@@ -18,25 +18,37 @@ use super::{QUOTA, Result, WINDOW, client, emulator};
 /// Sends outstanding at once for each replica's backlog.
 const BACKLOG: usize = 1_000;
 
-/// What K replicas did over the run.
+/// What K replicas did over the run: messages landed within it, the 429s
+/// they saw (971: a block, or a call refused during one), the sends that
+/// failed (a block outlasting the send timeout), the 99th percentile of the
+/// time from `send` to its outcome, and the wall time the run took.
 pub(crate) struct Fleet {
-    pub(crate) replicas: usize,
-    /// Messages that landed within the run, all replicas together.
-    pub(crate) landed: u64,
-    /// 429 answers the replicas saw (971: a block, or a call refused during one).
-    pub(crate) refused: u64,
-    /// Sends that failed (a block outlasting the send timeout).
-    pub(crate) failed: u64,
-    /// The 99th percentile of the time from `send` to its outcome.
-    pub(crate) p99: Duration,
-    pub(crate) wall: Duration,
+    replicas: usize,
+    landed: u64,
+    refused: u64,
+    failed: u64,
+    p99: Duration,
+    wall: Duration,
 }
 
 impl Fleet {
     /// The share of the token's budget (requests over the run's windows)
     /// that landed, in full batches of 100.
-    pub(crate) fn share_of_budget(&self, windows: u32) -> f64 {
+    fn share_of_budget(&self, windows: u32) -> f64 {
         self.landed as f64 / 100.0 / (QUOTA * u64::from(windows)) as f64
+    }
+
+    /// The table's row.
+    pub(crate) fn row(&self, windows: u32) -> String {
+        format!(
+            "| {} | {:.1} % | {} | {} | {} ms | {:.1} s |",
+            self.replicas,
+            100.0 * self.share_of_budget(windows),
+            self.refused,
+            self.failed,
+            self.p99.as_millis(),
+            self.wall.as_secs_f64()
+        )
     }
 }
 
