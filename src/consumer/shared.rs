@@ -296,9 +296,7 @@ impl ConsumerState {
         if error.refused_by_queue() {
             add(&self.counters.refused_by_queue, 1);
             share.refused(reserved, error.retry_after());
-            self.counters
-                .pace
-                .store(self.pulled_share.pace() as u64, Ordering::Relaxed);
+            self.note_pace();
         } else if error.codes().contains(&codes::API_RATE_LIMITED) {
             add(&self.counters.refused_by_token, 1);
         }
@@ -308,10 +306,15 @@ impl ConsumerState {
     /// to wait before sending it.
     pub(crate) fn reserve_pull(&self, n: usize) -> Duration {
         let wait = self.pulled_share.reserve(n);
+        self.note_pace();
+        wait
+    }
+
+    /// Keeps the pulled share's pace where the monitor reads it.
+    fn note_pace(&self) {
         self.counters
             .pace
             .store(self.pulled_share.pace() as u64, Ordering::Relaxed);
-        wait
     }
 
     pub(crate) fn send_settlement(&self, key: u64, action: Action) {

@@ -156,6 +156,17 @@ pub fn spawn_sends(producer: &Producer, messages: Vec<Message>) -> Vec<Sending> 
     messages.into_iter().map(send).collect()
 }
 
+/// Sends `count` text messages one `every` apart (on paused time: a steady
+/// offered load), each in a task of its own.
+pub async fn sends_every(producer: &Producer, count: usize, every: Duration) -> Vec<Sending> {
+    let mut sends = Vec::with_capacity(count);
+    for i in 0..count {
+        sends.push(tokio::spawn(producer.send(Message::text(format!("m{i}")))));
+        tokio::time::sleep(every).await;
+    }
+    sends
+}
+
 /// Waits for every send, each of which must land.
 pub async fn all_landed(sends: Vec<Sending>) {
     for send in sends {

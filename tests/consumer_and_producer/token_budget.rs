@@ -14,6 +14,8 @@ use cf_queues_emulator::{EmulatorHandle, Fault, Latency, Operation, RateLimitMod
 use cf_queues_testkit::clients::texts;
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_clock, emulator_with};
 use futures_util::future::join_all;
+
+use crate::support::{all_landed, sends_every};
 use tokio::time::Instant;
 
 const BLOCK: Duration = Duration::from_secs(300);
@@ -161,15 +163,9 @@ async fn the_producer_fills_its_batch_while_it_waits_for_the_budget() {
     let producer = Producer::builder(queue(&paced, "steady"))
         .build()
         .expect("settings");
-    let mut sends = Vec::new();
     // 20 messages a second for 30 s, each lingering 5 ms only.
-    for i in 0..600 {
-        sends.push(tokio::spawn(producer.send(Message::text(format!("m{i}")))));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    for send in sends {
-        send.await.expect("task").expect("landed, never refused");
-    }
+    let sends = sends_every(&producer, 600, Duration::from_millis(50)).await;
+    all_landed(sends).await;
     let stats = producer.close().await;
     assert_eq!((stats.landed, stats.throttled), (600, 0));
     // 600 one-message batches without filling; the budget allows about 56.
@@ -185,15 +181,9 @@ async fn the_producer_fills_its_batch_while_it_waits_for_a_slot() {
         .max_concurrent_batches(1)
         .build()
         .expect("settings");
-    let mut sends = Vec::new();
     // A message every 10 ms, one batch in flight for 100 ms at a time.
-    for i in 0..200 {
-        sends.push(tokio::spawn(producer.send(Message::text(format!("m{i}")))));
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    for send in sends {
-        send.await.expect("task").expect("landed");
-    }
+    let sends = sends_every(&producer, 200, Duration::from_millis(10)).await;
+    all_landed(sends).await;
     let stats = producer.close().await;
     assert_eq!(stats.landed, 200);
     // Each batch fills for the whole round trip of the one before: about
