@@ -85,7 +85,6 @@ impl Bucket {
 
     /// Changes the rate (and the burst) from `now` on; what was refilled
     /// until then was refilled at the old rate.
-    #[cfg(feature = "consumer")]
     pub(crate) fn set_rate(&mut self, per_second: f64, capacity: f64, now: Instant) {
         self.refill(now);
         self.per_second = per_second;

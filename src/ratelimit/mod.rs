@@ -3,6 +3,7 @@
 //! client-side limits a user may add ([`RateLimits`], the buckets below).
 
 mod bucket;
+mod fleet;
 mod headers;
 mod pacer;
 #[cfg(feature = "consumer")]
@@ -13,7 +14,7 @@ use bucket::Bucket;
 pub(crate) use share::Share;
 
 pub(crate) use headers::Figures;
-pub use pacer::{BURST_PER_CENT, MARGIN_PER_CENT};
+pub use pacer::{BURST_PER_CENT, MARGIN_PER_CENT, TokenBudget};
 pub(crate) use pacer::{Denied, Pacer, Pass};
 
 use std::collections::HashMap;
@@ -45,10 +46,14 @@ use tokio::time::Instant;
 /// - waits while a 429 with code 971 asked it to (its `Retry-After`).
 ///
 /// A client that follows them never exceeds the window on its own. Clones of
-/// a client share its pacing; two clients built separately, or clients in
-/// other processes using the same token, pace apart and coordinate only
-/// through `r`, which they can overrun together: give each process a token
-/// of its own, or one client cloned. A server that sends no such headers is
+/// a client share its pacing. Clients built separately, or in other
+/// processes (replicas of one service) using the same token, each read in
+/// `r` what the others spend (the window counts the whole token's calls)
+/// and keep to their share of the room it leaves, with no coordinator and
+/// no setting: measured for up to 16 replicas without a block (the
+/// producer's docs, feature `producer`, say how and with what figures;
+/// more replicas than that, or a window much shorter than Cloudflare's,
+/// want a token per group of replicas). A server that sends no such headers is
 /// not paced (a missing header means no information, not zero); when it
 /// starts sending them (limits switched back on), its own count (`r`)
 /// says what is spent, not the calls this client sent while it did not

@@ -15,7 +15,8 @@
 //!   answer (the one sent last) sets it. Past the cap, nothing goes until
 //!   a new answer raises it or `t` passes, after which one call goes to
 //!   learn the new figures. Each cap is sound on its own while this client
-//!   is the credential's only user.
+//!   is the credential's only user (the third rule, below, is for when
+//!   it is not).
 //! - **At most q/w per second on average, a few per cent below the window.**
 //!   A token bucket of [`BURST_PER_CENT`] of the quota that refills so that
 //!   the burst plus a window's refill is the quota less [`MARGIN_PER_CENT`]:
@@ -23,6 +24,16 @@
 //!   is never stopped by the window (as one that spent its quota in a burst
 //!   would be for the rest of it), and the margin absorbs the difference
 //!   between when a call is sent and when the server counts it.
+//!
+//! A third rule applies when other users of the token spend too (other
+//! processes, replicas of the same service): **only this client's share of
+//! what the window has room for**. How `r` moves between this client's own
+//! answers shows what the rest of the token spends; the share and the room
+//! that leaves are worked out in `fleet.rs`. The share is a pace of its own,
+//! a bucket of one call (no burst from stale figures), with the calls on
+//! their way bounded by what that pace sends in two round trips; when the
+//! window has no room for one call of the share, nothing goes until, by the
+//! calls the window's history says leave it, it has.
 //!
 //! When the bucket is built (the first `Ratelimit-Policy`, or the first
 //! after the figures were forgotten), it starts short of the calls that can
@@ -64,6 +75,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::Bucket;
+use super::fleet::Fleet;
 use super::headers::{self, Figures, Policy};
 use crate::codes;
 use crate::time::after;
@@ -85,6 +97,12 @@ const UNKNOWN_RESET: Duration = Duration::from_secs(1);
 /// The longest wait the pacer computes: a server figure beyond it (a `t`
 /// of years) is taken as this, which is still "exhausted" to every caller.
 const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// The calls the pacer keeps below a quota: [`MARGIN_PER_CENT`] of it, at
+/// least one.
+fn margin(quota: f64) -> f64 {
+    (quota * MARGIN_PER_CENT / 100.0).ceil().max(1.0)
+}
 
 /// `wait` after `now`, the wait capped at [`LONGEST_WAIT`].
 fn later(now: Instant, wait: Duration) -> Instant {
@@ -116,6 +134,36 @@ struct State {
     /// figures (the server did not limit it): a policy announced later
     /// counts only the calls after it.
     forgotten: u64,
+    /// What the token's other users spend, and this client's share.
+    fleet: Option<Fleet>,
+    /// The pace of this client's share, while it sees others spend:
+    /// a bucket of one call, so no burst comes from stale figures.
+    share: Option<Bucket>,
+    /// The round trip of counted calls, smoothed.
+    round_trip: Option<f64>,
+    /// The freshest answer's `r`, as the token's figures last seen.
+    remaining: Option<u64>,
+}
+
+/// The token's budget as a client last saw it, and the share of it the
+/// client allows itself; see
+/// [`ProducerStats::token_budget`](crate::producer::ProducerStats::token_budget).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct TokenBudget {
+    /// Requests per window (`q` of `Ratelimit-Policy`).
+    pub quota: u64,
+    /// The window (`w`).
+    pub window: Duration,
+    /// Requests the token had left, by the freshest answer (`r`).
+    pub remaining: Option<u64>,
+    /// The part of the token's calls that are this client's, over the
+    /// last 0.4 of the window, once two answers showed it.
+    pub share: Option<f64>,
+    /// The calls a second this client allows itself from its share, while
+    /// it sees other users of the token spend; `None` when it sees itself
+    /// alone (then it paces to the whole budget).
+    pub pace: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -138,7 +186,7 @@ struct Paced {
 impl Paced {
     fn new(policy: Policy, now: Instant) -> Paced {
         let quota = policy.quota as f64;
-        let aim = (quota - (quota * MARGIN_PER_CENT / 100.0).ceil().max(1.0)).max(1.0);
+        let aim = (quota - margin(quota)).max(1.0);
         let burst = (quota * BURST_PER_CENT / 100.0).floor().clamp(1.0, aim);
         // A quota of a request or two leaves no room for a burst and a
         // refill: the refill wins, and the cap on `r` stays the guard.
@@ -188,6 +236,7 @@ pub(crate) enum Denied {
 pub(crate) struct Pass {
     pacer: Arc<Pacer>,
     counted: bool,
+    sent_at: Instant,
     basis: u64,
     in_flight_before: u64,
     done: bool,
@@ -196,6 +245,20 @@ pub(crate) struct Pass {
 impl Pacer {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The token's figures as last seen, once a policy was.
+    #[cfg(feature = "producer")]
+    pub(crate) fn token_budget(&self) -> Option<TokenBudget> {
+        let state = self.lock();
+        let paced = state.bucket.as_ref()?;
+        Some(TokenBudget {
+            quota: paced.policy.quota,
+            window: paced.policy.window,
+            remaining: state.remaining,
+            share: state.fleet.as_ref().and_then(Fleet::share),
+            pace: state.share.map(|bucket| bucket.per_second),
+        })
     }
 
     /// Lets one call through now, or says how long it must wait. A call
@@ -210,6 +273,7 @@ impl Pacer {
         Ok(Pass {
             pacer: Arc::clone(self),
             counted,
+            sent_at: now,
             basis: state.sent,
             in_flight_before,
             done: false,
@@ -300,7 +364,57 @@ impl State {
                 });
             }
         }
+        if let Some(at) = self.fleet.as_ref().and_then(Fleet::hold_until)
+            && at > now
+        {
+            return Err(Wait::Until { at, server: false });
+        }
+        if let Some(share) = &mut self.share {
+            // Calls on their way within the share too: what a round trip
+            // at its pace sends, twice over for the round trip's jitter.
+            let round_trip = self.round_trip.unwrap_or(0.0);
+            let allowed = (share.per_second * round_trip * 2.0).ceil().max(1.0);
+            if self.in_flight as f64 >= allowed {
+                return Err(Wait::Answer);
+            }
+            let wait = share.wait_for(1.0, now);
+            if !wait.is_zero() {
+                return Err(Wait::Until {
+                    at: later(now, wait),
+                    server: false,
+                });
+            }
+        }
         Ok(())
+    }
+
+    /// Reads the fleet's spending from an answer the server counted at
+    /// `at` that left `remaining`, and sets this client's share from it.
+    fn observe_fleet(&mut self, at: Instant, remaining: u64, own: bool, now: Instant) {
+        let Some(paced) = &self.bucket else {
+            return;
+        };
+        let policy = paced.policy;
+        let fleet = self.fleet.get_or_insert_with(|| {
+            Fleet::new(
+                policy.quota,
+                policy.window,
+                margin(policy.quota as f64),
+                now,
+            )
+        });
+        if own {
+            fleet.sent(at);
+        }
+        fleet.observe(at, policy.quota.saturating_sub(remaining));
+        self.share = match (fleet.pace(), self.share.take()) {
+            (None, _) => None,
+            (Some(pace), Some(mut bucket)) => {
+                bucket.set_rate(pace, 1.0, now);
+                Some(bucket)
+            }
+            (Some(pace), None) => Some(Bucket::full(1.0, pace, now)),
+        };
     }
 
     fn take(&mut self, now: Instant) {
@@ -308,6 +422,9 @@ impl State {
         self.in_flight += 1;
         if let Some(paced) = &mut self.bucket {
             paced.bucket.reserve(1.0, now);
+        }
+        if let Some(share) = &mut self.share {
+            share.reserve(1.0, now);
         }
     }
 }
@@ -353,6 +470,8 @@ impl Pass {
                         }
                     }
                     *bucket = Some(fresh);
+                    state.fleet = None;
+                    state.share = None;
                 }
             }
         }
@@ -360,6 +479,9 @@ impl Pass {
         if silent && status.is_success() && state.cap.is_none_or(|cap| self.basis >= cap.basis) {
             state.cap = None;
             state.bucket = None;
+            state.fleet = None;
+            state.share = None;
+            state.remaining = None;
             // The calls sent up to this one were answered by a server
             // that said nothing of a limit: a policy announced later does
             // not count them.
@@ -393,6 +515,20 @@ impl Pass {
                     .saturating_sub(self.in_flight_before),
                 reset_at: later(now, reset),
             });
+        }
+        if self.counted {
+            let took = now.saturating_duration_since(self.sent_at).as_secs_f64();
+            state.round_trip = Some(state.round_trip.map_or(took, |rtt| 0.8 * rtt + 0.2 * took));
+        }
+        if let Some(quota) = figures.quota
+            && !blocked
+        {
+            if state.cap.is_none_or(|cap| self.basis >= cap.basis) {
+                state.remaining = Some(quota.remaining);
+            }
+            // The server counted the call about half way through its round trip.
+            let at = self.sent_at + now.saturating_duration_since(self.sent_at) / 2;
+            state.observe_fleet(at, quota.remaining, self.counted, now);
         }
         if blocked && let Some(asked) = asked {
             let until = later(now, asked);
