@@ -8,9 +8,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `live_counters!(Counters => Snapshot { a, b })` declares `Counters`, one
-/// `AtomicU64` per field, and `Counters::snapshot() -> Snapshot`.
+/// `AtomicU64` per field, and `Counters::snapshot() -> Snapshot`. Fields
+/// after `;` (`{ a, b; c }`) are the snapshot's that the caller fills in
+/// (their `Default` in the counters' snapshot).
 macro_rules! live_counters {
-    ($(#[$meta:meta])* $name:ident => $snapshot:ident { $($field:ident),* $(,)? }) => {
+    ($(#[$meta:meta])* $name:ident => $snapshot:ident { $($field:ident),* $(,)? $(; $($filled:ident),* $(,)?)? }) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
         pub(crate) struct $name {
@@ -23,6 +25,7 @@ macro_rules! live_counters {
             pub(crate) fn snapshot(&self) -> $snapshot {
                 $snapshot {
                     $($field: self.$field.load(std::sync::atomic::Ordering::Relaxed),)*
+                    $($($filled: Default::default(),)*)?
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! a slot and the API budget are there, filling it meanwhile.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -115,6 +115,7 @@ async fn ready(
     permits: Arc<Semaphore>,
     client: Client,
     queue_id: Arc<str>,
+    budget_wait: Arc<AtomicU64>,
 ) -> Option<Ready> {
     flow.slot().await;
     let permit = permits.acquire_owned().await.ok()?;
@@ -128,10 +129,36 @@ async fn ready(
         }
     }
     let pass = match client.pacer() {
-        Some(pacer) => Some(pacer.admit(true, None, Duration::MAX).await.ok()?),
+        Some(pacer) => {
+            let _waiting = Waiting::since_now(&budget_wait);
+            Some(pacer.admit(true, None, Duration::MAX).await.ok()?)
+        }
         None => None,
     };
     Some((permit, pass))
+}
+
+/// Adds the time from its making to its drop, in microseconds, to a
+/// counter: a wait that ends, or is dropped, is counted either way.
+struct Waiting<'a> {
+    since: Instant,
+    total: &'a AtomicU64,
+}
+
+impl Waiting<'_> {
+    fn since_now(total: &AtomicU64) -> Waiting<'_> {
+        Waiting {
+            since: Instant::now(),
+            total,
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let waited = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
+        add(self.total, waited);
+    }
 }
 
 /// The producer's task: owns the buffer's receiving end and the open batch.
@@ -147,6 +174,8 @@ pub(super) struct Worker {
     pub(super) max_batches: u32,
     pub(super) send_timeout: Duration,
     pub(super) counters: Arc<ProducerCounters>,
+    /// Microseconds batches waited for the token's budget.
+    pub(super) budget_wait: Arc<AtomicU64>,
     /// A batch closed by a message that did not fit in it; it goes first.
     pub(super) sealed: Option<PlannedBatch<Taken>>,
     /// When the open batch's linger ends (`None`: never, or no batch).
@@ -189,6 +218,7 @@ impl Worker {
                 Arc::clone(&self.permits),
                 self.queue.client().clone(),
                 Arc::clone(&self.queue_id),
+                Arc::clone(&self.budget_wait),
             );
             tokio::select! {
                 biased;
@@ -280,6 +310,7 @@ impl Worker {
         self.flow.in_flight.fetch_add(1, Ordering::AcqRel);
         let queue = self.queue.clone();
         let counters = Arc::clone(&self.counters);
+        let budget_wait = Arc::clone(&self.budget_wait);
         let flow = Arc::clone(&self.flow);
         let span = tracing::info_span!(
             "send",
@@ -296,6 +327,7 @@ impl Worker {
                 let sending = Sending {
                     queue: &queue,
                     counters: &counters,
+                    budget_wait: &budget_wait,
                     flow: &flow,
                     deadline,
                     timeout,
@@ -331,6 +363,7 @@ impl Worker {
 struct Sending<'a> {
     queue: &'a Queue,
     counters: &'a ProducerCounters,
+    budget_wait: &'a AtomicU64,
     flow: &'a Flow,
     /// When its oldest message's send timeout passes (`None`: never).
     deadline: Option<Instant>,
@@ -398,8 +431,15 @@ impl Sending<'_> {
                 %error,
                 "a batch refused for the rate is held and sent again"
             );
-            tokio::time::sleep(wait).await;
+            {
+                // A block of the token (971) is a wait for its budget; the
+                // queue's rate (10250) is not.
+                let _waiting =
+                    refused_for_budget(&error).then(|| Waiting::since_now(self.budget_wait));
+                tokio::time::sleep(wait).await;
+            }
             if let Some(pacer) = self.queue.client().pacer() {
+                let _waiting = Waiting::since_now(self.budget_wait);
                 match pacer.admit(true, self.deadline, Duration::MAX).await {
                     Ok(admitted) => pass = Some(admitted),
                     Err(_) => return Err(timed_out(error)),
@@ -407,6 +447,12 @@ impl Sending<'_> {
             }
         }
     }
+}
+
+/// A refusal for the token's budget: a 429 with code 971, or a call the
+/// pacer held back.
+fn refused_for_budget(error: &Error) -> bool {
+    matches!(error, Error::RateLimited { .. }) || error.codes().contains(&codes::API_RATE_LIMITED)
 }
 
 /// A refusal that says nothing landed and that a later attempt may pass:
