@@ -11,6 +11,7 @@ mod consumer_lifecycle;
 mod producer;
 mod producer_refusals;
 mod replicas;
+mod replicas_on_one_token;
 mod support;
 mod token_budget;
 
