@@ -6,14 +6,16 @@
 
 use std::time::Duration;
 
+use cf_queues::Message;
 use cf_queues::producer::{Producer, ProducerStats};
 use cf_queues::ratelimit::RateLimits;
-use cf_queues::{Client, Message};
 use cf_queues_emulator::{Emulator, EmulatorClock, EmulatorHandle, Latency, RateLimitModel};
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::support::client;
 
 const WINDOW: Duration = Duration::from_secs(300);
 const QUOTA: u64 = 1_200;
@@ -31,15 +33,6 @@ async fn emulator(model: Option<RateLimitModel>) -> EmulatorHandle {
         None => emulator,
     };
     emulator.start().await.expect("emulator")
-}
-
-fn client(emulator: &EmulatorHandle, limits: RateLimits) -> Client {
-    emulator
-        .client_builder()
-        .expect("builder")
-        .rate_limits(limits)
-        .build()
-        .expect("client")
 }
 
 /// A backlogged producer of its own client from `from` to `until` (after
@@ -99,12 +92,7 @@ async fn replicas_coming_and_going_never_start_a_block() {
         // One joins a fleet already spending the whole budget ...
         replica(&emulator, paced, Duration::from_secs(100), run),
         // ... and one leaves it: the others take up its share.
-        replica(
-            &emulator,
-            paced,
-            Duration::ZERO,
-            Duration::from_secs(450),
-        ),
+        replica(&emulator, paced, Duration::ZERO, Duration::from_secs(450)),
     ];
     let (share, refused, stats) = fleet(replicas, 3).await;
     assert_eq!(refused, 0, "no 971: {stats:#?}");

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cf_queues::producer::{Producer, ProducerError};
+use cf_queues::ratelimit::RateLimits;
 use cf_queues::response::PushReceipt;
-use cf_queues::{Message, Queue};
+use cf_queues::{Client, Message, Queue};
 use cf_queues_emulator::EmulatorHandle;
 use cf_queues_testkit::clients::{push_texts, queue, texts};
 use cf_queues_testkit::emulators::emulator;
@@ -204,4 +205,16 @@ pub async fn handed_over(producer: &Producer, count: usize, accepted: u64) -> Ve
     let sends = spawn_sends(producer, texts(count));
     until("taken", || producer.stats().accepted == accepted).await;
     sends
+}
+
+/// A client with reqwest's pool timeout (90 s), shorter than the
+/// emulator's idle timeout (120 s), so that a block waited out on paused
+/// time never meets a connection the emulator closed.
+pub fn client(emulator: &EmulatorHandle, limits: RateLimits) -> Client {
+    emulator
+        .client_builder()
+        .expect("builder")
+        .rate_limits(limits)
+        .build()
+        .expect("client")
 }

@@ -15,7 +15,7 @@ use cf_queues_testkit::clients::texts;
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_clock, emulator_with};
 use futures_util::future::join_all;
 
-use crate::support::{all_landed, sends_every};
+use crate::support::{all_landed, client, sends_every};
 use tokio::time::Instant;
 
 const BLOCK: Duration = Duration::from_secs(300);
@@ -25,18 +25,6 @@ const BLOCK: Duration = Duration::from_secs(300);
 async fn limited(requests: u32, window: Duration) -> EmulatorHandle {
     let model = RateLimitModel::cloudflare().per_credential(requests, window, BLOCK);
     emulator_on_tokio_clock(1_700_000_000_000, |e| e.rate_limits(model)).await
-}
-
-/// A client with reqwest's pool timeout (90 s), shorter than the
-/// emulator's idle timeout (120 s), so that a block waited out on paused
-/// time never meets a connection the emulator closed.
-fn client(emulator: &EmulatorHandle, limits: RateLimits) -> Client {
-    emulator
-        .client_builder()
-        .expect("builder")
-        .rate_limits(limits)
-        .build()
-        .expect("client")
 }
 
 fn queue(client: &Client, id: &str) -> Queue {
