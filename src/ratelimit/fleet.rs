@@ -359,9 +359,10 @@ impl Fleet {
             .fold(aim / self.window, f64::min)
             .max(0.0);
         // No room for one call of this process's share now (every replica
-        // may make one on the same figures): none goes until enough calls
-        // leave the window, by the history, or the horizon passes; then
-        // one goes, and its answer says more.
+        // may make one on the same figures): none goes until, by the
+        // history, enough calls have left the window (at most a window
+        // from now, when all of them have); then one goes, and its answer
+        // says more.
         let mine = 1.0 / share;
         self.hold = match free.first() {
             Some((_, now)) if *now < mine => Some(t + self.opens(t, aim - count, mine) - self.bin),
