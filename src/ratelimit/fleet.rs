@@ -211,8 +211,8 @@ impl Fleet {
     }
 
     /// The calls leaving the window in `(from, to]`, by the history: what
-    /// the window held at the first answer leaves evenly over `w` after
-    /// it; every later call `w` after it came, a window of bins earlier.
+    /// the window held at the first answer as it came (see below), `w`
+    /// later; every later call `w` after it came, a window of bins earlier.
     fn departures(&self, from: f64, to: f64) -> f64 {
         let Some((first_at, first_count)) = self.first else {
             return 0.0;
@@ -239,20 +239,15 @@ impl Fleet {
             .sum()
     }
 
-    /// How long after `t` the window has room for `calls` more, with
-    /// `room` now, by the calls the history says leave it: at most a
-    /// window, by when every call now in it has left.
-    fn opens(&self, t: f64, room: f64, calls: f64) -> f64 {
-        let mut free = room;
-        let bins = BINS_PER_WINDOW as u32;
-        for n in 1..=bins {
+    /// Bin by bin after `t`, up to a window: how far ahead, and the room
+    /// the window has by then, `room` now plus the calls the history says
+    /// will have left it.
+    fn room_ahead(&self, t: f64, room: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
+        (1..=BINS_PER_WINDOW as u32).scan(room, move |free, n| {
             let (from, to) = (f64::from(n - 1) * self.bin, f64::from(n) * self.bin);
-            free += self.departures(t + from, t + to);
-            if free >= calls {
-                return to;
-            }
-        }
-        self.window
+            *free += self.departures(t + from, t + to);
+            Some((to, *free))
+        })
     }
 
     /// Drops the bins older than any figure needs: `w` for departures
@@ -344,17 +339,10 @@ impl Fleet {
         let aim = (self.quota - margin).max(1.0);
         // Calls leave the window when they leave it, not evenly: every
         // point of the horizon must keep the window under the aim.
-        let horizon = self.window * HORIZON;
-        let steps = (horizon / self.bin).ceil().clamp(1.0, 1_000.0) as u32;
-        let step = horizon / f64::from(steps);
-        let free: Vec<(f64, f64)> = (1..=steps)
-            .map(|n| {
-                let ahead = step * f64::from(n);
-                (ahead, aim - count + self.departures(t, t + ahead))
-            })
-            .collect();
-        let room = free
-            .iter()
+        let horizon_bins = (HORIZON * BINS_PER_WINDOW).round() as usize;
+        let room = self
+            .room_ahead(t, aim - count)
+            .take(horizon_bins)
             .map(|(ahead, free)| free / ahead)
             .fold(aim / self.window, f64::min)
             .max(0.0);
@@ -364,9 +352,17 @@ impl Fleet {
         // from now, when all of them have); then one goes, and its answer
         // says more.
         let mine = 1.0 / share;
-        self.hold = match free.first() {
-            Some((_, now)) if *now < mine => Some(t + self.opens(t, aim - count, mine) - self.bin),
-            _ => None,
+        self.hold = {
+            let mut ahead = self.room_ahead(t, aim - count);
+            match ahead.next() {
+                Some((_, now)) if now < mine => {
+                    let opens = ahead
+                        .find(|(_, free)| *free >= mine)
+                        .map_or(self.window, |(ahead, _)| ahead);
+                    Some(t + opens - self.bin)
+                }
+                _ => None,
+            }
         };
         let target = room * (share * (1.0 + PROBE) + FAIR);
         let before = self.pace.unwrap_or(aim / self.window);

@@ -138,7 +138,7 @@ struct State {
     fleet: Option<Fleet>,
     /// The pace of this client's share, while it sees others spend:
     /// a bucket of one call, so no burst comes from stale figures.
-    share: Option<Bucket>,
+    fleet_pace: Option<Bucket>,
     /// The round trip of counted calls, smoothed.
     round_trip: Option<f64>,
     /// The freshest answer's `r`, as the token's figures last seen.
@@ -257,7 +257,7 @@ impl Pacer {
             window: paced.policy.window,
             remaining: state.remaining,
             share: state.fleet.as_ref().and_then(Fleet::share),
-            pace: state.share.map(|bucket| bucket.per_second),
+            pace: state.fleet_pace.map(|bucket| bucket.per_second),
         })
     }
 
@@ -369,15 +369,15 @@ impl State {
         {
             return Err(Wait::Until { at, server: false });
         }
-        if let Some(share) = &mut self.share {
+        if let Some(pace) = &mut self.fleet_pace {
             // Calls on their way within the share too: what a round trip
             // at its pace sends, twice over for the round trip's jitter.
             let round_trip = self.round_trip.unwrap_or(0.0);
-            let allowed = (share.per_second * round_trip * 2.0).ceil().max(1.0);
+            let allowed = (pace.per_second * round_trip * 2.0).ceil().max(1.0);
             if self.in_flight as f64 >= allowed {
                 return Err(Wait::Answer);
             }
-            let wait = share.wait_for(1.0, now);
+            let wait = pace.wait_for(1.0, now);
             if !wait.is_zero() {
                 return Err(Wait::Until {
                     at: later(now, wait),
@@ -407,7 +407,7 @@ impl State {
             fleet.sent(at);
         }
         fleet.observe(at, policy.quota.saturating_sub(remaining));
-        self.share = match (fleet.pace(), self.share.take()) {
+        self.fleet_pace = match (fleet.pace(), self.fleet_pace.take()) {
             (None, _) => None,
             (Some(pace), Some(mut bucket)) => {
                 bucket.set_rate(pace, 1.0, now);
@@ -423,8 +423,8 @@ impl State {
         if let Some(paced) = &mut self.bucket {
             paced.bucket.reserve(1.0, now);
         }
-        if let Some(share) = &mut self.share {
-            share.reserve(1.0, now);
+        if let Some(pace) = &mut self.fleet_pace {
+            pace.reserve(1.0, now);
         }
     }
 }
@@ -471,7 +471,7 @@ impl Pass {
                     }
                     *bucket = Some(fresh);
                     state.fleet = None;
-                    state.share = None;
+                    state.fleet_pace = None;
                 }
             }
         }
@@ -480,7 +480,7 @@ impl Pass {
             state.cap = None;
             state.bucket = None;
             state.fleet = None;
-            state.share = None;
+            state.fleet_pace = None;
             state.remaining = None;
             // The calls sent up to this one were answered by a server
             // that said nothing of a limit: a policy announced later does
