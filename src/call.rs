@@ -94,7 +94,9 @@ impl Call<'_> {
             queue_id = %self.queue_id,
             attempts = tracing::field::Empty,
         );
-        async {
+        #[cfg(feature = "metrics")]
+        let started = Instant::now();
+        let result = async {
             let ends = self.deadline.and_then(|d| Instant::now().checked_add(d));
             let mut first_pass = self.first_pass.take();
             self.throttle(ends).await?;
@@ -104,6 +106,11 @@ impl Call<'_> {
                 attempt += 1;
                 let outcome = self.attempt(attempt, ends, first_pass.take(), send()).await;
                 tracing::Span::current().record("attempts", attempt);
+                #[cfg(feature = "metrics")]
+                if !matches!(outcome, Err(Error::RateLimited { .. })) {
+                    // A pacer's refusal sent nothing: not a request.
+                    crate::metrics::attempt(self.operation, self.queue_id, outcome.as_ref().err());
+                }
                 let error = match outcome {
                     Ok(result) => return Ok(result),
                     Err(error) => error.after(last_error.take()),
@@ -140,7 +147,15 @@ impl Call<'_> {
             }
         }
         .instrument(span)
-        .await
+        .await;
+        #[cfg(feature = "metrics")]
+        crate::metrics::call(
+            self.operation,
+            self.queue_id,
+            started.elapsed(),
+            result.as_ref().err(),
+        );
+        result
     }
 
     async fn attempt<E, Fut>(
@@ -167,6 +182,10 @@ impl Call<'_> {
             }
             // The figures are read before the answer is consumed: three
             // numbers, not a copy of its headers.
+            #[cfg(feature = "metrics")]
+            if let Some(quota) = Figures::read(&exchange.headers).quota {
+                crate::metrics::token_remaining(quota.remaining);
+            }
             let answer = pass.and_then(|pass| {
                 exchange
                     .status

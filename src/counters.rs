@@ -2,46 +2,244 @@
 //! atomic per field of a public snapshot type ([`Summary`],
 //! [`ProducerStats`]), generated here once for both.
 //!
+//! The same counters feed the `metrics` feature: a field may name the
+//! metric it is recorded as, and then every change to it goes to that
+//! metric too (the handle is taken when the counters are made, once per
+//! consumer or producer, so a record is an increment on a handle, never a
+//! lookup). Without the feature, or for a field that names none, a counter
+//! is its atomic alone.
+//!
 //! [`Summary`]: crate::consumer::Summary
 //! [`ProducerStats`]: crate::producer::ProducerStats
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `live_counters!(Counters => Snapshot { a, b })` declares `Counters`, one
-/// `AtomicU64` per field, and `Counters::snapshot() -> Snapshot`. Fields
-/// after `;` (`{ a, b; c }`) are the snapshot's that the caller fills in
-/// (their `Default` in the counters' snapshot).
+/// `live_counters!(Counters => Snapshot { tallies { a, b: counter("name",
+/// "label" = "value"), c: gauge("name") } filled { d } figures { e:
+/// histogram("name", "label" = "value"), f: gauge("name") } })` declares
+/// `Counters`, one [`Tally`] per tally (recorded as the metric it names,
+/// labelled with the queue), one [`Figure`] per figure (a metric without a
+/// snapshot's field), `Counters::new(queue_id)` and
+/// `Counters::snapshot() -> Snapshot`. The `filled` fields are the
+/// snapshot's that the caller fills in (their `Default` in the counters'
+/// snapshot).
 macro_rules! live_counters {
-    ($(#[$meta:meta])* $name:ident => $snapshot:ident { $($field:ident),* $(,)? $(; $($filled:ident),* $(,)?)? }) => {
+    (
+        $(#[$meta:meta])* $name:ident => $snapshot:ident {
+            tallies {
+                $($field:ident $(: $kind:ident($metric:literal $(, $lk:literal = $lv:literal)*))?),* $(,)?
+            }
+            $(filled { $($filled:ident),* $(,)? })?
+            $(figures {
+                $($figure:ident: $fkind:ident($fname:literal $(, $fk:literal = $fv:literal)*)),* $(,)?
+            })?
+        }
+    ) => {
         $(#[$meta])*
         #[derive(Debug, Default)]
         pub(crate) struct $name {
-            $(pub(crate) $field: std::sync::atomic::AtomicU64,)*
+            $(pub(crate) $field: $crate::counters::Tally,)*
+            $($(pub(crate) $figure: $crate::counters::Figure,)*)?
         }
 
         impl $name {
+            /// The counters of a component working on queue `queue_id`
+            /// (the metrics' `messaging.destination.name`).
+            pub(crate) fn new(queue_id: &str) -> $name {
+                $name {
+                    $($field: $crate::counters::Tally::new(
+                        queue_id,
+                        $crate::counters::live_counters!(@spec $($kind($metric $(, $lk = $lv)*))?),
+                    ),)*
+                    $($($figure: $crate::counters::Figure::new(
+                        queue_id,
+                        $crate::counters::FigureKind::$fkind,
+                        $fname,
+                        &[$(($fk, $fv)),*],
+                    ),)*)?
+                }
+            }
+
             /// Every counter as it is now (each read on its own: a
             /// snapshot taken while the counters move need not add up).
             pub(crate) fn snapshot(&self) -> $snapshot {
                 $snapshot {
-                    $($field: self.$field.load(std::sync::atomic::Ordering::Relaxed),)*
+                    $($field: self.$field.get(),)*
                     $($($filled: Default::default(),)*)?
                 }
             }
         }
     };
+    (@spec) => { None };
+    (@spec $kind:ident($metric:literal $(, $lk:literal = $lv:literal)*)) => {
+        Some($crate::counters::Spec {
+            kind: $crate::counters::Kind::$kind,
+            name: $metric,
+            labels: &[$(($lk, $lv)),*],
+        })
+    };
 }
 pub(crate) use live_counters;
 
+/// What a [`Tally`] is recorded as.
+#[derive(Debug, Clone, Copy)]
+#[allow(non_camel_case_types)] // The macro's words: `counter("…")`, `gauge("…")`.
+pub(crate) enum Kind {
+    /// Only ever added to: a count since the start.
+    counter,
+    /// A level that goes up and down (or is set).
+    gauge,
+}
+
+/// The metric a [`Tally`] is recorded as: its kind, name and the labels
+/// besides the queue's.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) struct Spec {
+    pub(crate) kind: Kind,
+    pub(crate) name: &'static str,
+    pub(crate) labels: &'static [(&'static str, &'static str)],
+}
+
+/// One live counter: an atomic the snapshots read, and under the `metrics`
+/// feature the metric it is recorded as.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    value: AtomicU64,
+    #[cfg(feature = "metrics")]
+    metric: crate::metrics::Metric,
+}
+
+impl Tally {
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    pub(crate) fn new(queue_id: &str, spec: Option<Spec>) -> Tally {
+        Tally {
+            value: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            metric: crate::metrics::Metric::register(queue_id, spec),
+        }
+    }
+
+    /// Its value now.
+    pub(crate) fn get(&self) -> u64 {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    /// Adds `n`.
+    pub(crate) fn add(&self, n: u64) {
+        self.value.fetch_add(n, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        self.metric.add(n);
+    }
+
+    /// Subtracts `n`, never below zero.
+    pub(crate) fn sub(&self, n: u64) {
+        let before = self
+            .value
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(n))
+            })
+            .unwrap_or_default();
+        #[cfg(feature = "metrics")]
+        self.metric.sub(before.min(n));
+        #[cfg(not(feature = "metrics"))]
+        let _ = before;
+    }
+
+    /// Sets it to `v` (a level, not a count).
+    #[cfg(feature = "consumer")]
+    pub(crate) fn set(&self, v: u64) {
+        self.value.store(v, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        self.metric.set(v);
+    }
+
+    /// Raises it to `v` if `v` is higher.
+    #[cfg(feature = "consumer")]
+    pub(crate) fn raise_to(&self, v: u64) {
+        self.value.fetch_max(v, Ordering::Relaxed);
+    }
+}
+
 /// Adds `n` to a counter.
-pub(crate) fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
+pub(crate) fn add(counter: &Tally, n: u64) {
+    counter.add(n);
 }
 
 /// Subtracts `n` from a gauge, never below zero.
 #[cfg(feature = "consumer")]
-pub(crate) fn sub(counter: &AtomicU64, n: u64) {
-    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-        Some(v.saturating_sub(n))
-    });
+pub(crate) fn sub(counter: &Tally, n: u64) {
+    counter.sub(n);
+}
+
+/// What a [`Figure`] is recorded as.
+#[derive(Debug, Clone, Copy)]
+#[allow(non_camel_case_types)] // The macro's words: `histogram("…")`, `gauge("…")`.
+#[cfg_attr(not(all(feature = "metrics", feature = "consumer")), allow(dead_code))]
+pub(crate) enum FigureKind {
+    /// A distribution (durations in seconds, sizes).
+    histogram,
+    /// A level, set to each new value.
+    gauge,
+}
+
+/// A metric without a snapshot's field (a duration, a size, a lag),
+/// recorded under the `metrics` feature: nothing, and no clock read,
+/// without it.
+#[derive(Debug, Default)]
+pub(crate) struct Figure {
+    #[cfg(feature = "metrics")]
+    handle: Option<crate::metrics::FigureHandle>,
+}
+
+impl Figure {
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    pub(crate) fn new(
+        queue_id: &str,
+        kind: FigureKind,
+        name: &'static str,
+        labels: &'static [(&'static str, &'static str)],
+    ) -> Figure {
+        Figure {
+            #[cfg(feature = "metrics")]
+            handle: Some(crate::metrics::FigureHandle::register(
+                queue_id, kind, name, labels,
+            )),
+        }
+    }
+
+    /// Whether it is recorded: the value need not be worked out otherwise.
+    #[cfg(feature = "consumer")]
+    pub(crate) fn recorded(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        {
+            self.handle.is_some()
+        }
+        #[cfg(not(feature = "metrics"))]
+        false
+    }
+
+    /// The start of a duration to record with [`Figure::since`]: `None`
+    /// (no clock read) when it is not recorded.
+    #[cfg(feature = "consumer")]
+    pub(crate) fn start(&self) -> Option<std::time::Instant> {
+        self.recorded().then(std::time::Instant::now)
+    }
+
+    /// Records the seconds since `start`.
+    #[cfg(feature = "consumer")]
+    pub(crate) fn since(&self, start: Option<std::time::Instant>) {
+        if let Some(start) = start {
+            self.record(start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// Records `value`.
+    #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+    pub(crate) fn record(&self, value: f64) {
+        #[cfg(feature = "metrics")]
+        if let Some(handle) = &self.handle {
+            handle.record(value);
+        }
+    }
 }

@@ -224,6 +224,9 @@ pub mod error;
 pub mod fuzzing;
 pub mod limits;
 pub mod message;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod operation;
 #[cfg(feature = "producer")]
 #[cfg_attr(docsrs, doc(cfg(feature = "producer")))]

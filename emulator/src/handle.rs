@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 use super::http::App;
 use super::latency::Latency;
 use super::rate_limits::{RateLimitModel, RateLimiter};
-use super::server::{ServerState, ServerStats};
+use super::server::{ServerMonitor, ServerState, ServerStats};
 use super::state::{At, BodyKind, NewMessage};
 use super::{EMULATOR_ACCOUNT_ID, Fault};
 use cf_queues::response::Metrics;
@@ -145,9 +145,19 @@ impl EmulatorHandle {
     }
 
     /// What the connection limits have done so far: connections open,
-    /// timed out and evicted, and response bytes held unsent.
+    /// timed out and evicted, and response bytes held unsent; this
+    /// handle's [monitor](EmulatorHandle::monitor)'s snapshot now.
     pub fn server_stats(&self) -> ServerStats {
         self.server.stats()
+    }
+
+    /// A handle that reads the server's counters while it serves, as
+    /// `ConsumerMonitor` and `ProducerMonitor` read a consumer's and a
+    /// producer's; cheap to clone.
+    pub fn monitor(&self) -> ServerMonitor {
+        ServerMonitor {
+            server: Arc::clone(&self.server),
+        }
     }
 
     /// The id of the queue of this name (in [`EMULATOR_ACCOUNT_ID`]): a

@@ -680,7 +680,7 @@ pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;
 pub use rate_limits::RateLimitModel;
-pub use server::ServerStats;
+pub use server::{ServerMonitor, ServerStats};
 pub use store::{DATA_FORMAT_VERSION, reset_data_dir};
 
 /// The account id [`EmulatorHandle::client`] uses and declared queues

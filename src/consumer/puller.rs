@@ -131,7 +131,7 @@ impl Puller {
         // Sizes are known only after a pull: what the pulls on their way
         // will bring is estimated from the sizes seen so far, so the byte
         // limit is soft by what they bring beyond the estimate.
-        let bytes = shared.counters.in_flight_bytes.load(Ordering::Relaxed) as f64;
+        let bytes = shared.counters.in_flight_bytes.get() as f64;
         let coming = self.asked_in_flight as f64 * self.mean_bytes;
         let full = bytes + coming >= settings.max_bytes_in_flight as f64
             || shared.table().settling() >= settings.max_pending_settlements;
@@ -161,10 +161,7 @@ impl Puller {
         self.asked_in_flight += asked as usize;
         let in_flight = self.pulls.len() as u64 + 1;
         add(&shared.counters.pulls_in_flight, 1);
-        shared
-            .counters
-            .max_pulls_in_flight
-            .fetch_max(in_flight, Ordering::Relaxed);
+        shared.counters.max_pulls_in_flight.raise_to(in_flight);
         self.pulls
             .push(Box::pin(pull(Arc::clone(shared), asked, wait)));
         true
@@ -233,7 +230,12 @@ impl Puller {
         add(&counters.received, got as u64);
         // An answer that does not say keeps the last known backlog.
         if let Some(backlog) = batch.backlog_count {
-            counters.backlog.store(backlog, Ordering::Relaxed);
+            counters.backlog.set(backlog);
+        }
+        if counters.lag.recorded()
+            && let Some(oldest) = batch.messages.iter().map(|m| m.timestamp_ms).min()
+        {
+            counters.lag.record(lag_seconds(oldest));
         }
         let reserved = asked as usize;
         if got < reserved {
@@ -316,4 +318,13 @@ async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed 
         sent,
         result,
     }
+}
+
+/// The seconds since `timestamp_ms` (Unix milliseconds), by this machine's
+/// clock; 0 for a time ahead of it.
+fn lag_seconds(timestamp_ms: u64) -> f64 {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    now_ms.saturating_sub(timestamp_ms) as f64 / 1000.0
 }

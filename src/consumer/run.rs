@@ -112,13 +112,14 @@ impl Consumer {
             let task = tokio::spawn(async move {
                 let (message, ticket) = leased.into_parts();
                 let span = driver::process_span(ticket.shared.queue.id(), &message);
+                let started = ticket.shared.counters.processed_ack.start();
                 // A disabled span still costs its enter and exit on every poll.
                 let result = if span.is_disabled() {
                     handler(message).await
                 } else {
                     handler(message).instrument(span.clone()).await
                 };
-                finish_one(ticket, result, &span);
+                finish_one(ticket, result, &span, started);
             });
             task.abort_handle()
         });
@@ -174,8 +175,13 @@ impl Consumer {
                 };
                 let shared = Arc::clone(&first.shared);
                 let span = driver::process_batch_span(shared.queue.id(), messages.len());
+                let started = shared.counters.processed_batch.start();
                 let result = handler(messages).instrument(span.clone()).await;
                 add(&shared.counters.handled, tickets.len() as u64);
+                match &result {
+                    Ok(_) => shared.counters.processed_batch.since(started),
+                    Err(_) => shared.counters.processed_batch_error.since(started),
+                }
                 match result {
                     Ok(outcomes) => {
                         if outcomes.len() != tickets.len() {
@@ -245,9 +251,21 @@ pub(super) fn joined(
     }
 }
 
-fn finish_one<E: fmt::Display>(ticket: Ticket, result: Result<Verdict, E>, span: &tracing::Span) {
+fn finish_one<E: fmt::Display>(
+    ticket: Ticket,
+    result: Result<Verdict, E>,
+    span: &tracing::Span,
+    started: Option<std::time::Instant>,
+) {
     let counters = &ticket.shared.counters;
     add(&counters.handled, 1);
+    let processed = match &result {
+        Ok(Verdict::Ack) => &counters.processed_ack,
+        Ok(Verdict::Retry(_)) => &counters.processed_retry,
+        Ok(Verdict::Leave) => &counters.processed_leave,
+        Err(_) => &counters.processed_error,
+    };
+    processed.since(started);
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(error) => {

@@ -3,7 +3,7 @@
 //! acker. Also the [`Ticket`] each pulled message carries until it is settled.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use super::round_trip::RoundTrip;
 use super::settings::Settings;
 use super::summary::ConsumerCounters;
 use crate::codes;
-use crate::counters::{add, sub};
+use crate::counters::{Tally, add, sub};
 use crate::error::Error;
 use crate::message::PulledMessage;
 use crate::queue::Queue;
@@ -95,10 +95,8 @@ impl ConsumerState {
         let first_pulls = settings.batch_size as usize * settings.max_pulls_in_flight.div_ceil(2);
         let pulled_share = Share::new(settings.queue_allowance, first_pulls);
         let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
-        let counters = Arc::<ConsumerCounters>::default();
-        counters
-            .pace
-            .store(u64::from(settings.queue_allowance), Ordering::Relaxed);
+        let counters = Arc::new(ConsumerCounters::new(queue.id()));
+        counters.pace.set(u64::from(settings.queue_allowance));
         ConsumerState {
             queue,
             settings,
@@ -285,7 +283,7 @@ impl ConsumerState {
     pub(crate) fn note_refusal(
         &self,
         error: &Error,
-        counter: &AtomicU64,
+        counter: &Tally,
         share: &Share,
         reserved: Instant,
     ) {
@@ -312,9 +310,7 @@ impl ConsumerState {
 
     /// Keeps the pulled share's pace where the monitor reads it.
     fn note_pace(&self) {
-        self.counters
-            .pace
-            .store(self.pulled_share.pace() as u64, Ordering::Relaxed);
+        self.counters.pace.set(self.pulled_share.pace() as u64);
     }
 
     pub(crate) fn send_settlement(&self, key: u64, action: Action) {

@@ -118,43 +118,56 @@ pub struct Summary {
 }
 
 crate::counters::live_counters!(
-    /// The live counters, one atomic per [`Summary`] field.
+    /// The live counters, one per [`Summary`] field, and the consumer's
+    /// other metrics (see [`crate::metrics`] under the `metrics` feature).
     ConsumerCounters => Summary {
-    pulls,
-    empty_pulls,
-    pull_errors,
-    received,
-    handled,
-    handler_errors,
-    poisoned,
-    acked,
-    retried,
-    released,
-    left,
-    extended,
-    extend_errors,
-    max_lease_reached,
-    leases_lost,
-    settle_warnings,
-    resend_warnings,
-    unsettleable,
-    settle_requests,
-    settle_errors,
-    settlement_resends,
-    unflushed,
-    rate_limited_pulls,
-    rate_limited_settles,
-    rate_limited_extends,
-    refused_by_queue,
-    refused_by_token,
-    pace,
-    blocked,
-    pulls_in_flight,
-    max_pulls_in_flight,
-    backlog,
-    in_flight,
-    in_flight_bytes,
-});
+        tallies {
+            pulls: counter("cf_queues.consumer.pulls", "cf_queues.outcome" = "ok"),
+            empty_pulls: counter("cf_queues.consumer.pulls", "cf_queues.outcome" = "empty"),
+            pull_errors: counter("cf_queues.consumer.pulls", "cf_queues.outcome" = "error"),
+            received: counter("messaging.client.consumed.messages"),
+            handled,
+            handler_errors,
+            poisoned: counter("cf_queues.consumer.poisoned"),
+            acked: counter("cf_queues.consumer.settlements", "cf_queues.outcome" = "ack"),
+            retried: counter("cf_queues.consumer.settlements", "cf_queues.outcome" = "retry"),
+            released: counter("cf_queues.consumer.settlements", "cf_queues.outcome" = "release"),
+            left: counter("cf_queues.consumer.settlements", "cf_queues.outcome" = "leave"),
+            extended: counter("cf_queues.consumer.leases.extended"),
+            extend_errors: counter("cf_queues.consumer.leases.extension_errors"),
+            max_lease_reached: counter("cf_queues.consumer.leases.max_reached"),
+            leases_lost: counter("cf_queues.consumer.leases.lost"),
+            settle_warnings: counter("cf_queues.consumer.settlement.warnings", "cf_queues.outcome" = "first"),
+            resend_warnings: counter("cf_queues.consumer.settlement.warnings", "cf_queues.outcome" = "resend"),
+            unsettleable,
+            settle_requests,
+            settle_errors: counter("cf_queues.consumer.settlement.errors"),
+            settlement_resends: counter("cf_queues.consumer.settlement.resends"),
+            unflushed: counter("cf_queues.consumer.settlement.unflushed"),
+            rate_limited_pulls,
+            rate_limited_settles,
+            rate_limited_extends,
+            refused_by_queue: counter("cf_queues.consumer.refusals", "cf_queues.limit" = "queue"),
+            refused_by_token: counter("cf_queues.consumer.refusals", "cf_queues.limit" = "token"),
+            pace: gauge("cf_queues.consumer.pace"),
+            blocked: counter("cf_queues.consumer.blocks"),
+            pulls_in_flight: gauge("cf_queues.consumer.pulls_in_flight"),
+            max_pulls_in_flight,
+            backlog: gauge("cf_queues.queue.backlog"),
+            in_flight: gauge("cf_queues.consumer.messages_in_flight"),
+            in_flight_bytes: gauge("cf_queues.consumer.bytes_in_flight"),
+        }
+        figures {
+            processed_ack: histogram("messaging.process.duration", "cf_queues.outcome" = "ack"),
+            processed_retry: histogram("messaging.process.duration", "cf_queues.outcome" = "retry"),
+            processed_leave: histogram("messaging.process.duration", "cf_queues.outcome" = "leave"),
+            processed_error: histogram("messaging.process.duration", "cf_queues.outcome" = "error"),
+            processed_batch: histogram("messaging.process.duration", "cf_queues.outcome" = "batch"),
+            processed_batch_error: histogram("messaging.process.duration", "cf_queues.outcome" = "batch_error"),
+            lag: gauge("cf_queues.consumer.lag"),
+        }
+    }
+);
 
 /// Reads a consumer's counters while it runs; cheap to clone.
 ///

@@ -261,7 +261,8 @@ impl ProducerError {
     }
 }
 
-/// What a producer did, as counts; see [`Producer::stats`].
+/// What a producer did, as counts: a snapshot from [`ProducerMonitor::snapshot`]
+/// (or [`Producer::stats`], [`Producer::close`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[non_exhaustive]
 pub struct ProducerStats {
@@ -297,20 +298,29 @@ pub struct ProducerStats {
 }
 
 crate::counters::live_counters!(
-    /// The live counters, one atomic per [`ProducerStats`] field.
+    /// The live counters, one per [`ProducerStats`] field, and the
+    /// producer's other metrics (see [`crate::metrics`] under the `metrics`
+    /// feature).
     ProducerCounters => ProducerStats {
-        accepted,
-        batches,
-        landed,
-        failed,
-        rejected,
-        in_flight,
-        throttled,
-        slowdowns,
-        held,
-        ;
-        budget_wait,
-        token_budget,
+        tallies {
+            accepted,
+            batches: counter("cf_queues.producer.batches"),
+            landed: counter("messaging.client.sent.messages", "cf_queues.outcome" = "landed"),
+            failed: counter("messaging.client.sent.messages", "cf_queues.outcome" = "failed"),
+            rejected: counter("messaging.client.sent.messages", "cf_queues.outcome" = "rejected"),
+            in_flight: gauge("cf_queues.producer.messages_in_flight"),
+            throttled: counter("cf_queues.producer.throttled"),
+            slowdowns,
+            held,
+        }
+        filled {
+            budget_wait,
+            token_budget,
+        }
+        figures {
+            batch_size: histogram("cf_queues.producer.batch.size"),
+            budget_waits: histogram("cf_queues.producer.budget_wait"),
+        }
     }
 );
 
@@ -343,10 +353,43 @@ enum Queued {
 pub struct Producer {
     sender: mpsc::Sender<Queued>,
     closed: Arc<AtomicBool>,
+    monitor: ProducerMonitor,
+}
+
+/// Reads a producer's counters while it runs, as
+/// [`ConsumerMonitor`](crate::consumer::ConsumerMonitor) reads a
+/// consumer's; cheap to clone, and it does not keep the producer open.
+///
+/// ```no_run
+/// # async fn demo(queue: cf_queues::Queue) -> cf_queues::Result<()> {
+/// use cf_queues::producer::Producer;
+/// let producer = Producer::builder(queue).build()?;
+/// let monitor = producer.monitor();
+/// tokio::spawn(async move {
+///     loop {
+///         tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+///         let s = monitor.snapshot();
+///         println!("landed {}, in flight {}", s.landed, s.in_flight);
+///     }
+/// });
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProducerMonitor {
     counters: Arc<ProducerCounters>,
     /// Microseconds batches waited for the token's budget.
     budget_wait: Arc<AtomicU64>,
     client: Client,
+}
+
+impl ProducerMonitor {
+    /// The counters as they are now.
+    pub fn snapshot(&self) -> ProducerStats {
+        let mut stats = self.counters.snapshot();
+        stats.budget_wait = Duration::from_micros(self.budget_wait.load(Ordering::Relaxed));
+        stats.token_budget = self.client.pacer().and_then(|pacer| pacer.token_budget());
+        stats
+    }
 }
 
 impl std::fmt::Debug for Queued {
@@ -467,12 +510,16 @@ impl Producer {
         self.stats()
     }
 
-    /// What the producer did so far.
+    /// What the producer did so far: its [monitor](Producer::monitor)'s
+    /// snapshot now.
     pub fn stats(&self) -> ProducerStats {
-        let mut stats = self.counters.snapshot();
-        stats.budget_wait = Duration::from_micros(self.budget_wait.load(Ordering::Relaxed));
-        stats.token_budget = self.client.pacer().and_then(|pacer| pacer.token_budget());
-        stats
+        self.monitor.snapshot()
+    }
+
+    /// A handle that reads the producer's counters while it runs; see
+    /// [`ProducerMonitor`].
+    pub fn monitor(&self) -> ProducerMonitor {
+        self.monitor.clone()
     }
 }
 
@@ -560,7 +607,7 @@ impl ProducerBuilder {
             ));
         }
         let (sender, receiver) = mpsc::channel(self.max_buffered);
-        let counters = Arc::new(ProducerCounters::default());
+        let counters = Arc::new(ProducerCounters::new(self.queue.id()));
         let budget_wait = Arc::new(AtomicU64::new(0));
         let client = self.queue.client().clone();
         let worker = Worker {
@@ -587,9 +634,11 @@ impl ProducerBuilder {
         Ok(Producer {
             sender,
             closed: Arc::new(AtomicBool::new(false)),
-            counters,
-            budget_wait,
-            client,
+            monitor: ProducerMonitor {
+                counters,
+                budget_wait,
+                client,
+            },
         })
     }
 }

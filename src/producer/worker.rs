@@ -116,6 +116,7 @@ async fn ready(
     client: Client,
     queue_id: Arc<str>,
     budget_wait: Arc<AtomicU64>,
+    counters: Arc<ProducerCounters>,
 ) -> Option<Ready> {
     flow.slot().await;
     let permit = permits.acquire_owned().await.ok()?;
@@ -130,7 +131,7 @@ async fn ready(
     }
     let pass = match client.pacer() {
         Some(pacer) => {
-            let _waiting = Waiting::since_now(&budget_wait);
+            let _waiting = Waiting::since_now(&budget_wait, &counters);
             Some(pacer.admit(true, None, Duration::MAX).await.ok()?)
         }
         None => None,
@@ -139,25 +140,30 @@ async fn ready(
 }
 
 /// Adds the time from its making to its drop, in microseconds, to a
-/// counter: a wait that ends, or is dropped, is counted either way.
+/// counter, and records it as one wait for the budget: a wait that ends,
+/// or is dropped, is counted either way.
 struct Waiting<'a> {
     since: Instant,
     total: &'a AtomicU64,
+    counters: &'a ProducerCounters,
 }
 
 impl Waiting<'_> {
-    fn since_now(total: &AtomicU64) -> Waiting<'_> {
+    fn since_now<'a>(total: &'a AtomicU64, counters: &'a ProducerCounters) -> Waiting<'a> {
         Waiting {
             since: Instant::now(),
             total,
+            counters,
         }
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        let waited = u64::try_from(self.since.elapsed().as_micros()).unwrap_or(u64::MAX);
-        add(self.total, waited);
+        let waited = self.since.elapsed();
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.total.fetch_add(micros, Ordering::Relaxed);
+        self.counters.budget_waits.record(waited.as_secs_f64());
     }
 }
 
@@ -219,6 +225,7 @@ impl Worker {
                 self.queue.client().clone(),
                 Arc::clone(&self.queue_id),
                 Arc::clone(&self.budget_wait),
+                Arc::clone(&self.counters),
             );
             tokio::select! {
                 biased;
@@ -307,6 +314,7 @@ impl Worker {
         let deadline = oldest.and_then(|at| after(at, timeout));
         add(&self.counters.batches, 1);
         add(&self.counters.in_flight, count);
+        self.counters.batch_size.record(count as f64);
         self.flow.in_flight.fetch_add(1, Ordering::AcqRel);
         let queue = self.queue.clone();
         let counters = Arc::clone(&self.counters);
@@ -350,7 +358,7 @@ impl Worker {
                         }
                     }
                 }
-                counters.in_flight.fetch_sub(count, Ordering::Relaxed);
+                counters.in_flight.sub(count);
                 flow.finished();
                 drop(permit);
             }
@@ -434,12 +442,12 @@ impl Sending<'_> {
             {
                 // A block of the token (971) is a wait for its budget; the
                 // queue's rate (10250) is not.
-                let _waiting =
-                    refused_for_budget(&error).then(|| Waiting::since_now(self.budget_wait));
+                let _waiting = refused_for_budget(&error)
+                    .then(|| Waiting::since_now(self.budget_wait, self.counters));
                 tokio::time::sleep(wait).await;
             }
             if let Some(pacer) = self.queue.client().pacer() {
-                let _waiting = Waiting::since_now(self.budget_wait);
+                let _waiting = Waiting::since_now(self.budget_wait, self.counters);
                 match pacer.admit(true, self.deadline, Duration::MAX).await {
                     Ok(admitted) => pass = Some(admitted),
                     Err(_) => return Err(timed_out(error)),
@@ -489,7 +497,7 @@ impl Drop for Worker {
         }
         // Batches already spawned die with the runtime as well: they count
         // until their outcome is sent, which now never happens.
-        let in_flight = self.counters.in_flight.load(Ordering::Relaxed);
+        let in_flight = self.counters.in_flight.get();
         let messages = buffered + in_flight;
         if messages > 0 {
             tracing::error!(

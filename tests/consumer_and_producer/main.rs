@@ -8,6 +8,8 @@ mod consumer_at_a_distance;
 mod consumer_faults;
 mod consumer_http_pull;
 mod consumer_lifecycle;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod producer;
 mod producer_refusals;
 mod replicas;

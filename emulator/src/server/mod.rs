@@ -64,6 +64,20 @@ pub struct ServerStats {
     pub peak_buffered_response_bytes: u64,
 }
 
+/// Reads the server's [`ServerStats`] while it serves; from
+/// [`EmulatorHandle::monitor`](crate::EmulatorHandle::monitor).
+#[derive(Debug, Clone)]
+pub struct ServerMonitor {
+    pub(crate) server: Arc<ServerState>,
+}
+
+impl ServerMonitor {
+    /// The counters as they are now.
+    pub fn snapshot(&self) -> ServerStats {
+        self.server.stats()
+    }
+}
+
 /// State shared by the accept loop, the connections and the handle.
 #[derive(Debug)]
 pub(crate) struct ServerState {
