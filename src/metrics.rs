@@ -6,15 +6,18 @@
 //! there. With no recorder installed a record costs next to nothing, and
 //! the library depends on no exporter.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // First the recorder (here `metrics-exporter-prometheus`, which serves
-//! // the scrape page on 0.0.0.0:9000):
-//! // metrics_exporter_prometheus::PrometheusBuilder::new().install()?;
+//! ```ignore
+//! // First the recorder: here `metrics-exporter-prometheus`, which serves
+//! // the scrape page on 0.0.0.0:9000 …
+//! metrics_exporter_prometheus::PrometheusBuilder::new().install()?;
 //! // … then the client, its consumers and producers.
 //! let client = cf_queues::Client::from_env()?;
-//! # Ok(()) }
 //! ```
+//!
+//! The example `examples/prometheus.rs` runs a consumer and a producer on
+//! the embedded emulator and serves their figures. For OpenTelemetry,
+//! install a `metrics` recorder that forwards to an OpenTelemetry meter
+//! the same way: the names above are already OpenTelemetry's.
 //!
 //! # Install the recorder first
 //!
@@ -38,7 +41,8 @@
 //! labelled with its kind (`error.type`) and, when Cloudflare's answer
 //! named one this crate knows ([`codes`](crate::codes)), its code
 //! (`cloudflare.code`, else `other`). An exporter may rewrite the names
-//! (Prometheus: `messaging_client_operation_duration_seconds`, say).
+//! (Prometheus's: `messaging_client_operation_duration`, with labels such
+//! as `messaging_destination_name`).
 //!
 //! | name | kind | unit | labels besides the queue | what for |
 //! |---|---|---|---|---|
