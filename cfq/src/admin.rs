@@ -29,23 +29,35 @@ struct MetricsLine<'a> {
     at_ms: u64,
 }
 
+/// The shortest time between two readings of a watch: a quarter of the
+/// token's budget (1,200 requests per 5 minutes), leaving the rest to the
+/// programs that share the token.
+pub const MIN_WATCH_EVERY: Duration = Duration::from_secs(1);
+
 pub async fn metrics(session: &Session, args: &MetricsArgs) -> Result<Code, Failure> {
+    let every = args.watch.map(|every| every.max(MIN_WATCH_EVERY));
+    if let Some(every) = every
+        && session.out.terminal
+        && !session.out.json()
+    {
+        return crate::watch::live(session, every).await;
+    }
     loop {
         match session.queue.metrics().await {
             Ok(metrics) => print_metrics(session, &metrics)?,
             // A watch is left running on a screen: a blip of the network or
             // of the API (after the library's own retries) is told and
             // watched through; what would only fail again ends it.
-            Err(e) if args.watch.is_some() && e.retry_class() != RetryClass::Permanent => {
+            Err(e) if every.is_some() && e.retry_class() != RetryClass::Permanent => {
                 let failure = session.fail(&e);
                 note(format_args!("error: {} (watching on)", failure.message));
             }
             Err(e) => return Err(session.fail(&e)),
         }
-        let Some(every) = args.watch else {
+        let Some(every) = every else {
             return Ok(Code::Ok);
         };
-        tokio::time::sleep(every.max(Duration::from_millis(100))).await;
+        tokio::time::sleep(every).await;
     }
 }
 

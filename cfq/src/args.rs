@@ -556,8 +556,21 @@ pub struct MetricsArgs {
     #[command(flatten)]
     pub target: Target,
 
-    /// Print the metrics again every DURATION until interrupted, such as 2s
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// Read the metrics again every DURATION (2s when not given) until
+    /// Ctrl-C: on a terminal a live view with the change a second and
+    /// sparklines of the last readings, else one JSON line each. Each
+    /// reading is one request against the token's budget of 1,200 per 5
+    /// minutes: every 2s spends 150 of them (12.5 %); DURATION is at least
+    /// 1s (a quarter), and the client slows down further when the server
+    /// says the budget runs low
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = parse_duration,
+        num_args = 0..=1,
+        default_missing_value = "2s",
+        require_equals = false
+    )]
     pub watch: Option<Duration>,
 
     #[command(flatten)]

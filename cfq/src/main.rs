@@ -19,6 +19,7 @@ mod queues;
 mod session;
 mod signals;
 mod stderr;
+mod watch;
 mod words;
 
 use std::process::ExitCode;

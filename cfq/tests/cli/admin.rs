@@ -94,6 +94,7 @@ async fn metrics_watch_prints_until_interrupted() {
     .await
     .expect("no panic");
     assert_eq!(lines.len(), 3);
+    let mut read_at = Vec::new();
     for line in lines {
         let sample: Value = serde_json::from_str(&line).expect("json");
         assert_eq!(sample["backlog_count"], 0);
@@ -101,6 +102,12 @@ async fn metrics_watch_prints_until_interrupted() {
             sample.get("oldest_message_age_ms").is_none(),
             "none when unknown"
         );
+        read_at.push(sample["at_ms"].as_u64().expect("at_ms"));
+    }
+    // 100ms is below the floor that keeps a watch within a quarter of the
+    // token's budget: one reading a second at most.
+    for pair in read_at.windows(2) {
+        assert!(pair[1] - pair[0] >= 1_000, "{read_at:?}");
     }
 }
 
@@ -352,4 +359,84 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     purged.expect_code(0);
     assert_eq!(purged.one()["purge"], "completed");
     assert_eq!(emulator.metrics("newer").backlog_count, 0);
+}
+
+/// `metrics --watch` on a terminal (a pseudo-terminal made by `script`):
+/// a live view redrawn in place, with the backlog and its sparkline, that
+/// Ctrl-C stops cleanly (exit 0, the cursor shown again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_watch_on_a_terminal_redraws_in_place_until_ctrl_c() {
+    let emulator = emulator_with_queues(&["watched"]).await;
+    let queue = queue_of(&emulator, "watched");
+    for i in 0..3 {
+        queue
+            .push(cf_queues::Message::text(format!("m{i}")))
+            .await
+            .expect("push");
+    }
+    let watch = cfq(&emulator);
+    let mut script = std::process::Command::new("script");
+    for (key, value) in watch.get_envs() {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    // `--watch` alone: every 2s.
+    let line = format!(
+        "{} metrics --queue watched --watch",
+        env!("CARGO_BIN_EXE_cfq")
+    );
+    script
+        .args(["-q", "-f", "-e", "-c", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let (status, seen) = tokio::task::spawn_blocking(move || {
+        use std::io::{Read as _, Write as _};
+        let mut child = script.spawn().expect("script starts");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Two frames, a second apart, then Ctrl-C through the terminal.
+        while !String::from_utf8_lossy(&seen).contains("the last 2 readings\r\n") {
+            let n = stdout.read(&mut chunk).expect("read");
+            assert!(n > 0, "ended early: {:?}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        child
+            .stdin
+            .as_mut()
+            .expect("stdin")
+            .write_all(b"\x03")
+            .expect("Ctrl-C");
+        stdout.read_to_end(&mut seen).expect("the rest");
+        (
+            child.wait().expect("exits"),
+            String::from_utf8_lossy(&seen).into_owned(),
+        )
+    })
+    .await
+    .expect("no panic");
+    assert!(status.success(), "{status:?}: {seen:?}");
+    // Hidden while drawing, and shown again at the end.
+    assert!(seen.starts_with("\x1b[?25l"), "{seen:?}");
+    assert!(seen.trim_end().ends_with("\x1b[?25h"), "{seen:?}");
+    // The second frame is drawn over the first: five lines up.
+    let (first, second) = seen
+        .split_once("\x1b[5A")
+        .unwrap_or_else(|| panic!("no redraw: {seen:?}"));
+    assert!(
+        first.contains("watched: every 2s, the last 1 readings"),
+        "{first:?}"
+    );
+    for frame in [first, second] {
+        assert!(frame.contains("backlog       3 messages"), "{frame:?}");
+        assert!(frame.contains("Ctrl-C to stop"), "{frame:?}");
+    }
+    assert!(
+        second.contains("+0/s  ▁▁"),
+        "two readings, the same: {second:?}"
+    );
+    // No JSON on a terminal.
+    assert!(!seen.contains("backlog_count"), "{seen:?}");
 }
