@@ -11,7 +11,11 @@
 //! `CFQ_BENCH_ONLY=consumer` or `bare` runs one side (one side per
 //! valgrind run); `CFQ_BENCH_MESSAGES` (default 3,000) sets the workload.
 //! `scripts/callgrind-consumer.sh` runs both, three times each, and against
-//! a parent commit.
+//! a parent commit. Built with the `metrics` feature, a third side,
+//! `prometheus`, is the consumer with the Prometheus exporter's recorder
+//! installed first (the example's); `scripts/callgrind-metrics.sh` compares
+//! the consumer without the feature, with it and no recorder, and with it
+//! and that recorder.
 
 use std::io::{BufRead as _, BufReader, Read as _};
 use std::process::{Command, Stdio};
@@ -61,7 +65,11 @@ pub(crate) fn measure() -> Result<()> {
     let messages = env_count("CFQ_BENCH_MESSAGES", DEFAULT_MESSAGES)?;
     let sides: Vec<String> = match std::env::var("CFQ_BENCH_ONLY") {
         Ok(only) if only == "consumer" || only == "bare" => vec![only],
-        Ok(other) => return Err(format!("CFQ_BENCH_ONLY={other:?}: consumer or bare").into()),
+        #[cfg(feature = "metrics")]
+        Ok(only) if only == "prometheus" => vec![only],
+        Ok(other) => {
+            return Err(format!("CFQ_BENCH_ONLY={other:?}: consumer, bare or prometheus").into());
+        }
         Err(_) => vec!["consumer".into(), "bare".into()],
     };
     for side in sides {
@@ -85,6 +93,15 @@ pub(crate) fn measure() -> Result<()> {
                 .api_token(token)
                 .account_id(EMULATOR_ACCOUNT_ID)
                 .build()?;
+            #[cfg(feature = "metrics")]
+            if side == "prometheus" {
+                // Before the consumer is built (its handles come from the
+                // recorder installed then), and outside the runtime: the
+                // metrics script counts only what runs in `block_on`, not
+                // the exporter's one-time set-up (its clock's calibration
+                // alone is some 12 million instructions). Nothing scrapes it.
+                metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+            }
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
@@ -110,6 +127,7 @@ async fn workload(side: &str, client: &Client, messages: usize) -> Result<usize>
     if side == "bare" {
         return drain(&queue).await;
     }
+
     // A fixed number of pulls in flight, so that runs compare like with
     // like: one, as the consumers before pulls overlapped had.
     let consumer = Consumer::builder(queue)
