@@ -185,7 +185,8 @@ pub(crate) enum FigureKind {
 
 /// A metric without a snapshot's field (a duration, a size, a lag),
 /// recorded under the `metrics` feature: nothing, and no clock read,
-/// without it.
+/// without it. (With it, durations read the clock even when no recorder
+/// is installed: the facade cannot tell a handle that records nowhere.)
 #[derive(Debug, Default)]
 pub(crate) struct Figure {
     #[cfg(feature = "metrics")]

@@ -123,6 +123,7 @@
 //! | `cf_queues::codes` | Cloudflare's error codes, named |
 //! | `cf_queues::raw` | the generated client and wire types (see [`raw`]) |
 //! | `cf_queues::consumer`, `cf_queues::producer` | the consumer and the producer (features of the same names) |
+//! | `cf_queues::metrics` | what the client, the consumer and the producer record through the `metrics` facade (feature `metrics`) |
 //!
 //! # Limits, caps and redirects
 //!

@@ -51,7 +51,7 @@
 //! | `cf_queues.client.token.remaining` | gauge | {request} | none (no queue) | the token's budget left in its window (`r` of the last `Ratelimit` header) |
 //! | `messaging.client.consumed.messages` | counter | {message} | | messages the consumer leased |
 //! | `cf_queues.consumer.pulls` | counter | {request} | `cf_queues.outcome` = `ok`, `empty`, `error` | the consumer's pulls (`ok` counts the empty ones too) |
-//! | `messaging.process.duration` | histogram | s | `cf_queues.outcome` = `ack`, `retry`, `leave`, `error` (`run`), `ok`, `error` (`run_batch`) | each handler call, and how it ended: the count is the messages (batches) handled by outcome |
+//! | `messaging.process.duration` | histogram | s | `cf_queues.outcome` = `ack`, `retry`, `leave`, `error` (`run`), `batch`, `batch_error` (`run_batch`) | each handler call and how it ended: its count is the messages (for `run_batch`, the batches) handled by outcome |
 //! | `cf_queues.consumer.poisoned` | counter | {message} | | bodies that could not be decoded |
 //! | `cf_queues.consumer.settlements` | counter | {message} | `cf_queues.outcome` = `ack`, `retry`, `release`, `leave` | messages settled (accepted by the API), released at shutdown, or left to expire |
 //! | `cf_queues.consumer.settlement.resends` | counter | {message} | | settlements sent again after a failed flush |
