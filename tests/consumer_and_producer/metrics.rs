@@ -328,7 +328,12 @@ async fn a_producers_batch_is_recorded() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _recording = metrics::set_default_local_recorder(&recorder);
-    let (emulator, queue) = pushed("produced", 0).await;
+    // Cloudflare's limits: every answer carries the token's `Ratelimit`.
+    let emulator = cf_queues_testkit::emulators::emulator_with(|emulator| {
+        emulator.rate_limits(cf_queues_emulator::RateLimitModel::cloudflare())
+    })
+    .await;
+    let queue = cf_queues_testkit::clients::queue(&emulator, "produced");
     let producer = Producer::builder(queue)
         .linger(Duration::from_secs(60))
         .build()
