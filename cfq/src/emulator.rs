@@ -41,6 +41,7 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     if args.strict {
         emulator = emulator.strict_queues(args.queues);
     }
+    emulator = emulator.dashboard(!args.no_dashboard);
     for (queue, dead_letter_queue) in args.dead_letter {
         emulator = emulator.dead_letter_queue(queue, dead_letter_queue);
     }
@@ -106,6 +107,9 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         if let Some(id) = handle.queue_id(name) {
             lines.push(format!("  queue {name}: {id}"));
         }
+    }
+    if let Some(url) = handle.dashboard_url() {
+        lines.push(format!("  dashboard: {url}"));
     }
     lines.push("press Ctrl-C to stop".into());
     // Whoever started the emulator may have closed stdout: keep serving.

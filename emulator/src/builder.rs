@@ -37,6 +37,8 @@ pub struct Emulator {
     token: Option<String>,
     global_key: Option<(String, String)>,
     open: bool,
+    /// Whether the dashboard is served (the `dashboard` feature).
+    dashboard: bool,
     strict_queues: Option<HashSet<String>>,
     max_retries: u32,
     dead_letter_queues: HashMap<String, String>,
@@ -72,6 +74,7 @@ impl Emulator {
             token: None,
             global_key: None,
             open: false,
+            dashboard: true,
             strict_queues: None,
             max_retries: 3,
             dead_letter_queues: HashMap::new(),
@@ -116,9 +119,19 @@ impl Emulator {
         self
     }
 
-    /// Accepts every request, with or without credentials.
+    /// Accepts every request, with or without credentials. The dashboard
+    /// then needs no secret either (it still refuses foreign `Host`
+    /// headers and other sites).
     pub fn without_auth(mut self) -> Emulator {
         self.open = true;
+        self
+    }
+
+    /// Serves the dashboard, or not (`true` by default with the
+    /// `dashboard` feature; without the feature there is none to serve).
+    /// See [`EmulatorHandle::dashboard_url`].
+    pub fn dashboard(mut self, serve: bool) -> Emulator {
+        self.dashboard = serve;
         self
     }
 
@@ -388,6 +401,8 @@ impl Emulator {
             rate_limits: Mutex::new(self.rate_limits.map(RateLimiter::new)),
             store,
             max_backlog_bytes: self.max_backlog_bytes,
+            #[cfg(feature = "dashboard")]
+            request_log: Default::default(),
         });
         let server = Arc::new(ServerState::new(
             ServerLimits {
@@ -402,6 +417,16 @@ impl Emulator {
         ));
         let (stop, stopped) = oneshot::channel::<()>();
         let router = http::router(Arc::clone(&app));
+        #[cfg(feature = "dashboard")]
+        let (router, dashboard_path) = if self.dashboard {
+            let (pages, login) =
+                crate::dashboard::router(Arc::clone(&app), self.open, address.port());
+            (router.merge(pages), Some(login))
+        } else {
+            (router, None)
+        };
+        #[cfg(not(feature = "dashboard"))]
+        let dashboard_path: Option<String> = None;
         let task = tokio::spawn(server::serve(
             listener,
             router,
@@ -414,6 +439,7 @@ impl Emulator {
             other => other.to_string(),
         };
         Ok(EmulatorHandle {
+            dashboard_url: dashboard_path.map(|path| format!("http://{host}{path}")),
             base_url: format!("http://{host}/client/v4"),
             address,
             token,
@@ -597,19 +623,7 @@ fn invalid(message: String) -> io::Error {
 
 /// 128 bits from the operating system for the generated API token.
 fn generate_token() -> String {
-    let mut random = [0u8; 16];
-    if getrandom::fill(&mut random).is_err() {
-        // `os_random` checked the generator just before; keyed SipHash
-        // stands in should it fail now.
-        let keys = std::collections::hash_map::RandomState::new();
-        for (i, chunk) in random.chunks_mut(8).enumerate() {
-            let mut hasher = keys.build_hasher();
-            hasher.write_usize(i);
-            chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-        }
-    }
-    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-    format!("cfq_{hex}")
+    format!("cfq_{}", crate::random::random_hex())
 }
 
 /// The operating system's CSPRNG, checked once here so that the broker's

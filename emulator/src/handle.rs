@@ -37,6 +37,7 @@ pub enum WorkerBody {
 /// queues.
 pub struct EmulatorHandle {
     pub(super) base_url: String,
+    pub(super) dashboard_url: Option<String>,
     pub(super) address: SocketAddr,
     pub(super) token: Option<String>,
     pub(super) global_key: Option<(String, String)>,
@@ -51,6 +52,15 @@ impl EmulatorHandle {
     /// The API root to give a client, such as `http://127.0.0.1:8787/client/v4`.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// The dashboard's link, which logs a browser in (it carries a secret
+    /// of its own, never the API token; under
+    /// [`Emulator::without_auth`](crate::Emulator::without_auth) none is
+    /// needed); `None` when the dashboard is off. See the crate docs'
+    /// [Dashboard](crate#dashboard) section.
+    pub fn dashboard_url(&self) -> Option<&str> {
+        self.dashboard_url.as_deref()
     }
 
     /// The address the server listens on.

@@ -658,11 +658,16 @@
 mod builder;
 mod clock;
 pub mod config;
+#[cfg(feature = "dashboard")]
+mod dashboard;
 mod faults;
 mod handle;
 mod http;
 mod latency;
+mod random;
 mod rate_limits;
+#[cfg(feature = "dashboard")]
+mod request_log;
 mod server;
 mod state;
 mod store;

@@ -53,6 +53,11 @@ pub struct EmulatorArgs {
     #[arg(long, requires = "data_dir")]
     pub reset: bool,
 
+    /// Serve no dashboard (by default the local account is shown in a browser at the link
+    /// printed at start, which logs the browser in with a secret of its own)
+    #[arg(long)]
+    pub no_dashboard: bool,
+
     /// Only the queues named with --queue or declared by --config exist; others get 404 with code
     /// 10104
     #[arg(long, requires = "declaration")]

@@ -28,6 +28,16 @@ pub(crate) enum ErrorAnswer {
 }
 
 impl ErrorAnswer {
+    /// The Cloudflare code it answers with, if it names one.
+    #[cfg(feature = "dashboard")]
+    pub(crate) fn code(&self) -> Option<u32> {
+        match self {
+            ErrorAnswer::Api { code, .. } => Some(*code),
+            ErrorAnswer::RateLimited(refused) => Some(refused.code),
+            ErrorAnswer::Injected(_) => None,
+        }
+    }
+
     pub(crate) fn new(status: StatusCode, code: u32, message: impl Into<String>) -> ErrorAnswer {
         ErrorAnswer::Api {
             status,

@@ -64,6 +64,9 @@ pub(crate) struct App {
     pub store: Option<Store>,
     /// The most body bytes a queue may hold.
     pub max_backlog_bytes: u64,
+    /// The last requests answered, for the dashboard.
+    #[cfg(feature = "dashboard")]
+    pub request_log: crate::request_log::RequestLog,
 }
 
 /// The locked broker. Dropping it hands what changed to the store (with a
@@ -307,6 +310,8 @@ fn operation(
     methods.on(
         method,
         move |State(app): State<Arc<App>>, request: Request| async move {
+            #[cfg(feature = "dashboard")]
+            let seen = Seen::new(&app, &request);
             let credential = app.credential_key(request.headers());
             let failed = app.store.as_ref().and_then(Store::failed);
             let answer = match Incoming::read(&app, op, request, credential).await {
@@ -327,11 +332,52 @@ fn operation(
                 }
                 Err(refused) => Err(refused),
             };
-            let mut response = respond(app.settled(answer).await);
+            let answer = app.settled(answer).await;
+            #[cfg(feature = "dashboard")]
+            let code = answer.as_ref().err().and_then(|r| r.failure.code());
+            let mut response = respond(answer);
             app.add_rate_headers(&mut response, credential);
+            #[cfg(feature = "dashboard")]
+            seen.answered(&app, op, response.status(), code);
             response
         },
     )
+}
+
+/// A request as it came, until it is answered and logged for the dashboard.
+#[cfg(feature = "dashboard")]
+struct Seen {
+    started: std::time::Instant,
+    method: String,
+    path: String,
+    credential: Option<String>,
+}
+
+#[cfg(feature = "dashboard")]
+impl Seen {
+    fn new(app: &App, request: &Request) -> Seen {
+        Seen {
+            started: std::time::Instant::now(),
+            method: request.method().as_str().to_owned(),
+            path: request.uri().path().to_owned(),
+            credential: app.request_log.fingerprint(request.headers()),
+        }
+    }
+
+    fn answered(self, app: &App, op: Operation, status: StatusCode, code: Option<u32>) {
+        let queue = crate::request_log::queue_of(&self.path).to_owned();
+        app.request_log.record(crate::request_log::Entry {
+            at_ms: app.clock.now_ms(),
+            method: self.method,
+            operation: op.operation_id(),
+            queue,
+            status: status.as_u16(),
+            code,
+            took_us: u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            credential: self.credential,
+            path: self.path,
+        });
+    }
 }
 
 async fn refuse(app: &App, failure: ErrorAnswer, body: Body) -> Response {

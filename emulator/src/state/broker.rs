@@ -36,6 +36,8 @@ pub(crate) struct Broker {
     /// Queue states dropped since the journal last looked (account, id):
     /// their stored messages and figures are to be deleted.
     pub(super) orphans: Vec<(String, String)>,
+    /// What happens to the queues the dashboard watches.
+    pub(super) activity: super::view::Activity,
 }
 
 impl Broker {
@@ -60,6 +62,7 @@ impl Broker {
             tokens: Tokens::new(random),
             sweeps: BTreeSet::new(),
             orphans: Vec::new(),
+            activity: super::view::Activity::default(),
         }
     }
 
@@ -94,6 +97,8 @@ impl Broker {
         let Some(q) = queue_or_create(accounts, at, now_ms, tokens.tracking) else {
             return QueueStats::default();
         };
+        let pushed = messages.len() as u64;
+        self.activity.note(at, |c| c.pushed += pushed);
         for message in messages {
             q.insert(
                 tokens.seq(),
@@ -177,6 +182,8 @@ impl Broker {
             q.leases.insert(key, seq);
             out.push(delivery(tokens, seq, stored, key));
         }
+        let pulled = out.len() as u64;
+        self.activity.note(at, |c| c.pulled += pulled);
         (out, q.metrics())
     }
 
@@ -263,6 +270,10 @@ impl Broker {
             }
         }
         q.trim_refs(now_ms);
+        self.activity.note(at, |c| {
+            c.acked += u64::from(acked);
+            c.retried += u64::from(retried);
+        });
         if let Some(dlq) = &dead_letter {
             self.deliver_dead_letters(at.account, dlq, moved, now_ms);
         }

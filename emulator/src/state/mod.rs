@@ -38,6 +38,8 @@ mod states;
 #[cfg(test)]
 mod tests;
 mod tokens;
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+pub(crate) mod view;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -1,0 +1,569 @@
+//! The dashboard's pages as HTML, from plain values: no state, no I/O, so
+//! that each page's text can be tested and its cost measured alone.
+
+use std::fmt::Write as _;
+
+use crate::request_log::Entry;
+use crate::state::BodyKind;
+use crate::state::view::{MessageRow, QueueRow, Standing};
+use crate::state::{ConsumerKind, QueueRecord};
+
+/// Rows a page of a list shows.
+pub(crate) const PAGE_ROWS: usize = 100;
+
+/// Escapes text for HTML content and quoted attributes.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes a query parameter's value.
+fn url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// A whole page: the layout around `main`.
+pub(crate) fn page(title: &str, kind: &str, main: &str) -> String {
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} · cf-queues emulator</title>
+<link rel="stylesheet" href="/_dashboard/assets/dashboard.css">
+</head>
+<body data-page="{kind}">
+<header><nav aria-label="Dashboard"><span class="brand">cf-queues emulator</span> <a href="/_dashboard/">Queues</a> <a href="/_dashboard/requests">Requests</a></nav></header>
+<main>
+<h1>{title}</h1>
+{main}
+</main>
+<script src="/_dashboard/assets/dashboard.js"></script>
+</body>
+</html>
+"#,
+        title = esc(title),
+    )
+}
+
+/// A page that only says why it is not shown.
+pub(crate) fn refused(why: &str) -> String {
+    page("Not allowed", "refused", &format!("<p>{}</p>", esc(why)))
+}
+
+/// How long ago `ms` was, before `now_ms`: `3m 12s`.
+pub(crate) fn age(ms: u64, now_ms: u64) -> String {
+    if ms == 0 {
+        return "-".into();
+    }
+    span(now_ms.saturating_sub(ms))
+}
+
+/// A duration in ms for people: `850 ms`, `12s`, `3m 12s`, `2h 5m`.
+pub(crate) fn span(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms} ms"),
+        1..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Bytes for people (1 KB = 1000 bytes, as Cloudflare's limits count).
+pub(crate) fn bytes(n: u64) -> String {
+    match n {
+        0..1000 => format!("{n} B"),
+        1000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.1} GB", n as f64 / 1e9),
+    }
+}
+
+/// The account page's columns: (key, heading, numeric).
+pub(crate) const COLUMNS: [(&str, &str, bool); 9] = [
+    ("name", "Name", false),
+    ("id", "Id", false),
+    ("available", "Available", true),
+    ("delayed", "Delayed", true),
+    ("leased", "Leased", true),
+    ("bytes", "Backlog bytes", true),
+    ("oldest", "Oldest message", true),
+    ("consumer", "Consumer", false),
+    ("delivery", "Delivery", false),
+];
+
+/// The account page's query: filter, sort and page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListQuery {
+    pub filter: String,
+    pub sort: String,
+    pub descending: bool,
+    /// From 1.
+    pub page: usize,
+}
+
+impl ListQuery {
+    fn link(&self, sort: &str, descending: bool, page: usize) -> String {
+        let mut link = format!(
+            "/_dashboard/?sort={}&order={}",
+            url(sort),
+            if descending { "desc" } else { "asc" }
+        );
+        if !self.filter.is_empty() {
+            let _ = write!(link, "&q={}", url(&self.filter));
+        }
+        if page > 1 {
+            let _ = write!(link, "&page={page}");
+        }
+        link
+    }
+}
+
+/// Filters (by name, case-insensitive), sorts and cuts the rows to a page;
+/// gives the page and how many rows passed the filter.
+pub(crate) fn select(mut rows: Vec<QueueRow>, query: &ListQuery) -> (Vec<QueueRow>, usize) {
+    if !query.filter.is_empty() {
+        let filter = query.filter.to_lowercase();
+        rows.retain(|r| r.name.to_lowercase().contains(&filter));
+    }
+    let total = rows.len();
+    // The oldest message first when sorting by age: the smallest timestamp.
+    let key = |r: &QueueRow| -> u64 {
+        match query.sort.as_str() {
+            "available" => r.available,
+            "delayed" => r.delayed,
+            "leased" => r.leased,
+            "bytes" => r.backlog_bytes,
+            "oldest" => {
+                u64::MAX
+                    - if r.oldest_ms == 0 {
+                        u64::MAX
+                    } else {
+                        r.oldest_ms
+                    }
+            }
+            _ => 0,
+        }
+    };
+    match query.sort.as_str() {
+        "id" => rows.sort_by(|a, b| a.id.cmp(&b.id)),
+        "consumer" => rows.sort_by(|a, b| a.consumer.cmp(b.consumer).then(a.name.cmp(&b.name))),
+        "delivery" => rows.sort_by(|a, b| a.paused.cmp(&b.paused).then(a.name.cmp(&b.name))),
+        "name" | "" => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+        _ => rows.sort_by(|a, b| key(a).cmp(&key(b)).then(a.name.cmp(&b.name))),
+    }
+    if query.descending {
+        rows.reverse();
+    }
+    let skip = query.page.saturating_sub(1).saturating_mul(PAGE_ROWS);
+    let page = rows.into_iter().skip(skip).take(PAGE_ROWS).collect();
+    (page, total)
+}
+
+/// The account page's table and its pager (also served alone, for the
+/// script that refreshes it).
+pub(crate) fn queue_table(
+    rows: &[QueueRow],
+    total: usize,
+    query: &ListQuery,
+    now_ms: u64,
+) -> String {
+    let mut out = String::with_capacity(512 + rows.len() * 400);
+    let pages = total.div_ceil(PAGE_ROWS).max(1);
+    let _ = write!(
+        out,
+        r#"<p class="summary" id="queue-count">{total} queue{s}{filtered}. Page {page} of {pages}.</p>"#,
+        s = if total == 1 { "" } else { "s" },
+        filtered = if query.filter.is_empty() {
+            String::new()
+        } else {
+            format!(" named like “{}”", esc(&query.filter))
+        },
+        page = query.page.max(1),
+    );
+    out.push_str(r#"<div class="scroll" tabindex="0" role="region" aria-label="Queues"><table><caption class="sr">Queues of the local account</caption><thead><tr>"#);
+    for (key, heading, numeric) in COLUMNS {
+        let sorted = query.sort == key || (query.sort.is_empty() && key == "name");
+        let descending = sorted && !query.descending;
+        let aria = if sorted {
+            if query.descending {
+                r#" aria-sort="descending""#
+            } else {
+                r#" aria-sort="ascending""#
+            }
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            r#"<th scope="col"{aria}{class}><a href="{link}">{heading}</a></th>"#,
+            class = if numeric { r#" class="num""# } else { "" },
+            link = esc(&query.link(key, descending, 1)),
+        );
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        let _ = write!(
+            out,
+            r#"<tr><td><a href="/_dashboard/queues/{id_url}">{name}</a></td><td><code>{id}</code></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td></tr>"#,
+            r.available,
+            r.delayed,
+            r.leased,
+            bytes(r.backlog_bytes),
+            age(r.oldest_ms, now_ms),
+            consumer_label(r.consumer),
+            if r.paused { "paused" } else { "active" },
+            id_url = url(&r.id),
+            name = esc(&r.name),
+            id = esc(&r.id),
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    let page = query.page.max(1);
+    out.push_str(r#"<nav class="pager" aria-label="Pages">"#);
+    if page > 1 {
+        let _ = write!(
+            out,
+            r#"<a href="{}">Previous page</a> "#,
+            esc(&query.link(&query.sort, query.descending, page - 1))
+        );
+    }
+    if page < pages {
+        let _ = write!(
+            out,
+            r#"<a href="{}">Next page</a>"#,
+            esc(&query.link(&query.sort, query.descending, page + 1))
+        );
+    }
+    out.push_str("</nav>");
+    out
+}
+
+fn consumer_label(consumer: &str) -> &'static str {
+    match consumer {
+        "http_pull" => "HTTP pull",
+        "worker" => "Worker",
+        _ => "none",
+    }
+}
+
+/// The account page.
+pub(crate) fn account(rows: &[QueueRow], total: usize, query: &ListQuery, now_ms: u64) -> String {
+    let main = format!(
+        r#"<form method="get" action="/_dashboard/" class="filter" role="search"><label for="q">Filter by name</label> <input id="q" name="q" type="search" value="{filter}"><input type="hidden" name="sort" value="{sort}"><input type="hidden" name="order" value="{order}"> <button type="submit">Filter</button></form>
+<div id="queues" data-refresh="{refresh}">{table}</div>"#,
+        filter = esc(&query.filter),
+        sort = esc(&query.sort),
+        order = if query.descending { "desc" } else { "asc" },
+        refresh = esc(&format!(
+            "{}&fragment=table",
+            query.link(&query.sort, query.descending, query.page.max(1))
+        )),
+        table = queue_table(rows, total, query, now_ms),
+    );
+    page("Queues", "account", &main)
+}
+
+/// The queue page: its figures (updated by the script), its charts, its
+/// settings and a page of its messages.
+pub(crate) fn queue(
+    record: &QueueRecord,
+    row: &QueueRow,
+    messages: &[MessageRow],
+    message_count: u64,
+    page_number: usize,
+    now_ms: u64,
+) -> String {
+    let mut main = String::with_capacity(4096 + messages.len() * 600);
+    let _ = write!(
+        main,
+        r#"<p class="summary"><code>{id}</code> · consumer: {consumer} · delivery {delivery}</p>
+<dl class="figures" id="figures" data-series="/_dashboard/api/queues/{id_url}/series">
+<div><dt>Available</dt><dd id="available">{available}</dd></div>
+<div><dt>Delayed</dt><dd id="delayed">{delayed}</dd></div>
+<div><dt>Leased</dt><dd id="leased">{leased}</dd></div>
+<div><dt>Backlog bytes</dt><dd id="bytes">{bytes}</dd></div>
+<div><dt>Oldest message</dt><dd id="oldest">{oldest}</dd></div>
+</dl>
+<section aria-labelledby="charts-title"><h2 id="charts-title">The last minutes</h2>
+<p class="note">Sampled every second while this page is open, for up to 10 minutes.</p>
+<div class="charts">
+<figure><figcaption>Backlog (messages)</figcaption><svg id="chart-count" role="img" aria-label="Backlog in messages over the last minutes" viewBox="0 0 300 100" preserveAspectRatio="none"></svg></figure>
+<figure><figcaption>Backlog (bytes)</figcaption><svg id="chart-bytes" role="img" aria-label="Backlog in bytes over the last minutes" viewBox="0 0 300 100" preserveAspectRatio="none"></svg></figure>
+<figure><figcaption>Messages a second: <span class="k pushed">pushed</span> <span class="k pulled">pulled</span> <span class="k acked">acked</span> <span class="k retried">retried</span> <span class="k dead">dead-lettered</span></figcaption><svg id="chart-rates" role="img" aria-label="Messages pushed, pulled, acked, retried and dead-lettered a second" viewBox="0 0 300 100" preserveAspectRatio="none"></svg></figure>
+</div></section>"#,
+        id = esc(&record.id),
+        id_url = url(&record.id),
+        consumer = consumer_label(row.consumer),
+        delivery = if row.paused { "paused" } else { "active" },
+        available = row.available,
+        delayed = row.delayed,
+        leased = row.leased,
+        bytes = bytes(row.backlog_bytes),
+        oldest = age(row.oldest_ms, now_ms),
+    );
+    main.push_str(&settings(record));
+    let _ = write!(
+        main,
+        r#"<section aria-labelledby="messages-title"><h2 id="messages-title">Messages</h2><p class="note">Listed without leasing them or using an attempt, oldest first: {message_count} in all.</p>"#
+    );
+    if messages.is_empty() {
+        main.push_str("<p>No message on this page.</p>");
+    }
+    main.push_str(r#"<ol class="messages">"#);
+    for m in messages {
+        main.push_str(&message(m, now_ms));
+    }
+    main.push_str("</ol>");
+    let pages = (message_count as usize).div_ceil(PAGE_ROWS).max(1);
+    main.push_str(r#"<nav class="pager" aria-label="Pages of messages">"#);
+    let base = format!("/_dashboard/queues/{}", url(&record.id));
+    if page_number > 1 {
+        let _ = write!(
+            main,
+            r#"<a href="{base}?page={}">Previous page</a> "#,
+            page_number - 1
+        );
+    }
+    if page_number < pages {
+        let _ = write!(
+            main,
+            r#"<a href="{base}?page={}">Next page</a>"#,
+            page_number + 1
+        );
+    }
+    main.push_str("</nav></section>");
+    page(&record.name, "queue", &main)
+}
+
+fn settings(record: &QueueRecord) -> String {
+    let s = &record.settings;
+    let mut out = format!(
+        r#"<section aria-labelledby="settings-title"><h2 id="settings-title">Settings</h2><div class="scroll" tabindex="0" role="region" aria-label="Settings"><table><caption class="sr">The queue's and its consumer's settings</caption><tbody>
+<tr><th scope="row">Delivery delay</th><td>{}s</td></tr>
+<tr><th scope="row">Delivery</th><td>{}</td></tr>
+<tr><th scope="row">Retention</th><td>{}</td></tr>"#,
+        s.delivery_delay_s,
+        if s.delivery_paused {
+            "paused"
+        } else {
+            "active"
+        },
+        span(u64::from(s.retention_s) * 1000),
+    );
+    match &record.consumer {
+        None => out.push_str(r#"<tr><th scope="row">Consumer</th><td>none</td></tr>"#),
+        Some(consumer) => {
+            let dlq = consumer.spec.dead_letter_queue.as_deref().unwrap_or("none");
+            match &consumer.spec.kind {
+                ConsumerKind::HttpPull(p) => {
+                    let _ = write!(
+                        out,
+                        r#"<tr><th scope="row">Consumer</th><td>HTTP pull <code>{}</code></td></tr>
+<tr><th scope="row">Batch size</th><td>{}</td></tr>
+<tr><th scope="row">Max retries</th><td>{}</td></tr>
+<tr><th scope="row">Retry delay</th><td>{}s</td></tr>
+<tr><th scope="row">Visibility timeout</th><td>{}</td></tr>"#,
+                        esc(&consumer.id),
+                        p.batch_size,
+                        p.max_retries,
+                        p.retry_delay_s,
+                        span(p.visibility_timeout_ms),
+                    );
+                }
+                ConsumerKind::Worker {
+                    script_name,
+                    settings: w,
+                    ..
+                } => {
+                    let _ = write!(
+                        out,
+                        r#"<tr><th scope="row">Consumer</th><td>Worker <code>{}</code> (script {})</td></tr>
+<tr><th scope="row">Batch size</th><td>{}</td></tr>
+<tr><th scope="row">Max retries</th><td>{}</td></tr>
+<tr><th scope="row">Retry delay</th><td>{}s</td></tr>
+<tr><th scope="row">Max wait</th><td>{}</td></tr>"#,
+                        esc(&consumer.id),
+                        esc(script_name),
+                        w.batch_size,
+                        w.max_retries,
+                        w.retry_delay_s,
+                        span(w.max_wait_time_ms),
+                    );
+                }
+            }
+            let _ = write!(
+                out,
+                r#"<tr><th scope="row">Dead-letter queue</th><td>{}</td></tr>"#,
+                esc(dlq)
+            );
+        }
+    }
+    out.push_str("</tbody></table></div></section>");
+    out
+}
+
+fn message(m: &MessageRow, now_ms: u64) -> String {
+    let standing = match m.standing {
+        Standing::Available => "available".to_owned(),
+        Standing::Delayed(until) => format!("delayed for {}", span(until.saturating_sub(now_ms))),
+        Standing::Leased(until) => {
+            format!("leased for {} more", span(until.saturating_sub(now_ms)))
+        }
+    };
+    let body = match m.kind {
+        BodyKind::Json => serde_json::from_slice::<serde_json::Value>(&m.body)
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .map_or_else(
+                || esc(&String::from_utf8_lossy(&m.body)),
+                |pretty| esc(&pretty),
+            ),
+        BodyKind::Text => esc(&String::from_utf8_lossy(&m.body)),
+        BodyKind::Bytes | BodyKind::V8 => String::new(),
+    };
+    let shown = match m.kind {
+        BodyKind::Bytes | BodyKind::V8 => format!(
+            r#"<p class="note">A {} body of {}: not shown.</p>"#,
+            m.kind.as_str(),
+            bytes(m.body.len() as u64)
+        ),
+        _ => format!(r#"<pre class="body">{body}</pre>"#),
+    };
+    format!(
+        r#"<li><details><summary><code>{id}</code> · {kind} · {size} · attempts {attempts} · {standing}</summary>{shown}<dl class="meta"><div><dt>Pushed</dt><dd>{pushed} ago</dd></div><div><dt>Content type</dt><dd>{kind}</dd></div><div><dt>Delay</dt><dd>{delay}</dd></div><div><dt>Attempts</dt><dd>{attempts}</dd></div><div><dt>Standing</dt><dd>{standing}</dd></div></dl></details></li>"#,
+        id = esc(&m.id),
+        kind = m.kind.as_str(),
+        size = bytes(m.body.len() as u64),
+        attempts = m.attempts,
+        pushed = age(m.timestamp_ms, now_ms),
+        delay = span(m.delay_ms),
+    )
+}
+
+/// The request list, with its filter.
+pub(crate) fn requests(entries: &[Entry], queue: &str, status: &str, now_ms: u64) -> String {
+    let mut main = format!(
+        r#"<form method="get" action="/_dashboard/requests" class="filter"><label for="rq">Queue id</label> <input id="rq" name="queue" value="{q}"> <label for="rs">Status</label> <input id="rs" name="status" inputmode="numeric" value="{s}" size="4"> <button type="submit">Filter</button></form>
+<p class="summary">The last {n} request{plural} answered{filtered}, newest first (at most 1,000 are kept; no bodies, credentials by fingerprint).</p>
+<div class="scroll" tabindex="0" role="region" aria-label="Requests"><table><caption class="sr">Requests the emulator answered</caption><thead><tr><th scope="col">When</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col">Operation</th><th scope="col" class="num">Status</th><th scope="col" class="num">Code</th><th scope="col" class="num">Took</th><th scope="col">Credential</th></tr></thead><tbody>"#,
+        q = esc(queue),
+        s = esc(status),
+        n = entries.len(),
+        plural = if entries.len() == 1 { "" } else { "s" },
+        filtered = if queue.is_empty() && status.is_empty() {
+            ""
+        } else {
+            " that match"
+        },
+    );
+    for e in entries {
+        let _ = write!(
+            main,
+            r#"<tr><td>{} ago</td><td>{}</td><td><code>{}</code></td><td>{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td><code>{}</code></td></tr>"#,
+            age(e.at_ms.max(1), now_ms.max(e.at_ms)),
+            esc(&e.method),
+            esc(&e.path),
+            e.operation,
+            e.status,
+            e.code.map_or_else(String::new, |c| c.to_string()),
+            if e.took_us < 1000 {
+                format!("{} µs", e.took_us)
+            } else {
+                format!("{:.1} ms", e.took_us as f64 / 1000.0)
+            },
+            esc(e.credential.as_deref().unwrap_or("none")),
+        );
+    }
+    main.push_str("</tbody></table></div>");
+    page("Requests", "requests", &main)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, available: u64, oldest_ms: u64) -> QueueRow {
+        QueueRow {
+            id: format!("id-{name}"),
+            name: name.to_owned(),
+            available,
+            delayed: 0,
+            leased: 0,
+            backlog_bytes: available * 10,
+            oldest_ms,
+            consumer: "none",
+            paused: false,
+        }
+    }
+
+    #[test]
+    fn text_is_escaped_wherever_it_goes() {
+        assert_eq!(
+            esc(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(url("a b/é"), "a%20b%2F%C3%A9");
+        let html = account(&[row("<script>", 1, 0)], 1, &ListQuery::default(), 0);
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+    }
+
+    #[test]
+    fn a_list_is_filtered_sorted_and_cut_to_pages() {
+        let rows: Vec<QueueRow> = (0..250)
+            .map(|i| row(&format!("q{i:03}"), i, 1_000 + i))
+            .collect();
+        let query = ListQuery {
+            filter: "Q1".into(),
+            sort: "available".into(),
+            descending: true,
+            page: 1,
+        };
+        let (page, total) = select(rows.clone(), &query);
+        assert_eq!(total, 100, "q100..q199, case-insensitive");
+        assert_eq!(page.first().map(|r| r.name.as_str()), Some("q199"));
+        let oldest_first = ListQuery {
+            sort: "oldest".into(),
+            page: 3,
+            ..ListQuery::default()
+        };
+        let (page, total) = select(rows, &oldest_first);
+        assert_eq!((total, page.len()), (250, 50));
+        assert_eq!(
+            page.first().map(|r| r.name.as_str()),
+            Some("q049"),
+            "youngest first"
+        );
+    }
+
+    #[test]
+    fn durations_and_sizes_read_as_people_write_them() {
+        assert_eq!(span(850), "850 ms");
+        assert_eq!(span(192_000), "3m 12s");
+        assert_eq!(span(7_500_000), "2h 5m");
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(bytes(5_600_000), "5.6 MB");
+        assert_eq!(age(0, 5), "-");
+    }
+}

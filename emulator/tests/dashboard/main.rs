@@ -1,0 +1,439 @@
+//! The dashboard in a real browser: Debian's headless Chromium through
+//! chromedriver, against an emulator started here.
+//!
+//! A `harness = false` binary: it prints `SKIPPED` with the install
+//! command when no browser is found, and fails instead when `CI` is set
+//! (`.ci/run` installs the browser). axe-core, the accessibility checker,
+//! comes from npm (`package.json` beside this file; installed here with
+//! `npm ci` when missing).
+#![allow(missing_docs, unreachable_pub)]
+
+mod webdriver;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use cf_queues::Message;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle};
+use serde_json::{Value, json};
+use webdriver::{Browser, Result, find_browser};
+
+const WAIT: Duration = Duration::from_secs(15);
+
+fn main() {
+    let Some((chromium, driver)) = find_browser() else {
+        let install = "apt-get install chromium chromium-driver";
+        if std::env::var_os("CI").is_some() {
+            eprintln!("dashboard tests: no browser found, and CI is set: `{install}`");
+            std::process::exit(1);
+        }
+        println!(
+            "SKIPPED: the dashboard's browser tests need Chromium and chromedriver: `{install}`"
+        );
+        return;
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("dashboard tests: no runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let failed = runtime.block_on(run_all(&chromium, &driver));
+    if failed > 0 {
+        eprintln!("dashboard tests: {failed} failed");
+        std::process::exit(1);
+    }
+}
+
+async fn run_all(chromium: &std::path::Path, driver: &std::path::Path) -> usize {
+    let axe = match axe_core() {
+        Ok(axe) => axe,
+        Err(e) => {
+            eprintln!("dashboard tests: cannot load axe-core: {e}");
+            return 1;
+        }
+    };
+    let browser = match Browser::start(chromium, driver).await {
+        Ok(browser) => browser,
+        Err(e) => {
+            eprintln!("dashboard tests: cannot start the browser: {e}");
+            return 1;
+        }
+    };
+    let emulator = match Emulator::new().start().await {
+        Ok(emulator) => emulator,
+        Err(e) => {
+            eprintln!("dashboard tests: cannot start the emulator: {e}");
+            return 1;
+        }
+    };
+    let mut failed = 0;
+    macro_rules! check {
+        ($name:literal, $test:expr) => {
+            let started = std::time::Instant::now();
+            match $test.await {
+                Ok(()) => println!(
+                    "test {} ... ok ({:.1} s)",
+                    $name,
+                    started.elapsed().as_secs_f64()
+                ),
+                Err(e) => {
+                    println!("test {} ... FAILED: {e}", $name);
+                    failed += 1;
+                }
+            }
+        };
+    }
+    check!(
+        "logs_in_through_the_printed_link",
+        logs_in(&browser, &emulator)
+    );
+    check!(
+        "counts_and_charts_move_without_a_reload",
+        live(&browser, &emulator)
+    );
+    check!("a_body_expands_pretty_printed", bodies(&browser, &emulator));
+    check!(
+        "a_list_of_300_queues_filters_and_sorts",
+        many_queues(&browser, &emulator)
+    );
+    check!(
+        "a_request_the_test_made_is_listed",
+        request_list(&browser, &emulator)
+    );
+    check!("strangers_are_refused", refusals(&emulator));
+    check!(
+        "no_serious_accessibility_violation",
+        accessibility(&browser, &emulator, &axe)
+    );
+    browser.quit().await;
+    println!("dashboard tests: {} failed", failed);
+    failed
+}
+
+/// axe-core's source, installed with `npm ci` beside this file when missing.
+fn axe_core() -> Result<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard");
+    let file = dir.join("node_modules/axe-core/axe.min.js");
+    if !file.exists() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--silent"])
+            .current_dir(&dir)
+            .status()?;
+        if !status.success() {
+            return Err(format!("npm ci in {} failed", dir.display()).into());
+        }
+    }
+    Ok(std::fs::read_to_string(file)?)
+}
+
+fn origin(emulator: &EmulatorHandle) -> String {
+    format!("http://{}", emulator.local_addr())
+}
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Result<()> {
+    if ok { Ok(()) } else { Err(what().into()) }
+}
+
+async fn logs_in(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let link = emulator.dashboard_url().ok_or("no dashboard link")?;
+    let token = emulator.token().ok_or("no token")?;
+    ensure(!link.contains(token), || {
+        "the link carries the API token".into()
+    })?;
+    browser.goto(link).await?;
+    let url = browser.current_url().await?;
+    ensure(url == format!("{}/_dashboard/", origin(emulator)), || {
+        format!("landed on {url}")
+    })?;
+    let title = browser.title().await?;
+    ensure(title == "Queues · cf-queues emulator", || {
+        format!("title {title:?}")
+    })?;
+    // The session is in an HttpOnly cookie: the page's script cannot read it.
+    let cookies = browser.execute("return document.cookie", json!([])).await?;
+    ensure(cookies == json!(""), || format!("script sees {cookies}"))
+}
+
+async fn live(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let client = emulator.client()?;
+    let queue = client.create_queue("live").await?;
+    let id = queue.id().to_owned();
+    for i in 0..2 {
+        queue.push(Message::text(format!("m{i}"))).await?;
+    }
+    browser
+        .goto(&format!("{}/_dashboard/queues/{id}", origin(emulator)))
+        .await?;
+    browser
+        .wait_for(
+            "two available",
+            "return document.getElementById('available').textContent === '2'",
+            WAIT,
+        )
+        .await?;
+    browser
+        .execute("window.stillHere = true", json!([]))
+        .await?;
+    for i in 2..5 {
+        queue.push(Message::text(format!("m{i}"))).await?;
+    }
+    browser
+        .wait_for(
+            "five available, and a point of the pushes",
+            "return document.getElementById('available').textContent === '5' \
+             && Number(document.getElementById('figures').dataset.points || 0) >= 1",
+            WAIT,
+        )
+        .await?;
+    let lines = browser
+        .execute(
+            "return [window.stillHere === true, \
+              document.querySelectorAll('#chart-count polyline').length, \
+              document.querySelectorAll('#chart-rates polyline').length]",
+            json!([]),
+        )
+        .await?;
+    ensure(lines[0] == json!(true), || "the page was reloaded".into())?;
+    // Two points make a line: wait for the second.
+    browser
+        .wait_for(
+            "a drawn backlog",
+            "return document.querySelectorAll('#chart-count polyline').length === 1 \
+             && document.querySelectorAll('#chart-rates polyline').length === 5",
+            WAIT,
+        )
+        .await
+}
+
+async fn bodies(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let client = emulator.client()?;
+    let queue = client.create_queue("bodies").await?;
+    queue
+        .push(Message::json(&json!({ "order": 7, "items": ["a", "b"] }))?)
+        .await?;
+    queue.push(Message::text("hello <b>world</b>")).await?;
+    browser
+        .goto(&format!(
+            "{}/_dashboard/queues/{}",
+            origin(emulator),
+            queue.id()
+        ))
+        .await?;
+    browser.click("ol.messages li:nth-child(1) summary").await?;
+    let json_body = browser.text("ol.messages li:nth-child(1) pre.body").await?;
+    ensure(
+        json_body == "{\n  \"items\": [\n    \"a\",\n    \"b\"\n  ],\n  \"order\": 7\n}",
+        || format!("JSON body {json_body:?}"),
+    )?;
+    browser.click("ol.messages li:nth-child(2) summary").await?;
+    let text_body = browser.text("ol.messages li:nth-child(2) pre.body").await?;
+    ensure(text_body == "hello <b>world</b>", || {
+        format!("text body {text_body:?}")
+    })?;
+    // Shown, not leased: the queue still has both available.
+    let available = browser.text("#available").await?;
+    ensure(available == "2", || format!("available {available}"))?;
+    queue
+        .enable_http_pull(cf_queues::resources::HttpPullSettings::default())
+        .await?;
+    let pulled = queue
+        .pull(cf_queues::PullOptions::new().batch_size(10))
+        .await?;
+    ensure(pulled.messages.iter().all(|m| m.attempts == 1), || {
+        "a listed message used an attempt".into()
+    })
+}
+
+async fn many_queues(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let client = emulator.client()?;
+    for i in 0..300 {
+        client.create_queue(&format!("bulk-{i:03}")).await?;
+    }
+    let busy = client.queue_by_name("bulk-150").await?;
+    for i in 0..4 {
+        busy.push(Message::text(format!("b{i}"))).await?;
+    }
+    browser
+        .goto(&format!("{}/_dashboard/", origin(emulator)))
+        .await?;
+    browser.type_into("#q", "bulk-01").await?;
+    browser.click("form.filter button").await?;
+    browser
+        .wait_for(
+            "ten rows",
+            "return document.querySelectorAll('#queues tbody tr').length === 10",
+            WAIT,
+        )
+        .await?;
+    let first = browser.text("#queues tbody tr td a").await?;
+    ensure(first == "bulk-010", || format!("first row {first}"))?;
+    browser
+        .goto(&format!("{}/_dashboard/?q=bulk", origin(emulator)))
+        .await?;
+    let summary = browser.text("#queue-count").await?;
+    ensure(
+        summary == "300 queues named like “bulk”. Page 1 of 3.",
+        || format!("summary {summary:?}"),
+    )?;
+    // Sort by the available count, highest first: a click on its heading
+    // sorts ascending, a second descending.
+    browser.click("th:nth-child(3) a").await?;
+    browser.click("th:nth-child(3) a").await?;
+    let url = browser.current_url().await?;
+    ensure(
+        url.contains("sort=available") && url.contains("order=desc"),
+        || url.clone(),
+    )?;
+    let first = browser.text("#queues tbody tr td a").await?;
+    ensure(first == "bulk-150", || {
+        format!("first row {first} at {url}")
+    })
+}
+
+async fn request_list(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let client = emulator.client()?;
+    let queue = client.create_queue("traced").await?;
+    queue.push(Message::text("traced")).await?;
+    browser
+        .goto(&format!(
+            "{}/_dashboard/requests?queue={}",
+            origin(emulator),
+            queue.id()
+        ))
+        .await?;
+    let rows = browser
+        .execute(
+            "return [...document.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent))",
+            json!([]),
+        )
+        .await?;
+    let rows = rows.as_array().ok_or("no rows")?;
+    ensure(rows.len() == 1, || format!("rows {rows:?}"))?;
+    let row = &rows[0];
+    ensure(
+        row[1] == json!("POST") && row[3] == json!("push_message") && row[4] == json!("200"),
+        || format!("row {row:?}"),
+    )?;
+    let fingerprint = row[7].as_str().unwrap_or_default();
+    ensure(fingerprint.len() == 8, || {
+        format!("fingerprint {fingerprint:?}")
+    })?;
+    let source = browser.source().await?;
+    let token = emulator.token().ok_or("no token")?;
+    ensure(!source.contains(token), || {
+        "the token is on the page".into()
+    })
+}
+
+async fn refusals(emulator: &EmulatorHandle) -> Result<()> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let page = format!("{}/_dashboard/", origin(emulator));
+    // Without the cookie.
+    let status = http.get(&page).send().await?.status();
+    ensure(status == 401, || format!("no cookie: {status}"))?;
+    // Logged in, as the browser is.
+    let link = emulator.dashboard_url().ok_or("no link")?;
+    let login = http.get(link).send().await?;
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .ok_or("no cookie set")?
+        .to_owned();
+    let status = http
+        .get(&page)
+        .header("cookie", &cookie)
+        .send()
+        .await?
+        .status();
+    ensure(status == 200, || format!("with the cookie: {status}"))?;
+    // A foreign Host (DNS rebinding), even with the cookie.
+    let port = emulator.local_addr().port();
+    let status = http
+        .get(&page)
+        .header("cookie", &cookie)
+        .header("host", format!("rebound.example:{port}"))
+        .send()
+        .await?
+        .status();
+    ensure(status == 403, || format!("foreign host: {status}"))?;
+    // Another origin, even with the cookie.
+    for (name, value) in [
+        ("origin", "http://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let status = http
+            .get(&page)
+            .header("cookie", &cookie)
+            .header(name, value)
+            .send()
+            .await?
+            .status();
+        ensure(status == 403, || format!("{name}: {value}: {status}"))?;
+    }
+    // The API's paths are the API's: no cookie needed, none accepted instead of the token.
+    let api = format!(
+        "{}/accounts/{EMULATOR_ACCOUNT_ID}/queues",
+        emulator.base_url()
+    );
+    let status = http
+        .get(&api)
+        .header("cookie", &cookie)
+        .send()
+        .await?
+        .status();
+    ensure([400, 401, 403].contains(&status.as_u16()), || {
+        format!("API with a cookie only: {status}")
+    })
+}
+
+async fn accessibility(browser: &Browser, emulator: &EmulatorHandle, axe: &str) -> Result<()> {
+    let client = emulator.client()?;
+    let queue = client.create_queue("accessible").await?;
+    queue.push(Message::json(&json!({ "a": 1 }))?).await?;
+    let pages = [
+        format!("{}/_dashboard/", origin(emulator)),
+        format!("{}/_dashboard/queues/{}", origin(emulator), queue.id()),
+        format!("{}/_dashboard/requests", origin(emulator)),
+    ];
+    let mut problems = Vec::new();
+    for (width, height) in [(1366, 800), (390, 844)] {
+        browser.window(width, height).await?;
+        for page in &pages {
+            browser.goto(page).await?;
+            if page.contains("/queues/") {
+                browser.click("ol.messages li:nth-child(1) summary").await?;
+            }
+            browser.execute(axe, json!([])).await?;
+            let found = browser
+                .execute_async(
+                    "const done = arguments[arguments.length - 1];\
+                     axe.run(document, { resultTypes: ['violations'] })\
+                       .then(r => done(r.violations\
+                         .filter(v => v.impact === 'serious' || v.impact === 'critical')\
+                         .map(v => v.id + ' (' + v.impact + ', ' + v.nodes.length + '): ' + v.help)))\
+                       .catch(e => done(['axe failed: ' + e]));",
+                    json!([]),
+                )
+                .await?;
+            if let Some(list) = found.as_array().filter(|l| !l.is_empty()) {
+                problems.push(format!(
+                    "{page} at {width}px: {}",
+                    Value::from(list.clone())
+                ));
+            }
+        }
+    }
+    browser.window(1366, 800).await?;
+    ensure(problems.is_empty(), || problems.join("; "))
+}
