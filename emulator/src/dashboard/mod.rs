@@ -188,8 +188,16 @@ async fn account(
         page: query.page.unwrap_or(1).max(1),
     };
     let now_ms = d.now_ms();
-    let rows = d.app.broker().queue_rows(EMULATOR_ACCOUNT_ID, now_ms);
-    let (rows, total) = pages::select(rows, &list);
+    let skip = (list.page - 1).saturating_mul(pages::PAGE_ROWS);
+    let (rows, total) = d.app.broker().queue_page(
+        EMULATOR_ACCOUNT_ID,
+        now_ms,
+        &list.filter,
+        list.sort_by(),
+        list.descending,
+        skip,
+        pages::PAGE_ROWS,
+    );
     if query.fragment.as_deref() == Some("table") {
         return html(pages::queue_table(&rows, total, &list, now_ms));
     }

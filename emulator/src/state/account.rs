@@ -215,6 +215,9 @@ pub(crate) enum AccountError {
 #[derive(Debug, Default)]
 pub(super) struct Account {
     pub(super) queues: HashMap<String, QueueRecord>,
+    /// Counts the changes to the set of names (a queue created, deleted or
+    /// renamed), so that an index of them knows when it is stale.
+    pub(super) names_changed: u64,
     /// Name -> id: names are unique in an account.
     pub(super) names: HashMap<String, String>,
     /// Creation order -> id.
@@ -242,6 +245,7 @@ impl Account {
     /// Inserts a record, indexing its name, order and dead-letter queue
     /// (the registry notes it for the journal: [`Registry::insert`]).
     pub(super) fn insert(&mut self, record: QueueRecord) {
+        self.names_changed = self.names_changed.wrapping_add(1);
         self.names.insert(record.name.clone(), record.id.clone());
         self.order.insert(record.order, record.id.clone());
         if let Some(dlq) = record
@@ -260,6 +264,7 @@ impl Account {
     /// Removes a record and its indexes; `None` if there was none.
     pub(super) fn remove(&mut self, id: &str) -> Option<QueueRecord> {
         let record = self.queues.remove(id)?;
+        self.names_changed = self.names_changed.wrapping_add(1);
         self.names.remove(&record.name);
         self.order.remove(&record.order);
         self.unlink_dlq(&record);

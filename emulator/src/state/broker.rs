@@ -38,6 +38,8 @@ pub(crate) struct Broker {
     pub(super) orphans: Vec<(String, String)>,
     /// What happens to the queues the dashboard watches.
     pub(super) activity: super::view::Activity,
+    /// The dashboard's index of one account's queue names.
+    pub(super) names: Option<super::view::NameIndex>,
 }
 
 impl Broker {
@@ -63,6 +65,7 @@ impl Broker {
             sweeps: BTreeSet::new(),
             orphans: Vec::new(),
             activity: super::view::Activity::default(),
+            names: None,
         }
     }
 

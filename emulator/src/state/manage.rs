@@ -323,6 +323,7 @@ impl Broker {
                 return Err(AccountError::NameTaken(name.to_owned()));
             }
             if let Some(account) = self.registry.accounts.get_mut(at.account) {
+                account.names_changed = account.names_changed.wrapping_add(1);
                 account.names.remove(&current.name);
                 account.names.insert(name.to_owned(), at.queue.to_owned());
             }

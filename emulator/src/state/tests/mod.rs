@@ -6,6 +6,8 @@ mod journal;
 mod lifecycle;
 mod operations;
 mod randomized;
+#[cfg(feature = "dashboard")]
+mod view;
 
 use std::collections::{HashMap, HashSet};
 
