@@ -633,6 +633,58 @@
 //!   below 100) is served once the bucket is full and leaves it in debt,
 //!   rather than being refused for ever.
 //!
+//! # Dashboard
+//!
+//! With the `dashboard` feature (on by default), the emulator serves the
+//! local account ([`EMULATOR_ACCOUNT_ID`]) to a browser at `/` and under
+//! `/_dashboard/`, paths no API operation uses; `cfq emulator` prints its
+//! link, and [`EmulatorHandle::dashboard_url`] gives it from Rust.
+//! [`Emulator::dashboard`]`(false)` (`cfq emulator --no-dashboard`) turns it
+//! off.
+//!
+//! - **Queues**: every queue with its name and id, its available, delayed
+//!   and leased messages, backlog bytes, the oldest message's age, its
+//!   consumer (HTTP pull, Worker, none) and whether delivery is paused;
+//!   filtered by name, sorted by any column, 100 rows a page, refreshed
+//!   every 2 s.
+//! - **A queue**: its figures, updated every second, and charts of its
+//!   backlog (messages and bytes) and of the messages pushed, pulled,
+//!   acked, retried and dead-lettered a second: sampled once a second
+//!   while a page of that queue is open, for at most the last 10 minutes,
+//!   and nothing is counted for a queue no page shows. Its settings and its
+//!   consumer's. Its messages, 100 a page in push order, listed without
+//!   leasing one or using an attempt: each expands to its body (JSON
+//!   pretty-printed, text as is, `bytes` and `v8` said so, not shown), its
+//!   metadata, attempts, and whether it is leased or delayed, and until
+//!   when.
+//! - **Requests**: the last 1,000 requests answered on the API's paths,
+//!   without bodies: method, path, operation, status, Cloudflare code, the
+//!   time taken, and the credential as a fingerprint (a keyed hash drawn at
+//!   start, 8 hex digits: two requests with the same credential show the
+//!   same one), filtered by queue and status.
+//!
+//! The pages read the same state machine as the API (a data directory's
+//! included) and count against none of the emulated limits. Everything
+//! they use is compiled in: no asset, font or script from the network.
+//!
+//! **Who may see it.** The rules every page and every call of its script
+//! pass, in order:
+//!
+//! | rule | refused with | why |
+//! |---|---|---|
+//! | the `Host` header names this server by an IP address or `localhost`, with its port | 403 | DNS rebinding: a site the developer visits points its own name at 127.0.0.1; its requests carry that name |
+//! | no `Sec-Fetch-Site: cross-site` or `same-site`, and an `Origin`, if any, equal to this server's | 403 | no other site can read or drive the pages |
+//! | a session cookie: the printed link carries a random secret of its own (128 bits, never the API token), exchanged at the first visit for an `HttpOnly`, `SameSite=Strict` cookie holding a session id (64 kept) | 401 | a program that can reach the port but was not given the link sees nothing |
+//!
+//! Under [`Emulator::without_auth`], which accepts every API request, the
+//! pages need no secret either; the first two rules still hold. Every
+//! answer says `Cache-Control: no-store`, `X-Frame-Options: DENY`,
+//! `Referrer-Policy: no-referrer` and a `Content-Security-Policy` that
+//! allows scripts, styles and requests to this server only. They are
+//! tested in headless Chromium (`tests/dashboard/`), with axe-core finding
+//! no serious or critical accessibility violation at a laptop's and a
+//! phone's width.
+//!
 //! # A declared account
 //!
 //! [`Emulator::config`] and [`Emulator::config_file`] declare queues with
