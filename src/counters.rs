@@ -107,7 +107,7 @@ pub(crate) struct Spec {
 pub(crate) struct Tally {
     value: AtomicU64,
     #[cfg(feature = "metrics")]
-    metric: crate::metrics::Metric,
+    metric: Metric,
 }
 
 impl Tally {
@@ -116,7 +116,7 @@ impl Tally {
         Tally {
             value: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
-            metric: crate::metrics::Metric::register(queue_id, spec),
+            metric: Metric::register(queue_id, spec),
         }
     }
 
@@ -190,7 +190,7 @@ pub(crate) enum FigureKind {
 #[derive(Debug, Default)]
 pub(crate) struct Figure {
     #[cfg(feature = "metrics")]
-    handle: Option<crate::metrics::FigureHandle>,
+    handle: Option<FigureHandle>,
 }
 
 impl Figure {
@@ -203,9 +203,7 @@ impl Figure {
     ) -> Figure {
         Figure {
             #[cfg(feature = "metrics")]
-            handle: Some(crate::metrics::FigureHandle::register(
-                queue_id, kind, name, labels,
-            )),
+            handle: Some(FigureHandle::register(queue_id, kind, name, labels)),
         }
     }
 
@@ -244,3 +242,116 @@ impl Figure {
         }
     }
 }
+
+/// The metric handles behind [`Tally`] and [`Figure`], taken from the
+/// recorder installed when the counters are made.
+#[cfg(feature = "metrics")]
+mod handles {
+    use std::fmt;
+
+    use ::metrics::{Counter, Gauge};
+
+    use super::{FigureKind, Kind, Spec};
+
+    /// A live counter's metric handle.
+    #[derive(Default)]
+    pub(crate) enum Metric {
+        #[default]
+        None,
+        Counter(Counter),
+        Gauge(Gauge),
+    }
+
+    impl fmt::Debug for Metric {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(match self {
+                Metric::None => "None",
+                Metric::Counter(_) => "Counter",
+                Metric::Gauge(_) => "Gauge",
+            })
+        }
+    }
+
+    impl Metric {
+        /// Takes the handle `spec` names, from the recorder installed now.
+        pub(crate) fn register(queue_id: &str, spec: Option<Spec>) -> Metric {
+            let Some(spec) = spec else {
+                return Metric::None;
+            };
+            let key = crate::metrics::key(queue_id, spec.name, spec.labels);
+            ::metrics::with_recorder(|recorder| match spec.kind {
+                Kind::counter => {
+                    Metric::Counter(recorder.register_counter(&key, &crate::metrics::METADATA))
+                }
+                Kind::gauge => {
+                    Metric::Gauge(recorder.register_gauge(&key, &crate::metrics::METADATA))
+                }
+            })
+        }
+
+        pub(crate) fn add(&self, n: u64) {
+            match self {
+                Metric::None => {}
+                Metric::Counter(counter) => counter.increment(n),
+                Metric::Gauge(gauge) => gauge.increment(n as f64),
+            }
+        }
+
+        pub(crate) fn sub(&self, n: u64) {
+            if let Metric::Gauge(gauge) = self {
+                gauge.decrement(n as f64);
+            }
+        }
+
+        #[cfg(feature = "consumer")]
+        pub(crate) fn set(&self, v: u64) {
+            if let Metric::Gauge(gauge) = self {
+                gauge.set(v as f64);
+            }
+        }
+    }
+
+    /// A [`Figure`](crate::counters::Figure)'s handle.
+    pub(crate) enum FigureHandle {
+        Histogram(::metrics::Histogram),
+        Gauge(Gauge),
+    }
+
+    impl fmt::Debug for FigureHandle {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(match self {
+                FigureHandle::Histogram(_) => "Histogram",
+                FigureHandle::Gauge(_) => "Gauge",
+            })
+        }
+    }
+
+    impl FigureHandle {
+        /// Takes the handle from the recorder installed now.
+        pub(crate) fn register(
+            queue_id: &str,
+            kind: FigureKind,
+            name: &'static str,
+            labels: &'static [(&'static str, &'static str)],
+        ) -> FigureHandle {
+            let key = crate::metrics::key(queue_id, name, labels);
+            ::metrics::with_recorder(|recorder| match kind {
+                FigureKind::histogram => FigureHandle::Histogram(
+                    recorder.register_histogram(&key, &crate::metrics::METADATA),
+                ),
+                FigureKind::gauge => {
+                    FigureHandle::Gauge(recorder.register_gauge(&key, &crate::metrics::METADATA))
+                }
+            })
+        }
+
+        pub(crate) fn record(&self, value: f64) {
+            match self {
+                FigureHandle::Histogram(histogram) => histogram.record(value),
+                FigureHandle::Gauge(gauge) => gauge.set(value),
+            }
+        }
+    }
+}
+#[cfg(feature = "metrics")]
+pub(crate) use handles::{FigureHandle, Metric};

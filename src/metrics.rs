@@ -84,21 +84,15 @@
 //!
 //! [messaging semantic conventions]: https://opentelemetry.io/docs/specs/semconv/messaging/messaging-metrics/
 
-#[cfg(any(feature = "consumer", feature = "producer"))]
-use std::fmt;
 use std::time::Duration;
 
-#[cfg(any(feature = "consumer", feature = "producer"))]
-use ::metrics::{Counter, Gauge};
-use ::metrics::{Key, Label, Level, Metadata};
-
-#[cfg(any(feature = "consumer", feature = "producer"))]
-use crate::counters::{FigureKind, Kind, Spec};
 use crate::error::Error;
 use crate::operation::Operation;
+use ::metrics::{Key, Label, Level, Metadata};
 
 /// Where the records say they come from.
-const METADATA: Metadata<'static> = Metadata::new("cf_queues", Level::INFO, Some("cf_queues"));
+pub(crate) const METADATA: Metadata<'static> =
+    Metadata::new("cf_queues", Level::INFO, Some("cf_queues"));
 
 /// The queue's label.
 const DESTINATION: &str = "messaging.destination.name";
@@ -106,112 +100,18 @@ const OPERATION: &str = "messaging.operation.name";
 const ERROR_TYPE: &str = "error.type";
 const CODE: &str = "cloudflare.code";
 
+/// The key of a consumer's or producer's metric: its name, its queue and
+/// its other labels.
 #[cfg(any(feature = "consumer", feature = "producer"))]
-fn key(queue_id: &str, name: &'static str, labels: &[(&'static str, &'static str)]) -> Key {
+pub(crate) fn key(
+    queue_id: &str,
+    name: &'static str,
+    labels: &[(&'static str, &'static str)],
+) -> Key {
     let mut all = Vec::with_capacity(labels.len() + 1);
     all.push(Label::new(DESTINATION, queue_id.to_owned()));
     all.extend(labels.iter().map(|&(k, v)| Label::from_static_parts(k, v)));
     Key::from_parts(name, all)
-}
-
-/// A live counter's metric handle.
-#[cfg(any(feature = "consumer", feature = "producer"))]
-#[derive(Default)]
-pub(crate) enum Metric {
-    #[default]
-    None,
-    Counter(Counter),
-    Gauge(Gauge),
-}
-
-#[cfg(any(feature = "consumer", feature = "producer"))]
-impl fmt::Debug for Metric {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Metric::None => "None",
-            Metric::Counter(_) => "Counter",
-            Metric::Gauge(_) => "Gauge",
-        })
-    }
-}
-
-#[cfg(any(feature = "consumer", feature = "producer"))]
-impl Metric {
-    /// Takes the handle `spec` names, from the recorder installed now.
-    pub(crate) fn register(queue_id: &str, spec: Option<Spec>) -> Metric {
-        let Some(spec) = spec else {
-            return Metric::None;
-        };
-        let key = key(queue_id, spec.name, spec.labels);
-        ::metrics::with_recorder(|recorder| match spec.kind {
-            Kind::counter => Metric::Counter(recorder.register_counter(&key, &METADATA)),
-            Kind::gauge => Metric::Gauge(recorder.register_gauge(&key, &METADATA)),
-        })
-    }
-
-    pub(crate) fn add(&self, n: u64) {
-        match self {
-            Metric::None => {}
-            Metric::Counter(counter) => counter.increment(n),
-            Metric::Gauge(gauge) => gauge.increment(n as f64),
-        }
-    }
-
-    pub(crate) fn sub(&self, n: u64) {
-        if let Metric::Gauge(gauge) = self {
-            gauge.decrement(n as f64);
-        }
-    }
-
-    #[cfg(feature = "consumer")]
-    pub(crate) fn set(&self, v: u64) {
-        if let Metric::Gauge(gauge) = self {
-            gauge.set(v as f64);
-        }
-    }
-}
-
-/// A [`Figure`](crate::counters::Figure)'s handle.
-#[cfg(any(feature = "consumer", feature = "producer"))]
-pub(crate) enum FigureHandle {
-    Histogram(::metrics::Histogram),
-    Gauge(Gauge),
-}
-
-#[cfg(any(feature = "consumer", feature = "producer"))]
-impl fmt::Debug for FigureHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FigureHandle::Histogram(_) => "Histogram",
-            FigureHandle::Gauge(_) => "Gauge",
-        })
-    }
-}
-
-#[cfg(any(feature = "consumer", feature = "producer"))]
-impl FigureHandle {
-    /// Takes the handle from the recorder installed now.
-    pub(crate) fn register(
-        queue_id: &str,
-        kind: FigureKind,
-        name: &'static str,
-        labels: &'static [(&'static str, &'static str)],
-    ) -> FigureHandle {
-        let key = key(queue_id, name, labels);
-        ::metrics::with_recorder(|recorder| match kind {
-            FigureKind::histogram => {
-                FigureHandle::Histogram(recorder.register_histogram(&key, &METADATA))
-            }
-            FigureKind::gauge => FigureHandle::Gauge(recorder.register_gauge(&key, &METADATA)),
-        })
-    }
-
-    pub(crate) fn record(&self, value: f64) {
-        match self {
-            FigureHandle::Histogram(histogram) => histogram.record(value),
-            FigureHandle::Gauge(gauge) => gauge.set(value),
-        }
-    }
 }
 
 /// The labels of one call's or one attempt's figures.
