@@ -663,6 +663,22 @@
 //!   start, 8 hex digits: two requests with the same credential show the
 //!   same one), filtered by queue and status.
 //!
+//! **Actions.** From the pages, a developer can also change the account;
+//! each action goes through the same state machine as the API (journaled
+//! with a data directory), is checked as the API checks the same change
+//! (the same limits and messages), counts against no emulated limit, and
+//! says what it did at the top of the page it leads back to:
+//!
+//! | where | action | what it guarantees |
+//! |---|---|---|
+//! | queue page | send a text or JSON message, with a delay, or N of them (`{n}` numbers each, at most 10,000) | checked and stored as a push |
+//! | messages | delete the selected messages | their leases go stale: a later ack gets a warning |
+//! | messages | retry the selected messages, with a delay | visible again after it, their leases ended, no attempt used |
+//! | messages of a dead-letter queue | move all, or the selected, back to the queue whose consumer names it (chosen when several do) | under one lock: none lost, none doubled, each a new message of that queue; with a data directory both queues change in one commit |
+//! | queue page | edit the delivery delay and retention; enable HTTP pull, change its settings (batch size, retries, retry delay, visibility timeout, dead-letter queue) or disable it; pause and resume delivery | as `PATCH` of the queue and `POST`/`PUT`/`DELETE` of its consumer |
+//! | queue page | purge every message, or delete the queue, with its name typed to confirm | a wrong name changes nothing |
+//! | account page | create a queue; switch the round trip added to every request and Cloudflare's rate-limit model on or off | as [`EmulatorHandle::set_latency`] and [`EmulatorHandle::set_rate_limits`] |
+//!
 //! The pages read the same state machine as the API (a data directory's
 //! included) and count against none of the emulated limits. Everything
 //! they use is compiled in: no asset, font or script from the network.
@@ -675,11 +691,12 @@
 //! | the `Host` header names this server by an IP address or `localhost`, with its port | 403 | DNS rebinding: a site the developer visits points its own name at 127.0.0.1; its requests carry that name |
 //! | no `Sec-Fetch-Site: cross-site` or `same-site`, and an `Origin`, if any, equal to this server's | 403 | no other site can read or drive the pages |
 //! | a session cookie: the printed link carries a random secret of its own (128 bits, never the API token), exchanged at the first visit for an `HttpOnly`, `SameSite=Strict` cookie holding a session id (64 kept) | 401 | a program that can reach the port but was not given the link sees nothing |
+//! | a change (a form posted) carries the session's own form token, written into the pages | 403 | defence in depth: a page of another site can neither read the token nor send the cookie |
 //!
 //! Under [`Emulator::without_auth`], which accepts every API request, the
 //! pages need no secret either; the first two rules still hold. Every
 //! answer says `Cache-Control: no-store`, `X-Frame-Options: DENY`,
-//! `Referrer-Policy: no-referrer` and a `Content-Security-Policy` that
+//! `Referrer-Policy: same-origin` (a form post then carries its `Origin`; the link's secret never goes to another site) and a `Content-Security-Policy` that
 //! allows scripts, styles and requests to this server only. They are
 //! tested in headless Chromium (`tests/dashboard/`), with axe-core finding
 //! no serious or critical accessibility violation at a laptop's and a

@@ -12,7 +12,9 @@
 //! 3. **The session cookie**: the link the emulator prints carries a random
 //!    secret of its own (never the API token), exchanged at the first visit
 //!    for an `HttpOnly`, `SameSite=Strict` cookie holding a session id; a
-//!    request without a live session is refused. Under
+//!    request without a live session is refused. Every change (a form
+//!    posted) also carries the session's own form token, which a page of
+//!    another site cannot read. Under
 //!    [`Emulator::without_auth`](crate::Emulator::without_auth), which
 //!    accepts every API request, the page needs no secret either; the first
 //!    two rules still hold.
@@ -59,7 +61,10 @@ impl Denied {
 pub(crate) struct Access {
     /// `None` under `without_auth`: no secret needed.
     secret: Option<String>,
-    sessions: Mutex<VecDeque<String>>,
+    /// Live sessions: (session id, its form token).
+    sessions: Mutex<VecDeque<(String, String)>>,
+    /// The form token under `without_auth`, where there is no session.
+    open_token: String,
     port: u16,
 }
 
@@ -68,6 +73,7 @@ impl Access {
         Access {
             secret: (!open).then(random_hex),
             sessions: Mutex::new(VecDeque::new()),
+            open_token: random_hex(),
             port,
         }
     }
@@ -110,11 +116,31 @@ impl Access {
         if self.secret.is_none() {
             return Ok(());
         }
+        self.form_token(headers)
+            .map(|_| ())
+            .ok_or(Denied::NoSession)
+    }
+
+    /// The form token of the request's session (or the open one under
+    /// `without_auth`); `None` without a live session.
+    pub(crate) fn form_token(&self, headers: &HeaderMap) -> Option<String> {
+        if self.secret.is_none() {
+            return Some(self.open_token.clone());
+        }
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let live = cookies(headers)
+        cookies(headers)
             .filter(|(name, _)| *name == COOKIE_NAME)
-            .any(|(_, value)| sessions.iter().any(|s| same(s, value)));
-        if live { Ok(()) } else { Err(Denied::NoSession) }
+            .find_map(|(_, value)| sessions.iter().find(|(s, _)| same(s, value)))
+            .map(|(_, token)| token.clone())
+    }
+
+    /// Whether a posted form carries the request's session's form token.
+    pub(crate) fn check_form(&self, headers: &HeaderMap, given: &str) -> Result<(), Denied> {
+        match self.form_token(headers) {
+            Some(token) if same(&token, given) => Ok(()),
+            Some(_) => Err(Denied::CrossSite),
+            None => Err(Denied::NoSession),
+        }
     }
 
     /// Exchanges the link's secret for a new session id; `None` for a
@@ -129,7 +155,7 @@ impl Access {
         if sessions.len() == MAX_SESSIONS {
             sessions.pop_front();
         }
-        sessions.push_back(session.clone());
+        sessions.push_back((session.clone(), random_hex()));
         Some(session)
     }
 
@@ -258,6 +284,19 @@ mod tests {
         let forged = format!("{COOKIE_NAME}={secret}");
         assert_eq!(
             access.check_session(&headers(&[("cookie", &forged)])),
+            Err(Denied::NoSession)
+        );
+        // A form must carry the session's own token.
+        let logged_in = headers(&[("cookie", &cookie)]);
+        let token = access.form_token(&logged_in).expect("a form token");
+        assert_ne!(token, session);
+        assert_eq!(access.check_form(&logged_in, &token), Ok(()));
+        assert_eq!(
+            access.check_form(&logged_in, "guess"),
+            Err(Denied::CrossSite)
+        );
+        assert_eq!(
+            access.check_form(&HeaderMap::new(), &token),
             Err(Denied::NoSession)
         );
     }

@@ -8,6 +8,7 @@
 //! from the network. Who may see it is decided in [`access`].
 
 mod access;
+mod actions;
 mod pages;
 mod series;
 
@@ -22,11 +23,12 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::EMULATOR_ACCOUNT_ID;
 use crate::http::App;
+use crate::server::ServerState;
 use crate::state::At;
 use access::{Access, COOKIE_NAME, Denied};
 use series::{Reading, Series};
@@ -37,19 +39,29 @@ const STYLE: &str = include_str!("assets/dashboard.css");
 /// What the dashboard's handlers share.
 struct Dashboard {
     app: Arc<App>,
+    /// The server, whose round trip the page switches.
+    server: Arc<ServerState>,
     access: Access,
     series: Mutex<Series>,
+    notes: actions::Notes,
 }
 
 /// The dashboard's routes, and the path of the link that logs a browser
 /// in. `open`: the emulator accepts any credential, and so does the page.
-pub(crate) fn router(app: Arc<App>, open: bool, port: u16) -> (Router, String) {
+pub(crate) fn router(
+    app: Arc<App>,
+    server: Arc<ServerState>,
+    open: bool,
+    port: u16,
+) -> (Router, String) {
     let access = Access::new(open, port);
     let login = access.login_path();
     let dashboard = Arc::new(Dashboard {
         app,
+        server,
         access,
         series: Mutex::default(),
+        notes: actions::Notes::default(),
     });
     let router = Router::new()
         .route("/", get(root))
@@ -58,6 +70,17 @@ pub(crate) fn router(app: Arc<App>, open: bool, port: u16) -> (Router, String) {
         .route("/_dashboard/queues/{id}", get(queue))
         .route("/_dashboard/requests", get(requests))
         .route("/_dashboard/api/queues/{id}/series", get(series_points))
+        .route("/_dashboard/queues", post(actions::create))
+        .route("/_dashboard/queues/{id}/send", post(actions::send))
+        .route("/_dashboard/queues/{id}/messages", post(actions::messages))
+        .route("/_dashboard/queues/{id}/settings", post(actions::settings))
+        .route("/_dashboard/queues/{id}/delivery", post(actions::delivery))
+        .route("/_dashboard/queues/{id}/consumer", post(actions::consumer))
+        .route(
+            "/_dashboard/queues/{id}/{what}",
+            post(actions::purge_or_delete),
+        )
+        .route("/_dashboard/emulator", post(actions::knobs))
         .route("/_dashboard/assets/dashboard.js", get(script))
         .route("/_dashboard/assets/dashboard.css", get(style))
         .with_state(dashboard);
@@ -75,7 +98,7 @@ fn answer(status: StatusCode, content_type: &'static str, body: String) -> Respo
         (CACHE_CONTROL, "no-store"),
         (X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (X_FRAME_OPTIONS, "DENY"),
-        (REFERRER_POLICY, "no-referrer"),
+        (REFERRER_POLICY, "same-origin"),
         (
             CONTENT_SECURITY_POLICY,
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
@@ -168,6 +191,7 @@ struct AccountQuery {
     order: Option<String>,
     page: Option<usize>,
     fragment: Option<String>,
+    note: Option<String>,
 }
 
 async fn account(
@@ -201,12 +225,29 @@ async fn account(
     if query.fragment.as_deref() == Some("table") {
         return html(pages::queue_table(&rows, total, &list, now_ms));
     }
-    html(pages::account(&rows, total, &list, now_ms))
+    let token = d.access.form_token(&headers).unwrap_or_default();
+    let done = query.note.as_deref().and_then(|id| d.notes.take(id));
+    let knobs = pages::Knobs {
+        round_trip_ms: d.server.latency.get().map_or(0, |l| {
+            u64::try_from(l.fixed().as_millis()).unwrap_or(u64::MAX)
+        }),
+        rate_limits: d.app.rate_limiter().is_some(),
+    };
+    html(pages::account(
+        &rows,
+        total,
+        &list,
+        now_ms,
+        &token,
+        done.as_deref(),
+        knobs,
+    ))
 }
 
 #[derive(Debug, Default, Deserialize)]
 struct PageQuery {
     page: Option<usize>,
+    note: Option<String>,
 }
 
 async fn queue(
@@ -240,8 +281,21 @@ async fn queue(
     let row = broker.queue_row(&record, now_ms);
     let skip = (page - 1).saturating_mul(pages::PAGE_ROWS);
     let (count, messages) = broker.message_rows(at, now_ms, skip, pages::PAGE_ROWS);
+    let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
     drop(broker);
-    html(pages::queue(&record, &row, &messages, count, page, now_ms))
+    let token = d.access.form_token(&headers).unwrap_or_default();
+    let done = query.note.as_deref().and_then(|id| d.notes.take(id));
+    html(pages::queue(
+        &record,
+        &row,
+        &messages,
+        count,
+        page,
+        now_ms,
+        &token,
+        done.as_deref(),
+        &sources,
+    ))
 }
 
 #[derive(Debug, Default, Deserialize)]

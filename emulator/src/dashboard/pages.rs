@@ -27,8 +27,8 @@ pub(crate) fn esc(text: &str) -> String {
     out
 }
 
-/// Escapes a query parameter's value.
-fn url(text: &str) -> String {
+/// Escapes a query parameter's value or a path segment.
+pub(crate) fn url(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -63,6 +63,28 @@ pub(crate) fn page(title: &str, kind: &str, main: &str) -> String {
 "#,
         title = esc(title),
     )
+}
+
+/// What an action did, shown once at the top of the page it led to.
+pub(crate) fn note(text: Option<&str>) -> String {
+    text.map_or_else(String::new, |text| {
+        format!(r#"<p class="done" role="status">{}</p>"#, esc(text))
+    })
+}
+
+/// The form token every form carries.
+fn token_field(token: &str) -> String {
+    format!(
+        r#"<input type="hidden" name="token" value="{}">"#,
+        esc(token)
+    )
+}
+
+/// The emulator's knobs as the account page shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Knobs {
+    pub round_trip_ms: u64,
+    pub rate_limits: bool,
 }
 
 /// A page that only says why it is not shown.
@@ -244,10 +266,27 @@ fn consumer_label(consumer: &str) -> &'static str {
 }
 
 /// The account page.
-pub(crate) fn account(rows: &[QueueRow], total: usize, query: &ListQuery, now_ms: u64) -> String {
+pub(crate) fn account(
+    rows: &[QueueRow],
+    total: usize,
+    query: &ListQuery,
+    now_ms: u64,
+    token: &str,
+    done: Option<&str>,
+    knobs: Knobs,
+) -> String {
     let main = format!(
-        r#"<form method="get" action="/_dashboard/" class="filter" role="search"><label for="q">Filter by name</label> <input id="q" name="q" type="search" value="{filter}"><input type="hidden" name="sort" value="{sort}"><input type="hidden" name="order" value="{order}"> <button type="submit">Filter</button></form>
-<div id="queues" data-refresh="{refresh}">{table}</div>"#,
+        r#"{done}<form method="get" action="/_dashboard/" class="filter" role="search"><label for="q">Filter by name</label> <input id="q" name="q" type="search" value="{filter}"><input type="hidden" name="sort" value="{sort}"><input type="hidden" name="order" value="{order}"> <button type="submit">Filter</button></form>
+<div id="queues" data-refresh="{refresh}">{table}</div>
+<section aria-labelledby="create-title"><h2 id="create-title">Create a queue</h2>
+<form method="post" action="/_dashboard/queues" class="filter">{token}<label for="new-name">Name</label> <input id="new-name" name="name" required> <button type="submit">Create</button></form></section>
+<section aria-labelledby="knobs-title"><h2 id="knobs-title">The emulator</h2>
+<form method="post" action="/_dashboard/emulator" class="filter">{token}<label for="round-trip">Round trip (ms)</label> <input id="round-trip" name="round_trip_ms" inputmode="numeric" size="6" value="{round_trip}"> <label for="rate-limits">Rate limits</label> <select id="rate-limits" name="rate_limits"><option value="off"{off}>off</option><option value="cloudflare"{on}>Cloudflare's</option></select> <button type="submit">Apply</button></form></section>"#,
+        done = note(done),
+        token = token_field(token),
+        round_trip = knobs.round_trip_ms,
+        off = if knobs.rate_limits { "" } else { " selected" },
+        on = if knobs.rate_limits { " selected" } else { "" },
         filter = esc(&query.filter),
         sort = esc(&query.sort),
         order = if query.descending { "desc" } else { "asc" },
@@ -262,6 +301,7 @@ pub(crate) fn account(rows: &[QueueRow], total: usize, query: &ListQuery, now_ms
 
 /// The queue page: its figures (updated by the script), its charts, its
 /// settings and a page of its messages.
+#[allow(clippy::too_many_arguments)] // One call site, the queue page's.
 pub(crate) fn queue(
     record: &QueueRecord,
     row: &QueueRow,
@@ -269,8 +309,14 @@ pub(crate) fn queue(
     message_count: u64,
     page_number: usize,
     now_ms: u64,
+    token: &str,
+    done: Option<&str>,
+    sources: &[(String, String)],
 ) -> String {
-    let mut main = String::with_capacity(4096 + messages.len() * 600);
+    let mut main = String::with_capacity(8192 + messages.len() * 700);
+    let base = format!("/_dashboard/queues/{}", url(&record.id));
+    let token = token_field(token);
+    main.push_str(&note(done));
     let _ = write!(
         main,
         r#"<p class="summary"><code>{id}</code> · consumer: {consumer} · delivery {delivery}</p>
@@ -298,10 +344,22 @@ pub(crate) fn queue(
         bytes = bytes(row.backlog_bytes),
         oldest = age(row.oldest_ms, now_ms),
     );
-    main.push_str(&settings(record));
     let _ = write!(
         main,
-        r#"<section aria-labelledby="messages-title"><h2 id="messages-title">Messages</h2><p class="note">Listed without leasing them or using an attempt, oldest first: {message_count} in all.</p>"#
+        r#"<section aria-labelledby="send-title"><h2 id="send-title">Send</h2>
+<form method="post" action="{base}/send" class="stack">{token}
+<label for="send-body">Body (<code>{{n}}</code> numbers each generated message)</label>
+<textarea id="send-body" name="body" rows="3" required></textarea>
+<div class="filter"><label for="send-type">Content type</label> <select id="send-type" name="content_type"><option value="text">text</option><option value="json">JSON</option></select>
+<label for="send-delay">Delay (s)</label> <input id="send-delay" name="delay" inputmode="numeric" size="6">
+<label for="send-count">How many</label> <input id="send-count" name="count" inputmode="numeric" size="6" value="1">
+<button type="submit">Send</button></div></form></section>"#
+    );
+    main.push_str(&settings(record, &base, &token));
+    let _ = write!(
+        main,
+        r#"<section aria-labelledby="messages-title"><h2 id="messages-title">Messages</h2><p class="note">Listed without leasing them or using an attempt, oldest first: {message_count} in all.</p>
+<form method="post" action="{base}/messages" id="messages-form">{token}"#
     );
     if messages.is_empty() {
         main.push_str("<p>No message on this page.</p>");
@@ -311,9 +369,22 @@ pub(crate) fn queue(
         main.push_str(&message(m, now_ms));
     }
     main.push_str("</ol>");
+    main.push_str(r#"<div class="filter actions"><button type="submit" name="action" value="delete">Delete selected</button> <label for="retry-delay">Retry delay (s)</label> <input id="retry-delay" name="delay" inputmode="numeric" size="6" value="0"> <button type="submit" name="action" value="retry">Retry selected</button></div>"#);
+    if !sources.is_empty() {
+        main.push_str(r#"<fieldset class="filter"><legend>Dead-letter redrive: move messages back to the queue that sent them</legend><label for="redrive-to">To</label> <select id="redrive-to" name="to">"#);
+        for (id, name) in sources {
+            let _ = write!(
+                main,
+                r#"<option value="{}">{}</option>"#,
+                esc(id),
+                esc(name)
+            );
+        }
+        main.push_str(r#"</select> <button type="submit" name="action" value="redrive">Move selected back</button> <button type="submit" name="action" value="redrive_all">Move all back</button></fieldset>"#);
+    }
+    main.push_str("</form>");
     let pages = (message_count as usize).div_ceil(PAGE_ROWS).max(1);
     main.push_str(r#"<nav class="pager" aria-label="Pages of messages">"#);
-    let base = format!("/_dashboard/queues/{}", url(&record.id));
     if page_number > 1 {
         let _ = write!(
             main,
@@ -329,11 +400,73 @@ pub(crate) fn queue(
         );
     }
     main.push_str("</nav></section>");
+    let _ = write!(
+        main,
+        r#"<section aria-labelledby="danger-title"><h2 id="danger-title">Purge or delete</h2>
+<form method="post" action="{base}/purge" class="filter">{token}<label for="purge-confirm">Type <strong>{name}</strong> to purge every message</label> <input id="purge-confirm" name="confirm" autocomplete="off"> <button type="submit" class="danger">Purge</button></form>
+<form method="post" action="{base}/delete" class="filter">{token}<label for="delete-confirm">Type <strong>{name}</strong> to delete the queue</label> <input id="delete-confirm" name="confirm" autocomplete="off"> <button type="submit" class="danger">Delete queue</button></form></section>"#,
+        name = esc(&record.name),
+    );
     page(&record.name, "queue", &main)
 }
 
-fn settings(record: &QueueRecord) -> String {
+fn settings(record: &QueueRecord, base: &str, token: &str) -> String {
     let s = &record.settings;
+    let pull = match record.consumer.as_ref().map(|c| &c.spec.kind) {
+        Some(ConsumerKind::HttpPull(p)) => Some(*p),
+        _ => None,
+    };
+    let defaults = pull.unwrap_or_default();
+    let dlq = record
+        .consumer
+        .as_ref()
+        .and_then(|c| c.spec.dead_letter_queue.as_deref())
+        .unwrap_or("");
+    let forms = format!(
+        r#"<div class="forms">
+<form method="post" action="{base}/settings" class="stack">{token}<h3>The queue</h3>
+<label for="delivery-delay">Delivery delay (s)</label> <input id="delivery-delay" name="delivery_delay" inputmode="numeric" value="{delay}">
+<label for="retention">Retention (s)</label> <input id="retention" name="retention" inputmode="numeric" value="{retention}">
+<button type="submit">Save</button></form>
+<form method="post" action="{base}/delivery" class="stack">{token}<h3>Delivery</h3><p>{delivery_state}</p>
+<button type="submit" name="action" value="{delivery_action}">{delivery_button}</button></form>
+<form method="post" action="{base}/consumer" class="stack">{token}<h3>HTTP pull</h3>
+<label for="batch-size">Batch size</label> <input id="batch-size" name="batch_size" inputmode="numeric" value="{batch}">
+<label for="max-retries">Max retries</label> <input id="max-retries" name="max_retries" inputmode="numeric" value="{retries}">
+<label for="retry-delay-s">Retry delay (s)</label> <input id="retry-delay-s" name="retry_delay" inputmode="numeric" value="{retry_delay}">
+<label for="visibility">Visibility timeout (ms)</label> <input id="visibility" name="visibility_timeout_ms" inputmode="numeric" value="{visibility}">
+<label for="dlq">Dead-letter queue</label> <input id="dlq" name="dead_letter_queue" value="{dlq}">
+<div><button type="submit" name="action" value="save">{pull_button}</button>{disable}</div></form>
+</div>"#,
+        delay = s.delivery_delay_s,
+        retention = s.retention_s,
+        delivery_state = if s.delivery_paused {
+            "Paused: pulls are refused."
+        } else {
+            "Active."
+        },
+        delivery_action = if s.delivery_paused { "resume" } else { "pause" },
+        delivery_button = if s.delivery_paused {
+            "Resume delivery"
+        } else {
+            "Pause delivery"
+        },
+        batch = defaults.batch_size,
+        retries = defaults.max_retries,
+        retry_delay = defaults.retry_delay_s,
+        visibility = defaults.visibility_timeout_ms,
+        dlq = esc(dlq),
+        pull_button = if pull.is_some() {
+            "Save"
+        } else {
+            "Enable HTTP pull"
+        },
+        disable = if record.consumer.is_some() {
+            r#" <button type="submit" name="action" value="disable" class="danger">Disable</button>"#
+        } else {
+            ""
+        },
+    );
     let mut out = format!(
         r#"<section aria-labelledby="settings-title"><h2 id="settings-title">Settings</h2><div class="scroll" tabindex="0" role="region" aria-label="Settings"><table><caption class="sr">The queue's and its consumer's settings</caption><tbody>
 <tr><th scope="row">Delivery delay</th><td>{}s</td></tr>
@@ -395,7 +528,9 @@ fn settings(record: &QueueRecord) -> String {
             );
         }
     }
-    out.push_str("</tbody></table></div></section>");
+    out.push_str("</tbody></table></div>");
+    out.push_str(&forms);
+    out.push_str("</section>");
     out
 }
 
@@ -427,8 +562,9 @@ fn message(m: &MessageRow, now_ms: u64) -> String {
         _ => format!(r#"<pre class="body">{body}</pre>"#),
     };
     format!(
-        r#"<li><details><summary><code>{id}</code> · {kind} · {size} · attempts {attempts} · {standing}</summary>{shown}<dl class="meta"><div><dt>Pushed</dt><dd>{pushed} ago</dd></div><div><dt>Content type</dt><dd>{kind}</dd></div><div><dt>Delay</dt><dd>{delay}</dd></div><div><dt>Attempts</dt><dd>{attempts}</dd></div><div><dt>Standing</dt><dd>{standing}</dd></div></dl></details></li>"#,
+        r#"<li><input type="checkbox" name="m" value="{seq}" id="m-{seq}" aria-label="Select message {id}"> <details><summary><code>{id}</code> · {kind} · {size} · attempts {attempts} · {standing}</summary>{shown}<dl class="meta"><div><dt>Pushed</dt><dd>{pushed} ago</dd></div><div><dt>Content type</dt><dd>{kind}</dd></div><div><dt>Delay</dt><dd>{delay}</dd></div><div><dt>Attempts</dt><dd>{attempts}</dd></div><div><dt>Standing</dt><dd>{standing}</dd></div></dl></details></li>"#,
         id = esc(&m.id),
+        seq = m.seq,
         kind = m.kind.as_str(),
         size = bytes(m.body.len() as u64),
         attempts = m.attempts,
@@ -500,7 +636,21 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
         assert_eq!(url("a b/é"), "a%20b%2F%C3%A9");
-        let html = account(&[row("<script>", 1, 0)], 1, &ListQuery::default(), 0);
+        let knobs = Knobs {
+            round_trip_ms: 0,
+            rate_limits: false,
+        };
+        let html = account(
+            &[row("<script>", 1, 0)],
+            1,
+            &ListQuery::default(),
+            0,
+            "t\"oken",
+            Some("<b>"),
+            knobs,
+        );
+        assert!(html.contains(r#"value="t&quot;oken""#), "{html}");
+        assert!(html.contains("&lt;b&gt;"), "{html}");
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");
     }

@@ -28,6 +28,21 @@ pub(crate) enum ErrorAnswer {
 }
 
 impl ErrorAnswer {
+    /// What it says, for a person: its message and, for a field, where.
+    #[cfg(feature = "dashboard")]
+    pub(crate) fn text(&self) -> String {
+        match self {
+            ErrorAnswer::Api {
+                message, pointer, ..
+            } => match pointer {
+                Some(pointer) => format!("{message} ({pointer})"),
+                None => message.clone(),
+            },
+            ErrorAnswer::Injected(_) => "an injected fault".to_owned(),
+            ErrorAnswer::RateLimited(refused) => refused.message.clone(),
+        }
+    }
+
     /// The Cloudflare code it answers with, if it names one.
     #[cfg(feature = "dashboard")]
     pub(crate) fn code(&self) -> Option<u32> {

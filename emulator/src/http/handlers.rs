@@ -19,7 +19,7 @@ use super::wire::{
     ResultMetadata, success,
 };
 use super::{Answer, App, Incoming};
-use crate::state::{Broker, PullSettings};
+use crate::state::{At, Broker, PullSettings, QueueStats};
 use axum::http::StatusCode;
 use cf_queues::codes;
 
@@ -47,26 +47,62 @@ fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, E
         .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
         .fold(0, u64::saturating_add);
     let metrics = app.with_queue(call, |broker, now| {
-        let held = broker.metrics(call.at(), now).backlog_bytes;
-        if held.saturating_add(incoming) > app.max_backlog_bytes {
-            return Err(ErrorAnswer::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                codes::QUEUE_STORAGE_LIMIT_EXCEEDED,
-                format!(
-                    "QueueStorageLimitExceeded: the queue holds {held} bytes of messages, \
-                     and may hold at most {}",
-                    app.max_backlog_bytes
-                ),
-            ));
-        }
-        let queue_delay_ms = u64::from(broker.access(call.at()).1.delivery_delay_s) * 1000;
-        let messages = pushed
-            .into_iter()
-            .map(|p| p.with_queue_delay(queue_delay_ms))
-            .collect();
-        Ok(broker.push(call.at(), messages, now))
+        store(app, broker, call.at(), pushed, incoming, now)
     })?;
     success(&PushResult::new(metrics)).map(Answer::Json)
+}
+
+/// Stores parsed messages of `incoming` body bytes in the queue at `at`,
+/// within the backlog's cap, each delayed by its own delay or the queue's.
+fn store(
+    app: &App,
+    broker: &mut Broker,
+    at: At<'_>,
+    pushed: Vec<Pushed>,
+    incoming: u64,
+    now: u64,
+) -> Result<QueueStats, ErrorAnswer> {
+    let held = broker.metrics(at, now).backlog_bytes;
+    if held.saturating_add(incoming) > app.max_backlog_bytes {
+        return Err(ErrorAnswer::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            codes::QUEUE_STORAGE_LIMIT_EXCEEDED,
+            format!(
+                "QueueStorageLimitExceeded: the queue holds {held} bytes of messages, \
+                 and may hold at most {}",
+                app.max_backlog_bytes
+            ),
+        ));
+    }
+    let queue_delay_ms = u64::from(broker.access(at).1.delivery_delay_s) * 1000;
+    let messages = pushed
+        .into_iter()
+        .map(|p| p.with_queue_delay(queue_delay_ms))
+        .collect();
+    Ok(broker.push(at, messages, now))
+}
+
+/// Messages pushed by hand (the dashboard): each an object as a batch's
+/// messages are, checked and stored as a push's; how many were stored.
+#[cfg(feature = "dashboard")]
+pub(crate) fn push_by_hand(app: &App, at: At<'_>, items: &[Object]) -> Result<usize, ErrorAnswer> {
+    let pushed = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| parse_message(item, &format!("/messages/{i}"), None, &app.limits))
+        .collect::<Result<Vec<Pushed>, ErrorAnswer>>()?;
+    let count = pushed.len();
+    let incoming: u64 = pushed
+        .iter()
+        .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    app.with_broker(|broker, now| {
+        if broker.get_queue(at).is_err() {
+            return Err(super::manage::queue_not_found());
+        }
+        store(app, broker, at, pushed, incoming, now)
+    })?;
+    Ok(count)
 }
 
 /// `POST /messages`.

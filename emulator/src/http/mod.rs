@@ -35,11 +35,16 @@ use super::server::Conn;
 use super::state::{At, Broker};
 use super::store::Store;
 pub(crate) use auth::AcceptedAuth;
+#[cfg(feature = "dashboard")]
+pub(crate) use handlers::push_by_hand;
+#[cfg(feature = "dashboard")]
+pub(crate) use resources::{consumer_spec, settings_change};
+
 use body::Read;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
-use error_answer::ErrorAnswer;
-use parse::Object;
+pub(crate) use error_answer::ErrorAnswer;
+pub(crate) use parse::Object;
 pub(crate) use resources::bounds;
 use stream::{Listing, Streamed};
 use wire::json_response;

@@ -203,7 +203,7 @@ fn from_one_to(
     Ok(Some(n))
 }
 
-pub(super) type Object = Map<String, Value>;
+pub(crate) type Object = Map<String, Value>;
 
 /// The `lease_id`s of `acks` or `retries`, each with its object.
 pub(super) fn leases<'a>(

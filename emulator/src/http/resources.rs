@@ -233,7 +233,7 @@ pub(crate) mod bounds {
 }
 
 /// The `settings` of a queue update.
-pub(super) fn settings_change(request: &Object) -> Result<SettingsChange, ErrorAnswer> {
+pub(crate) fn settings_change(request: &Object) -> Result<SettingsChange, ErrorAnswer> {
     let Some(settings) = object(request, "settings")? else {
         return Ok(SettingsChange::default());
     };
@@ -294,7 +294,7 @@ fn worker_script(request: &Object) -> Result<(String, Option<String>), ErrorAnsw
 
 /// A consumer as a create or an update writes it: `type` decides which
 /// settings apply; those left out take their defaults.
-pub(super) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswer> {
+pub(crate) fn consumer_spec(request: &Object) -> Result<ConsumerSpec, ErrorAnswer> {
     let settings = object(request, "settings")?;
     let empty = Object::new();
     let s = settings.unwrap_or(&empty);

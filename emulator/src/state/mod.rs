@@ -28,6 +28,8 @@
 
 mod account;
 mod broker;
+#[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
+mod by_hand;
 mod journal;
 mod manage;
 mod preview;

@@ -298,6 +298,31 @@ impl QueueState {
         Ok(())
     }
 
+    /// Makes message `seq` visible at `visible_at_ms`, ending its lease if
+    /// it has one (a retry by hand: no attempt used, never dead-lettered);
+    /// `false` when there is no such message.
+    pub(super) fn make_visible(&mut self, seq: u64, visible_at_ms: u64) -> bool {
+        let Some(stored) = self.messages.get_mut(&seq) else {
+            return false;
+        };
+        match stored.lease.take() {
+            Some(lease) => {
+                self.inflight.remove(&(lease.expiry_ms, seq));
+            }
+            None => {
+                self.ready.remove(&(stored.visible_at_ms, seq));
+            }
+        }
+        stored.released = true;
+        stored.generation = stored.generation.wrapping_add(1);
+        stored.visible_at_ms = visible_at_ms;
+        self.ready.insert((visible_at_ms, seq));
+        if self.tracking {
+            self.touched.push((seq, false));
+        }
+        true
+    }
+
     /// Extends lease `key` of message `seq` until `expiry_ms`, keeping its
     /// attempts; see [`Broker::extend`](super::Broker::extend) for the rules.
     pub(super) fn extend(

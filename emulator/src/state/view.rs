@@ -46,6 +46,8 @@ pub(crate) enum Standing {
 /// One message of a queue's list.
 #[derive(Debug, Clone)]
 pub(crate) struct MessageRow {
+    /// Its place in the emulator (what the dashboard's actions name it by).
+    pub seq: u64,
     pub id: String,
     pub kind: BodyKind,
     pub body: Arc<[u8]>,
@@ -311,6 +313,7 @@ impl Broker {
             .filter_map(|&(_, seq)| {
                 let stored = q.messages.get(&seq)?;
                 Some(MessageRow {
+                    seq,
                     id: self.tokens.message_id(seq),
                     kind: stored.kind,
                     body: Arc::clone(&stored.body),
@@ -322,6 +325,27 @@ impl Broker {
             })
             .collect();
         (q.messages.len() as u64, rows)
+    }
+
+    /// The queues of `account` whose consumer names the queue `name` as its
+    /// dead-letter queue: (id, name), by name.
+    pub(crate) fn dead_letter_sources(&self, account: &str, name: &str) -> Vec<(String, String)> {
+        let Some(records) = self.registry.accounts.get(account) else {
+            return Vec::new();
+        };
+        let mut sources: Vec<(String, String)> = records
+            .queues
+            .values()
+            .filter(|r| {
+                r.consumer
+                    .as_ref()
+                    .and_then(|c| c.spec.dead_letter_queue.as_deref())
+                    == Some(name)
+            })
+            .map(|r| (r.id.clone(), r.name.clone()))
+            .collect();
+        sources.sort_by(|a, b| a.1.cmp(&b.1));
+        sources
     }
 
     /// Starts (or keeps) counting what happens to the queue at `at`, and

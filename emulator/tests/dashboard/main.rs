@@ -8,6 +8,7 @@
 //! `npm ci` when missing).
 #![allow(missing_docs, unreachable_pub)]
 
+mod actions;
 mod webdriver;
 
 use std::path::PathBuf;
@@ -109,9 +110,40 @@ async fn run_all(chromium: &std::path::Path, driver: &std::path::Path) -> usize 
     );
     check!("strangers_are_refused", refusals(&emulator));
     check!(
+        "sends_from_the_page",
+        actions::send_from_the_page(&browser, &emulator)
+    );
+    check!(
+        "deletes_and_retries_selected_messages",
+        actions::delete_and_retry_selected(&browser, &emulator)
+    );
+    check!(
+        "edits_settings_and_pauses_delivery",
+        actions::edit_settings_and_pause(&browser, &emulator)
+    );
+    check!(
+        "purges_with_the_name_typed",
+        actions::purge_with_the_name_typed(&browser, &emulator)
+    );
+    check!(
+        "redrives_a_dead_letter_queue_of_50",
+        actions::redrive_a_dead_letter_queue(&browser, &emulator)
+    );
+    check!(
+        "switches_the_round_trip",
+        actions::switch_the_round_trip(&browser, &emulator)
+    );
+    check!(
+        "forms_from_elsewhere_change_nothing",
+        actions::forms_from_elsewhere_change_nothing(&emulator)
+    );
+    check!(
         "no_serious_accessibility_violation",
         accessibility(&browser, &emulator, &axe)
     );
+    if let Some(dir) = std::env::var_os("CFQ_DASHBOARD_SCREENSHOTS") {
+        check!("screenshots", screenshots(&browser, PathBuf::from(dir)));
+    }
     browser.quit().await;
     println!("dashboard tests: {} failed", failed);
     failed
@@ -436,4 +468,92 @@ async fn accessibility(browser: &Browser, emulator: &EmulatorHandle, axe: &str) 
     }
     browser.window(1366, 800).await?;
     ensure(problems.is_empty(), || problems.join("; "))
+}
+
+/// Screenshots of the four pages at a laptop's and a phone's width, into
+/// `dir` (for the docs; only when `CFQ_DASHBOARD_SCREENSHOTS` names it), on
+/// an emulator of their own with a small, plausible account.
+async fn screenshots(browser: &Browser, dir: PathBuf) -> Result<()> {
+    std::fs::create_dir_all(&dir)?;
+    let emulator = Emulator::new().start().await?;
+    browser
+        .goto(emulator.dashboard_url().ok_or("no link")?)
+        .await?;
+    let client = emulator.client()?;
+    let orders = client.create_queue("orders").await?;
+    orders
+        .enable_http_pull(
+            cf_queues::resources::HttpPullSettings::new().dead_letter_queue("orders-dlq"),
+        )
+        .await?;
+    for (name, count) in [("emails", 3), ("payments", 41), ("thumbnails", 0)] {
+        let queue = client.create_queue(name).await?;
+        for i in 0..count {
+            queue.push(Message::text(format!("{name} {i}"))).await?;
+        }
+    }
+    let order = |i: u32| json!({ "order": 1000 + i, "items": ["tea", "cake"], "total": 12.5 });
+    let pages = format!("{}/_dashboard", origin(&emulator));
+    let mut next = 0;
+    for (width, height, name) in [(1366, 800, "laptop"), (390, 844, "phone")] {
+        browser.window(width, height).await?;
+        browser
+            .goto(&format!("{pages}/queues/{}", orders.id()))
+            .await?;
+        // Traffic for the charts: more pushed than pulled and acked.
+        for round in 0..6 {
+            for _ in 0..(4 + round * 2) {
+                orders.push(Message::json(&order(next))?).await?;
+                next += 1;
+            }
+            let batch = orders
+                .pull(cf_queues::PullOptions::new().batch_size(2 + round))
+                .await?;
+            let mut acks = cf_queues::Acks::new();
+            for m in &batch.messages {
+                acks = acks.ack(m.lease_id.clone());
+            }
+            if !acks.is_empty() {
+                orders.ack(acks).await?;
+            }
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+        }
+        browser
+            .wait_for(
+                "drawn charts",
+                "return document.querySelectorAll('#chart-rates polyline').length === 5",
+                WAIT,
+            )
+            .await?;
+        std::fs::write(
+            dir.join(format!("dashboard-queue-{name}.png")),
+            browser.screenshot().await?,
+        )?;
+        browser
+            .goto(&format!("{pages}/queues/{}", orders.id()))
+            .await?;
+        browser.click("ol.messages li:nth-child(1) summary").await?;
+        browser
+            .execute(
+                "document.getElementById('messages-title').scrollIntoView()",
+                json!([]),
+            )
+            .await?;
+        std::fs::write(
+            dir.join(format!("dashboard-messages-{name}.png")),
+            browser.screenshot().await?,
+        )?;
+        browser.goto(&format!("{pages}/")).await?;
+        std::fs::write(
+            dir.join(format!("dashboard-account-{name}.png")),
+            browser.screenshot().await?,
+        )?;
+        browser.goto(&format!("{pages}/requests")).await?;
+        std::fs::write(
+            dir.join(format!("dashboard-requests-{name}.png")),
+            browser.screenshot().await?,
+        )?;
+    }
+    browser.window(1366, 800).await?;
+    Ok(())
 }

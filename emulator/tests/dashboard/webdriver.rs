@@ -199,6 +199,16 @@ impl Browser {
         Ok(())
     }
 
+    /// The viewport as a PNG.
+    pub async fn screenshot(&self) -> Result<Vec<u8>> {
+        use base64::Engine as _;
+        let value = self
+            .command(reqwest::Method::GET, "/screenshot", Value::Null)
+            .await?;
+        let encoded = value.as_str().ok_or("no screenshot")?;
+        Ok(base64::engine::general_purpose::STANDARD.decode(encoded)?)
+    }
+
     pub async fn window(&self, width: u32, height: u32) -> Result<()> {
         self.command(
             reqwest::Method::POST,

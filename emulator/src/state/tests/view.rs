@@ -84,3 +84,30 @@ fn messages_are_listed_without_leasing_and_watched_counts_add_up() {
     let (counts, _) = b.watch("q".into());
     assert_eq!(counts.pushed, 0, "nothing is counted while no one watches");
 }
+
+#[test]
+fn by_hand_messages_are_deleted_retried_and_moved_once() {
+    let mut b = broker();
+    b.push("dlq", vec![text("a"), text("b"), text("c")], 0);
+    let (_, rows) = b.message_rows("dlq".into(), 0, 0, 10);
+    let seqs: Vec<u64> = rows.iter().map(|r| r.seq).collect();
+    // A lease taken, then ended by hand: visible after its delay, no attempt used.
+    let (leased, _) = b.pull("dlq", 1, 60_000, 0);
+    assert_eq!(b.retry_by_hand("dlq".into(), &seqs[..1], 5_000, 1_000), 1);
+    let (_, rows) = b.message_rows("dlq".into(), 1_000, 0, 10);
+    assert_eq!(rows[0].standing, Standing::Delayed(6_000));
+    let report = b.ack("dlq", &[leased[0].lease_id.clone()], &[], 1_000);
+    assert_eq!(
+        report.ack_count, 1,
+        "a late ack still deletes it, as Cloudflare's do"
+    );
+    assert_eq!(b.delete_by_hand("dlq".into(), &[seqs[1], 999], 1_000), 1);
+    // What is left moves whole: none lost, none doubled, each new and visible.
+    assert_eq!(b.move_by_hand(ACCOUNT, "dlq", "work", None, 2_000), 1);
+    assert_eq!(b.move_by_hand(ACCOUNT, "dlq", "work", None, 2_000), 0);
+    let (count, rows) = b.message_rows("work".into(), 2_000, 0, 10);
+    assert_eq!(count, 1);
+    assert_eq!((&*rows[0].body, rows[0].attempts), (&b"c"[..], 0));
+    assert_eq!(rows[0].standing, Standing::Available);
+    assert_eq!(b.message_rows("dlq".into(), 2_000, 0, 10).0, 0);
+}

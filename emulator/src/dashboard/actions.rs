@@ -1,0 +1,611 @@
+//! What the dashboard changes: each action a form posted, checked as the
+//! pages are (plus the session's form token), carried out on the locked
+//! broker as an API call would be (journaled with a data directory; a
+//! redrive moves its messages under one lock), and never counted against
+//! the emulated limits. Each answers with a redirect to the page it came
+//! from, which then says what it did (a one-time note).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::header::LOCATION;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::access::Denied;
+use super::{Dashboard, answer, refused};
+use crate::EMULATOR_ACCOUNT_ID;
+use crate::http::{ErrorAnswer, Object, consumer_spec, push_by_hand, settings_change};
+use crate::latency::Latency;
+use crate::random::random_hex;
+use crate::rate_limits::{RateLimitModel, RateLimiter};
+use crate::state::{AccountError, At, ConsumerKind, SettingsChange};
+
+/// The most messages one "send" generates.
+pub(crate) const MAX_GENERATED: usize = 10_000;
+/// Notes kept for pages not loaded yet.
+const MAX_NOTES: usize = 64;
+
+/// One-time notes: what an action did, shown once by the page it
+/// redirects to, then forgotten.
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    kept: Mutex<VecDeque<(String, String)>>,
+}
+
+impl Notes {
+    fn add(&self, text: String) -> String {
+        let id = random_hex();
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() == MAX_NOTES {
+            kept.pop_front();
+        }
+        kept.push_back((id.clone(), text));
+        id
+    }
+
+    pub(crate) fn take(&self, id: &str) -> Option<String> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = kept.iter().position(|(i, _)| i == id)?;
+        kept.remove(at).map(|(_, text)| text)
+    }
+}
+
+/// A posted form's fields, in order (a name may repeat: the selected
+/// messages).
+struct Form(Vec<(String, String)>);
+
+impl Form {
+    fn parse(body: &[u8]) -> Form {
+        Form(
+            body.split(|&b| b == b'&')
+                .filter(|pair| !pair.is_empty())
+                .map(|pair| {
+                    let mut parts = pair.splitn(2, |&b| b == b'=');
+                    let name = decode(parts.next().unwrap_or_default());
+                    let value = decode(parts.next().unwrap_or_default());
+                    (name, value)
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self, name: &str) -> &str {
+        self.get(name).map_or("", str::trim)
+    }
+
+    /// A whole number field; `Ok(None)` when empty.
+    fn number(&self, name: &str, label: &str) -> Result<Option<u64>, String> {
+        match self.text(name) {
+            "" => Ok(None),
+            text => text
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("{label} must be a whole number, not {text:?}")),
+        }
+    }
+
+    /// The selected messages.
+    fn selected(&self) -> Vec<u64> {
+        self.0
+            .iter()
+            .filter(|(n, _)| n == "m")
+            .filter_map(|(_, v)| v.parse().ok())
+            .collect()
+    }
+}
+
+/// Decodes `application/x-www-form-urlencoded` text.
+fn decode(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Where an action sends the browser back to, with its note.
+fn back(d: &Dashboard, to: &str, note: String) -> Response {
+    let id = d.notes.add(note);
+    let separator = if to.contains('?') { '&' } else { '?' };
+    let location = format!("{to}{separator}note={id}");
+    let mut response = answer(
+        StatusCode::SEE_OTHER,
+        "text/plain; charset=utf-8",
+        String::new(),
+    );
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(LOCATION, value);
+    }
+    response
+}
+
+/// Checks a posted form as the pages are checked, plus its form token.
+fn admitted(d: &Dashboard, headers: &HeaderMap, body: &[u8]) -> Result<Form, Denied> {
+    d.admit(headers)?;
+    let form = Form::parse(body);
+    d.access.check_form(headers, form.text("token"))?;
+    Ok(form)
+}
+
+fn queue_page(id: &str) -> String {
+    format!("/_dashboard/queues/{}", super::pages::url(id))
+}
+
+fn plural(n: usize, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+fn account_error(error: &AccountError) -> String {
+    ErrorAnswer::from(error.clone()).text()
+}
+
+/// `POST /_dashboard/queues/{id}/send`: a text or JSON message, with an
+/// optional delay, or `count` of them, `{n}` in the body numbering each.
+pub(super) async fn send(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let to = queue_page(&id);
+    let note = (|| -> Result<String, String> {
+        let count = form.number("count", "count")?.unwrap_or(1);
+        let count = usize::try_from(count).unwrap_or(usize::MAX);
+        if count == 0 || count > MAX_GENERATED {
+            return Err(format!("count must be 1 to {MAX_GENERATED}"));
+        }
+        let delay = form.number("delay", "the delay")?;
+        let json = form.text("content_type") == "json";
+        let template = form.get("body").unwrap_or_default();
+        let mut items = Vec::with_capacity(count);
+        for n in 1..=count {
+            let text = template.replace("{n}", &n.to_string());
+            let body = if json {
+                serde_json::from_str::<Value>(&text)
+                    .map_err(|e| format!("the body is not JSON: {e}"))?
+            } else {
+                Value::String(text)
+            };
+            let mut item: Object = Map::new();
+            item.insert("body".into(), body);
+            item.insert(
+                "content_type".into(),
+                json!(if json { "json" } else { "text" }),
+            );
+            if let Some(delay) = delay {
+                item.insert("delay_seconds".into(), json!(delay));
+            }
+            items.push(item);
+        }
+        let at = At {
+            account: EMULATOR_ACCOUNT_ID,
+            queue: &id,
+        };
+        let sent = push_by_hand(&d.app, at, &items).map_err(|e| e.text())?;
+        Ok(format!(
+            "Sent {}{}.",
+            plural(sent, "message"),
+            delay.map_or_else(String::new, |s| format!(", delayed {s}s"))
+        ))
+    })();
+    back(
+        &d,
+        &to,
+        note.unwrap_or_else(|e| format!("Nothing sent: {e}.")),
+    )
+}
+
+/// `POST /_dashboard/queues/{id}/messages`: delete, retry (with a delay)
+/// or move back (`redrive`, to the queue named by `to`) the selected
+/// messages, or all of them for `redrive_all`.
+pub(super) async fn messages(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let to = queue_page(&id);
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let selected = form.selected();
+    let action = form.text("action");
+    let note = (|| -> Result<String, String> {
+        if selected.is_empty() && action != "redrive_all" {
+            return Err("select messages first".to_owned());
+        }
+        let now = d.app.clock.now_ms();
+        match action {
+            "delete" => {
+                let n = d.app.broker().delete_by_hand(at, &selected, now);
+                Ok(format!("Deleted {}.", plural(n, "message")))
+            }
+            "retry" => {
+                let delay = form.number("delay", "the delay")?.unwrap_or(0);
+                if delay > 86_400 {
+                    return Err("the delay is at most 24 hours (86400 s)".to_owned());
+                }
+                let n = d
+                    .app
+                    .broker()
+                    .retry_by_hand(at, &selected, delay * 1000, now);
+                Ok(format!(
+                    "Retried {}: visible again in {delay}s, no attempt used.",
+                    plural(n, "message")
+                ))
+            }
+            "redrive" | "redrive_all" => {
+                let target = form.text("to");
+                let mut broker = d.app.broker();
+                let record = broker.get_queue(at).map_err(|e| account_error(&e))?;
+                let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
+                let Some((target_id, target_name)) =
+                    sources.iter().find(|(source, _)| source == target)
+                else {
+                    return Err(format!(
+                        "{target:?} does not name this queue as its dead-letter queue"
+                    ));
+                };
+                let chosen = (action == "redrive").then_some(selected.as_slice());
+                let n = broker.move_by_hand(EMULATOR_ACCOUNT_ID, &id, target_id, chosen, now);
+                Ok(format!(
+                    "Moved {} back to {target_name}.",
+                    plural(n, "message")
+                ))
+            }
+            other => Err(format!("unknown action {other:?}")),
+        }
+    })();
+    back(
+        &d,
+        &to,
+        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+    )
+}
+
+/// `POST /_dashboard/queues/{id}/settings`: the queue's delivery delay and
+/// retention, checked as the API checks them.
+pub(super) async fn settings(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let note = (|| -> Result<String, String> {
+        let mut settings = Map::new();
+        if let Some(delay) = form.number("delivery_delay", "the delivery delay")? {
+            settings.insert("delivery_delay".into(), json!(delay));
+        }
+        if let Some(retention) = form.number("retention", "the retention period")? {
+            settings.insert("message_retention_period".into(), json!(retention));
+        }
+        let mut request = Map::new();
+        request.insert("settings".into(), Value::Object(settings));
+        let change = settings_change(&request).map_err(|e| e.text())?;
+        let record = d
+            .app
+            .with_broker(|broker, now| broker.update_queue(at, None, change, false, now))
+            .map_err(|e| account_error(&e))?;
+        Ok(format!(
+            "Saved: delivery delay {}s, retention {}s.",
+            record.settings.delivery_delay_s, record.settings.retention_s
+        ))
+    })();
+    back(
+        &d,
+        &queue_page(&id),
+        note.unwrap_or_else(|e| format!("Not saved: {e}.")),
+    )
+}
+
+/// `POST /_dashboard/queues/{id}/delivery`: pause or resume delivery.
+pub(super) async fn delivery(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let paused = form.text("action") == "pause";
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let change = SettingsChange {
+        delivery_paused: Some(paused),
+        ..SettingsChange::default()
+    };
+    let note = match d
+        .app
+        .with_broker(|broker, now| broker.update_queue(at, None, change, false, now))
+    {
+        Ok(_) if paused => "Delivery paused: pulls are refused until it resumes.".to_owned(),
+        Ok(_) => "Delivery resumed.".to_owned(),
+        Err(e) => format!("Nothing changed: {}.", account_error(&e)),
+    };
+    back(&d, &queue_page(&id), note)
+}
+
+/// `POST /_dashboard/queues/{id}/consumer`: enable HTTP pull or change its
+/// settings (`save`), or disable it (`disable`), checked as the API checks
+/// a consumer.
+pub(super) async fn consumer(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let note = (|| -> Result<String, String> {
+        let current = d
+            .app
+            .broker()
+            .get_queue(at)
+            .map_err(|e| account_error(&e))?;
+        if form.text("action") == "disable" {
+            let Some(consumer) = current.consumer else {
+                return Err("the queue has no consumer".to_owned());
+            };
+            d.app
+                .with_broker(|broker, now| broker.delete_consumer(at, &consumer.id, now))
+                .map_err(|e| account_error(&e))?;
+            return Ok("HTTP pull disabled.".to_owned());
+        }
+        let mut settings = Map::new();
+        for (field, key, label) in [
+            ("batch_size", "batch_size", "the batch size"),
+            ("max_retries", "max_retries", "max retries"),
+            ("retry_delay", "retry_delay", "the retry delay"),
+            (
+                "visibility_timeout_ms",
+                "visibility_timeout_ms",
+                "the visibility timeout",
+            ),
+        ] {
+            if let Some(value) = form.number(field, label)? {
+                settings.insert(key.into(), json!(value));
+            }
+        }
+        let mut request = Map::new();
+        request.insert("type".into(), json!("http_pull"));
+        request.insert("settings".into(), Value::Object(settings));
+        let dlq = form.text("dead_letter_queue");
+        if !dlq.is_empty() {
+            request.insert("dead_letter_queue".into(), json!(dlq));
+        }
+        let spec = consumer_spec(&request).map_err(|e| e.text())?;
+        let result = d.app.with_broker(|broker, now| match &current.consumer {
+            Some(existing) if matches!(existing.spec.kind, ConsumerKind::HttpPull(_)) => broker
+                .update_consumer(at, &existing.id, spec, now)
+                .map(|_| "HTTP pull settings saved."),
+            Some(_) => Err(AccountError::ConsumerExists),
+            None => broker
+                .create_consumer(at, spec, now)
+                .map(|_| "HTTP pull enabled."),
+        });
+        result.map(str::to_owned).map_err(|e| account_error(&e))
+    })();
+    back(
+        &d,
+        &queue_page(&id),
+        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+    )
+}
+
+/// `POST /_dashboard/queues/{id}/purge` and `.../delete`: the queue's
+/// name typed in `confirm` first.
+pub(super) async fn purge_or_delete(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path((id, what)): Path<(String, String)>,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let record = match d.app.broker().get_queue(at) {
+        Ok(record) => record,
+        Err(e) => {
+            return back(
+                &d,
+                "/_dashboard/",
+                format!("Nothing changed: {}.", account_error(&e)),
+            );
+        }
+    };
+    if form.text("confirm") != record.name {
+        return back(
+            &d,
+            &queue_page(&id),
+            format!(
+                "Nothing changed: type the queue's name, {}, to confirm.",
+                record.name
+            ),
+        );
+    }
+    match what.as_str() {
+        "purge" => {
+            let purged = d.app.with_broker(|broker, now| broker.purge_all(at, now));
+            let _ = purged;
+            back(
+                &d,
+                &queue_page(&id),
+                format!("Purged {}: every message deleted.", record.name),
+            )
+        }
+        "delete" => match d.app.with_broker(|broker, _| broker.delete_queue(at)) {
+            Ok(()) => back(
+                &d,
+                "/_dashboard/",
+                format!("Deleted the queue {}.", record.name),
+            ),
+            Err(e) => back(
+                &d,
+                &queue_page(&id),
+                format!("Nothing changed: {}.", account_error(&e)),
+            ),
+        },
+        _ => answer(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            String::new(),
+        ),
+    }
+}
+
+/// `POST /_dashboard/queues`: creates a queue by name.
+pub(super) async fn create(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let name = form.text("name").to_owned();
+    match d.app.with_broker(|broker, now| {
+        broker.create_queue(EMULATOR_ACCOUNT_ID, &name, SettingsChange::default(), now)
+    }) {
+        Ok(record) => back(
+            &d,
+            &queue_page(&record.id),
+            format!("Created the queue {name}."),
+        ),
+        Err(e) => back(
+            &d,
+            "/_dashboard/",
+            format!("Not created: {}.", account_error(&e)),
+        ),
+    }
+}
+
+/// `POST /_dashboard/emulator`: the round trip added to every request and
+/// the rate-limit model, switched while serving.
+pub(super) async fn knobs(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let form = match admitted(&d, &headers, &body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    let note = (|| -> Result<String, String> {
+        let round_trip = form.number("round_trip_ms", "the round trip")?.unwrap_or(0);
+        if round_trip > 10_000 {
+            return Err("the round trip is at most 10000 ms".to_owned());
+        }
+        let limits = match form.text("rate_limits") {
+            "cloudflare" => Some(RateLimitModel::cloudflare()),
+            "off" | "" => None,
+            other => return Err(format!("unknown rate limits {other:?}")),
+        };
+        d.server
+            .latency
+            .set((round_trip > 0).then(|| Latency::round_trip(Duration::from_millis(round_trip))));
+        let on = limits.is_some();
+        *d.app.rate_limiter() = limits.map(RateLimiter::new);
+        Ok(format!(
+            "Every request now takes a round trip of {round_trip} ms; Cloudflare's rate limits are {}.",
+            if on { "on" } else { "off" }
+        ))
+    })();
+    back(
+        &d,
+        "/_dashboard/",
+        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_is_decoded_with_its_repeated_fields() {
+        let form = Form::parse(b"token=ab&m=3&m=7&body=a+b%26c%3D%7Bn%7D&bad=%zz&delay=");
+        assert_eq!(form.get("token"), Some("ab"));
+        assert_eq!(form.selected(), [3, 7]);
+        assert_eq!(form.get("body"), Some("a b&c={n}"));
+        assert_eq!(form.get("bad"), Some("%zz"));
+        assert_eq!(form.number("delay", "the delay"), Ok(None));
+        assert!(Form::parse(b"n=x").number("n", "n").is_err());
+        assert_eq!(decode(b"%"), "%");
+        assert_eq!(decode(b"%4"), "%4");
+        assert_eq!(decode(b"%41"), "A");
+    }
+
+    #[test]
+    fn a_note_is_shown_once() {
+        let notes = Notes::default();
+        let id = notes.add("done".into());
+        assert_eq!(notes.take(&id).as_deref(), Some("done"));
+        assert_eq!(notes.take(&id), None);
+    }
+}

@@ -1,0 +1,416 @@
+//! What the dashboard changes, driven in the browser and checked through
+//! the client: sends, deletes and retries, settings, pause, purge, the
+//! dead-letter redrive and the emulator's knobs; and forms from elsewhere
+//! that change nothing.
+
+use std::time::{Duration, Instant};
+
+use cf_queues::Acks;
+use cf_queues::resources::HttpPullSettings;
+use cf_queues::{Message, PullOptions};
+use cf_queues_emulator::EmulatorHandle;
+use serde_json::json;
+
+use crate::webdriver::{Browser, Result};
+use crate::{WAIT, ensure, origin};
+
+/// The note an action left on the page it led to.
+async fn note(browser: &Browser) -> Result<String> {
+    if let Err(e) = browser
+        .wait_for(
+            "a note",
+            "return document.querySelector('p.done') !== null",
+            WAIT,
+        )
+        .await
+    {
+        let url = browser.current_url().await?;
+        let source = browser.source().await?;
+        return Err(format!(
+            "{e} at {url}: {}",
+            source
+                .split("<main>")
+                .nth(1)
+                .unwrap_or(&source)
+                .chars()
+                .take(400)
+                .collect::<String>()
+        )
+        .into());
+    }
+    browser.text("p.done").await
+}
+
+async fn open_queue(browser: &Browser, emulator: &EmulatorHandle, id: &str) -> Result<()> {
+    browser
+        .goto(&format!("{}/_dashboard/queues/{id}", origin(emulator)))
+        .await
+}
+
+pub async fn send_from_the_page(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("sent").await?;
+    open_queue(browser, emulator, queue.id()).await?;
+    browser.type_into("#send-body", r#"{"n": {n}}"#).await?;
+    browser
+        .execute(
+            "document.getElementById('send-type').value = 'json'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .execute(
+            "document.getElementById('send-count').value = '3'",
+            json!([]),
+        )
+        .await?;
+    browser.click("form[action$='/send'] button").await?;
+    let said = note(browser).await?;
+    ensure(said == "Sent 3 messages.", || format!("note {said:?}"))?;
+    queue.enable_http_pull(HttpPullSettings::new()).await?;
+    let batch = queue.pull(PullOptions::new().batch_size(10)).await?;
+    let mut bodies: Vec<String> = batch
+        .messages
+        .iter()
+        .map(|m| m.body().json::<serde_json::Value>().map(|v| v.to_string()))
+        .collect::<std::result::Result<_, _>>()?;
+    bodies.sort();
+    ensure(bodies == [r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#], || {
+        format!("{bodies:?}")
+    })
+}
+
+pub async fn delete_and_retry_selected(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("chosen").await?;
+    queue.enable_http_pull(HttpPullSettings::new()).await?;
+    for i in 0..4 {
+        queue.push(Message::text(format!("m{i}"))).await?;
+    }
+    open_queue(browser, emulator, queue.id()).await?;
+    browser
+        .click("ol.messages li:nth-child(1) input[type=checkbox]")
+        .await?;
+    browser
+        .click("ol.messages li:nth-child(2) input[type=checkbox]")
+        .await?;
+    browser.click("button[value=delete]").await?;
+    let said = note(browser).await?;
+    ensure(said == "Deleted 2 messages.", || format!("note {said:?}"))?;
+    let left = queue.metrics().await?.backlog_count;
+    ensure(left == 2, || format!("backlog {left}"))?;
+    ensure(browser.text("#available").await? == "2", || {
+        "counts not updated".into()
+    })?;
+    // Lease one through the client, then give it back from the page.
+    let leased = queue.pull(PullOptions::new().batch_size(1)).await?;
+    let body = leased
+        .messages
+        .first()
+        .ok_or("nothing pulled")?
+        .body()
+        .text()?
+        .to_owned();
+    ensure(body == "m2", || format!("pulled {body}"))?;
+    open_queue(browser, emulator, queue.id()).await?;
+    browser
+        .click("ol.messages li:nth-child(1) input[type=checkbox]")
+        .await?;
+    browser.click("button[value=retry]").await?;
+    let said = note(browser).await?;
+    ensure(
+        said == "Retried 1 message: visible again in 0s, no attempt used.",
+        || format!("note {said:?}"),
+    )?;
+    let again = queue.pull(PullOptions::new().batch_size(10)).await?;
+    let mut bodies: Vec<&str> = again
+        .messages
+        .iter()
+        .map(|m| m.body().text())
+        .collect::<std::result::Result<_, _>>()?;
+    // m3 was visible first; m2 since the retry.
+    ensure(bodies == ["m3", "m2"], || {
+        format!("pulled again {bodies:?}")
+    })?;
+    bodies.clear();
+    Ok(())
+}
+
+pub async fn edit_settings_and_pause(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("tuned").await?;
+    open_queue(browser, emulator, queue.id()).await?;
+    // HTTP pull, with a batch size of 7.
+    browser
+        .execute(
+            "document.getElementById('batch-size').value = '7'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .click("form[action$='/consumer'] button[value=save]")
+        .await?;
+    let said = note(browser).await?;
+    ensure(said == "HTTP pull enabled.", || format!("note {said:?}"))?;
+    let pull = queue.http_pull().await?.ok_or("no HTTP pull consumer")?;
+    ensure(pull.settings.batch_size == Some(7), || {
+        format!("{:?}", pull.settings)
+    })?;
+    // A delivery delay of 5 s.
+    browser
+        .execute(
+            "document.getElementById('delivery-delay').value = '5'",
+            json!([]),
+        )
+        .await?;
+    browser.click("form[action$='/settings'] button").await?;
+    let said = note(browser).await?;
+    ensure(said.starts_with("Saved: delivery delay 5s"), || {
+        format!("note {said:?}")
+    })?;
+    let info = queue.info().await?;
+    ensure(
+        info.settings.delivery_delay == Some(Duration::from_secs(5)),
+        || format!("{:?}", info.settings),
+    )?;
+    // An out-of-range value is refused with the API's reason.
+    browser
+        .execute(
+            "document.getElementById('batch-size').value = '1000'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .click("form[action$='/consumer'] button[value=save]")
+        .await?;
+    let said = note(browser).await?;
+    ensure(said.starts_with("Nothing changed: "), || {
+        format!("note {said:?}")
+    })?;
+    // Pause: a pull is refused with 409; resume: it succeeds.
+    browser.click("form[action$='/delivery'] button").await?;
+    let said = note(browser).await?;
+    ensure(said.starts_with("Delivery paused"), || {
+        format!("note {said:?}")
+    })?;
+    let refused = queue.pull(PullOptions::new()).await;
+    let status = refused.as_ref().err().and_then(|e| e.status());
+    ensure(status == Some(409), || format!("paused pull: {refused:?}"))?;
+    browser.click("form[action$='/delivery'] button").await?;
+    let said = note(browser).await?;
+    ensure(said == "Delivery resumed.", || format!("note {said:?}"))?;
+    queue.pull(PullOptions::new()).await?;
+    Ok(())
+}
+
+pub async fn purge_with_the_name_typed(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("emptied").await?;
+    for i in 0..3 {
+        queue.push(Message::text(format!("m{i}"))).await?;
+    }
+    open_queue(browser, emulator, queue.id()).await?;
+    browser.type_into("#purge-confirm", "emptie").await?;
+    browser.click("form[action$='/purge'] button").await?;
+    let said = note(browser).await?;
+    ensure(said.contains("type the queue's name, emptied"), || {
+        format!("note {said:?}")
+    })?;
+    ensure(queue.metrics().await?.backlog_count == 3, || {
+        "purged anyway".into()
+    })?;
+    browser.type_into("#purge-confirm", "emptied").await?;
+    browser.click("form[action$='/purge'] button").await?;
+    let said = note(browser).await?;
+    ensure(said.starts_with("Purged emptied"), || {
+        format!("note {said:?}")
+    })?;
+    let left = queue.metrics().await?.backlog_count;
+    ensure(left == 0, || format!("backlog {left}"))
+}
+
+pub async fn redrive_a_dead_letter_queue(
+    browser: &Browser,
+    emulator: &EmulatorHandle,
+) -> Result<()> {
+    let client = emulator.client()?;
+    let work = client.create_queue("work").await?;
+    work.enable_http_pull(
+        HttpPullSettings::new()
+            .max_retries(1)
+            .dead_letter_queue("work-dlq"),
+    )
+    .await?;
+    let dlq = client.queue_by_name("work-dlq").await?;
+    for i in 0..50 {
+        work.push(Message::text(format!("w{i}"))).await?;
+    }
+    // One delivery each, given back: out of attempts, into the DLQ.
+    let mut moved = 0;
+    while moved < 50 {
+        let batch = work.pull(PullOptions::new().batch_size(100)).await?;
+        if batch.messages.is_empty() {
+            break;
+        }
+        let mut acks = Acks::new();
+        for m in &batch.messages {
+            acks = acks.retry(m.lease_id.clone());
+        }
+        work.ack(acks).await?;
+        moved += batch.messages.len();
+    }
+    let (in_work, in_dlq) = (
+        work.metrics().await?.backlog_count,
+        dlq.metrics().await?.backlog_count,
+    );
+    ensure((in_work, in_dlq) == (0, 50), || {
+        format!("before: {in_work}, {in_dlq}")
+    })?;
+    open_queue(browser, emulator, dlq.id()).await?;
+    let target = browser
+        .execute(
+            "return document.getElementById('redrive-to').value",
+            json!([]),
+        )
+        .await?;
+    ensure(target == json!(work.id()), || format!("target {target}"))?;
+    browser.click("button[value=redrive_all]").await?;
+    let said = note(browser).await?;
+    ensure(said == "Moved 50 messages back to work.", || {
+        format!("note {said:?}")
+    })?;
+    let (in_work, in_dlq) = (
+        work.metrics().await?.backlog_count,
+        dlq.metrics().await?.backlog_count,
+    );
+    ensure((in_work, in_dlq) == (50, 0), || {
+        format!("after: {in_work}, {in_dlq}")
+    })?;
+    // Each once: fifty distinct bodies come back to the work queue.
+    let mut bodies = std::collections::BTreeSet::new();
+    loop {
+        let batch = work.pull(PullOptions::new().batch_size(100)).await?;
+        if batch.messages.is_empty() {
+            break;
+        }
+        for m in &batch.messages {
+            bodies.insert(m.body().text()?.to_owned());
+        }
+    }
+    ensure(bodies.len() == 50, || {
+        format!("{} distinct bodies", bodies.len())
+    })
+}
+
+pub async fn switch_the_round_trip(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("distant").await?;
+    browser
+        .goto(&format!("{}/_dashboard/", origin(emulator)))
+        .await?;
+    browser
+        .execute(
+            "document.getElementById('round-trip').value = '400'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .click("form[action='/_dashboard/emulator'] button")
+        .await?;
+    let said = note(browser).await?;
+    ensure(
+        said.starts_with("Every request now takes a round trip of 400 ms"),
+        || said.clone(),
+    )?;
+    let started = Instant::now();
+    queue.metrics().await?;
+    let took = started.elapsed();
+    browser
+        .execute(
+            "document.getElementById('round-trip').value = '0'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .click("form[action='/_dashboard/emulator'] button")
+        .await?;
+    note(browser).await?;
+    ensure(took >= Duration::from_millis(400), || {
+        format!("the call took {took:?}")
+    })?;
+    let started = Instant::now();
+    queue.metrics().await?;
+    let took = started.elapsed();
+    ensure(took < Duration::from_millis(400), || {
+        format!("after: {took:?}")
+    })
+}
+
+pub async fn forms_from_elsewhere_change_nothing(emulator: &EmulatorHandle) -> Result<()> {
+    let queue = emulator.client()?.create_queue("guarded").await?;
+    queue.push(Message::text("kept")).await?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let link = emulator.dashboard_url().ok_or("no link")?;
+    let cookie = http
+        .get(link)
+        .send()
+        .await?
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .ok_or("no cookie")?
+        .to_owned();
+    let page = format!("{}/_dashboard/queues/{}", origin(emulator), queue.id());
+    let html = http
+        .get(&page)
+        .header("cookie", &cookie)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let token = html
+        .split(r#"name="token" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .ok_or("no form token on the page")?
+        .to_owned();
+    let purge = format!("{page}/purge");
+    let form = format!("token={token}&confirm=guarded");
+    let post = |extra: Vec<(&'static str, String)>, body: String| {
+        let mut request = http
+            .post(&purge)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        for (name, value) in extra {
+            request = request.header(name, value);
+        }
+        request.send()
+    };
+    // A cross-site form post, with the cookie a lax browser would send.
+    let status = post(
+        vec![
+            ("cookie", cookie.clone()),
+            ("origin", "http://evil.example".into()),
+        ],
+        form.clone(),
+    )
+    .await?
+    .status();
+    ensure(status == 403, || format!("cross-site: {status}"))?;
+    // Without the cookie.
+    let status = post(vec![], form.clone()).await?.status();
+    ensure(status == 401, || format!("no cookie: {status}"))?;
+    // With the cookie but not the session's form token.
+    let status = post(
+        vec![("cookie", cookie.clone())],
+        "token=guess&confirm=guarded".into(),
+    )
+    .await?
+    .status();
+    ensure(status == 403, || format!("no token: {status}"))?;
+    let left = queue.metrics().await?.backlog_count;
+    ensure(left == 1, || format!("changed: backlog {left}"))?;
+    // The same form from the page itself goes through.
+    let status = post(vec![("cookie", cookie)], form).await?.status();
+    ensure(status == 303, || format!("own form: {status}"))?;
+    let left = queue.metrics().await?.backlog_count;
+    ensure(left == 0, || format!("own form: backlog {left}"))
+}
