@@ -15,16 +15,10 @@
 use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
+use cf_queues_testkit::bench::{env_count, median};
 use cf_queues_testkit::raw_http::queue_path;
 
 const GOAL: f64 = 1.2;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 async fn start(dir: &std::path::Path) -> EmulatorHandle {
     Emulator::new()
@@ -52,14 +46,9 @@ async fn push(http: &reqwest::Client, handle: &EmulatorHandle, body: &'static [u
     started.elapsed()
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
-}
-
 fn main() {
-    let others = env("CFQ_BENCH_OTHERS", 10_000);
-    let samples = env("CFQ_BENCH_SAMPLES", 400);
+    let others = env_count("CFQ_BENCH_OTHERS", 10_000).unwrap_or(10_000);
+    let samples = env_count("CFQ_BENCH_SAMPLES", 400).unwrap_or(400);
     let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let dirs: Vec<tempfile::TempDir> = (0..3)

@@ -14,16 +14,10 @@
 use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
+use cf_queues_testkit::bench::{env_count, median};
 use cf_queues_testkit::raw_http::queue_path;
 
 const GOAL: f64 = 2.0;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// An emulator whose account holds `queues` queues of one message each,
 /// and a queue `list` of `messages` messages; logged in: its session cookie.
@@ -87,15 +81,10 @@ async fn get(
     started.elapsed()
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
-}
-
 fn main() {
-    let queues = env("CFQ_BENCH_QUEUES", 10_000);
-    let messages = env("CFQ_BENCH_MESSAGES", 100_000);
-    let samples = env("CFQ_BENCH_SAMPLES", 300);
+    let queues = env_count("CFQ_BENCH_QUEUES", 10_000).unwrap_or(10_000);
+    let messages = env_count("CFQ_BENCH_MESSAGES", 100_000).unwrap_or(100_000);
+    let samples = env_count("CFQ_BENCH_SAMPLES", 300).unwrap_or(300);
     let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let http = reqwest::Client::builder()

@@ -30,6 +30,12 @@ pub fn env_count(name: &str, default: usize) -> Result<usize> {
     }
 }
 
+/// The median of `samples` (the upper one of an even count); zero for none.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
 /// A pull of [`BATCH`] messages leased for [`VISIBILITY`].
 pub fn pull_options() -> PullOptions {
     PullOptions::new()

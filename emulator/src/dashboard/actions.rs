@@ -172,6 +172,34 @@ fn account_error(error: &AccountError) -> String {
     ErrorAnswer::from(error.clone()).text()
 }
 
+/// What every action does around its own work: admits the form, runs
+/// `work` on it, and sends the browser back to `to` with what it did (or,
+/// after `failed`, why it did nothing).
+fn act(
+    d: &Dashboard,
+    headers: &HeaderMap,
+    body: &[u8],
+    to: &str,
+    failed: &str,
+    work: impl FnOnce(&Form) -> Result<String, String>,
+) -> Response {
+    match admitted(d, headers, body) {
+        Ok(form) => {
+            let note = work(&form).unwrap_or_else(|why| format!("{failed}: {why}."));
+            back(d, to, note)
+        }
+        Err(denied) => refused(denied),
+    }
+}
+
+/// The queue `id` of the local account.
+fn local(id: &str) -> At<'_> {
+    At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: id,
+    }
+}
+
 /// `POST /_dashboard/queues/{id}/send`: a text or JSON message, with an
 /// optional delay, or `count` of them, `{n}` in the body numbering each.
 pub(super) async fn send(
@@ -180,55 +208,48 @@ pub(super) async fn send(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let to = queue_page(&id);
-    let note = (|| -> Result<String, String> {
-        let count = form.number("count", "count")?.unwrap_or(1);
-        let count = usize::try_from(count).unwrap_or(usize::MAX);
-        if count == 0 || count > MAX_GENERATED {
-            return Err(format!("count must be 1 to {MAX_GENERATED}"));
-        }
-        let delay = form.number("delay", "the delay")?;
-        let json = form.text("content_type") == "json";
-        let template = form.get("body").unwrap_or_default();
-        let mut items = Vec::with_capacity(count);
-        for n in 1..=count {
-            let text = template.replace("{n}", &n.to_string());
-            let body = if json {
-                serde_json::from_str::<Value>(&text)
-                    .map_err(|e| format!("the body is not JSON: {e}"))?
-            } else {
-                Value::String(text)
-            };
-            let mut item: Object = Map::new();
-            item.insert("body".into(), body);
-            item.insert(
-                "content_type".into(),
-                json!(if json { "json" } else { "text" }),
-            );
-            if let Some(delay) = delay {
-                item.insert("delay_seconds".into(), json!(delay));
-            }
-            items.push(item);
-        }
-        let at = At {
-            account: EMULATOR_ACCOUNT_ID,
-            queue: &id,
-        };
-        let sent = push_by_hand(&d.app, at, &items).map_err(|e| e.text())?;
-        Ok(format!(
-            "Sent {}{}.",
-            plural(sent, "message"),
-            delay.map_or_else(String::new, |s| format!(", delayed {s}s"))
-        ))
-    })();
-    back(
+    act(
         &d,
-        &to,
-        note.unwrap_or_else(|e| format!("Nothing sent: {e}.")),
+        &headers,
+        &body,
+        &queue_page(&id),
+        "Nothing sent",
+        |form| {
+            let count = form.number("count", "count")?.unwrap_or(1);
+            let count = usize::try_from(count).unwrap_or(usize::MAX);
+            if count == 0 || count > MAX_GENERATED {
+                return Err(format!("count must be 1 to {MAX_GENERATED}"));
+            }
+            let delay = form.number("delay", "the delay")?;
+            let json = form.text("content_type") == "json";
+            let template = form.get("body").unwrap_or_default();
+            let mut items = Vec::with_capacity(count);
+            for n in 1..=count {
+                let text = template.replace("{n}", &n.to_string());
+                let body = if json {
+                    serde_json::from_str::<Value>(&text)
+                        .map_err(|e| format!("the body is not JSON: {e}"))?
+                } else {
+                    Value::String(text)
+                };
+                let mut item: Object = Map::new();
+                item.insert("body".into(), body);
+                item.insert(
+                    "content_type".into(),
+                    json!(if json { "json" } else { "text" }),
+                );
+                if let Some(delay) = delay {
+                    item.insert("delay_seconds".into(), json!(delay));
+                }
+                items.push(item);
+            }
+            let sent = push_by_hand(&d.app, local(&id), &items).map_err(|e| e.text())?;
+            Ok(format!(
+                "Sent {}{}.",
+                plural(sent, "message"),
+                delay.map_or_else(String::new, |s| format!(", delayed {s}s"))
+            ))
+        },
     )
 }
 
@@ -241,67 +262,62 @@ pub(super) async fn messages(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let to = queue_page(&id);
-    let at = At {
-        account: EMULATOR_ACCOUNT_ID,
-        queue: &id,
-    };
-    let selected = form.selected();
-    let action = form.text("action");
-    let note = (|| -> Result<String, String> {
-        if selected.is_empty() && action != "redrive_all" {
-            return Err("select messages first".to_owned());
-        }
-        let now = d.app.clock.now_ms();
-        match action {
-            "delete" => {
-                let n = d.app.broker().delete_by_hand(at, &selected, now);
-                Ok(format!("Deleted {}.", plural(n, "message")))
-            }
-            "retry" => {
-                let delay = form.number("delay", "the delay")?.unwrap_or(0);
-                if delay > 86_400 {
-                    return Err("the delay is at most 24 hours (86400 s)".to_owned());
-                }
-                let n = d
-                    .app
-                    .broker()
-                    .retry_by_hand(at, &selected, delay * 1000, now);
-                Ok(format!(
-                    "Retried {}: visible again in {delay}s, no attempt used.",
-                    plural(n, "message")
-                ))
-            }
-            "redrive" | "redrive_all" => {
-                let target = form.text("to");
-                let mut broker = d.app.broker();
-                let record = broker.get_queue(at).map_err(|e| account_error(&e))?;
-                let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
-                let Some((target_id, target_name)) =
-                    sources.iter().find(|(source, _)| source == target)
-                else {
-                    return Err(format!(
-                        "{target:?} does not name this queue as its dead-letter queue"
-                    ));
-                };
-                let chosen = (action == "redrive").then_some(selected.as_slice());
-                let n = broker.move_by_hand(EMULATOR_ACCOUNT_ID, &id, target_id, chosen, now);
-                Ok(format!(
-                    "Moved {} back to {target_name}.",
-                    plural(n, "message")
-                ))
-            }
-            other => Err(format!("unknown action {other:?}")),
-        }
-    })();
-    back(
+    act(
         &d,
-        &to,
-        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+        &headers,
+        &body,
+        &queue_page(&id),
+        "Nothing changed",
+        |form| {
+            let selected = form.selected();
+            let action = form.text("action");
+            if selected.is_empty() && action != "redrive_all" {
+                return Err("select messages first".to_owned());
+            }
+            let now = d.app.clock.now_ms();
+            match action {
+                "delete" => {
+                    let n = d.app.broker().delete_by_hand(local(&id), &selected, now);
+                    Ok(format!("Deleted {}.", plural(n, "message")))
+                }
+                "retry" => {
+                    let delay = form.number("delay", "the delay")?.unwrap_or(0);
+                    if delay > 86_400 {
+                        return Err("the delay is at most 24 hours (86400 s)".to_owned());
+                    }
+                    let n = d
+                        .app
+                        .broker()
+                        .retry_by_hand(local(&id), &selected, delay * 1000, now);
+                    Ok(format!(
+                        "Retried {}: visible again in {delay}s, no attempt used.",
+                        plural(n, "message")
+                    ))
+                }
+                "redrive" | "redrive_all" => {
+                    let target = form.text("to");
+                    let mut broker = d.app.broker();
+                    let record = broker
+                        .get_queue(local(&id))
+                        .map_err(|e| account_error(&e))?;
+                    let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
+                    let Some((target_id, target_name)) =
+                        sources.iter().find(|(source, _)| source == target)
+                    else {
+                        return Err(format!(
+                            "{target:?} does not name this queue as its dead-letter queue"
+                        ));
+                    };
+                    let chosen = (action == "redrive").then_some(selected.as_slice());
+                    let n = broker.move_by_hand(EMULATOR_ACCOUNT_ID, &id, target_id, chosen, now);
+                    Ok(format!(
+                        "Moved {} back to {target_name}.",
+                        plural(n, "message")
+                    ))
+                }
+                other => Err(format!("unknown action {other:?}")),
+            }
+        },
     )
 }
 
@@ -313,15 +329,7 @@ pub(super) async fn settings(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let at = At {
-        account: EMULATOR_ACCOUNT_ID,
-        queue: &id,
-    };
-    let note = (|| -> Result<String, String> {
+    act(&d, &headers, &body, &queue_page(&id), "Not saved", |form| {
         let mut settings = Map::new();
         if let Some(delay) = form.number("delivery_delay", "the delivery delay")? {
             settings.insert("delivery_delay".into(), json!(delay));
@@ -334,18 +342,13 @@ pub(super) async fn settings(
         let change = settings_change(&request).map_err(|e| e.text())?;
         let record = d
             .app
-            .with_broker(|broker, now| broker.update_queue(at, None, change, false, now))
+            .with_broker(|broker, now| broker.update_queue(local(&id), None, change, false, now))
             .map_err(|e| account_error(&e))?;
         Ok(format!(
             "Saved: delivery delay {}s, retention {}s.",
             record.settings.delivery_delay_s, record.settings.retention_s
         ))
-    })();
-    back(
-        &d,
-        &queue_page(&id),
-        note.unwrap_or_else(|e| format!("Not saved: {e}.")),
-    )
+    })
 }
 
 /// `POST /_dashboard/queues/{id}/delivery`: pause or resume delivery.
@@ -355,28 +358,30 @@ pub(super) async fn delivery(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let paused = form.text("action") == "pause";
-    let at = At {
-        account: EMULATOR_ACCOUNT_ID,
-        queue: &id,
-    };
-    let change = SettingsChange {
-        delivery_paused: Some(paused),
-        ..SettingsChange::default()
-    };
-    let note = match d
-        .app
-        .with_broker(|broker, now| broker.update_queue(at, None, change, false, now))
-    {
-        Ok(_) if paused => "Delivery paused: pulls are refused until it resumes.".to_owned(),
-        Ok(_) => "Delivery resumed.".to_owned(),
-        Err(e) => format!("Nothing changed: {}.", account_error(&e)),
-    };
-    back(&d, &queue_page(&id), note)
+    act(
+        &d,
+        &headers,
+        &body,
+        &queue_page(&id),
+        "Nothing changed",
+        |form| {
+            let paused = form.text("action") == "pause";
+            let change = SettingsChange {
+                delivery_paused: Some(paused),
+                ..SettingsChange::default()
+            };
+            d.app
+                .with_broker(|broker, now| {
+                    broker.update_queue(local(&id), None, change, false, now)
+                })
+                .map_err(|e| account_error(&e))?;
+            Ok(if paused {
+                "Delivery paused: pulls are refused until it resumes.".to_owned()
+            } else {
+                "Delivery resumed.".to_owned()
+            })
+        },
+    )
 }
 
 /// `POST /_dashboard/queues/{id}/consumer`: enable HTTP pull or change its
@@ -388,134 +393,102 @@ pub(super) async fn consumer(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let at = At {
-        account: EMULATOR_ACCOUNT_ID,
-        queue: &id,
-    };
-    let note = (|| -> Result<String, String> {
-        let current = d
-            .app
-            .broker()
-            .get_queue(at)
-            .map_err(|e| account_error(&e))?;
-        if form.text("action") == "disable" {
-            let Some(consumer) = current.consumer else {
-                return Err("the queue has no consumer".to_owned());
-            };
-            d.app
-                .with_broker(|broker, now| broker.delete_consumer(at, &consumer.id, now))
-                .map_err(|e| account_error(&e))?;
-            return Ok("HTTP pull disabled.".to_owned());
-        }
-        let mut settings = Map::new();
-        for (field, key, label) in [
-            ("batch_size", "batch_size", "the batch size"),
-            ("max_retries", "max_retries", "max retries"),
-            ("retry_delay", "retry_delay", "the retry delay"),
-            (
-                "visibility_timeout_ms",
-                "visibility_timeout_ms",
-                "the visibility timeout",
-            ),
-        ] {
-            if let Some(value) = form.number(field, label)? {
-                settings.insert(key.into(), json!(value));
-            }
-        }
-        let mut request = Map::new();
-        request.insert("type".into(), json!("http_pull"));
-        request.insert("settings".into(), Value::Object(settings));
-        let dlq = form.text("dead_letter_queue");
-        if !dlq.is_empty() {
-            request.insert("dead_letter_queue".into(), json!(dlq));
-        }
-        let spec = consumer_spec(&request).map_err(|e| e.text())?;
-        let result = d.app.with_broker(|broker, now| match &current.consumer {
-            Some(existing) if matches!(existing.spec.kind, ConsumerKind::HttpPull(_)) => broker
-                .update_consumer(at, &existing.id, spec, now)
-                .map(|_| "HTTP pull settings saved."),
-            Some(_) => Err(AccountError::ConsumerExists),
-            None => broker
-                .create_consumer(at, spec, now)
-                .map(|_| "HTTP pull enabled."),
-        });
-        result.map(str::to_owned).map_err(|e| account_error(&e))
-    })();
-    back(
+    act(
         &d,
+        &headers,
+        &body,
         &queue_page(&id),
-        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+        "Nothing changed",
+        |form| {
+            let at = local(&id);
+            let current = d
+                .app
+                .broker()
+                .get_queue(at)
+                .map_err(|e| account_error(&e))?;
+            if form.text("action") == "disable" {
+                let Some(consumer) = current.consumer else {
+                    return Err("the queue has no consumer".to_owned());
+                };
+                d.app
+                    .with_broker(|broker, now| broker.delete_consumer(at, &consumer.id, now))
+                    .map_err(|e| account_error(&e))?;
+                return Ok("HTTP pull disabled.".to_owned());
+            }
+            let mut settings = Map::new();
+            for (key, label) in [
+                ("batch_size", "the batch size"),
+                ("max_retries", "max retries"),
+                ("retry_delay", "the retry delay"),
+                ("visibility_timeout_ms", "the visibility timeout"),
+            ] {
+                if let Some(value) = form.number(key, label)? {
+                    settings.insert(key.into(), json!(value));
+                }
+            }
+            let mut request = Map::new();
+            request.insert("type".into(), json!("http_pull"));
+            request.insert("settings".into(), Value::Object(settings));
+            let dlq = form.text("dead_letter_queue");
+            if !dlq.is_empty() {
+                request.insert("dead_letter_queue".into(), json!(dlq));
+            }
+            let spec = consumer_spec(&request).map_err(|e| e.text())?;
+            let result = d.app.with_broker(|broker, now| match &current.consumer {
+                Some(existing) if matches!(existing.spec.kind, ConsumerKind::HttpPull(_)) => broker
+                    .update_consumer(at, &existing.id, spec, now)
+                    .map(|_| "HTTP pull settings saved."),
+                Some(_) => Err(AccountError::ConsumerExists),
+                None => broker
+                    .create_consumer(at, spec, now)
+                    .map(|_| "HTTP pull enabled."),
+            });
+            result.map(str::to_owned).map_err(|e| account_error(&e))
+        },
     )
 }
 
 /// `POST /_dashboard/queues/{id}/purge` and `.../delete`: the queue's
-/// name typed in `confirm` first.
+/// name typed in `confirm` first. A deleted queue's page is gone: the
+/// browser goes back to the account page.
 pub(super) async fn purge_or_delete(
     State(d): State<Arc<Dashboard>>,
     headers: HeaderMap,
     Path((id, what)): Path<(String, String)>,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
+    let to = if what == "delete" {
+        "/_dashboard/".to_owned()
+    } else {
+        queue_page(&id)
     };
-    let at = At {
-        account: EMULATOR_ACCOUNT_ID,
-        queue: &id,
-    };
-    let record = match d.app.broker().get_queue(at) {
-        Ok(record) => record,
-        Err(e) => {
-            return back(
-                &d,
-                "/_dashboard/",
-                format!("Nothing changed: {}.", account_error(&e)),
-            );
-        }
-    };
-    if form.text("confirm") != record.name {
-        return back(
-            &d,
-            &queue_page(&id),
-            format!(
-                "Nothing changed: type the queue's name, {}, to confirm.",
+    act(&d, &headers, &body, &to, "Nothing changed", |form| {
+        let at = local(&id);
+        let record = d
+            .app
+            .broker()
+            .get_queue(at)
+            .map_err(|e| account_error(&e))?;
+        if form.text("confirm") != record.name {
+            return Err(format!(
+                "type the queue's name, {}, to confirm",
                 record.name
-            ),
-        );
-    }
-    match what.as_str() {
-        "purge" => {
-            let purged = d.app.with_broker(|broker, now| broker.purge_all(at, now));
-            let _ = purged;
-            back(
-                &d,
-                &queue_page(&id),
-                format!("Purged {}: every message deleted.", record.name),
-            )
+            ));
         }
-        "delete" => match d.app.with_broker(|broker, _| broker.delete_queue(at)) {
-            Ok(()) => back(
-                &d,
-                "/_dashboard/",
-                format!("Deleted the queue {}.", record.name),
-            ),
-            Err(e) => back(
-                &d,
-                &queue_page(&id),
-                format!("Nothing changed: {}.", account_error(&e)),
-            ),
-        },
-        _ => answer(
-            StatusCode::NOT_FOUND,
-            "text/plain; charset=utf-8",
-            String::new(),
-        ),
-    }
+        match what.as_str() {
+            "purge" => {
+                d.app.with_broker(|broker, now| broker.purge_all(at, now));
+                Ok(format!("Purged {}: every message deleted.", record.name))
+            }
+            "delete" => {
+                d.app
+                    .with_broker(|broker, _| broker.delete_queue(at))
+                    .map_err(|e| account_error(&e))?;
+                Ok(format!("Deleted the queue {}.", record.name))
+            }
+            other => Err(format!("unknown action {other:?}")),
+        }
+    })
 }
 
 /// `POST /_dashboard/queues`: creates a queue by name.
@@ -524,25 +497,15 @@ pub(super) async fn create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let name = form.text("name").to_owned();
-    match d.app.with_broker(|broker, now| {
-        broker.create_queue(EMULATOR_ACCOUNT_ID, &name, SettingsChange::default(), now)
-    }) {
-        Ok(record) => back(
-            &d,
-            &queue_page(&record.id),
-            format!("Created the queue {name}."),
-        ),
-        Err(e) => back(
-            &d,
-            "/_dashboard/",
-            format!("Not created: {}.", account_error(&e)),
-        ),
-    }
+    act(&d, &headers, &body, "/_dashboard/", "Not created", |form| {
+        let name = form.text("name");
+        d.app
+            .with_broker(|broker, now| {
+                broker.create_queue(EMULATOR_ACCOUNT_ID, name, SettingsChange::default(), now)
+            })
+            .map_err(|e| account_error(&e))?;
+        Ok(format!("Created the queue {name}."))
+    })
 }
 
 /// `POST /_dashboard/emulator`: the round trip added to every request and
@@ -552,34 +515,32 @@ pub(super) async fn knobs(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let form = match admitted(&d, &headers, &body) {
-        Ok(form) => form,
-        Err(denied) => return refused(denied),
-    };
-    let note = (|| -> Result<String, String> {
-        let round_trip = form.number("round_trip_ms", "the round trip")?.unwrap_or(0);
-        if round_trip > 10_000 {
-            return Err("the round trip is at most 10000 ms".to_owned());
-        }
-        let limits = match form.text("rate_limits") {
-            "cloudflare" => Some(RateLimitModel::cloudflare()),
-            "off" | "" => None,
-            other => return Err(format!("unknown rate limits {other:?}")),
-        };
-        d.server
-            .latency
-            .set((round_trip > 0).then(|| Latency::round_trip(Duration::from_millis(round_trip))));
-        let on = limits.is_some();
-        *d.app.rate_limiter() = limits.map(RateLimiter::new);
-        Ok(format!(
-            "Every request now takes a round trip of {round_trip} ms; Cloudflare's rate limits are {}.",
-            if on { "on" } else { "off" }
-        ))
-    })();
-    back(
+    act(
         &d,
+        &headers,
+        &body,
         "/_dashboard/",
-        note.unwrap_or_else(|e| format!("Nothing changed: {e}.")),
+        "Nothing changed",
+        |form| {
+            let round_trip = form.number("round_trip_ms", "the round trip")?.unwrap_or(0);
+            if round_trip > 10_000 {
+                return Err("the round trip is at most 10000 ms".to_owned());
+            }
+            let limits = match form.text("rate_limits") {
+                "cloudflare" => Some(RateLimitModel::cloudflare()),
+                "off" | "" => None,
+                other => return Err(format!("unknown rate limits {other:?}")),
+            };
+            d.server.latency.set(
+                (round_trip > 0).then(|| Latency::round_trip(Duration::from_millis(round_trip))),
+            );
+            let on = limits.is_some();
+            *d.app.rate_limiter() = limits.map(RateLimiter::new);
+            Ok(format!(
+                "Every request now takes a round trip of {round_trip} ms; Cloudflare's rate limits are {}.",
+                if on { "on" } else { "off" }
+            ))
+        },
     )
 }
 
