@@ -14,29 +14,18 @@ use serde_json::json;
 use crate::webdriver::{Browser, Result};
 use crate::{WAIT, ensure, origin};
 
-/// The note an action left on the page it led to.
-async fn note(browser: &Browser) -> Result<String> {
-    if let Err(e) = browser
-        .wait_for(
-            "a note",
-            "return document.querySelector('p.done') !== null",
-            WAIT,
-        )
-        .await
-    {
+/// Submits the form of the button `css` and gives the note the action
+/// left on the page it led to, once that page has replaced this one.
+async fn submit(browser: &Browser, css: &str) -> Result<String> {
+    browser
+        .execute("window.stillThisPage = true", json!([]))
+        .await?;
+    browser.click(css).await?;
+    let loaded = "return window.stillThisPage !== true && document.readyState === 'complete' \
+                  && document.querySelector('p.done') !== null";
+    if let Err(e) = browser.wait_for("the next page's note", loaded, WAIT).await {
         let url = browser.current_url().await?;
-        let source = browser.source().await?;
-        return Err(format!(
-            "{e} at {url}: {}",
-            source
-                .split("<main>")
-                .nth(1)
-                .unwrap_or(&source)
-                .chars()
-                .take(400)
-                .collect::<String>()
-        )
-        .into());
+        return Err(format!("{e} at {url}").into());
     }
     browser.text("p.done").await
 }
@@ -63,8 +52,7 @@ pub async fn send_from_the_page(browser: &Browser, emulator: &EmulatorHandle) ->
             json!([]),
         )
         .await?;
-    browser.click("form[action$='/send'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/send'] button").await?;
     ensure(said == "Sent 3 messages.", || format!("note {said:?}"))?;
     queue.enable_http_pull(HttpPullSettings::new()).await?;
     let batch = queue.pull(PullOptions::new().batch_size(10)).await?;
@@ -92,8 +80,7 @@ pub async fn delete_and_retry_selected(browser: &Browser, emulator: &EmulatorHan
     browser
         .click("ol.messages li:nth-child(2) input[type=checkbox]")
         .await?;
-    browser.click("button[value=delete]").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "button[value=delete]").await?;
     ensure(said == "Deleted 2 messages.", || format!("note {said:?}"))?;
     let left = queue.metrics().await?.backlog_count;
     ensure(left == 2, || format!("backlog {left}"))?;
@@ -114,8 +101,7 @@ pub async fn delete_and_retry_selected(browser: &Browser, emulator: &EmulatorHan
     browser
         .click("ol.messages li:nth-child(1) input[type=checkbox]")
         .await?;
-    browser.click("button[value=retry]").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "button[value=retry]").await?;
     ensure(
         said == "Retried 1 message: visible again in 0s, no attempt used.",
         || format!("note {said:?}"),
@@ -144,10 +130,7 @@ pub async fn edit_settings_and_pause(browser: &Browser, emulator: &EmulatorHandl
             json!([]),
         )
         .await?;
-    browser
-        .click("form[action$='/consumer'] button[value=save]")
-        .await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/consumer'] button[value=save]").await?;
     ensure(said == "HTTP pull enabled.", || format!("note {said:?}"))?;
     let pull = queue.http_pull().await?.ok_or("no HTTP pull consumer")?;
     ensure(pull.settings.batch_size == Some(7), || {
@@ -160,8 +143,7 @@ pub async fn edit_settings_and_pause(browser: &Browser, emulator: &EmulatorHandl
             json!([]),
         )
         .await?;
-    browser.click("form[action$='/settings'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/settings'] button").await?;
     ensure(said.starts_with("Saved: delivery delay 5s"), || {
         format!("note {said:?}")
     })?;
@@ -177,24 +159,19 @@ pub async fn edit_settings_and_pause(browser: &Browser, emulator: &EmulatorHandl
             json!([]),
         )
         .await?;
-    browser
-        .click("form[action$='/consumer'] button[value=save]")
-        .await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/consumer'] button[value=save]").await?;
     ensure(said.starts_with("Nothing changed: "), || {
         format!("note {said:?}")
     })?;
     // Pause: a pull is refused with 409; resume: it succeeds.
-    browser.click("form[action$='/delivery'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/delivery'] button").await?;
     ensure(said.starts_with("Delivery paused"), || {
         format!("note {said:?}")
     })?;
     let refused = queue.pull(PullOptions::new()).await;
     let status = refused.as_ref().err().and_then(|e| e.status());
     ensure(status == Some(409), || format!("paused pull: {refused:?}"))?;
-    browser.click("form[action$='/delivery'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/delivery'] button").await?;
     ensure(said == "Delivery resumed.", || format!("note {said:?}"))?;
     queue.pull(PullOptions::new()).await?;
     Ok(())
@@ -207,8 +184,7 @@ pub async fn purge_with_the_name_typed(browser: &Browser, emulator: &EmulatorHan
     }
     open_queue(browser, emulator, queue.id()).await?;
     browser.type_into("#purge-confirm", "emptie").await?;
-    browser.click("form[action$='/purge'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/purge'] button").await?;
     ensure(said.contains("type the queue's name, emptied"), || {
         format!("note {said:?}")
     })?;
@@ -216,8 +192,7 @@ pub async fn purge_with_the_name_typed(browser: &Browser, emulator: &EmulatorHan
         "purged anyway".into()
     })?;
     browser.type_into("#purge-confirm", "emptied").await?;
-    browser.click("form[action$='/purge'] button").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action$='/purge'] button").await?;
     ensure(said.starts_with("Purged emptied"), || {
         format!("note {said:?}")
     })?;
@@ -270,8 +245,7 @@ pub async fn redrive_a_dead_letter_queue(
         )
         .await?;
     ensure(target == json!(work.id()), || format!("target {target}"))?;
-    browser.click("button[value=redrive_all]").await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "button[value=redrive_all]").await?;
     ensure(said == "Moved 50 messages back to work.", || {
         format!("note {said:?}")
     })?;
@@ -309,10 +283,7 @@ pub async fn switch_the_round_trip(browser: &Browser, emulator: &EmulatorHandle)
             json!([]),
         )
         .await?;
-    browser
-        .click("form[action='/_dashboard/emulator'] button")
-        .await?;
-    let said = note(browser).await?;
+    let said = submit(browser, "form[action='/_dashboard/emulator'] button").await?;
     ensure(
         said.starts_with("Every request now takes a round trip of 400 ms"),
         || said.clone(),
@@ -326,10 +297,7 @@ pub async fn switch_the_round_trip(browser: &Browser, emulator: &EmulatorHandle)
             json!([]),
         )
         .await?;
-    browser
-        .click("form[action='/_dashboard/emulator'] button")
-        .await?;
-    note(browser).await?;
+    submit(browser, "form[action='/_dashboard/emulator'] button").await?;
     ensure(took >= Duration::from_millis(400), || {
         format!("the call took {took:?}")
     })?;
