@@ -667,3 +667,55 @@ fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
     assert!(exit.success(), "cfq exited with {exit}");
     drop(lines);
 }
+
+/// `cfq emulator` prints the dashboard's link (a secret of its own, not the
+/// token), which logs a browser in; `--no-dashboard` serves none.
+#[tokio::test]
+async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
+    let (mut child, mut lines) = serve(&["--token", "cli-token"], Stdio::inherit());
+    let printed: Vec<String> = lines
+        .by_ref()
+        .map(|l| l.expect("utf-8"))
+        .take_while(|l| l != "press Ctrl-C to stop")
+        .collect();
+    let link = printed
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("dashboard: "))
+        .unwrap_or_else(|| panic!("no dashboard link in {printed:?}"))
+        .to_owned();
+    assert!(link.contains("/_dashboard/login?key="), "{link}");
+    assert!(!link.contains("cli-token"), "{link}");
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let login = http.get(&link).send().await.expect("answered");
+    assert_eq!(login.status(), 303);
+    assert!(login.headers().contains_key("set-cookie"));
+    sigterm(&child);
+    assert!(child.wait().expect("cfq exits").success());
+
+    let (mut child, mut lines) = serve(&["--no-dashboard"], Stdio::inherit());
+    let printed: Vec<String> = lines
+        .by_ref()
+        .map(|l| l.expect("utf-8"))
+        .take_while(|l| l != "press Ctrl-C to stop")
+        .collect();
+    assert!(
+        !printed.iter().any(|l| l.contains("dashboard")),
+        "{printed:?}"
+    );
+    let base = printed
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("export CLOUDFLARE_BASE_URL="))
+        .expect("a base URL");
+    let root = base.trim_end_matches("/client/v4");
+    let page = http
+        .get(format!("{root}/_dashboard/"))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(page.status(), 404, "no dashboard served");
+    sigterm(&child);
+    assert!(child.wait().expect("cfq exits").success());
+}
