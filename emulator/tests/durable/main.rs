@@ -572,3 +572,87 @@ async fn dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one_across_a_r
     let dir = tempfile::tempdir().expect("temp dir");
     dead_letters_to_a_deleted_or_renamed_queue_land_in_a_new_one(Some(dir.path())).await;
 }
+
+/// A dead-letter redrive from the dashboard moves its messages in one
+/// commit: after a restart they are all in the work queue, none left in
+/// the dead-letter queue, none twice.
+#[cfg(feature = "dashboard")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dashboard_redrive_survives_a_restart_whole() {
+    let lax =
+        |e: cf_queues_emulator::Emulator| e.max_retries(1).dead_letter_queue("work", "workdlq");
+    let (dir, handle, raw) = on_a_fresh_dir(lax).await;
+    assert_eq!(raw.push("work", &bodies("w", 5)).await, 200);
+    let dlq = "workdlq".to_owned();
+    let leased = raw.pull("work", 10, 60_000).await;
+    let retries: Vec<serde_json::Value> = leased
+        .iter()
+        .map(|(_, lease, _)| json!({"lease_id": lease}))
+        .collect();
+    let (status, _) = raw
+        .post(
+            "/queues/work/messages/ack",
+            json!({"acks": [], "retries": retries}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!((raw.backlog("work").await, raw.backlog(&dlq).await), (0, 5));
+
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let login = http
+        .get(handle.dashboard_url().expect("a dashboard"))
+        .send()
+        .await
+        .expect("login");
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("a session")
+        .to_owned();
+    let page = format!("http://{}/_dashboard/queues/{dlq}", handle.local_addr());
+    let html = http
+        .get(&page)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    let token = html
+        .split(r#"name="token" value=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form token")
+        .to_owned();
+    let moved = http
+        .post(format!("{page}/messages"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={token}&action=redrive_all&to=work"))
+        .send()
+        .await
+        .expect("redrive");
+    assert_eq!(moved.status(), 303);
+    handle.shutdown().await.expect("shutdown");
+
+    let handle = start_on(dir.path(), lax).await;
+    let raw = Raw::new(&handle);
+    assert_eq!((raw.backlog("work").await, raw.backlog(&dlq).await), (5, 0));
+    let mut back: Vec<String> = raw
+        .pull("work", 10, 60_000)
+        .await
+        .into_iter()
+        .map(|(body, _, attempts)| {
+            assert_eq!(attempts, 1, "a new message: its first delivery");
+            body
+        })
+        .collect();
+    back.sort();
+    assert_eq!(back, bodies("w", 5));
+}
