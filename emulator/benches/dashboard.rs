@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
 use cf_queues_testkit::bench::{env_count, median};
+use cf_queues_testkit::dashboard::Session;
 use cf_queues_testkit::raw_http::queue_path;
 
 const GOAL: f64 = 2.0;
@@ -49,16 +50,8 @@ async fn filled(
             .expect("batch answered");
         assert!(answer.status().is_success(), "batch: {}", answer.status());
     }
-    let link = emulator.dashboard_url().expect("a dashboard").to_owned();
-    let login = http.get(link).send().await.expect("login answered");
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .expect("a session cookie")
-        .to_owned();
-    (emulator, cookie)
+    let session = Session::login(&emulator).await;
+    (emulator, session.cookie)
 }
 
 /// The time to get `path` whole.

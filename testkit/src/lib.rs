@@ -1,8 +1,8 @@
 //! What the tests and benches of the cf-queues workspace share: one
 //! scripted TCP server, the emulator and client constructors, the wire
 //! constants and Cloudflare's envelopes, raw-HTTP calls to the emulator,
-//! pulls through the client that must succeed, a seeded RNG, waiting on
-//! paused time, a TCP gate and a log sink.
+//! pulls through the client that must succeed, a dashboard session, a
+//! seeded RNG, waiting on paused time, a TCP gate and a log sink.
 //!
 //! Test code of this repository, never published (`publish = false`): the
 //! crates' integration tests and benches take it as a dev-dependency by
@@ -16,6 +16,7 @@
 
 pub mod bench;
 pub mod clients;
+pub mod dashboard;
 pub mod emulators;
 pub mod gate;
 pub mod logs;

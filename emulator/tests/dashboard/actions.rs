@@ -9,6 +9,7 @@ use cf_queues::Acks;
 use cf_queues::resources::HttpPullSettings;
 use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::EmulatorHandle;
+use cf_queues_testkit::dashboard::Session;
 use serde_json::json;
 
 use crate::webdriver::{Browser, Result};
@@ -312,72 +313,37 @@ pub async fn switch_the_round_trip(browser: &Browser, emulator: &EmulatorHandle)
 pub async fn forms_from_elsewhere_change_nothing(emulator: &EmulatorHandle) -> Result<()> {
     let queue = emulator.client()?.create_queue("guarded").await?;
     queue.push(Message::text("kept")).await?;
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()?;
-    let link = emulator.dashboard_url().ok_or("no link")?;
-    let cookie = http
-        .get(link)
-        .send()
-        .await?
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .ok_or("no cookie")?
-        .to_owned();
-    let page = format!("{}/_dashboard/queues/{}", origin(emulator), queue.id());
-    let html = http
-        .get(&page)
-        .header("cookie", &cookie)
-        .send()
-        .await?
-        .text()
-        .await?;
-    let token = html
-        .split(r#"name="token" value=""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .ok_or("no form token on the page")?
-        .to_owned();
+    let session = Session::login(emulator).await;
+    let page = format!("/_dashboard/queues/{}", queue.id());
+    let token = session.form_token(&page).await;
     let purge = format!("{page}/purge");
     let form = format!("token={token}&confirm=guarded");
-    let post = |extra: Vec<(&'static str, String)>, body: String| {
-        let mut request = http
-            .post(&purge)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body);
-        for (name, value) in extra {
-            request = request.header(name, value);
-        }
-        request.send()
-    };
     // A cross-site form post, with the cookie a lax browser would send.
-    let status = post(
-        vec![
-            ("cookie", cookie.clone()),
-            ("origin", "http://evil.example".into()),
-        ],
-        form.clone(),
-    )
-    .await?
-    .status();
+    let status = session
+        .post_form(&purge, form.clone(), true)
+        .header("origin", "http://evil.example")
+        .send()
+        .await?
+        .status();
     ensure(status == 403, || format!("cross-site: {status}"))?;
     // Without the cookie.
-    let status = post(vec![], form.clone()).await?.status();
+    let status = session
+        .post_form(&purge, form.clone(), false)
+        .send()
+        .await?
+        .status();
     ensure(status == 401, || format!("no cookie: {status}"))?;
     // With the cookie but not the session's form token.
-    let status = post(
-        vec![("cookie", cookie.clone())],
-        "token=guess&confirm=guarded".into(),
-    )
-    .await?
-    .status();
+    let status = session
+        .post_form(&purge, "token=guess&confirm=guarded".into(), true)
+        .send()
+        .await?
+        .status();
     ensure(status == 403, || format!("no token: {status}"))?;
     let left = queue.metrics().await?.backlog_count;
     ensure(left == 1, || format!("changed: backlog {left}"))?;
     // The same form from the page itself goes through.
-    let status = post(vec![("cookie", cookie)], form).await?.status();
+    let status = session.post_form(&purge, form, true).send().await?.status();
     ensure(status == 303, || format!("own form: {status}"))?;
     let left = queue.metrics().await?.backlog_count;
     ensure(left == 0, || format!("own form: backlog {left}"))

@@ -373,15 +373,9 @@ async fn refusals(emulator: &EmulatorHandle) -> Result<()> {
     let status = http.get(&page).send().await?.status();
     ensure(status == 401, || format!("no cookie: {status}"))?;
     // Logged in, as the browser is.
-    let link = emulator.dashboard_url().ok_or("no link")?;
-    let login = http.get(link).send().await?;
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .ok_or("no cookie set")?
-        .to_owned();
+    let cookie = cf_queues_testkit::dashboard::Session::login(emulator)
+        .await
+        .cookie;
     let status = http
         .get(&page)
         .header("cookie", &cookie)

@@ -6,6 +6,7 @@ mod support;
 
 use cf_queues_emulator::config::EmulatorConfig;
 use cf_queues_emulator::{ManualClock, reset_data_dir};
+use cf_queues_testkit::dashboard::Session;
 use cf_queues_testkit::raw_http::Raw;
 use reqwest::Method;
 use serde_json::json;
@@ -598,43 +599,15 @@ async fn a_dashboard_redrive_survives_a_restart_whole() {
     assert_eq!(status, 200);
     assert_eq!((raw.backlog("work").await, raw.backlog(&dlq).await), (0, 5));
 
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("http client");
-    let login = http
-        .get(handle.dashboard_url().expect("a dashboard"))
-        .send()
-        .await
-        .expect("login");
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .expect("a session")
-        .to_owned();
-    let page = format!("http://{}/_dashboard/queues/{dlq}", handle.local_addr());
-    let html = http
-        .get(&page)
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .expect("page")
-        .text()
-        .await
-        .expect("html");
-    let token = html
-        .split(r#"name="token" value=""#)
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a form token")
-        .to_owned();
-    let moved = http
-        .post(format!("{page}/messages"))
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("token={token}&action=redrive_all&to=work"))
+    let session = Session::login(&handle).await;
+    let page = format!("/_dashboard/queues/{dlq}");
+    let token = session.form_token(&page).await;
+    let moved = session
+        .post_form(
+            &format!("{page}/messages"),
+            format!("token={token}&action=redrive_all&to=work"),
+            true,
+        )
         .send()
         .await
         .expect("redrive");
