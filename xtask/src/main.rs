@@ -4,6 +4,7 @@
 //! cargo xtask drift <published.json|yaml>... [--fragment <yaml>]...
 //!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
 //! cargo xtask additive <fragment-in> <fragment-out> [--properties-only]
+//! cargo xtask docs
 //! ```
 //!
 //! `drift` exits 0 when every difference is explained by an exception, 1
@@ -11,6 +12,7 @@
 //! nothing), 2 on a usage, reading, parsing or merging error.
 
 mod additive;
+mod docs;
 mod drift;
 mod exceptions;
 mod merge;
@@ -37,7 +39,13 @@ usage:
   xtask additive <fragment-in> <fragment-out> [--properties-only]
       Writes a copy of a fragment file with an optional property `x_additive_probe`
       in every object schema and a new operation POST .../messages/xtask-probe.
-      --properties-only  only the properties, for the fragment's other files";
+      --properties-only  only the properties, for the fragment's other files
+  xtask docs
+      Checks that the docs stay true: every repository path and every `cargo run
+      --example`, `cargo bench --bench`, `cargo test --test`, `cargo xtask` and `cfq`
+      command that README.md, ARCHITECTURE.md, cfq/README.md and the crates' root
+      docs name exists, and README.md (450) and ARCHITECTURE.md (300) keep to their
+      lengths.";
 
 #[derive(Debug)]
 enum TaskError {
@@ -50,6 +58,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("drift") => run_drift(&args[1..]),
         Some("additive") => run_additive(&args[1..]),
+        Some("docs") => run_docs(),
         Some("help" | "-h" | "--help") => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -289,6 +298,18 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
         additive::PROBE_PROPERTY,
     );
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_docs() -> Result<ExitCode, TaskError> {
+    let problems = docs::check(&repo_root()).map_err(TaskError::Io)?;
+    if problems.is_empty() {
+        println!("xtask docs: every path and command the docs name exists; the lengths hold");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for problem in &problems {
+        eprintln!("xtask docs: {problem}");
+    }
+    Ok(ExitCode::from(1))
 }
 
 #[cfg(test)]
