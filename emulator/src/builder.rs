@@ -285,7 +285,7 @@ impl Emulator {
     }
 
     /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
-    /// (default: no limits); see [Rate limits](crate#rate-limits), and
+    /// (default: no limits); see [Rate limits](crate::semantics#rate-limits), and
     /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
     pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
         self.rate_limits = Some(model);
@@ -321,7 +321,7 @@ impl Emulator {
 
     /// Keeps the account's queues and messages in `dir`, loaded at start
     /// (`cfq emulator --data-dir DIR`); see
-    /// [Durability](crate#durability). Without it the emulator keeps
+    /// [Durability](crate::semantics#durability). Without it the emulator keeps
     /// everything in memory. The directory is created if needed, locked
     /// while the emulator runs, and must be of this version's
     /// [`DATA_FORMAT_VERSION`](crate::DATA_FORMAT_VERSION). A
@@ -329,7 +329,7 @@ impl Emulator {
     /// queues](Emulator::strict_queues) only seed a new directory; over one
     /// that holds an account their queues are neither applied nor checked
     /// (the directory is the truth), and [`EmulatorHandle::start_notes`]
-    /// says so. See [Durability](crate#durability).
+    /// says so. See [Durability](crate::semantics#durability).
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Emulator {
         self.data_dir = Some(dir.into());
         self

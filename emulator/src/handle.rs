@@ -58,7 +58,7 @@ impl EmulatorHandle {
     /// of its own, never the API token; under
     /// [`Emulator::without_auth`](crate::Emulator::without_auth) none is
     /// needed); `None` when the dashboard is off. See the crate docs'
-    /// [Dashboard](crate#dashboard) section.
+    /// [Dashboard](crate::semantics#dashboard) section.
     pub fn dashboard_url(&self) -> Option<&str> {
         self.dashboard_url.as_deref()
     }
