@@ -426,7 +426,7 @@ mod tests {
     use super::*;
 
     /// `build()` asks the TLS checks first: with no backend compiled in
-    /// (`.ci/tls-choices`), an https base URL is a configuration error;
+    /// (`cargo xtask tls-choices`), an https base URL is a configuration error;
     /// with one, the same configuration builds.
     #[test]
     fn an_https_base_url_builds_only_with_a_tls_backend() {

@@ -71,7 +71,7 @@ mod tests {
         assert!(check("http").is_ok());
     }
 
-    /// Run by `.ci/tls-choices` with no TLS feature, and with every feature
+    /// Run by `cargo xtask tls-choices` with no TLS feature, and with every feature
     /// by the README's test command.
     #[test]
     fn https_is_refused_only_without_a_backend() {
@@ -85,7 +85,7 @@ mod tests {
         assert!(message.contains("needs a TLS feature"), "{message}");
     }
 
-    /// Run by `.ci/tls-choices` under `rustls-no-provider` alone: refused
+    /// Run by `cargo xtask tls-choices` under `rustls-no-provider` alone: refused
     /// until a provider is installed (reqwest would have panicked instead),
     /// for http too, since reqwest sets TLS up for every client.
     #[cfg(all(

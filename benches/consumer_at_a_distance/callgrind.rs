@@ -10,10 +10,10 @@
 //!
 //! `CFQ_BENCH_ONLY=consumer` or `bare` runs one side (one side per
 //! valgrind run); `CFQ_BENCH_MESSAGES` (default 3,000) sets the workload.
-//! `scripts/callgrind-consumer.sh` runs both, three times each, and against
+//! `cargo xtask callgrind-consumer` runs both, three times each, and against
 //! a parent commit. Built with the `metrics` feature, a third side,
 //! `prometheus`, is the consumer with the Prometheus exporter's recorder
-//! installed first (the example's); `scripts/callgrind-metrics.sh` compares
+//! installed first (the example's); `cargo xtask callgrind-metrics` compares
 //! the consumer without the feature, with it and no recorder, and with it
 //! and that recorder.
 

@@ -24,7 +24,7 @@
 //!   combined within 10 s). `CFQ_BENCH_REPLICAS=0` leaves them out,
 //!   `CFQ_BENCH_REPLICAS=churn` runs only the comings and goings.
 //! - `CFQ_BENCH_CALLGRIND=1`: a fixed workload for callgrind (see
-//!   `callgrind.rs` and `scripts/callgrind-consumer.sh`).
+//!   `callgrind.rs` and `cargo xtask callgrind-consumer`).
 //!
 //! Each queue is filled at no distance and with the limits off, then both
 //! are switched on: filling it through the API would spend the

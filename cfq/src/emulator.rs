@@ -1,7 +1,7 @@
 //! `cfq emulator`: the local emulator, until Ctrl-C or SIGTERM.
 //!
 //! The `export CLOUDFLARE_...=` lines it prints are parsed by
-//! `.ci/sdk-conformance` and by people's shells: their format is fixed.
+//! `cargo xtask sdk-conformance` and by people's shells: their format is fixed.
 
 use std::path::Path;
 

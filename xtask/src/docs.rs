@@ -166,6 +166,9 @@ impl Known {
             }
         }
         for file in files {
+            if let Some(task) = file.strip_prefix("xtask/tasks/") {
+                known.xtasks.insert(task.to_owned());
+            }
             if let Some(name) = file
                 .rsplit_once("examples/")
                 .and_then(|(_, n)| n.strip_suffix(".rs"))

@@ -5,6 +5,7 @@
 //!     [--exceptions openapi/drift-exceptions.yaml] [--strict] [--verbose]
 //! cargo xtask additive <fragment-in> <fragment-out> [--properties-only]
 //! cargo xtask docs
+//! cargo xtask <task> [args]   # a task of xtask/tasks/, listed by `cargo xtask help`
 //! ```
 //!
 //! `drift` exits 0 when every difference is explained by an exception, 1
@@ -45,7 +46,37 @@ usage:
       --example`, `cargo bench --bench`, `cargo test --test`, `cargo xtask` and `cfq`
       command that README.md, ARCHITECTURE.md, cfq/README.md and the crates' root
       docs name exists, and README.md (450) and ARCHITECTURE.md (300) keep to their
-      lengths.";
+      lengths.
+
+The other tasks are scripts in xtask/tasks/, run from the repository root, each
+with its arguments passed on (.ci/run calls them in order):
+  xtask module-graph [--dot] [CRATE_DIR]   no dependency cycle between a crate's modules
+  xtask drift-check                        the drift check against Cloudflare's published
+                                           description (skipped outside CI when it is missing)
+  xtask each-feature                       each feature of each crate compiles on its own
+  xtask tls-choices                        no TLS refuses https; rustls without a provider
+  xtask additive-check                     additive changes to the fragment still compile
+  xtask package                            every crate packs and its package builds
+  xtask sdk-conformance                    Cloudflare's Python SDK against cfq emulator
+  xtask wrangler-conformance               wrangler against cfq emulator
+  xtask callgrind-consumer [N | REV]       the consumer's instructions per message
+  xtask callgrind-metrics                  what the metrics feature costs the consumer
+  xtask abuse [CFQ]                        the emulator under abuse, at full scale";
+
+/// The scripts of `xtask/tasks/`, and what runs each.
+const SCRIPTS: [(&str, &str); 11] = [
+    ("module-graph", "python3"),
+    ("drift-check", "bash"),
+    ("each-feature", "bash"),
+    ("tls-choices", "bash"),
+    ("additive-check", "bash"),
+    ("package", "bash"),
+    ("sdk-conformance", "bash"),
+    ("wrangler-conformance", "bash"),
+    ("callgrind-consumer", "bash"),
+    ("callgrind-metrics", "bash"),
+    ("abuse", "bash"),
+];
 
 #[derive(Debug)]
 enum TaskError {
@@ -59,8 +90,10 @@ fn main() -> ExitCode {
         Some("drift") => run_drift(&args[1..]),
         Some("additive") => run_additive(&args[1..]),
         Some("docs") => run_docs(),
+        Some(task) if SCRIPTS.iter().any(|(name, _)| *name == task) => run_script(task, &args[1..]),
         Some("help" | "-h" | "--help") => {
-            println!("{USAGE}");
+            // A closed stdout (`| head`) is not an error of the task's.
+            let _ = writeln!(std::io::stdout(), "{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
         Some(other) => Err(TaskError::Usage(format!("unknown task {other:?}"))),
@@ -298,6 +331,26 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
         additive::PROBE_PROPERTY,
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the script `task` of `xtask/tasks/` from the repository root.
+fn run_script(task: &str, args: &[String]) -> Result<ExitCode, TaskError> {
+    let interpreter = SCRIPTS
+        .iter()
+        .find(|(name, _)| *name == task)
+        .map_or("bash", |(_, interpreter)| interpreter);
+    let root = repo_root();
+    let status = std::process::Command::new(interpreter)
+        .arg(root.join("xtask/tasks").join(task))
+        .args(args)
+        .current_dir(&root)
+        .status()
+        .map_err(|e| TaskError::Io(format!("cannot run {interpreter}: {e}")))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::from(1),
+    })
 }
 
 fn run_docs() -> Result<ExitCode, TaskError> {

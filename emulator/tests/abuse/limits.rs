@@ -3,7 +3,7 @@
 //! the cap, responses no one reads, forged lease ids, keep-alive after error
 //! answers, a visibility timeout of 0, accounts apart, and shutdown with a
 //! half-sent request. Outcomes are checked (connections closed, the server's
-//! own counters), never the machine's memory. `scripts/abuse-full-scale.sh`
+//! own counters), never the machine's memory. `cargo xtask abuse`
 //! reproduces the full-scale figures outside the test suite.
 
 use std::time::{Duration, Instant};

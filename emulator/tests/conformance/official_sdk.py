@@ -4,7 +4,7 @@ Every operation the SDK exposes goes through its method; the ones it does not
 expose (extend, preview, deleting previewed messages) go through the SDK
 client's own `post`/`get`. Every raw response is checked field by field
 against the shapes of Cloudflare's API reference, and the SDK's models must
-parse it. Run by `.ci/sdk-conformance`, which starts `cfq emulator` and sets:
+parse it. Run by `cargo xtask sdk-conformance`, which starts `cfq emulator` and sets:
 CFQ_BASE_URL, CFQ_TOKEN, CFQ_ACCOUNT.
 """
 
