@@ -180,17 +180,21 @@ impl Call<'_> {
             if let Some(clock) = self.server_clock.filter(|_| exchange.status.is_some()) {
                 clock.observe(&exchange.headers);
             }
-            // The figures are read before the answer is consumed: three
-            // numbers, not a copy of its headers.
+            // The figures are read once, before the answer is consumed:
+            // three numbers, not a copy of its headers; only when the pacer
+            // or the metrics want them.
+            let wanted = pass.is_some() || cfg!(feature = "metrics");
+            let figures = exchange
+                .status
+                .filter(|_| wanted)
+                .map(|status| (status, Figures::read(&exchange.headers)));
             #[cfg(feature = "metrics")]
-            if let Some(quota) = Figures::read(&exchange.headers).quota {
+            if let Some(quota) = figures.and_then(|(_, figures)| figures.quota) {
                 crate::metrics::token_remaining(quota.remaining);
             }
-            let answer = pass.and_then(|pass| {
-                exchange
-                    .status
-                    .map(|status| (pass, status, Figures::read(&exchange.headers)))
-            });
+            let answer = pass
+                .zip(figures)
+                .map(|(pass, (status, figures))| (pass, status, figures));
             let result = finish(self.operation, attempt, outcome, exchange);
             if let Some((pass, status, figures)) = answer {
                 let codes = result.as_ref().err().map(Error::codes).unwrap_or_default();

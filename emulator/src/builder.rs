@@ -402,7 +402,7 @@ impl Emulator {
             store,
             max_backlog_bytes: self.max_backlog_bytes,
             #[cfg(feature = "dashboard")]
-            request_log: Default::default(),
+            request_log: self.dashboard.then(Default::default),
         });
         let server = Arc::new(ServerState::new(
             ServerLimits {

@@ -315,8 +315,10 @@ async fn requests(
     let queue = query.queue.unwrap_or_default();
     let status = query.status.unwrap_or_default();
     let wanted_status: Option<u16> = status.trim().parse().ok();
-    let entries = d.app.request_log.newest_first(|e| {
-        (queue.is_empty() || e.queue == queue) && wanted_status.is_none_or(|s| e.status == s)
+    let entries = d.app.request_log.as_ref().map_or_else(Vec::new, |log| {
+        log.newest_first(|e| {
+            (queue.is_empty() || e.queue == queue) && wanted_status.is_none_or(|s| e.status == s)
+        })
     });
     html(pages::requests(&entries, &queue, &status, d.now_ms()))
 }

@@ -69,9 +69,10 @@ pub(crate) struct App {
     pub store: Option<Store>,
     /// The most body bytes a queue may hold.
     pub max_backlog_bytes: u64,
-    /// The last requests answered, for the dashboard.
+    /// The last requests answered, for the dashboard; kept only while
+    /// one is served, so that an emulator without it does no such work.
     #[cfg(feature = "dashboard")]
-    pub request_log: crate::request_log::RequestLog,
+    pub request_log: Option<crate::request_log::RequestLog>,
 }
 
 /// The locked broker. Dropping it hands what changed to the store (with a
@@ -343,7 +344,9 @@ fn operation(
             let mut response = respond(answer);
             app.add_rate_headers(&mut response, credential);
             #[cfg(feature = "dashboard")]
-            seen.answered(&app, op, response.status(), code);
+            if let Some(seen) = seen {
+                seen.answered(&app, op, response.status(), code);
+            }
             response
         },
     )
@@ -360,18 +363,23 @@ struct Seen {
 
 #[cfg(feature = "dashboard")]
 impl Seen {
-    fn new(app: &App, request: &Request) -> Seen {
-        Seen {
+    /// `None` when no dashboard reads the log.
+    fn new(app: &App, request: &Request) -> Option<Seen> {
+        let log = app.request_log.as_ref()?;
+        Some(Seen {
             started: std::time::Instant::now(),
             method: request.method().as_str().to_owned(),
             path: request.uri().path().to_owned(),
-            credential: app.request_log.fingerprint(request.headers()),
-        }
+            credential: log.fingerprint(request.headers()),
+        })
     }
 
     fn answered(self, app: &App, op: Operation, status: StatusCode, code: Option<u32>) {
+        let Some(log) = app.request_log.as_ref() else {
+            return;
+        };
         let queue = crate::request_log::queue_of(&self.path).to_owned();
-        app.request_log.record(crate::request_log::Entry {
+        log.record(crate::request_log::Entry {
             at_ms: app.clock.now_ms(),
             method: self.method,
             operation: op.operation_id(),
