@@ -382,12 +382,16 @@ async fn metrics_watch_on_a_terminal_redraws_in_place_until_ctrl_c() {
             None => script.env_remove(key),
         };
     }
-    // `--watch` alone: every 2s.
+    // `--watch` alone: every 2s. `script` runs the line in `$SHELL -c`;
+    // Ctrl-C reaches the terminal's whole foreground group, so a shell left
+    // waiting (dash does not exec the last command) dies of it and `script`
+    // reports 130 whatever cfq did: the shell is pinned and replaced by cfq.
     let line = format!(
-        "{} metrics --queue watched --watch",
+        "exec '{}' metrics --queue watched --watch",
         env!("CARGO_BIN_EXE_cfq")
     );
     script
+        .env("SHELL", "/bin/sh")
         .args(["-q", "-f", "-e", "-c", &line, "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped());
