@@ -249,95 +249,73 @@ impl ClientBuilder {
         self
     }
 
-    /// Sends requests through a `reqwest` client you configure (proxies,
-    /// TLS roots, timeouts, user agent). Its own timeouts apply instead of
-    /// [`timeout`](ClientBuilder::timeout) and
-    /// [`connect_timeout`](ClientBuilder::connect_timeout).
-    ///
-    /// It takes a builder, not a built `reqwest::Client`, so that redirects
-    /// can be turned off whatever it says: on a cross-origin redirect
-    /// reqwest strips `Authorization`, but not `X-Auth-Email` and
-    /// `X-Auth-Key`, and it re-sends POST bodies on 307 and 308. Cloudflare
-    /// does not redirect these endpoints, so a redirect is reported as
-    /// [`Error::Api`] with its `Location`, and credentials never leave the
-    /// configured origin.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let client = cf_queues::Client::builder()
-    ///     .api_token("my-token")
-    ///     .account_id("023e105f4ecef8ad9ca31a8372d0c353")
-    ///     .http_client(reqwest::Client::builder().pool_max_idle_per_host(4).timeout(Duration::from_secs(20)))
-    ///     .build()?;
-    /// # Ok::<(), cf_queues::Error>(())
-    /// ```
-    pub fn http_client(mut self, http: reqwest::ClientBuilder) -> ClientBuilder {
-        self.http = Some(http);
-        self
-    }
+    crate::__setters! {
+        /// Sends requests through a `reqwest` client you configure (proxies,
+        /// TLS roots, timeouts, user agent). Its own timeouts apply instead of
+        /// [`timeout`](ClientBuilder::timeout) and
+        /// [`connect_timeout`](ClientBuilder::connect_timeout).
+        ///
+        /// It takes a builder, not a built `reqwest::Client`, so that redirects
+        /// can be turned off whatever it says: on a cross-origin redirect
+        /// reqwest strips `Authorization`, but not `X-Auth-Email` and
+        /// `X-Auth-Key`, and it re-sends POST bodies on 307 and 308. Cloudflare
+        /// does not redirect these endpoints, so a redirect is reported as
+        /// [`Error::Api`] with its `Location`, and credentials never leave the
+        /// configured origin.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let client = cf_queues::Client::builder()
+        ///     .api_token("my-token")
+        ///     .account_id("023e105f4ecef8ad9ca31a8372d0c353")
+        ///     .http_client(reqwest::Client::builder().pool_max_idle_per_host(4).timeout(Duration::from_secs(20)))
+        ///     .build()?;
+        /// # Ok::<(), cf_queues::Error>(())
+        /// ```
+        http_client(http: reqwest::ClientBuilder) => self.http = Some;
 
-    /// When failed requests are retried (default: [`RetryPolicy::default`], 2
-    /// retries; pushes only when they surely did not land).
-    /// [`RetryPolicy::none`] turns retries off. One queue handle can
-    /// override it with [`Queue::with_retry`](crate::Queue::with_retry).
-    pub fn retry(mut self, retry: RetryPolicy) -> ClientBuilder {
-        self.retry = retry;
-        self
-    }
+        /// When failed requests are retried (default: [`RetryPolicy::default`], 2
+        /// retries; pushes only when they surely did not land).
+        /// [`RetryPolicy::none`] turns retries off. One queue handle can
+        /// override it with [`Queue::with_retry`](crate::Queue::with_retry).
+        retry(retry: RetryPolicy) => self.retry;
 
-    /// How long one call may take in all: the client-side rate-limit wait,
-    /// the waits for the pacing by the server's headers, every attempt and
-    /// every retry wait (default: no limit beyond the
-    /// per-attempt timeout). A retry wait that would end past it is not
-    /// started, and the call returns its last real error; an attempt still
-    /// running when it passes ends the call with [`Error::Timeout`]. One
-    /// queue handle can override it with [`Queue::with_deadline`](crate::Queue::with_deadline).
-    pub fn deadline(mut self, deadline: Duration) -> ClientBuilder {
-        self.deadline = Some(deadline);
-        self
-    }
+        /// How long one call may take in all: the client-side rate-limit wait,
+        /// the waits for the pacing by the server's headers, every attempt and
+        /// every retry wait (default: no limit beyond the
+        /// per-attempt timeout). A retry wait that would end past it is not
+        /// started, and the call returns its last real error; an attempt still
+        /// running when it passes ends the call with [`Error::Timeout`]. One
+        /// queue handle can override it with [`Queue::with_deadline`](crate::Queue::with_deadline).
+        deadline(deadline: Duration) => self.deadline = Some;
 
-    /// How calls are paced and limited (default [`RateLimits::default`]:
-    /// paced by the server's `Ratelimit` headers, so that the client never
-    /// triggers Cloudflare's five-minute block on its own, and no
-    /// client-side limit). [`RateLimits::none`] turns all of it off;
-    /// [`RateLimits::cloudflare`] adds the documented limits on the
-    /// client's side.
-    pub fn rate_limits(mut self, limits: RateLimits) -> ClientBuilder {
-        self.rate_limits = limits;
-        self
-    }
+        /// How calls are paced and limited (default [`RateLimits::default`]:
+        /// paced by the server's `Ratelimit` headers, so that the client never
+        /// triggers Cloudflare's five-minute block on its own, and no
+        /// client-side limit). [`RateLimits::none`] turns all of it off;
+        /// [`RateLimits::cloudflare`] adds the documented limits on the
+        /// client's side.
+        rate_limits(limits: RateLimits) => self.rate_limits;
 
-    /// How long one attempt may take, body included (default 60 s).
-    pub fn timeout(mut self, timeout: Duration) -> ClientBuilder {
-        self.timeout = timeout;
-        self
-    }
+        /// How long one attempt may take, body included (default 60 s).
+        timeout(timeout: Duration) => self.timeout;
 
-    /// How long connecting may take (default 5 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> ClientBuilder {
-        self.connect_timeout = timeout;
-        self
-    }
+        /// How long connecting may take (default 5 s).
+        connect_timeout(timeout: Duration) => self.connect_timeout;
 
-    /// The limits checked before sending (default: Cloudflare's documented ones).
-    pub fn limits(mut self, limits: Limits) -> ClientBuilder {
-        self.limits = limits;
-        self
-    }
+        /// The limits checked before sending (default: Cloudflare's documented ones).
+        limits(limits: Limits) => self.limits;
 
-    /// The largest response body accepted, for every call.
-    ///
-    /// By default each call derives its cap from its request: the largest
-    /// answer the API can legally give to it (for a pull of 100 messages of
-    /// 128 KB, every byte escaped as `\u0001`, about 77 MB), so a legal
-    /// answer is never refused. A cap set here is a hard limit: a pull,
-    /// preview or peek whose largest legal answer is over it is refused
-    /// with [`Error::InvalidInput`] before anything is leased, and any other
-    /// answer over it gives [`Error::ResponseTooLarge`].
-    pub fn max_response_bytes(mut self, max: usize) -> ClientBuilder {
-        self.max_response_bytes = Some(max);
-        self
+        /// The largest response body accepted, for every call.
+        ///
+        /// By default each call derives its cap from its request: the largest
+        /// answer the API can legally give to it (for a pull of 100 messages of
+        /// 128 KB, every byte escaped as `\u0001`, about 77 MB), so a legal
+        /// answer is never refused. A cap set here is a hard limit: a pull,
+        /// preview or peek whose largest legal answer is over it is refused
+        /// with [`Error::InvalidInput`] before anything is leased, and any other
+        /// answer over it gives [`Error::ResponseTooLarge`].
+        max_response_bytes(max: usize) => self.max_response_bytes = Some;
     }
 
     /// Builds the client, checking the configuration.

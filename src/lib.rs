@@ -239,6 +239,7 @@ pub mod resources;
 pub mod response;
 mod response_cap;
 pub mod retry;
+mod setters;
 mod time;
 mod tls;
 

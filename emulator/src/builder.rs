@@ -97,10 +97,9 @@ impl Emulator {
         }
     }
 
-    /// The address to listen on (default `127.0.0.1:0`).
-    pub fn listen(mut self, address: SocketAddr) -> Emulator {
-        self.listen = address;
-        self
+    cf_queues::__setters! {
+        /// The address to listen on (default `127.0.0.1:0`).
+        listen(address: SocketAddr) => self.listen;
     }
 
     /// Accepts this API token (`Authorization: Bearer`) instead of a generated one.
@@ -127,12 +126,11 @@ impl Emulator {
         self
     }
 
-    /// Serves the dashboard, or not (`true` by default with the
-    /// `dashboard` feature; without the feature there is none to serve).
-    /// See [`EmulatorHandle::dashboard_url`].
-    pub fn dashboard(mut self, serve: bool) -> Emulator {
-        self.dashboard = serve;
-        self
+    cf_queues::__setters! {
+        /// Serves the dashboard, or not (`true` by default with the
+        /// `dashboard` feature; without the feature there is none to serve).
+        /// See [`EmulatorHandle::dashboard_url`].
+        dashboard(serve: bool) => self.dashboard;
     }
 
     /// Only these queues exist (and those declared or created by the API);
@@ -153,18 +151,17 @@ impl Emulator {
         self
     }
 
-    /// Deliveries after which a message is dropped or dead-lettered (default 3):
-    /// a message is dropped when its `attempts` reaches this number, as
-    /// Cloudflare's pull-consumer page puts it.
-    ///
-    /// A shorthand: the `max_retries` of the HTTP pull consumer of the
-    /// queues that spring into being, of the [strict
-    /// queues](Emulator::strict_queues), and of the declared queues whose
-    /// pull consumer leaves it out. A consumer created or updated through
-    /// the API has its own.
-    pub fn max_retries(mut self, max_retries: u32) -> Emulator {
-        self.max_retries = max_retries;
-        self
+    cf_queues::__setters! {
+        /// Deliveries after which a message is dropped or dead-lettered (default 3):
+        /// a message is dropped when its `attempts` reaches this number, as
+        /// Cloudflare's pull-consumer page puts it.
+        ///
+        /// A shorthand: the `max_retries` of the HTTP pull consumer of the
+        /// queues that spring into being, of the [strict
+        /// queues](Emulator::strict_queues), and of the declared queues whose
+        /// pull consumer leaves it out. A consumer created or updated through
+        /// the API has its own.
+        max_retries(max_retries: u32) => self.max_retries;
     }
 
     /// Moves messages that exhaust their retries on the queue of id
@@ -197,17 +194,13 @@ impl Emulator {
         self
     }
 
-    /// The limits the emulator enforces (default: Cloudflare's).
-    pub fn limits(mut self, limits: Limits) -> Emulator {
-        self.limits = limits;
-        self
-    }
+    cf_queues::__setters! {
+        /// The limits the emulator enforces (default: Cloudflare's).
+        limits(limits: Limits) => self.limits;
 
-    /// Request bodies larger than this are refused (default 2 MiB, eight
-    /// times the largest legal batch, so no legal request is refused).
-    pub fn max_body_bytes(mut self, max: usize) -> Emulator {
-        self.max_body_bytes = max;
-        self
+        /// Request bodies larger than this are refused (default 2 MiB, eight
+        /// times the largest legal batch, so no legal request is refused).
+        max_body_bytes(max: usize) => self.max_body_bytes;
     }
 
     /// The most connections open at once (default 512, at least 1).
@@ -222,74 +215,52 @@ impl Emulator {
         self
     }
 
-    /// How long a client may take to send a request head (default 10 s),
-    /// counted from the connect, or from the head's first byte on a
-    /// keep-alive connection. Local clients send a head at once; 10 s
-    /// leaves room for a loaded CI machine and closes trickling connections.
-    pub fn header_timeout(mut self, timeout: Duration) -> Emulator {
-        self.header_timeout = timeout;
-        self
-    }
+    cf_queues::__setters! {
+        /// How long a client may take to send a request head (default 10 s),
+        /// counted from the connect, or from the head's first byte on a
+        /// keep-alive connection. Local clients send a head at once; 10 s
+        /// leaves room for a loaded CI machine and closes trickling connections.
+        header_timeout(timeout: Duration) => self.header_timeout;
 
-    /// How long a client may take to send a request body (default 30 s):
-    /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
-    pub fn body_timeout(mut self, timeout: Duration) -> Emulator {
-        self.body_timeout = timeout;
-        self
-    }
+        /// How long a client may take to send a request body (default 30 s):
+        /// `max_body_bytes` arrive in that time even at well under 1 Mbit/s.
+        body_timeout(timeout: Duration) => self.body_timeout;
 
-    /// How long a keep-alive connection may wait for its next request
-    /// (default 120 s). Longer than the 90 s after which reqwest's pool
-    /// retires idle connections, so the client, not the server, closes them
-    /// and never sends a request on a connection being closed.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Emulator {
-        self.idle_timeout = timeout;
-        self
-    }
+        /// How long a keep-alive connection may wait for its next request
+        /// (default 120 s). Longer than the 90 s after which reqwest's pool
+        /// retires idle connections, so the client, not the server, closes them
+        /// and never sends a request on a connection being closed.
+        idle_timeout(timeout: Duration) => self.idle_timeout;
 
-    /// How long a response may wait for the client to read it (default
-    /// 30 s without progress), after which the connection is closed. A
-    /// client that never reads holds a connection for that long, and no
-    /// more than the response buffer.
-    pub fn write_timeout(mut self, timeout: Duration) -> Emulator {
-        self.write_timeout = timeout;
-        self
-    }
+        /// How long a response may wait for the client to read it (default
+        /// 30 s without progress), after which the connection is closed. A
+        /// client that never reads holds a connection for that long, and no
+        /// more than the response buffer.
+        write_timeout(timeout: Duration) => self.write_timeout;
 
-    /// Response bytes a connection may hold before the client reads them
-    /// (default 64 KiB; at least 8 KiB); pull and peek answers are
-    /// serialized only as this buffer drains, in pieces of a quarter of it
-    /// (at most 16 KiB). It also bounds a request head: a client's heads
-    /// are a few hundred bytes, and a larger one gets 431.
-    pub fn response_buffer_bytes(mut self, bytes: usize) -> Emulator {
-        self.response_buffer_bytes = bytes;
-        self
-    }
+        /// Response bytes a connection may hold before the client reads them
+        /// (default 64 KiB; at least 8 KiB); pull and peek answers are
+        /// serialized only as this buffer drains, in pieces of a quarter of it
+        /// (at most 16 KiB). It also bounds a request head: a client's heads
+        /// are a few hundred bytes, and a larger one gets 431.
+        response_buffer_bytes(bytes: usize) => self.response_buffer_bytes;
 
-    /// How long [`EmulatorHandle::shutdown`] lets open requests finish
-    /// before closing their connections (default 5 s): stalled faults and
-    /// half-sent requests do not hold a shutdown longer than that.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Emulator {
-        self.shutdown_grace = grace;
-        self
-    }
+        /// How long [`EmulatorHandle::shutdown`] lets open requests finish
+        /// before closing their connections (default 5 s): stalled faults and
+        /// half-sent requests do not hold a shutdown longer than that.
+        shutdown_grace(grace: Duration) => self.shutdown_grace;
 
-    /// Adds a network round trip to every request (default: none, the
-    /// loopback's), so that a client is tested and measured as it runs
-    /// against Cloudflare, tens to hundreds of milliseconds away; see
-    /// [`Latency`] for how the wait is split, and
-    /// [`EmulatorHandle::set_latency`] to change it while serving.
-    pub fn latency(mut self, latency: Latency) -> Emulator {
-        self.latency = Some(latency);
-        self
-    }
+        /// Adds a network round trip to every request (default: none, the
+        /// loopback's), so that a client is tested and measured as it runs
+        /// against Cloudflare, tens to hundreds of milliseconds away; see
+        /// [`Latency`] for how the wait is split, and
+        /// [`EmulatorHandle::set_latency`] to change it while serving.
+        latency(latency: Latency) => self.latency = Some;
 
-    /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
-    /// (default: no limits); see [Rate limits](crate::semantics#rate-limits), and
-    /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
-    pub fn rate_limits(mut self, model: RateLimitModel) -> Emulator {
-        self.rate_limits = Some(model);
-        self
+        /// Enforces Cloudflare's rate limits as [`RateLimitModel`] models them
+        /// (default: no limits); see [Rate limits](crate::semantics#rate-limits), and
+        /// [`EmulatorHandle::set_rate_limits`] to switch them while serving.
+        rate_limits(model: RateLimitModel) => self.rate_limits = Some;
     }
 
     /// Declares the account's queues, their settings and consumers, and
@@ -335,22 +306,18 @@ impl Emulator {
         self
     }
 
-    /// Empties the [data directory](Emulator::data_dir) at start, before
-    /// anything is loaded (`cfq emulator --data-dir DIR --reset`); no
-    /// effect without one. [`reset_data_dir`](crate::reset_data_dir) does
-    /// the same without starting an emulator.
-    pub fn reset_data_dir(mut self, reset: bool) -> Emulator {
-        self.reset_data_dir = reset;
-        self
-    }
+    cf_queues::__setters! {
+        /// Empties the [data directory](Emulator::data_dir) at start, before
+        /// anything is loaded (`cfq emulator --data-dir DIR --reset`); no
+        /// effect without one. [`reset_data_dir`](crate::reset_data_dir) does
+        /// the same without starting an emulator.
+        reset_data_dir(reset: bool) => self.reset_data_dir;
 
-    /// The most bytes of message bodies one queue may hold (default 25 GB,
-    /// Cloudflare's per-queue backlog limit); a push beyond it is refused
-    /// with 429 and code 10251 QueueStorageLimitExceeded, as Cloudflare
-    /// refuses it.
-    pub fn max_backlog_bytes(mut self, bytes: u64) -> Emulator {
-        self.max_backlog_bytes = bytes;
-        self
+        /// The most bytes of message bodies one queue may hold (default 25 GB,
+        /// Cloudflare's per-queue backlog limit); a push beyond it is refused
+        /// with 429 and code 10251 QueueStorageLimitExceeded, as Cloudflare
+        /// refuses it.
+        max_backlog_bytes(bytes: u64) => self.max_backlog_bytes;
     }
 
     /// Binds the address and starts serving in the background.

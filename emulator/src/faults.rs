@@ -95,28 +95,18 @@ impl Fault {
         self
     }
 
-    /// Adds a `Retry-After` header (whole seconds, rounded up).
-    pub fn retry_after(mut self, after: Duration) -> Fault {
-        self.retry_after = Some(after);
-        self
-    }
+    cf_queues::__setters! {
+        /// Adds a `Retry-After` header (whole seconds, rounded up).
+        retry_after(after: Duration) => self.retry_after = Some;
 
-    /// Holds the request for `delay` before answering.
-    pub fn stall(mut self, delay: Duration) -> Fault {
-        self.stall = Some(delay);
-        self
-    }
+        /// Holds the request for `delay` before answering.
+        stall(delay: Duration) => self.stall = Some;
 
-    /// Applies to this many requests (default 1).
-    pub fn times(mut self, times: usize) -> Fault {
-        self.times = times;
-        self
-    }
+        /// Applies to this many requests (default 1).
+        times(times: usize) => self.times;
 
-    /// Applies only to requests of one operation.
-    pub fn only(mut self, operation: Operation) -> Fault {
-        self.operation = Some(operation);
-        self
+        /// Applies only to requests of one operation.
+        only(operation: Operation) => self.operation = Some;
     }
 }
 

@@ -28,65 +28,46 @@ impl fmt::Debug for ConsumerBuilder {
 }
 
 impl ConsumerBuilder {
-    /// Messages asked for per pull, 1 to 100; fewer when fewer slots are
-    /// free. Default [`DEFAULT_BATCH_SIZE`] (100), the API's maximum: the
-    /// fewest requests to drain a busy queue.
-    pub fn batch_size(mut self, batch_size: u32) -> ConsumerBuilder {
-        self.settings.batch_size = batch_size;
-        self
-    }
+    crate::__setters! {
+        /// Messages asked for per pull, 1 to 100; fewer when fewer slots are
+        /// free. Default [`DEFAULT_BATCH_SIZE`] (100), the API's maximum: the
+        /// fewest requests to drain a busy queue.
+        batch_size(batch_size: u32) => self.settings.batch_size;
 
-    /// The lease each pull asks for, and each extension adds. Default
-    /// [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s, Cloudflare's default): leases
-    /// are extended while handlers run, so a short one costs slow handlers
-    /// nothing and brings back a crashed consumer's messages soon.
-    pub fn visibility_timeout(mut self, timeout: Duration) -> ConsumerBuilder {
-        self.settings.visibility_timeout = timeout;
-        self
-    }
+        /// The lease each pull asks for, and each extension adds. Default
+        /// [`DEFAULT_VISIBILITY_TIMEOUT`] (30 s, Cloudflare's default): leases
+        /// are extended while handlers run, so a short one costs slow handlers
+        /// nothing and brings back a crashed consumer's messages soon.
+        visibility_timeout(timeout: Duration) => self.settings.visibility_timeout;
 
-    /// The most messages leased and not yet settled at once; pulls ask for
-    /// no more than the free slots. Default [`DEFAULT_MAX_IN_FLIGHT`]
-    /// (1,000, Pub/Sub's default): ten full pulls, which keeps pulls and
-    /// ack flushes overlapping.
-    pub fn max_in_flight(mut self, messages: usize) -> ConsumerBuilder {
-        self.settings.max_in_flight = messages;
-        self
-    }
+        /// The most messages leased and not yet settled at once; pulls ask for
+        /// no more than the free slots. Default [`DEFAULT_MAX_IN_FLIGHT`]
+        /// (1,000, Pub/Sub's default): ten full pulls, which keeps pulls and
+        /// ack flushes overlapping.
+        max_in_flight(messages: usize) => self.settings.max_in_flight;
 
-    /// A soft limit on the body bytes in flight: no pull starts while it
-    /// is reached (sizes are known only after a pull, so one pull may pass
-    /// it). Default [`DEFAULT_MAX_BYTES_IN_FLIGHT`] (100 MB, Pub/Sub's
-    /// default), which bounds memory when bodies are large.
-    pub fn max_bytes_in_flight(mut self, bytes: usize) -> ConsumerBuilder {
-        self.settings.max_bytes_in_flight = bytes;
-        self
-    }
+        /// A soft limit on the body bytes in flight: no pull starts while it
+        /// is reached (sizes are known only after a pull, so one pull may pass
+        /// it). Default [`DEFAULT_MAX_BYTES_IN_FLIGHT`] (100 MB, Pub/Sub's
+        /// default), which bounds memory when bodies are large.
+        max_bytes_in_flight(bytes: usize) => self.settings.max_bytes_in_flight;
 
-    /// Acks and retries per ack call: a flush starts as soon as this many
-    /// wait. Default [`DEFAULT_ACK_BATCH_SIZE`] (100, like a pull; no limit
-    /// per call is documented).
-    pub fn ack_batch_size(mut self, size: usize) -> ConsumerBuilder {
-        self.settings.ack_batch_size = size;
-        self
-    }
+        /// Acks and retries per ack call: a flush starts as soon as this many
+        /// wait. Default [`DEFAULT_ACK_BATCH_SIZE`] (100, like a pull; no limit
+        /// per call is documented).
+        ack_batch_size(size: usize) => self.settings.ack_batch_size;
 
-    /// The longest an ack or retry waits for others before it is flushed.
-    /// Default [`DEFAULT_ACK_INTERVAL`] (100 ms): short next to any lease,
-    /// long enough to gather acks under load. [`Duration::MAX`] flushes by
-    /// size only (and at shutdown).
-    pub fn ack_interval(mut self, interval: Duration) -> ConsumerBuilder {
-        self.settings.ack_interval = interval;
-        self
-    }
+        /// The longest an ack or retry waits for others before it is flushed.
+        /// Default [`DEFAULT_ACK_INTERVAL`] (100 ms): short next to any lease,
+        /// long enough to gather acks under load. [`Duration::MAX`] flushes by
+        /// size only (and at shutdown).
+        ack_interval(interval: Duration) => self.settings.ack_interval;
 
-    /// The delay of retried messages, keyed on their attempts. Default
-    /// [`RetryDelay::default`]: 1 s, doubling per attempt, at most 5
-    /// minutes, so that a failing dependency is not hammered and a message
-    /// is not held back long.
-    pub fn retry_delay(mut self, policy: RetryDelay) -> ConsumerBuilder {
-        self.settings.retry_delay = policy;
-        self
+        /// The delay of retried messages, keyed on their attempts. Default
+        /// [`RetryDelay::default`]: 1 s, doubling per attempt, at most 5
+        /// minutes, so that a failing dependency is not hammered and a message
+        /// is not held back long.
+        retry_delay(policy: RetryDelay) => self.settings.retry_delay;
     }
 
     /// The wait after an empty pull, doubling while pulls stay empty, at
@@ -110,70 +91,54 @@ impl ConsumerBuilder {
         self
     }
 
-    /// The longest a message's lease is extended to, from its pull: past
-    /// it the lease runs out, which is counted in
-    /// [`Summary::max_lease_reached`] and, once expired, in
-    /// [`Summary::leases_lost`]. Default [`DEFAULT_MAX_LEASE`] (1 hour,
-    /// Pub/Sub's default): a handler slower than that is more likely stuck.
-    /// [`Duration::MAX`] extends leases for as long as handlers run.
-    pub fn max_lease(mut self, max: Duration) -> ConsumerBuilder {
-        self.settings.max_lease = max;
-        self
-    }
+    crate::__setters! {
+        /// The longest a message's lease is extended to, from its pull: past
+        /// it the lease runs out, which is counted in
+        /// [`Summary::max_lease_reached`] and, once expired, in
+        /// [`Summary::leases_lost`]. Default [`DEFAULT_MAX_LEASE`] (1 hour,
+        /// Pub/Sub's default): a handler slower than that is more likely stuck.
+        /// [`Duration::MAX`] extends leases for as long as handlers run.
+        max_lease(max: Duration) => self.settings.max_lease;
 
-    /// How long before its estimated expiry a lease is extended; less than
-    /// the visibility timeout. Default a third of the visibility timeout
-    /// (10 s of 30 s): room for an extension call and its retries.
-    pub fn extend_margin(mut self, margin: Duration) -> ConsumerBuilder {
-        self.settings.extend_margin = Some(margin);
-        self
-    }
+        /// How long before its estimated expiry a lease is extended; less than
+        /// the visibility timeout. Default a third of the visibility timeout
+        /// (10 s of 30 s): room for an extension call and its retries.
+        extend_margin(margin: Duration) => self.settings.extend_margin = Some;
 
-    /// How long handlers in flight may run after shutdown starts before
-    /// their messages are released. Default [`DEFAULT_GRACE_PERIOD`]
-    /// (10 s): leaves time to release and flush within Kubernetes' default
-    /// 30 s termination grace. [`Duration::MAX`] waits for every handler,
-    /// however long it runs.
-    pub fn grace_period(mut self, grace: Duration) -> ConsumerBuilder {
-        self.settings.grace_period = grace;
-        self
-    }
+        /// How long handlers in flight may run after shutdown starts before
+        /// their messages are released. Default [`DEFAULT_GRACE_PERIOD`]
+        /// (10 s): leaves time to release and flush within Kubernetes' default
+        /// 30 s termination grace. [`Duration::MAX`] waits for every handler,
+        /// however long it runs.
+        grace_period(grace: Duration) => self.settings.grace_period;
 
-    /// How long the last acks and retries get at shutdown, after the grace
-    /// period; what is still unsent then is counted in
-    /// [`Summary::unflushed`]. Default [`DEFAULT_FLUSH_TIMEOUT`] (10 s):
-    /// [`Consumer::run`] returns within `grace_period + flush_timeout`,
-    /// inside Kubernetes' default 30 s termination grace.
-    pub fn flush_timeout(mut self, timeout: Duration) -> ConsumerBuilder {
-        self.settings.flush_timeout = timeout;
-        self
-    }
+        /// How long the last acks and retries get at shutdown, after the grace
+        /// period; what is still unsent then is counted in
+        /// [`Summary::unflushed`]. Default [`DEFAULT_FLUSH_TIMEOUT`] (10 s):
+        /// [`Consumer::run`] returns within `grace_period + flush_timeout`,
+        /// inside Kubernetes' default 30 s termination grace.
+        flush_timeout(timeout: Duration) => self.settings.flush_timeout;
 
-    /// The most pulls on their way at once. The consumer adapts how many it
-    /// keeps in flight: more while pulls come back full and handlers keep
-    /// up, fewer after partial or empty pulls, 429s and errors. Default
-    /// [`DEFAULT_MAX_PULLS_IN_FLIGHT`] (16): at a 200 ms round trip, above
-    /// what Cloudflare serves one queue.
-    pub fn max_pulls_in_flight(mut self, pulls: usize) -> ConsumerBuilder {
-        self.settings.max_pulls_in_flight = pulls;
-        self
-    }
+        /// The most pulls on their way at once. The consumer adapts how many it
+        /// keeps in flight: more while pulls come back full and handlers keep
+        /// up, fewer after partial or empty pulls, 429s and errors. Default
+        /// [`DEFAULT_MAX_PULLS_IN_FLIGHT`] (16): at a 200 ms round trip, above
+        /// what Cloudflare serves one queue.
+        max_pulls_in_flight(pulls: usize) => self.settings.max_pulls_in_flight;
 
-    /// The most of the queue's allowance this consumer takes: the messages
-    /// a second it pulls, and separately the leases a second it settles or
-    /// extends, at most. Default [`DEFAULT_QUEUE_ALLOWANCE`] (4,900, 98 % of
-    /// Cloudflare's per-queue limit of 5,000 of each), so that a consumer
-    /// alone stays under the limit instead of finding it.
-    ///
-    /// Replicas of one queue (several processes, each with its own client)
-    /// need no setting to share the allowance: each starts at this rate and
-    /// adapts to the refusals it meets (429, code 10250), and together they
-    /// stay under the queue's limit; see "Running several replicas" in the
-    /// [module docs](super). This stays one replica's upper bound.
-    /// `u32::MAX` paces nothing (against a local server, say).
-    pub fn queue_allowance(mut self, per_second: u32) -> ConsumerBuilder {
-        self.settings.queue_allowance = per_second;
-        self
+        /// The most of the queue's allowance this consumer takes: the messages
+        /// a second it pulls, and separately the leases a second it settles or
+        /// extends, at most. Default [`DEFAULT_QUEUE_ALLOWANCE`] (4,900, 98 % of
+        /// Cloudflare's per-queue limit of 5,000 of each), so that a consumer
+        /// alone stays under the limit instead of finding it.
+        ///
+        /// Replicas of one queue (several processes, each with its own client)
+        /// need no setting to share the allowance: each starts at this rate and
+        /// adapts to the refusals it meets (429, code 10250), and together they
+        /// stay under the queue's limit; see "Running several replicas" in the
+        /// [module docs](super). This stays one replica's upper bound.
+        /// `u32::MAX` paces nothing (against a local server, say).
+        queue_allowance(per_second: u32) => self.settings.queue_allowance;
     }
 
     /// The former name of [`queue_allowance`](ConsumerBuilder::queue_allowance).
@@ -182,21 +147,17 @@ impl ConsumerBuilder {
         self.queue_allowance(per_second)
     }
 
-    /// The most settlements on their way to the API at once (handled, not
-    /// yet answered); past it, pulling waits. Default
-    /// [`DEFAULT_MAX_PENDING_SETTLEMENTS`] (5,000, a second of Cloudflare's
-    /// per-queue rate): a failing ack endpoint does not let leases pile up.
-    /// At least [`ack_batch_size`](ConsumerBuilder::ack_batch_size).
-    pub fn max_pending_settlements(mut self, settlements: usize) -> ConsumerBuilder {
-        self.settings.max_pending_settlements = settlements;
-        self
-    }
+    crate::__setters! {
+        /// The most settlements on their way to the API at once (handled, not
+        /// yet answered); past it, pulling waits. Default
+        /// [`DEFAULT_MAX_PENDING_SETTLEMENTS`] (5,000, a second of Cloudflare's
+        /// per-queue rate): a failing ack endpoint does not let leases pile up.
+        /// At least [`ack_batch_size`](ConsumerBuilder::ack_batch_size).
+        max_pending_settlements(settlements: usize) => self.settings.max_pending_settlements;
 
-    /// Shuts the consumer down when `token` is cancelled. Default: a token
-    /// of its own, from [`Consumer::shutdown_token`].
-    pub fn shutdown_token(mut self, token: CancellationToken) -> ConsumerBuilder {
-        self.token = Some(token);
-        self
+        /// Shuts the consumer down when `token` is cancelled. Default: a token
+        /// of its own, from [`Consumer::shutdown_token`].
+        shutdown_token(token: CancellationToken) => self.token = Some;
     }
 
     /// What to do with messages whose body cannot be decoded (`v8`, an

@@ -536,51 +536,41 @@ pub struct ProducerBuilder {
 }
 
 impl ProducerBuilder {
-    /// How long the first message of a batch waits for others before the
-    /// batch is sent anyway; a full batch goes at once. Default
-    /// [`DEFAULT_LINGER`] (5 ms): a push takes tens of milliseconds, so it
-    /// adds little latency while concurrent senders fill a batch.
-    /// [`Duration::MAX`] sends a batch only when it is full, at
-    /// [`Producer::flush`] and at close.
-    pub fn linger(mut self, linger: Duration) -> ProducerBuilder {
-        self.linger = linger;
-        self
-    }
+    crate::__setters! {
+        /// How long the first message of a batch waits for others before the
+        /// batch is sent anyway; a full batch goes at once. Default
+        /// [`DEFAULT_LINGER`] (5 ms): a push takes tens of milliseconds, so it
+        /// adds little latency while concurrent senders fill a batch.
+        /// [`Duration::MAX`] sends a batch only when it is full, at
+        /// [`Producer::flush`] and at close.
+        linger(linger: Duration) => self.linger;
 
-    /// How many messages may wait for a batch before senders wait too
-    /// (backpressure); at least 1. Default [`DEFAULT_MAX_BUFFERED`] (1,000):
-    /// ten full batches, enough to keep the default batches in flight busy.
-    pub fn max_buffered(mut self, messages: usize) -> ProducerBuilder {
-        self.max_buffered = messages;
-        self
-    }
+        /// How many messages may wait for a batch before senders wait too
+        /// (backpressure); at least 1. Default [`DEFAULT_MAX_BUFFERED`] (1,000):
+        /// ten full batches, enough to keep the default batches in flight busy.
+        max_buffered(messages: usize) => self.max_buffered;
 
-    /// How many batches may be on their way at once; at least 1. Default
-    /// [`DEFAULT_MAX_CONCURRENT_BATCHES`] (4): enough to hide a push's round
-    /// trip under load. It does not set the pace: the client's pacing by
-    /// the API budget does (about 3.86 batches a second per token at
-    /// Cloudflare's figures). A 429 with code 971 or 10250 halves it for a
-    /// while.
-    pub fn max_concurrent_batches(mut self, batches: usize) -> ProducerBuilder {
-        self.max_concurrent_batches = batches;
-        self
-    }
+        /// How many batches may be on their way at once; at least 1. Default
+        /// [`DEFAULT_MAX_CONCURRENT_BATCHES`] (4): enough to hide a push's round
+        /// trip under load. It does not set the pace: the client's pacing by
+        /// the API budget does (about 3.86 batches a second per token at
+        /// Cloudflare's figures). A 429 with code 971 or 10250 halves it for a
+        /// while.
+        max_concurrent_batches(batches: usize) => self.max_concurrent_batches;
 
-    /// How long a message may take to land, from when the producer takes it
-    /// from the buffer, as far as refusals for the rate go: a batch refused
-    /// with a 429 with code 971 or 10250 (nothing landed) is sent again,
-    /// after the wait the refusal asked and the pacer's, until the timeout
-    /// of its oldest message passes; then its senders get
-    /// [`ProducerError::TimedOut`]. A resend that could only start after
-    /// the timeout is not waited for. Default [`DEFAULT_SEND_TIMEOUT`] (10
-    /// minutes): a batch outlasts one of Cloudflare's five-minute blocks,
-    /// and its senders still learn within a bound. [`Duration::ZERO`] sends
-    /// each batch once (the queue's retry policy aside); [`Duration::MAX`]
-    /// until it lands. Other failures are not resent: see
-    /// [Retries](self#retries).
-    pub fn send_timeout(mut self, timeout: Duration) -> ProducerBuilder {
-        self.send_timeout = timeout;
-        self
+        /// How long a message may take to land, from when the producer takes it
+        /// from the buffer, as far as refusals for the rate go: a batch refused
+        /// with a 429 with code 971 or 10250 (nothing landed) is sent again,
+        /// after the wait the refusal asked and the pacer's, until the timeout
+        /// of its oldest message passes; then its senders get
+        /// [`ProducerError::TimedOut`]. A resend that could only start after
+        /// the timeout is not waited for. Default [`DEFAULT_SEND_TIMEOUT`] (10
+        /// minutes): a batch outlasts one of Cloudflare's five-minute blocks,
+        /// and its senders still learn within a bound. [`Duration::ZERO`] sends
+        /// each batch once (the queue's retry policy aside); [`Duration::MAX`]
+        /// until it lands. Other failures are not resent: see
+        /// [Retries](self#retries).
+        send_timeout(timeout: Duration) => self.send_timeout;
     }
 
     /// Starts the producer's task.

@@ -21,16 +21,12 @@ impl PullOptions {
         PullOptions::default()
     }
 
-    /// How many messages to lease at most (1 to 100).
-    pub fn batch_size(mut self, batch_size: u32) -> PullOptions {
-        self.batch_size = Some(batch_size);
-        self
-    }
+    crate::__setters! {
+        /// How many messages to lease at most (1 to 100).
+        batch_size(batch_size: u32) => self.batch_size = Some;
 
-    /// How long the lease lasts (at most 12 hours; rounded up to whole milliseconds).
-    pub fn visibility_timeout(mut self, timeout: Duration) -> PullOptions {
-        self.visibility_timeout = Some(timeout);
-        self
+        /// How long the lease lasts (at most 12 hours; rounded up to whole milliseconds).
+        visibility_timeout(timeout: Duration) => self.visibility_timeout = Some;
     }
 }
 

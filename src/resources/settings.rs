@@ -50,22 +50,15 @@ impl QueueSettings {
         QueueSettings::default()
     }
 
-    /// Sets the delay of messages pushed without one.
-    pub fn delivery_delay(mut self, delay: Duration) -> QueueSettings {
-        self.delivery_delay = Some(delay);
-        self
-    }
+    crate::__setters! {
+        /// Sets the delay of messages pushed without one.
+        delivery_delay(delay: Duration) => self.delivery_delay = Some;
 
-    /// Pauses (`true`) or resumes (`false`) delivery.
-    pub fn delivery_paused(mut self, paused: bool) -> QueueSettings {
-        self.delivery_paused = Some(paused);
-        self
-    }
+        /// Pauses (`true`) or resumes (`false`) delivery.
+        delivery_paused(paused: bool) => self.delivery_paused = Some;
 
-    /// Sets how long an unconsumed message is kept.
-    pub fn message_retention_period(mut self, period: Duration) -> QueueSettings {
-        self.message_retention_period = Some(period);
-        self
+        /// Sets how long an unconsumed message is kept.
+        message_retention_period(period: Duration) => self.message_retention_period = Some;
     }
 
     /// Whether no setting is given.
@@ -182,28 +175,18 @@ impl HttpPullSettings {
         HttpPullSettings::default()
     }
 
-    /// Sets the default batch size of pulls.
-    pub fn batch_size(mut self, size: u32) -> HttpPullSettings {
-        self.batch_size = Some(size);
-        self
-    }
+    crate::__setters! {
+        /// Sets the default batch size of pulls.
+        batch_size(size: u32) => self.batch_size = Some;
 
-    /// Sets the retries before a message is deleted or dead-lettered.
-    pub fn max_retries(mut self, retries: u32) -> HttpPullSettings {
-        self.max_retries = Some(retries);
-        self
-    }
+        /// Sets the retries before a message is deleted or dead-lettered.
+        max_retries(retries: u32) => self.max_retries = Some;
 
-    /// Sets the default delay of retries.
-    pub fn retry_delay(mut self, delay: Duration) -> HttpPullSettings {
-        self.retry_delay = Some(delay);
-        self
-    }
+        /// Sets the default delay of retries.
+        retry_delay(delay: Duration) => self.retry_delay = Some;
 
-    /// Sets the default lease of pulls.
-    pub fn visibility_timeout(mut self, timeout: Duration) -> HttpPullSettings {
-        self.visibility_timeout = Some(timeout);
-        self
+        /// Sets the default lease of pulls.
+        visibility_timeout(timeout: Duration) => self.visibility_timeout = Some;
     }
 
     /// Sets the dead-letter queue, by its **name** (not its id).

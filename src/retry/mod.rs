@@ -144,10 +144,9 @@ impl RetryPolicy {
         RetryPolicy::default().max_retries(0)
     }
 
-    /// How many times a failed request is sent again (default 2).
-    pub fn max_retries(mut self, retries: u32) -> RetryPolicy {
-        self.max_retries = retries;
-        self
+    crate::__setters! {
+        /// How many times a failed request is sent again (default 2).
+        max_retries(retries: u32) => self.max_retries;
     }
 
     /// The first backoff and its cap (default 0.5 s and 8 s); the backoff
@@ -160,34 +159,27 @@ impl RetryPolicy {
         self
     }
 
-    /// The longest server-requested wait (`retry-after-ms`, `Retry-After`)
-    /// that is honoured (default 60 s). After a 429, a longer one ends the
-    /// call at once (retrying within it would be refused too; the error's
-    /// [`retry_after`](crate::Error::retry_after) says how long); after any
-    /// other failure, it falls back to the backoff. The pacing by the
-    /// server's headers does not wait longer than this either.
-    pub fn max_retry_after(mut self, max: Duration) -> RetryPolicy {
-        self.max_retry_after = max;
-        self
-    }
+    crate::__setters! {
+        /// The longest server-requested wait (`retry-after-ms`, `Retry-After`)
+        /// that is honoured (default 60 s). After a 429, a longer one ends the
+        /// call at once (retrying within it would be refused too; the error's
+        /// [`retry_after`](crate::Error::retry_after) says how long); after any
+        /// other failure, it falls back to the backoff. The pacing by the
+        /// server's headers does not wait longer than this either.
+        max_retry_after(max: Duration) => self.max_retry_after;
 
-    /// How pushes are retried (default [`PushRetries::OnlyIfNotLanded`]).
-    /// It does not change how [`Queue::purge_all`](crate::Queue::purge_all)
-    /// is retried: see [`RetryPolicy::purge_all`].
-    pub fn pushes(mut self, pushes: PushRetries) -> RetryPolicy {
-        self.pushes = pushes;
-        self
-    }
+        /// How pushes are retried (default [`PushRetries::OnlyIfNotLanded`]).
+        /// It does not change how [`Queue::purge_all`](crate::Queue::purge_all)
+        /// is retried: see [`RetryPolicy::purge_all`].
+        pushes(pushes: PushRetries) => self.pushes;
 
-    /// How the purge of a whole queue
-    /// ([`Queue::purge_all`](crate::Queue::purge_all)) is retried (default
-    /// [`PushRetries::OnlyIfNotLanded`]). With
-    /// [`PushRetries::AtLeastOnce`], a purge whose answer was lost is sent
-    /// again, and the repeat also deletes what was pushed in between; set it
-    /// for one call with [`Queue::with_retry`](crate::Queue::with_retry).
-    pub fn purge_all(mut self, purges: PushRetries) -> RetryPolicy {
-        self.purges = purges;
-        self
+        /// How the purge of a whole queue
+        /// ([`Queue::purge_all`](crate::Queue::purge_all)) is retried (default
+        /// [`PushRetries::OnlyIfNotLanded`]). With
+        /// [`PushRetries::AtLeastOnce`], a purge whose answer was lost is sent
+        /// again, and the repeat also deletes what was pushed in between; set it
+        /// for one call with [`Queue::with_retry`](crate::Queue::with_retry).
+        purge_all(purges: PushRetries) => self.purges;
     }
 
     /// How long to wait before retry number `retry` (1-based) of

@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{
-    TOKEN, cfq, cfq_on_wire, cfq_with, emulator, emulator_with_queues, push_each, queue_of, run,
-    run_cfq, run_with_stdin,
+    TOKEN, cfq, cfq_on_wire, emulator, emulator_with_queues, push_each, queue_of, run, run_cfq,
+    run_cfq_typing, run_with_stdin,
 };
 use cf_queues_emulator::Fault;
 use cf_queues_testkit::wire::{QUEUE, answer_with, path, success};
@@ -47,8 +47,7 @@ async fn metrics_for_scripts_and_for_people() {
     let mut metrics = cfq_on_wire(&server.base_url());
     metrics.args(["metrics", "--queue", QUEUE]);
     let read = run(metrics).await;
-    read.expect_code(0);
-    let line = read.one();
+    let line = read.expect_code(0).one();
     assert_eq!(line["backlog_count"], 1234);
     assert_eq!(line["backlog_bytes"], 5_600_000);
     assert_eq!(line["oldest_message_timestamp_ms"], oldest);
@@ -203,8 +202,7 @@ async fn extend_sends_the_leases_and_reports_warnings() {
     ]);
     let extended = run(extend).await;
     mock.assert_async().await;
-    extended.expect_code(7);
-    let report = extended.one();
+    let report = extended.expect_code(7).one();
     assert_eq!(report["extended"], 1);
     assert_eq!(report["warnings"][0]["subject"], "lease-2");
     assert!(
@@ -288,8 +286,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     push_each(&queue, &["first", "second", "third"]).await;
 
     let read = run_cfq(&emulator, ["metrics", "--queue", "newer"]).await;
-    read.expect_code(0);
-    let line = read.one();
+    let line = read.expect_code(0).one();
     assert_eq!(line["backlog_count"], 3);
     assert!(
         line["backlog_bytes"].as_u64().is_some_and(|b| b > 0),
@@ -351,11 +348,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     .await
     .expect_code(7);
 
-    let purged = run_with_stdin(
-        cfq_with(&emulator, ["purge", "--all", "--queue", "newer"]),
-        "newer\n",
-    )
-    .await;
+    let purged = run_cfq_typing(&emulator, "purge --all --queue newer", "newer\n").await;
     purged.expect_code(0);
     assert_eq!(purged.one()["purge"], "completed");
     assert_eq!(emulator.metrics("newer").backlog_count, 0);

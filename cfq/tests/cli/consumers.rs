@@ -11,8 +11,7 @@ use cf_queues_emulator::EmulatorHandle;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Run, Served, cfq, cfq_with, emulator_from_toml, queue_names, run, run_cfq, run_with_stdin,
-    temp_dir,
+    Run, Served, cfq, emulator_from_toml, queue_names, run, run_cfq, run_cfq_typing, temp_dir,
 };
 
 async fn cfq_run(mut command: Command, words: &[&str]) -> Run {
@@ -121,8 +120,7 @@ async fn from_nothing_to_a_running_consumer_by_name() {
             &["pull", "--queue", "orders", "--visibility", "300ms"],
         )
         .await;
-        pulled.expect_code(0);
-        let message = pulled.one();
+        let message = pulled.expect_code(0).one();
         assert_eq!(
             (&message["body"], &message["attempts"]),
             (&json!("hello"), &json!(attempt))
@@ -146,7 +144,6 @@ async fn from_nothing_to_a_running_consumer_by_name() {
     let stray = cfq_run(served.cfq(), &["push", "--queue", "jobs", "x"]).await;
     stray.expect_code(4);
     served.stop();
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// An emulator with a Worker-consumed queue `emails` and a queue `orders`
@@ -177,9 +174,8 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
     let orders = emulator.queue_id("orders").expect("declared");
 
     let none = consumer(&emulator, &["info", "--queue", "orders"]).await;
-    none.expect_code(0);
     assert_eq!(
-        none.one(),
+        none.expect_code(0).one(),
         json!({"queue": orders, "queue_name": "orders", "http_pull": false, "consumer": null})
     );
     let people = consumer(&emulator, &["info", "-q", "orders", "--output", "table"]).await;
@@ -272,28 +268,12 @@ async fn http_pull_is_enabled_changed_shown_and_disabled() {
     assert_eq!(emulator.requests_received(), before, "nothing was sent");
 
     // Disabling asks to type the name.
-    let refused = run_with_stdin(
-        cfq_with(&emulator, ["consumer", "disable", "--queue", "orders"]),
-        "emails\n",
-    )
-    .await;
-    refused.expect_code(1);
-    assert!(
-        refused
-            .stderr
-            .contains("This disables HTTP pull on queue orders")
-            && refused
-                .stderr
-                .contains("not confirmed; HTTP pull stays enabled"),
-        "{refused:?}"
-    );
+    let refused = run_cfq_typing(&emulator, "consumer disable --queue orders", "emails\n").await;
+    refused.expect_stderr(1, "This disables HTTP pull on queue orders");
+    refused.expect_stderr(1, "not confirmed; HTTP pull stays enabled");
     let still = consumer(&emulator, &["info", "-q", "orders"]).await;
     assert_eq!(still.one()["http_pull"], true);
-    let disabled = run_with_stdin(
-        cfq_with(&emulator, ["consumer", "disable", "--queue", "orders"]),
-        "orders\n",
-    )
-    .await;
+    let disabled = run_cfq_typing(&emulator, "consumer disable --queue orders", "orders\n").await;
     disabled.expect_code(0);
     assert_eq!(
         disabled.one(),
@@ -424,7 +404,6 @@ async fn a_worker_consumer_is_shown_and_never_replaced() {
     let emulator = with_a_worker().await;
     let emails = emulator.queue_id("emails").expect("declared");
     let shown = consumer(&emulator, &["info", "--queue", "emails"]).await;
-    shown.expect_code(0);
     let worker = json!({
         "queue": emails, "queue_name": "emails", "http_pull": false,
         "consumer": {
@@ -436,7 +415,7 @@ async fn a_worker_consumer_is_shown_and_never_replaced() {
             },
         },
     });
-    assert_eq!(masked(shown.one()), worker);
+    assert_eq!(masked(shown.expect_code(0).one()), worker);
     let people = consumer(&emulator, &["info", "-q", "emails", "--output", "table"]).await;
     assert!(
         people.stdout.starts_with(&format!(
@@ -485,7 +464,6 @@ fn emulator_config_files_that_cannot_be_used() {
         assert!(stderr.contains(says), "{stderr}");
         assert!(stderr.contains(&file.display().to_string()), "{stderr}");
     }
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The help of every new command: exit 0, its usage, lines of at most 100

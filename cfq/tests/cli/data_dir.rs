@@ -67,8 +67,7 @@ async fn a_data_dir_keeps_the_account_and_its_messages_across_a_stop() {
     info.expect_code(0);
     assert_eq!(info.one()["consumer"]["settings"]["max_retries"], json!(7));
     let pulled = cfq_run(&again, &["pull", "--queue", "orders"]).await;
-    pulled.expect_code(0);
-    let message = pulled.one();
+    let message = pulled.expect_code(0).one();
     assert_eq!(
         (&message["body"], &message["attempts"]),
         (&json!("kept"), &json!(1))
@@ -80,7 +79,6 @@ async fn a_data_dir_keeps_the_account_and_its_messages_across_a_stop() {
     let gone = cfq_run(&reset, &["queues", "info", "--queue", "orders"]).await;
     gone.expect_code(4);
     reset.stop();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -13,8 +13,9 @@ use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, Fault, ManualClock, Operation, WorkerBody};
 
 use crate::support::{
-    LOOKUP, cfq, cfq_at, emulator, emulator_with, emulator_with_queues, lax_queues, numbered,
-    pasted, pull_all_numbered, pull_all_texts, queue_of, resume_command, run, run_cfq, temp_dir,
+    LOOKUP, assert_resumed, cfq, cfq_at, emulator, emulator_with, emulator_with_queues, lax_queues,
+    numbered, pasted, pull_all_numbered, pull_all_texts, queue_of, resume_command, run, run_cfq,
+    temp_dir,
 };
 use cf_queues_testkit::scripted::{Scripted, scripted};
 use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled_once, success};
@@ -93,8 +94,7 @@ async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
         .args(["drain", "--queue", "source", "--to"])
         .arg(&file);
     let drained = run(drain).await;
-    drained.expect_code(0);
-    let summary = drained.one();
+    let summary = drained.expect_code(0).one();
     assert_eq!(summary["drained"], 5);
     assert_eq!(summary["not_pushable_lines"], json!([3, 4]));
     assert_eq!(emulator.metrics("source").backlog_count, 0, "acknowledged");
@@ -120,8 +120,7 @@ async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
     let mut replay = cfq(&emulator);
     replay.arg("replay").arg(&file).args(["--to", "target"]);
     let replayed = run(replay).await;
-    replayed.expect_code(7);
-    let summary = replayed.one();
+    let summary = replayed.expect_code(7).one();
     assert_eq!(summary["pushed"], 3);
     let refused: Vec<&Value> = summary["refused"]
         .as_array()
@@ -161,7 +160,6 @@ async fn drain_then_replay_round_trips_and_keeps_what_http_cannot_push() {
     again.expect_code(0);
     assert_eq!(again.one()["not_pushable_lines"], json!([6]));
     assert_eq!(records(&file).len(), 6);
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,7 +179,6 @@ async fn drain_max_stops_early() {
     assert_eq!(drained.one()["drained"], 25);
     assert_eq!(records(&file).len(), 25);
     assert_eq!(pull_all_texts(&emulator, "many").await.len(), 5);
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// Starts `cfq` in the background, its stderr piped.
@@ -261,7 +258,6 @@ async fn a_drain_killed_midway_loses_nothing() {
         !queue_set.contains(&all[0]),
         "the acknowledged batch left the queue"
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,11 +302,7 @@ async fn a_replay_killed_midway_resumes_from_its_log() {
         .arg(&file)
         .args(["--to", "restored", "--skip", &skip.to_string()]);
     let resumed = run(resume).await;
-    resumed.expect_code(0);
-    assert_eq!(resumed.one()["pushed"], 150);
-    let on_queue = pull_all_numbered(&emulator, "restored", "saved").await;
-    assert_eq!(on_queue, all, "every line of the file, once");
-    std::fs::remove_dir_all(dir).ok();
+    assert_resumed(&resumed, 150, (&emulator, "restored", "saved"), &all).await;
 }
 
 /// A replay whose batch fails prints the command that resumes it, with
@@ -357,7 +349,6 @@ async fn a_failed_replay_prints_the_command_that_resumes_it_delayed() {
         "the first 100 are still delayed by 90 s"
     );
     assert_eq!(on_queue, all[100..], "every resumed record, once");
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// What `move` leaves behind is pulled once per run, however long the run:
@@ -409,8 +400,7 @@ async fn move_keeps_the_attempts_of_what_it_leaves_and_reports_each() {
     let started = Instant::now();
     let moved = run(redrive).await;
     assert!(started.elapsed() > Duration::from_secs(2), "a long run");
-    moved.expect_code(7);
-    let report = moved.one();
+    let report = moved.expect_code(7).one();
     assert_eq!(report["moved"], 300);
     let left: Vec<(&str, u64)> = report["left"]
         .as_array()
@@ -482,8 +472,7 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
         ],
     )
     .await;
-    moved.expect_code(7);
-    let report = moved.one();
+    let report = moved.expect_code(7).one();
     assert_eq!(report["moved"], 121);
     let left: Vec<&str> = report["left"]
         .as_array()
@@ -587,8 +576,7 @@ async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment(
     let mut replay = cfq(&emulator);
     replay.arg("replay").arg(&file).args(["--to", "restored"]);
     let replayed = run(replay).await;
-    replayed.expect_code(7);
-    let summary = replayed.one();
+    let summary = replayed.expect_code(7).one();
     assert_eq!(
         (summary["lines"].clone(), summary["pushed"].clone()),
         (json!(4), json!(2))
@@ -604,7 +592,6 @@ async fn a_drained_file_cut_inside_its_last_record_replays_without_the_fragment(
         pull_all_texts(&emulator, "restored").await,
         ["whole 1", "whole 2"]
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// A pull whose answer has a message without a lease id (the emulator
@@ -644,8 +631,7 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
         .args(["drain", "--queue-id", "leaseless", "--to"])
         .arg(&file);
     let drained = run(drain).await;
-    drained.expect_code(7);
-    let report = drained.one();
+    let report = drained.expect_code(7).one();
     assert_eq!(
         (
             report["drained"].clone(),
@@ -667,8 +653,7 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
     let mut moving = cfq_at(&server.base_url);
     moving.args(["move", "--queue-id", "leaseless", "--to-id", "elsewhere"]);
     let moved = run(moving).await;
-    moved.expect_code(7);
-    let report = moved.one();
+    let report = moved.expect_code(7).one();
     assert_eq!(report["moved"], 2);
     assert_eq!(report["unsettleable"][0]["id"], "b");
     assert_eq!(report["unsettleable"].as_array().map(Vec::len), Some(1));
@@ -693,7 +678,6 @@ async fn a_message_without_a_lease_id_never_keeps_the_others_from_being_acked() 
         taken.stderr.contains("acknowledged 2 messages"),
         "{taken:?}"
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// An ack answered without `ackCount`: `cfq ack` says how many leases it

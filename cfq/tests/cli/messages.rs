@@ -5,17 +5,21 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{
-    Run, TOKEN, cfq, cfq_at, cfq_with, emulator, emulator_with, emulator_with_queues, pasted,
-    pull_all_numbered, pull_all_texts, push_each, queue_of, resume_command, run, run_cfq,
-    run_with_stdin, temp_dir, text_bodies,
+    Run, TOKEN, assert_resumed, cfq, cfq_at, cfq_with, emulator, emulator_with,
+    emulator_with_queues, pasted, pull_all_texts, push_each, queue_of, resume_command, run,
+    run_cfq, run_with_stdin, temp_dir, text_bodies,
 };
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle, Fault, Operation};
 use serde_json::json;
 
 /// `cfq push` with `flags` and `--file FILE`, run to the end.
-async fn push_file(emulator: &EmulatorHandle, file: &Path, flags: &[&str]) -> Run {
+/// `cfq push` with the words of `flags` and `--file file`.
+async fn push_file(emulator: &EmulatorHandle, file: &Path, flags: &str) -> Run {
     let mut push = cfq(emulator);
-    push.arg("push").args(flags).arg("--file").arg(file);
+    push.arg("push")
+        .args(flags.split_whitespace())
+        .arg("--file")
+        .arg(file);
     run(push).await
 }
 
@@ -44,8 +48,7 @@ async fn push_text_json_stdin_and_delayed() {
         .expect_code(0);
 
     let peeked = run_cfq(&emulator, ["peek", "--queue", "jobs", "--batch", "10"]).await;
-    peeked.expect_code(0);
-    let records = peeked.json();
+    let records = peeked.expect_code(0).json();
     let bodies: Vec<_> = records.iter().map(|r| r["body"].clone()).collect();
     assert_eq!(
         bodies,
@@ -92,9 +95,8 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     content.extend(b"last line without a newline"); // 158
     std::fs::write(&file, &content).expect("write");
 
-    let pushed = push_file(&emulator, &file, &["--queue", "files"]).await;
-    pushed.expect_code(7);
-    let summary = pushed.one();
+    let pushed = push_file(&emulator, &file, "--queue files").await;
+    let summary = pushed.expect_code(7).one();
     assert_eq!(summary["lines"], 158);
     assert_eq!(summary["blank"], 1);
     assert_eq!(summary["pushed"], 153);
@@ -145,14 +147,8 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
     assert_eq!(objects, [json!({"kind": "plain object"})]);
 
     // --text: every line is text, records and objects included; --skip resumes.
-    let pushed = push_file(
-        &emulator,
-        &file,
-        &["--queue", "astext", "--text", "--skip", "155"],
-    )
-    .await;
-    pushed.expect_code(0);
-    assert_eq!(pushed.one()["skipped"], 155);
+    let pushed = push_file(&emulator, &file, "--queue astext --text --skip 155").await;
+    assert_eq!(pushed.expect_code(0).one()["skipped"], 155);
     let texts = pull_all_texts(&emulator, "astext").await;
     assert_eq!(
         texts,
@@ -162,7 +158,6 @@ async fn push_file_reports_bad_lines_by_number_and_pushes_the_rest() {
             "last line without a newline"
         ]
     );
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The case of issue 15: 250 JSON events, line 100 broken. Before, the
@@ -182,9 +177,8 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
         .collect();
     std::fs::write(&file, lines.join("\n") + "\n").expect("write");
 
-    let pushed = push_file(&emulator, &file, &["--queue", "events"]).await;
-    pushed.expect_code(7);
-    let summary = pushed.one();
+    let pushed = push_file(&emulator, &file, "--queue events").await;
+    let summary = pushed.expect_code(7).one();
     assert_eq!(
         (summary["lines"].clone(), summary["pushed"].clone()),
         (json!(250), json!(249))
@@ -214,17 +208,10 @@ async fn a_broken_json_line_is_refused_by_number_and_the_rest_still_goes() {
     let expected: Vec<u64> = (1..=250).filter(|&i| i != 100).collect();
     assert_eq!(events, expected);
 
-    let pushed = push_file(
-        &emulator,
-        &file,
-        &["--queue", "astext", "--text", "--skip", "99"],
-    )
-    .await;
-    pushed.expect_code(0);
-    assert_eq!(pushed.one()["pushed"], 151);
+    let pushed = push_file(&emulator, &file, "--queue astext --text --skip 99").await;
+    assert_eq!(pushed.expect_code(0).one()["pushed"], 151);
     let texts = pull_all_texts(&emulator, "astext").await;
     assert_eq!(texts[0], r#"{"broken": "#);
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,9 +226,8 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     emulator.inject(Fault::stall_only(Duration::from_millis(1)).only(Operation::Batch));
     emulator.inject(Fault::status(500).only(Operation::Batch));
 
-    let failed = push_file(&emulator, &file, &["--queue", "resume"]).await;
-    failed.expect_code(5);
-    let summary = failed.one();
+    let failed = push_file(&emulator, &file, "--queue resume").await;
+    let summary = failed.expect_code(5).one();
     assert_eq!(summary["pushed"], 100);
     assert_eq!(summary["failed"]["resume_skip"], 100);
     assert_eq!(summary["failed"]["may_have_landed"], true);
@@ -255,12 +241,8 @@ async fn a_failed_batch_stops_the_run_and_skip_resumes_it() {
     );
     assert!(failed.stderr.contains("--skip 100"), "{failed:?}");
 
-    let resumed = push_file(&emulator, &file, &["--queue", "resume", "--skip", "100"]).await;
-    resumed.expect_code(0);
-    assert_eq!(resumed.one()["pushed"], 150);
-    let texts = pull_all_numbered(&emulator, "resume", "message").await;
-    assert_eq!(texts, lines, "every line once, in order");
-    std::fs::remove_dir_all(dir).ok();
+    let resumed = push_file(&emulator, &file, "--queue resume --skip 100").await;
+    assert_resumed(&resumed, 150, (&emulator, "resume", "message"), &lines).await;
 }
 
 /// The hint of a failed run is a whole command: pasted into a shell where
@@ -304,8 +286,7 @@ async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
     assert_eq!(failed.one()["failed"]["resume_command"], command.as_str());
 
     let resumed = run(pasted(&flags_only(), &command)).await;
-    resumed.expect_code(0);
-    let summary = resumed.one();
+    let summary = resumed.expect_code(0).one();
     assert_eq!(
         (&summary["skipped"], &summary["pushed"]),
         (&json!(100), &json!(150))
@@ -322,7 +303,6 @@ async fn the_resume_hint_is_a_command_that_resumes_the_same_run() {
     texts
         .sort_by_key(|t| serde_json::from_str::<serde_json::Value>(t).expect("json")["n"].as_u64());
     assert_eq!(texts, lines, "every line once, as text");
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// Over Cloudflare's 24 h, a delay is refused while the flags are read:
@@ -357,7 +337,6 @@ async fn delays_over_24h_are_refused_before_anything_is_sent() {
     let peeked = queue.peek(10).await.expect("peek");
     assert_eq!(peeked.len(), 1);
     assert_eq!(peeked[0].attempts, 0, "not pulled");
-    std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -445,8 +424,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
         ],
     )
     .await;
-    pulled.expect_code(0);
-    let records = pulled.json();
+    let records = pulled.expect_code(0).json();
     assert_eq!(records.len(), 2);
     assert_eq!(records[0]["body"], "one");
     assert_eq!(records[0]["attempts"], 1);

@@ -8,8 +8,8 @@ use cf_queues_emulator::EmulatorHandle;
 use serde_json::{Value, json};
 
 use crate::support::{
-    LOOKUP, cfq, cfq_with, emulator_from_toml, emulator_with, queue_names, queue_of, run, run_cfq,
-    run_with_stdin,
+    LOOKUP, cfq, emulator_from_toml, emulator_with, queue_names, queue_of, run, run_cfq,
+    run_cfq_typing,
 };
 
 const ORDERS_ID: &str = "9a7806061c88ada191ed06f989cc3dac";
@@ -295,8 +295,7 @@ async fn a_name_is_resolved_once_per_command() {
         ["move", "--queue", "beta", "--to", "orders", "--batch", "10"],
     )
     .await;
-    moved.expect_code(0);
-    let report = moved.one();
+    let report = moved.expect_code(0).one();
     assert_eq!(
         (&report["from"], &report["to"], &report["moved"]),
         (&json!("gamma"), &json!(ORDERS_ID), &json!(25))
@@ -304,7 +303,6 @@ async fn a_name_is_resolved_once_per_command() {
     // Pulls of 10, 10, 5, 0; a push and an ack per batch.
     assert_eq!(emulator.requests_received(), before + 2 * LOOKUP + 10);
     assert_eq!(emulator.metrics(ORDERS_ID).backlog_count, 25);
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// The exact keys of a queue's JSON line.
@@ -346,8 +344,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
         ],
     )
     .await;
-    created.expect_code(0);
-    let line = created.one();
+    let line = created.expect_code(0).one();
     assert_eq!(keys(&line), QUEUE_KEYS);
     let id = line["queue_id"].as_str().expect("an id").to_owned();
     assert_eq!(Some(id.as_str()), emulator.queue_id("orders").as_deref());
@@ -416,8 +413,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
             .expect_code(0);
     }
     let listed = run_cfq(&emulator, ["queues", "list"]).await;
-    listed.expect_code(0);
-    let lines = listed.json();
+    let lines = listed.expect_code(0).json();
     assert_eq!(lines.len(), 25);
     assert!(lines.iter().all(|l| keys(l) == QUEUE_KEYS));
     assert_eq!(lines[0]["queue_name"], "orders");
@@ -463,11 +459,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     }
 
     // Delete asks to type the name, as purge --all asks the id.
-    let refused = run_with_stdin(
-        cfq_with(&emulator, ["queues", "delete", "--queue", "orders"]),
-        "emails\n",
-    )
-    .await;
+    let refused = run_cfq_typing(&emulator, "queues delete --queue orders", "emails\n").await;
     refused.expect_code(1);
     assert!(
         refused.stderr.contains("Type the queue's name to confirm")
@@ -481,11 +473,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     );
     assert!(emulator.queue_id("orders").is_some(), "not deleted");
     // Named by its id, it asks for the name all the same.
-    let confirmed = run_with_stdin(
-        cfq_with(&emulator, ["queues", "delete", "--queue-id", &id]),
-        "orders\n",
-    )
-    .await;
+    let confirmed = run_cfq_typing(&emulator, "queues delete --queue-id &id", "orders\n").await;
     confirmed.expect_code(0);
     assert_eq!(
         confirmed.one(),

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use crate::support::{
-    LOOKUP, Run, cfq, emulator_with_queues, numbered, pasted, pull_all_numbered, resume_command,
-    run, temp_dir,
+    LOOKUP, Run, assert_resumed, cfq, emulator_with_queues, numbered, pasted, resume_command, run,
+    temp_dir,
 };
 use serde_json::json;
 
@@ -82,8 +82,7 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
     .await;
     signal(&child, "INT");
     let stopped = finish(child).await;
-    stopped.expect_code(7);
-    let summary = stopped.one();
+    let summary = stopped.expect_code(7).one();
     assert_eq!(summary["pushed"], 200, "the batch in flight landed");
     assert_eq!(summary.get("failed"), None, "{stopped:?}");
     let resume = resume_command(&stopped.stderr);
@@ -99,11 +98,7 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
     );
 
     let resumed = run(pasted(&like, &resume)).await;
-    resumed.expect_code(0);
-    assert_eq!(resumed.one()["pushed"], 100);
-    let on_queue = pull_all_numbered(&emulator, "interrupted", "line").await;
-    assert_eq!(on_queue, bodies, "every line once");
-    std::fs::remove_dir_all(dir).ok();
+    assert_resumed(&resumed, 100, (&emulator, "interrupted", "line"), &bodies).await;
 }
 
 /// A second signal stops at once: the batch held by the server is
@@ -126,8 +121,7 @@ async fn a_second_signal_abandons_the_batch_in_flight_as_one_that_may_have_lande
         started.elapsed() < Duration::from_secs(20),
         "did not wait for the held batch"
     );
-    stopped.expect_code(7);
-    let summary = stopped.one();
+    let summary = stopped.expect_code(7).one();
     assert_eq!(summary["pushed"], 100);
     let failed = &summary["failed"];
     assert_eq!(failed["may_have_landed"], true);
@@ -144,5 +138,4 @@ async fn a_second_signal_abandons_the_batch_in_flight_as_one_that_may_have_lande
         ),
         "{stopped:?}"
     );
-    std::fs::remove_dir_all(dir).ok();
 }

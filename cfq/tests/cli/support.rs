@@ -204,12 +204,41 @@ pub async fn run_with_stdin(mut command: Command, input: &str) -> Run {
     .expect("no panic")
 }
 
-/// A fresh directory for one test's files.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// Runs `cfq` on `emulator` with the words of `line`, a user typing
+/// `typed` at its prompt.
+pub async fn run_cfq_typing(emulator: &EmulatorHandle, line: &str, typed: &str) -> Run {
+    run_with_stdin(cfq_with(emulator, line.split_whitespace()), typed).await
+}
+
+/// A fresh directory for one test's files, removed when the test ends
+/// (passing or failing: the guard is dropped while unwinding too).
+pub fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("cfq-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    TempDir(dir)
+}
+
+/// A directory [`temp_dir`] made, a path for as long as it lives.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<OsStr> for TempDir {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Every text body of a queue, read by peeking (nothing is leased).
@@ -261,6 +290,23 @@ pub async fn pull_all_numbered(
     let prefix = format!("{prefix} ");
     bodies.sort_by_key(|b| b.trim_start_matches(&prefix).parse::<u32>().unwrap_or(0));
     bodies
+}
+
+/// A resumed run exited 0 having pushed `pushed` lines, and `queue` then
+/// holds `expected`, every numbered line of the run once.
+pub async fn assert_resumed(
+    resumed: &Run,
+    pushed: u64,
+    (emulator, queue, prefix): (&EmulatorHandle, &str, &str),
+    expected: &[String],
+) {
+    assert_eq!(
+        resumed.expect_code(0).one()["pushed"],
+        pushed,
+        "{resumed:?}"
+    );
+    let on_queue = pull_all_numbered(emulator, queue, prefix).await;
+    assert_eq!(on_queue, expected, "every line once, in order");
 }
 
 /// The command a hint says to resume with: what stands between the

@@ -55,7 +55,6 @@ async fn push_file_and_replay_are_paced_by_the_headers_and_never_blocked() {
     // Never blocked: a blocked token would refuse these pulls for 300 s.
     let bodies = pull_all_numbered(&emulator, "replayed", "line").await;
     assert_eq!(bodies, lines);
-    std::fs::remove_dir_all(dir).ok();
 }
 
 /// Four `cfq push --file` processes on one token, as four replicas of a
@@ -105,5 +104,4 @@ async fn push_file_processes_on_one_token_share_its_budget() {
         .await
         .expect("the token is not blocked");
     assert!(!pulled.messages.is_empty());
-    std::fs::remove_dir_all(dir).ok();
 }
