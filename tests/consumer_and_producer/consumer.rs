@@ -21,7 +21,8 @@ const SECOND: Duration = Duration::from_secs(1);
 
 use crate::ack_now;
 use crate::support::{
-    Running, acks_after, assert_drained, fresh, gated, noting_the_first, pushed, pushed_to,
+    Running, STEP, acks_after, assert_counts, assert_drained, fresh, gated, noting_the_first,
+    pushed, pushed_to,
 };
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::emulator_with;
@@ -132,13 +133,13 @@ async fn a_handler_three_times_the_visibility_timeout_keeps_its_lease() {
 async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
     let queue = pushed_to(&emulator, "capped", 1).await;
-    let consumer = Consumer::builder(queue.clone())
-        .visibility_timeout(Duration::from_secs(3))
-        .max_lease(Duration::from_secs(3))
-        .max_in_flight(1)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
+    let running = Running::start(
+        Consumer::builder(queue.clone())
+            .visibility_timeout(Duration::from_secs(3))
+            .max_lease(Duration::from_secs(3))
+            .max_in_flight(1),
+        acks_after(Duration::from_secs(5)),
+    );
     tokio::time::sleep(Duration::from_secs(4)).await;
     // Reported while the handler still runs: capped at 2 s, expired at 3 s.
     let s = running.monitor.snapshot();
@@ -155,14 +156,7 @@ async fn a_lease_past_the_maximum_is_reported_and_still_acked() {
         (1, 0, 1),
         "late ack accepted"
     );
-    assert_eq!(
-        (
-            summary.max_lease_reached,
-            summary.leases_lost,
-            summary.extended
-        ),
-        (1, 1, 0)
-    );
+    assert_counts!(summary, max_lease_reached: 1, leases_lost: 1, extended: 0);
     assert_drained(&emulator, "capped");
 }
 
@@ -201,11 +195,10 @@ async fn acks_flush_at_once_by_size_and_the_rest_after_the_interval() {
 #[tokio::test(start_paused = true)]
 async fn a_few_acks_wait_for_the_interval() {
     let (_emulator, queue) = pushed("timed", 3).await;
-    let consumer = Consumer::builder(queue.clone())
-        .ack_interval(Duration::from_millis(200))
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(
+        Consumer::builder(queue.clone()).ack_interval(Duration::from_millis(200)),
+        ack_now,
+    );
     running.until("handled", |s| s.handled == 3).await;
     let handled_at = Instant::now();
     tokio::time::sleep(Duration::from_millis(199)).await;
@@ -253,15 +246,7 @@ async fn shutdown_lets_handlers_finish_then_releases_the_rest_and_flushes() {
         Duration::from_millis(5_500),
         "0.5 s + grace"
     );
-    assert_eq!(
-        (
-            summary.received,
-            summary.handled,
-            summary.acked,
-            summary.released
-        ),
-        (20, 10, 10, 10)
-    );
+    assert_counts!(summary, received: 20, handled: 10, acked: 10, released: 10);
     // The acks waited for an interval of an hour: the shutdown sent them,
     // with the releases, in one call.
     assert_eq!((summary.settle_requests, summary.in_flight), (1, 0));
@@ -304,12 +289,7 @@ async fn pulls_back_off_on_429_and_5xx_and_recover() {
     let (first, handler) = noting_the_first(started);
     let running = Running::start(consumer, handler);
     running
-        .eventually(
-            "all acked",
-            Duration::from_millis(100),
-            Duration::from_secs(20),
-            |s| s.acked == 5,
-        )
+        .eventually("all acked", STEP, Duration::from_secs(20), |s| s.acked == 5)
         .await;
     // Retry-After 3 s twice, then the backoff: 1 s, 2 s.
     assert_eq!(*first.lock().expect("lock"), Some(Duration::from_secs(9)));
@@ -333,14 +313,7 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
     // The interval, then 1 s and 2 s of backoff.
     assert_eq!(started.elapsed(), Duration::from_millis(3_100));
     let summary = running.finish().await;
-    assert_eq!(
-        (
-            summary.settle_errors,
-            summary.settle_requests,
-            summary.acked
-        ),
-        (2, 3, 5)
-    );
+    assert_counts!(summary, settle_errors: 2, settle_requests: 3, acked: 5);
     assert_eq!(
         (summary.settle_warnings, summary.unflushed),
         (0, 0),
@@ -353,30 +326,21 @@ async fn failed_ack_flushes_are_tried_again_then_reported() {
     // would come at 15.1 s), then reported, not lost silently.
     push_texts(&queue, 4).await;
     emulator.inject(Fault::status(500).times(100).only(Operation::Ack));
-    let consumer = Consumer::builder(queue.clone())
-        .visibility_timeout(Duration::from_secs(10))
-        .max_lease(Duration::from_secs(10))
-        .build()
-        .expect("settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(
+        Consumer::builder(queue.clone())
+            .visibility_timeout(Duration::from_secs(10))
+            .max_lease(Duration::from_secs(10)),
+        ack_now,
+    );
     running
-        .eventually(
-            "given up",
-            Duration::from_millis(100),
-            Duration::from_secs(60),
-            |s| s.unflushed == 4,
-        )
+        .eventually("given up", STEP, Duration::from_secs(60), |s| {
+            s.unflushed == 4
+        })
         .await;
     let summary = running.finish().await;
-    assert_eq!(
-        (
-            summary.settle_errors,
-            summary.settlement_resends,
-            summary.unflushed,
-            summary.acked,
-            summary.in_flight
-        ),
-        (4, 12, 4, 0, 0)
+    assert_counts!(
+        summary,
+        settle_errors: 4, settlement_resends: 12, unflushed: 4, acked: 0, in_flight: 0
     );
     emulator.clear_faults();
 }
@@ -402,17 +366,17 @@ async fn a_permanent_pull_failure_stops_the_consumer_with_its_summary() {
 async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
     let (emulator, queue) = pushed("flow", 50).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let consumer = Consumer::builder(queue.clone())
-        // One pull at a time: with more, the byte limit is passed by
-        // what the pulls on their way bring (the bound the docs give).
-        .max_pulls_in_flight(1)
-        .max_in_flight(7)
-        .ack_interval(Duration::from_millis(1))
-        .visibility_timeout(LONG_LEASE)
-        .max_lease(LONG_LEASE)
-        .build()
-        .expect("settings");
-    let running = Running::start(consumer, gated(&gate));
+    let running = Running::start(
+        Consumer::builder(queue.clone())
+            // One pull at a time: with more, the byte limit is passed by
+            // what the pulls on their way bring (the bound the docs give).
+            .max_pulls_in_flight(1)
+            .max_in_flight(7)
+            .ack_interval(Duration::from_millis(1))
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE),
+        gated(&gate),
+    );
     running.until("seven leased", |s| s.received == 7).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();
@@ -436,16 +400,16 @@ async fn flow_control_pulls_only_free_slots_and_stops_over_the_byte_limit() {
     // Over the byte limit, nothing more is pulled until bytes are freed.
     let bulky = queue_with_bulky_messages(&emulator).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    let consumer = Consumer::builder(bulky)
-        // One pull at a time: with more, the byte limit is passed by
-        // what the pulls on their way bring (the bound the docs give).
-        .max_pulls_in_flight(1)
-        .batch_size(2)
-        .max_bytes_in_flight(1_000)
-        .ack_interval(Duration::from_millis(1))
-        .build()
-        .expect("settings");
-    let running = Running::start(consumer, gated(&gate));
+    let running = Running::start(
+        Consumer::builder(bulky)
+            // One pull at a time: with more, the byte limit is passed by
+            // what the pulls on their way bring (the bound the docs give).
+            .max_pulls_in_flight(1)
+            .batch_size(2)
+            .max_bytes_in_flight(1_000)
+            .ack_interval(Duration::from_millis(1)),
+        gated(&gate),
+    );
     running.until("first pull", |s| s.received == 2).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     let s = running.monitor.snapshot();
@@ -499,15 +463,7 @@ async fn stream_handles_settle_and_an_unsettled_drop_retries() {
     let summary = stream.finish().await.expect("no fatal error");
     let order: Vec<(&str, u32)> = order.iter().map(|(b, a)| (b.as_str(), *a)).collect();
     assert_eq!(order, [("a", 1), ("b", 1), ("c", 1), ("b", 2)]);
-    assert_eq!(
-        (
-            summary.received,
-            summary.handled,
-            summary.acked,
-            summary.retried
-        ),
-        (4, 3, 3, 1)
-    );
+    assert_counts!(summary, received: 4, handled: 3, acked: 3, retried: 1);
     assert_drained(&emulator, "streamed");
 }
 

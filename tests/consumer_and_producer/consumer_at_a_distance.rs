@@ -18,7 +18,7 @@ use cf_queues::consumer::{Consumer, RetryDelay, Summary, Verdict};
 use cf_queues::{Acks, PulledMessage};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation, RateLimitModel, TokioClock};
 
-use crate::support::{Running, acks_after, assert_drained, fresh, pushed, pushed_to};
+use crate::support::{Running, STEP, acks_after, assert_drained, fresh, pushed, pushed_to};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time, emulator_with};
 use cf_queues_testkit::scripted::scripted;
@@ -27,9 +27,6 @@ use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, success};
 
 const SECOND: Duration = Duration::from_secs(1);
 const HOUR: Duration = Duration::from_secs(3600);
-/// How far `eventually` lets paused time move at once, where no assertion
-/// depends on the exact time.
-const STEP: Duration = Duration::from_millis(100);
 
 /// Handler calls per message id: more than one is a message handled twice.
 type Seen = Arc<Mutex<HashMap<String, u32>>>;
@@ -301,12 +298,12 @@ async fn a_list_form_ack_warning_keeps_each_message_in_one_counter() {
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let consumer = Consumer::builder(server.queue())
-        .ack_batch_size(3)
-        .ack_interval(HOUR)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, crate::ack_now);
+    let running = Running::start(
+        Consumer::builder(server.queue())
+            .ack_batch_size(3)
+            .ack_interval(HOUR),
+        crate::ack_now,
+    );
     running.until("the three handled", |s| s.handled == 3).await;
     tokio::time::sleep(10 * SECOND).await;
     let s = running.finish().await;
@@ -349,14 +346,14 @@ async fn a_warning_on_extending_a_lease_whose_ack_may_have_applied_is_a_resend_w
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let consumer = Consumer::builder(server.queue())
-        .visibility_timeout(3 * SECOND)
-        .ack_batch_size(1)
-        // Fewer resends while the extension, due 2 s after the pull, comes.
-        .error_backoff(5 * SECOND, 5 * SECOND)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, crate::ack_now);
+    let running = Running::start(
+        Consumer::builder(server.queue())
+            .visibility_timeout(3 * SECOND)
+            .ack_batch_size(1)
+            // Fewer resends while the extension, due 2 s after the pull, comes.
+            .error_backoff(5 * SECOND, 5 * SECOND),
+        crate::ack_now,
+    );
     tokio::time::sleep(20 * SECOND).await;
     let s = running.finish().await;
     assert!(
@@ -633,14 +630,14 @@ mod settings_and_counters {
                 .times(1_000_000)
                 .only(Operation::Ack),
         );
-        let consumer = Consumer::builder(queue.clone())
-            .grace_period(2 * SECOND)
-            .flush_timeout(3 * SECOND)
-            .visibility_timeout(LONG_LEASE)
-            .max_lease(LONG_LEASE)
-            .build()
-            .expect("valid settings");
-        let running = Running::start(consumer, crate::ack_now);
+        let running = Running::start(
+            Consumer::builder(queue.clone())
+                .grace_period(2 * SECOND)
+                .flush_timeout(3 * SECOND)
+                .visibility_timeout(LONG_LEASE)
+                .max_lease(LONG_LEASE),
+            crate::ack_now,
+        );
         running.until("the 10 handled", |s| s.handled == 10).await;
         tokio::time::sleep(SECOND).await;
         let started = Instant::now();

@@ -13,7 +13,9 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, acks_after, assert_drained, noting_the_first, pushed, pushed_to};
+use crate::support::{
+    Running, STEP, acks_after, assert_counts, assert_drained, noting_the_first, pushed, pushed_to,
+};
 use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
@@ -22,9 +24,6 @@ use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled};
 
 const MS: Duration = Duration::from_millis(1);
 const HOUR: Duration = Duration::from_secs(3600);
-/// How far `eventually` lets paused time move at once, where no assertion
-/// depends on the exact time.
-const STEP: Duration = Duration::from_millis(100);
 
 #[tokio::test(start_paused = true)]
 async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
@@ -59,16 +58,9 @@ async fn a_message_without_a_lease_id_stays_out_of_every_ack() {
     let mut handled = handled.lock().expect("lock").clone();
     handled.sort();
     assert_eq!(handled, ["a", "c"], "b cannot be settled: not handled");
-    assert_eq!(
-        (
-            summary.received,
-            summary.unsettleable,
-            summary.handled,
-            summary.acked,
-            summary.unflushed,
-            summary.in_flight
-        ),
-        (3, 1, 2, 2, 0, 0)
+    assert_counts!(
+        summary,
+        received: 3, unsettleable: 1, handled: 2, acked: 2, unflushed: 0, in_flight: 0
     );
     let acks = server.bodies("ack");
     assert_eq!(acks.len(), 1);
@@ -98,13 +90,13 @@ async fn more_messages_than_asked_for_do_not_raise_the_in_flight_limit() {
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let consumer = Consumer::builder(server.queue())
-        .max_in_flight(2)
-        .ack_batch_size(3)
-        .ack_interval(HOUR)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(
+        Consumer::builder(server.queue())
+            .max_in_flight(2)
+            .ack_batch_size(3)
+            .ack_interval(HOUR),
+        ack_now,
+    );
     running.until("two pulls handled", |s| s.handled >= 6).await;
     let summary = running.finish().await;
     let asked: Vec<u64> = server
@@ -145,29 +137,23 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let consumer = Consumer::builder(server.queue())
-        .ack_batch_size(3)
-        .ack_interval(HOUR)
-        .error_backoff(Duration::from_secs(1), Duration::from_secs(1))
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(
+        Consumer::builder(server.queue())
+            .ack_batch_size(3)
+            .ack_interval(HOUR)
+            .error_backoff(Duration::from_secs(1), Duration::from_secs(1)),
+        ack_now,
+    );
     running
         .eventually("resent", STEP, Duration::from_secs(5), |s| {
             s.resend_warnings == 3
         })
         .await;
     let s = running.finish().await;
-    assert_eq!(
-        (
-            s.settle_errors,
-            s.settle_requests,
-            s.resend_warnings,
-            s.settle_warnings,
-            s.leases_lost,
-            s.acked
-        ),
-        (1, 2, 3, 0, 0, 0)
+    assert_counts!(
+        s,
+        settle_errors: 1, settle_requests: 2, resend_warnings: 3, settle_warnings: 0,
+        leases_lost: 0, acked: 0
     );
 
     // A warning on a first send means the lease was lost.
@@ -186,11 +172,7 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
         _ => (404, failure(7003, "No route for the URI")),
     })
     .await;
-    let consumer = Consumer::builder(server.queue())
-        .ack_batch_size(1)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(Consumer::builder(server.queue()).ack_batch_size(1), ack_now);
     running.until("warned", |s| s.settle_warnings == 1).await;
     let s = running.finish().await;
     assert_eq!(
@@ -204,14 +186,14 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     let (emulator, _clock) = emulator_on_tokio_time().await;
     let queue = pushed_to(&emulator, "unextended", 1).await;
     emulator.inject(Fault::status(500).times(1_000).only(Operation::Extend));
-    let consumer = Consumer::builder(queue.clone())
-        .visibility_timeout(Duration::from_secs(3))
-        // Nothing else pulled while it is held: the late ack is not beaten
-        // by a redelivery to this consumer.
-        .max_in_flight(1)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
+    let running = Running::start(
+        Consumer::builder(queue.clone())
+            .visibility_timeout(Duration::from_secs(3))
+            // Nothing else pulled while it is held: the late ack is not beaten
+            // by a redelivery to this consumer.
+            .max_in_flight(1),
+        acks_after(Duration::from_secs(5)),
+    );
     tokio::time::sleep(Duration::from_secs(4)).await;
     let s = running.monitor.snapshot();
     assert_eq!((s.leases_lost, s.handled), (1, 0), "reported at expiry");
@@ -221,16 +203,7 @@ async fn a_lease_whose_extensions_fail_is_reported_lost_and_still_acked() {
     let s = running.finish().await;
     // Tried at 2 s, then after half the time left (at most 1 s, at least
     // 100 ms or what is left) until expiry: at 2.5, 2.75, 2.875, 2.975 and 3 s.
-    assert_eq!(
-        (
-            s.extended,
-            s.extend_errors,
-            s.leases_lost,
-            s.acked,
-            s.settle_warnings
-        ),
-        (0, 6, 1, 1, 0)
-    );
+    assert_counts!(s, extended: 0, extend_errors: 6, leases_lost: 1, acked: 1, settle_warnings: 0);
     assert_drained(&emulator, "unextended");
     emulator.clear_faults();
 }
@@ -284,16 +257,10 @@ async fn a_rate_limited_ack_is_sent_again_and_lands_once() {
     running.until("acked", |s| s.acked == 5).await;
     assert_eq!(started.elapsed(), Duration::from_millis(2_100));
     let s = running.finish().await;
-    assert_eq!(
-        (
-            s.settle_errors,
-            s.settle_requests,
-            s.acked,
-            s.settle_warnings,
-            s.resend_warnings,
-            s.unflushed
-        ),
-        (1, 2, 5, 0, 0, 0)
+    assert_counts!(
+        s,
+        settle_errors: 1, settle_requests: 2, acked: 5, settle_warnings: 0, resend_warnings: 0,
+        unflushed: 0
     );
     assert_drained(&emulator, "limitedacks");
 }

@@ -9,7 +9,7 @@ use cf_queues::resources::{HttpPullSettings, PROPAGATION_WINDOW};
 use serde_json::{Value, json};
 
 use crate::ack_now;
-use crate::support::Running;
+use crate::support::{Running, STEP};
 use cf_queues_testkit::scripted::scripted;
 use cf_queues_testkit::wire::{acked, failure, pulled, success};
 
@@ -94,18 +94,14 @@ async fn after_enabling_http_pull_the_not_enabled_answers_of_propagation_are_wai
         Some(&json!({"type": "http_pull", "settings": {"max_retries": 5}}))
     );
     let started = tokio::time::Instant::now();
-    let consumer = Consumer::builder(queue)
-        .ack_interval(Duration::from_millis(10))
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, ack_now);
+    let running = Running::start(
+        Consumer::builder(queue).ack_interval(Duration::from_millis(10)),
+        ack_now,
+    );
     running
-        .eventually(
-            "the message acked",
-            Duration::from_millis(100),
-            Duration::from_secs(50),
-            |s| s.acked == 1,
-        )
+        .eventually("the message acked", STEP, Duration::from_secs(50), |s| {
+            s.acked == 1
+        })
         .await;
     assert!(
         started.elapsed() < PROPAGATION_WINDOW,

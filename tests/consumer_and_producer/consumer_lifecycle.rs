@@ -13,15 +13,13 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, assert_drained, fresh, pushed, pushed_to};
+use crate::support::{Running, STEP, assert_counts, assert_drained, fresh, pushed, pushed_to};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts};
 use cf_queues_testkit::emulators::emulator_on_tokio_time;
 use cf_queues_testkit::wait::until;
 
 const MS: Duration = Duration::from_millis(1);
 const SECOND: Duration = Duration::from_secs(1);
-/// How far `eventually` lets paused time move at once.
-const STEP: Duration = Duration::from_millis(100);
 
 #[tokio::test(start_paused = true)]
 async fn durations_too_long_for_the_clock_mean_never() {
@@ -53,16 +51,10 @@ async fn durations_too_long_for_the_clock_mean_never() {
         "grace waited for m0"
     );
     // Extended at 2, 4, 6 and 8 s; its ack went with the shutdown's flush.
-    assert_eq!(
-        (
-            summary.acked,
-            summary.settle_requests,
-            summary.extended,
-            summary.leases_lost,
-            summary.max_lease_reached,
-            summary.released
-        ),
-        (5, 3, 4, 0, 0, 0)
+    assert_counts!(
+        summary,
+        acked: 5, settle_requests: 3, extended: 4, leases_lost: 0, max_lease_reached: 0,
+        released: 0
     );
     assert_drained(&emulator, "forever");
 }
@@ -147,17 +139,10 @@ async fn a_message_left_comes_back_after_its_visibility_timeout() {
         [(1, Duration::ZERO), (2, Duration::from_secs(3))],
         "back once its lease ran out, never extended"
     );
-    assert_eq!(
-        (
-            s.received,
-            s.left,
-            s.acked,
-            s.retried,
-            s.extended,
-            s.leases_lost,
-            s.settle_requests
-        ),
-        (2, 1, 1, 0, 0, 0, 1)
+    assert_counts!(
+        s,
+        received: 2, left: 1, acked: 1, retried: 0, extended: 0, leases_lost: 0,
+        settle_requests: 1
     );
     assert_drained(&emulator, "left");
 }
@@ -191,16 +176,7 @@ async fn a_stream_handle_extends_its_lease_on_the_server() {
     assert!(other.messages.is_empty(), "still leased");
     assert!(leased.ack());
     let s = stream.finish().await.expect("no fatal error");
-    assert_eq!(
-        (
-            s.received,
-            s.extended,
-            s.acked,
-            s.leases_lost,
-            s.settle_warnings
-        ),
-        (1, 1, 1, 0, 0)
-    );
+    assert_counts!(s, received: 1, extended: 1, acked: 1, leases_lost: 0, settle_warnings: 0);
     assert_drained(&emulator, "handextended");
 }
 

@@ -17,7 +17,7 @@ use cf_queues_testkit::clients::{LONG_LEASE, client, push_texts};
 use cf_queues_testkit::wait::until;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 
-use crate::support::{Running, acks_after, pushed, pushed_to};
+use crate::support::{Running, acks_after, assert_counts, pushed, pushed_to};
 
 /// Every figure recorded, by `name{label=value,…}` (labels sorted).
 fn figures(snapshotter: &Snapshotter) -> BTreeMap<String, DebugValue> {
@@ -89,26 +89,18 @@ async fn a_consumers_run_is_recorded_by_outcome() {
             .await
             .expect("push");
     }
-    let consumer = Consumer::builder(queue.clone())
-        .visibility_timeout(LONG_LEASE)
-        .max_lease(LONG_LEASE)
-        .retry_delay(RetryDelay::fixed(Duration::from_secs(3600)))
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, by_body);
+    let running = Running::start(
+        Consumer::builder(queue.clone())
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE)
+            .retry_delay(RetryDelay::fixed(Duration::from_secs(3600))),
+        by_body,
+    );
     running
         .until("all settled", |s| s.acked + s.retried == 3)
         .await;
     let summary = running.finish().await;
-    assert_eq!(
-        (
-            summary.received,
-            summary.acked,
-            summary.retried,
-            summary.handler_errors
-        ),
-        (3, 1, 2, 1)
-    );
+    assert_counts!(summary, received: 3, acked: 1, retried: 2, handler_errors: 1);
 
     let f = figures(&snapshotter);
     let q = "messaging.destination.name=recorded";
@@ -218,12 +210,12 @@ async fn a_retry_and_a_refusal_are_recorded_with_their_codes() {
             .times(1)
             .only(Operation::Pull),
     );
-    let consumer = Consumer::builder(queue)
-        .visibility_timeout(LONG_LEASE)
-        .max_lease(LONG_LEASE)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, acks_after(Duration::ZERO));
+    let running = Running::start(
+        Consumer::builder(queue)
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE),
+        acks_after(Duration::ZERO),
+    );
     running.until("acked", |s| s.acked == 1).await;
     let summary = running.finish().await;
     assert_eq!(summary.refused_by_queue, 1);
@@ -295,13 +287,13 @@ async fn a_lost_lease_is_recorded() {
     let _recording = metrics::set_default_local_recorder(&recorder);
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
     let queue = pushed_to(&emulator, "lost", 1).await;
-    let consumer = Consumer::builder(queue)
-        .visibility_timeout(Duration::from_secs(3))
-        .max_lease(Duration::from_secs(3))
-        .max_in_flight(1)
-        .build()
-        .expect("valid settings");
-    let running = Running::start(consumer, acks_after(Duration::from_secs(5)));
+    let running = Running::start(
+        Consumer::builder(queue)
+            .visibility_timeout(Duration::from_secs(3))
+            .max_lease(Duration::from_secs(3))
+            .max_in_flight(1),
+        acks_after(Duration::from_secs(5)),
+    );
     tokio::time::sleep(Duration::from_secs(6)).await;
     let summary = running.finish().await;
     assert_eq!((summary.leases_lost, summary.max_lease_reached), (1, 1));

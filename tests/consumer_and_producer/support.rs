@@ -3,7 +3,7 @@
 
 use cf_queues::PulledMessage;
 use cf_queues::consumer::{
-    CancellationToken, Consumer, ConsumerError, ConsumerMonitor, Summary, Verdict,
+    CancellationToken, Consumer, ConsumerBuilder, ConsumerError, ConsumerMonitor, Summary, Verdict,
 };
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -22,6 +22,25 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+/// Asserts counters of a [`Summary`] at once, naming them when they
+/// differ: `assert_counts!(summary, acked: 5, leases_lost: 0)`.
+macro_rules! assert_counts {
+    ($summary:expr, $($field:ident: $value:expr),+ $(,)?) => {{
+        let summary = &$summary;
+        assert_eq!(
+            ($(summary.$field,)+),
+            ($($value,)+),
+            concat!("(", $(stringify!($field), ", ",)+ ")")
+        );
+    }};
+}
+pub(crate) use assert_counts;
+
+/// How far paused time moves at a time while a test waits for the
+/// consumer's counters: a tenth of a second, finer than any interval the
+/// tests check.
+pub const STEP: Duration = Duration::from_millis(100);
+
 /// A consumer running in a task: its monitor, its shutdown token and the run.
 pub struct Running {
     /// The running consumer's counters.
@@ -31,26 +50,46 @@ pub struct Running {
     run: JoinHandle<Result<Summary, ConsumerError>>,
 }
 
+/// What [`Running`] runs: a consumer, or a builder whose settings the test
+/// holds valid.
+pub trait IntoConsumer {
+    fn into_consumer(self) -> Consumer;
+}
+
+impl IntoConsumer for Consumer {
+    fn into_consumer(self) -> Consumer {
+        self
+    }
+}
+
+impl IntoConsumer for ConsumerBuilder {
+    fn into_consumer(self) -> Consumer {
+        self.build().expect("valid settings")
+    }
+}
+
 impl Running {
     /// Runs `consumer` with `handler`, one message a call, in a task.
-    pub fn start<H, Fut, E>(consumer: Consumer, handler: H) -> Running
+    pub fn start<H, Fut, E>(consumer: impl IntoConsumer, handler: H) -> Running
     where
         H: Fn(PulledMessage) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Verdict, E>> + Send + 'static,
         E: std::fmt::Display + Send + 'static,
     {
+        let consumer = consumer.into_consumer();
         let (monitor, stop) = (consumer.monitor(), consumer.shutdown_token());
         let run = tokio::spawn(consumer.run(handler));
         Running { monitor, stop, run }
     }
 
     /// Runs `consumer` with `handler`, a batch a call, in a task.
-    pub fn start_batch<H, Fut, E>(consumer: Consumer, handler: H) -> Running
+    pub fn start_batch<H, Fut, E>(consumer: impl IntoConsumer, handler: H) -> Running
     where
         H: Fn(Vec<PulledMessage>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<Verdict>, E>> + Send + 'static,
         E: std::fmt::Display + Send + 'static,
     {
+        let consumer = consumer.into_consumer();
         let (monitor, stop) = (consumer.monitor(), consumer.shutdown_token());
         let run = tokio::spawn(consumer.run_batch(handler));
         Running { monitor, stop, run }
