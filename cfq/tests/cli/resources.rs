@@ -473,7 +473,12 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
     );
     assert!(emulator.queue_id("orders").is_some(), "not deleted");
     // Named by its id, it asks for the name all the same.
-    let confirmed = run_cfq_typing(&emulator, "queues delete --queue-id &id", "orders\n").await;
+    let confirmed = run_cfq_typing(
+        &emulator,
+        &format!("queues delete --queue-id {id}"),
+        "orders\n",
+    )
+    .await;
     confirmed.expect_code(0);
     assert_eq!(
         confirmed.one(),
