@@ -254,10 +254,7 @@ paths:
       requestBody:
         content:
           application/json:
-            schema:
-              type: object
-              properties:
-                batch_size: {type: integer}
+            schema: {type: object, properties: {batch_size: {type: integer}}}
       responses:
         2XX:
           content:

@@ -166,7 +166,7 @@ pub fn compare(published: &Value, fragment: &Value) -> Result<Report, String> {
                     fragment: &fragment_resolver,
                 };
                 sides
-                    .operation(&f.display, p, f, &mut out)
+                    .operation(&f.display, (p, f), &mut out)
                     .map_err(|e| format!("{}: {e}", f.display))?;
             }
             (None, None) => {}
@@ -246,15 +246,12 @@ fn none_or<T: fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
 
+/// An operation as the published description and the fragment have it.
+type Both<'a, 'b> = (&'a SpecOperation<'b>, &'a SpecOperation<'b>);
+
 impl Sides<'_, '_> {
-    fn operation(
-        &self,
-        op: &str,
-        p: &SpecOperation<'_>,
-        f: &SpecOperation<'_>,
-        out: &mut Out,
-    ) -> Result<(), String> {
-        self.parameters(op, p, f, out)?;
+    fn operation(&self, op: &str, (p, f): Both<'_, '_>, out: &mut Out) -> Result<(), String> {
+        self.parameters(op, (p, f), out)?;
         self.request(op, p.node, f.node, out)?;
         self.responses(op, p.node, f.node, out)?;
         let (ps, fs) = (
@@ -267,13 +264,7 @@ impl Sides<'_, '_> {
         Ok(())
     }
 
-    fn parameters(
-        &self,
-        op: &str,
-        p: &SpecOperation<'_>,
-        f: &SpecOperation<'_>,
-        out: &mut Out,
-    ) -> Result<(), String> {
+    fn parameters(&self, op: &str, (p, f): Both<'_, '_>, out: &mut Out) -> Result<(), String> {
         let ps = parameters(self.published, p)?;
         let fs = parameters(self.fragment, f)?;
         let names: BTreeSet<&String> = ps.keys().chain(fs.keys()).collect();
