@@ -190,12 +190,7 @@ async fn a_429_lowers_the_batches_in_flight() {
             .only(Operation::Batch)
             .times(1),
     );
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(RetryPolicy::none())
-        .build()
-        .expect("client");
+    let client = cf_queues_testkit::clients::client(&emulator, RetryPolicy::none());
     let producer = Producer::builder(queue(&client, "overloaded"))
         .build()
         .expect("settings");
@@ -227,12 +222,7 @@ async fn a_429_lowers_the_batches_in_flight() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_batch_says_whether_its_messages_may_have_landed() {
     let emulator = emulator().await;
-    let client = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(RetryPolicy::none())
-        .build()
-        .expect("client");
+    let client = cf_queues_testkit::clients::client(&emulator, RetryPolicy::none());
     // Without resends: a refusal for the rate fails its batch at once.
     let producer = Producer::builder(queue(&client, "landed"))
         .send_timeout(Duration::ZERO)

@@ -111,18 +111,10 @@ async fn the_latency_is_switched_while_serving() {
 
 #[tokio::test(start_paused = true)]
 async fn a_lease_starts_half_a_round_trip_before_the_client_sees_it() {
-    use cf_queues::retry::RetryPolicy;
     use cf_queues::{Message, PullOptions};
 
     let emulator = far_emulator(Latency::round_trip(RTT)).await;
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .http_client(reqwest::Client::builder().pool_idle_timeout(None))
-        .retry(RetryPolicy::none())
-        .build()
-        .and_then(|client| client.queue("leases"))
-        .expect("queue");
+    let queue = cf_queues_testkit::clients::queue(&emulator, "leases");
     queue.push(Message::text("m")).await.expect("push");
     let lease = Duration::from_secs(1);
     let pulled = queue

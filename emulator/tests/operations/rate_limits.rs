@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use cf_queues::retry::RetryPolicy;
 use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{EmulatorHandle, ManualClock, RateLimitModel};
 use reqwest::Method;
@@ -296,13 +295,7 @@ async fn limits_switch_on_and_off_while_serving() {
 async fn the_client_sees_a_typed_rate_limit_error() {
     let model = RateLimitModel::cloudflare().per_queue(5, 10);
     let (emulator, _clock) = limited(model).await;
-    let queue = emulator
-        .client_builder()
-        .expect("builder")
-        .retry(RetryPolicy::none())
-        .build()
-        .and_then(|client| client.queue("q"))
-        .expect("queue");
+    let queue = cf_queues_testkit::clients::queue(&emulator, "q");
     queue
         .push_batch(cf_queues::batch::Batch::new(
             (0..20).map(|i| Message::text(i.to_string())),
