@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
-use cf_queues_testkit::bench::{env_count, median};
+use cf_queues_testkit::bench::{Result, env_count, median, time_to_answer};
 use cf_queues_testkit::raw_http::queue_path;
 
 const GOAL: f64 = 1.2;
@@ -32,23 +32,17 @@ async fn start(dir: &std::path::Path) -> EmulatorHandle {
 /// The time of one push of one message to the `bench` queue.
 async fn push(http: &reqwest::Client, handle: &EmulatorHandle, body: &'static [u8]) -> Duration {
     let url = format!("{}{}", handle.base_url(), queue_path("bench", "/messages"));
-    let started = Instant::now();
-    let answer = http
+    let push = http
         .post(url)
         .bearer_auth(handle.token().unwrap_or_default())
         .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await;
-    let answer = answer.expect("push answered");
-    assert!(answer.status().is_success(), "push: {}", answer.status());
-    let _ = answer.bytes().await;
-    started.elapsed()
+        .body(body);
+    time_to_answer(push).await.expect("push answered")
 }
 
-fn main() {
-    let others = env_count("CFQ_BENCH_OTHERS", 10_000).unwrap_or(10_000);
-    let samples = env_count("CFQ_BENCH_SAMPLES", 400).unwrap_or(400);
+fn main() -> Result<()> {
+    let others = env_count("CFQ_BENCH_OTHERS", 10_000)?;
+    let samples = env_count("CFQ_BENCH_SAMPLES", 400)?;
     let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let dirs: Vec<tempfile::TempDir> = (0..3)
@@ -112,4 +106,5 @@ fn main() {
             handle.shutdown().await.expect("shutdown");
         }
     });
+    Ok(())
 }

@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use cf_queues_emulator::{Emulator, EmulatorHandle, WorkerBody};
-use cf_queues_testkit::bench::{env_count, median};
+use cf_queues_testkit::bench::{Result, env_count, median, time_to_answer};
 use cf_queues_testkit::dashboard::Session;
 use cf_queues_testkit::raw_http::queue_path;
 
@@ -62,22 +62,16 @@ async fn get(
     path: &str,
 ) -> Duration {
     let url = format!("http://{}{path}", emulator.local_addr());
-    let started = Instant::now();
-    let answer = http
-        .get(url)
-        .header("cookie", cookie)
-        .send()
+    let page = http.get(url).header("cookie", cookie);
+    time_to_answer(page)
         .await
-        .expect("page answered");
-    assert!(answer.status().is_success(), "{path}: {}", answer.status());
-    let _ = answer.bytes().await;
-    started.elapsed()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn main() {
-    let queues = env_count("CFQ_BENCH_QUEUES", 10_000).unwrap_or(10_000);
-    let messages = env_count("CFQ_BENCH_MESSAGES", 100_000).unwrap_or(100_000);
-    let samples = env_count("CFQ_BENCH_SAMPLES", 300).unwrap_or(300);
+fn main() -> Result<()> {
+    let queues = env_count("CFQ_BENCH_QUEUES", 10_000)?;
+    let messages = env_count("CFQ_BENCH_MESSAGES", 100_000)?;
+    let samples = env_count("CFQ_BENCH_SAMPLES", 300)?;
     let runtime = cf_queues_testkit::bench::runtime();
     runtime.block_on(async {
         let http = reqwest::Client::builder()
@@ -129,4 +123,5 @@ fn main() {
             handle.shutdown().await.expect("shutdown");
         }
     });
+    Ok(())
 }

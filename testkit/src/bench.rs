@@ -1,6 +1,6 @@
 //! What the benches share: the error type, the batch shape, reading counts
-//! from the environment, pulling and acking through the client, and number
-//! formatting. Nothing here knows about a particular measurement.
+//! from the environment, timing an answer, pulling and acking through the
+//! client, and number formatting. Nothing here knows about a particular measurement.
 
 use std::time::Duration;
 
@@ -28,6 +28,15 @@ pub fn env_count(name: &str, default: usize) -> Result<usize> {
             _ => Err(format!("{name}={value:?}: expected a positive whole number").into()),
         },
     }
+}
+
+/// The time `request` takes to be answered whole (its body read), checked
+/// to succeed: one sample of a latency bench.
+pub async fn time_to_answer(request: reqwest::RequestBuilder) -> Result<Duration> {
+    let started = std::time::Instant::now();
+    let answer = request.send().await?.error_for_status()?;
+    answer.bytes().await?;
+    Ok(started.elapsed())
 }
 
 /// The median of `samples` (the upper one of an even count); zero for none.

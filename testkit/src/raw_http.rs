@@ -135,13 +135,8 @@ async fn answer(response: reqwest::Response) -> Answer {
 
 /// Pushes `body` (a push request's JSON) to `queue`.
 pub async fn push(handle: &EmulatorHandle, queue: &str, body: Value) -> Answer {
-    call(
-        handle,
-        Method::POST,
-        &queue_path(queue, "/messages"),
-        Some(body),
-    )
-    .await
+    let path = queue_path(queue, "/messages");
+    call(handle, Method::POST, &path, Some(body)).await
 }
 
 /// Pushes `count` messages with bodies `"0"`, `"1"`, ... to `queue` in one
@@ -162,13 +157,8 @@ pub async fn push_many(handle: &EmulatorHandle, queue: &str, count: usize) {
 
 /// Pulls from `queue` with `body` (a pull request's JSON).
 pub async fn pull(handle: &EmulatorHandle, queue: &str, body: Value) -> Answer {
-    call(
-        handle,
-        Method::POST,
-        &queue_path(queue, "/messages/pull"),
-        Some(body),
-    )
-    .await
+    let path = queue_path(queue, "/messages/pull");
+    call(handle, Method::POST, &path, Some(body)).await
 }
 
 /// The lease ids of the messages a pull answered.

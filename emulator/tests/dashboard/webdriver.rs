@@ -132,22 +132,16 @@ impl Browser {
 
     /// Runs `script` (a function body; `arguments` are `args`) in the page.
     pub async fn execute(&self, script: &str, args: Value) -> Result<Value> {
-        self.command(
-            reqwest::Method::POST,
-            "/execute/sync",
-            json!({ "script": script, "args": args }),
-        )
-        .await
+        let body = json!({ "script": script, "args": args });
+        self.command(reqwest::Method::POST, "/execute/sync", body)
+            .await
     }
 
     /// Runs `script`, which calls `arguments[arguments.length - 1]` with its result.
     pub async fn execute_async(&self, script: &str, args: Value) -> Result<Value> {
-        self.command(
-            reqwest::Method::POST,
-            "/execute/async",
-            json!({ "script": script, "args": args }),
-        )
-        .await
+        let body = json!({ "script": script, "args": args });
+        self.command(reqwest::Method::POST, "/execute/async", body)
+            .await
     }
 
     /// The first element matching a CSS selector.
