@@ -96,8 +96,13 @@ async fn run() -> Result<()> {
         );
         bare.push(b);
         consumer.push(c);
-        let u = pushes(&emulator, &client, round, messages).await?;
-        let p = producer_sends(&emulator, &client, round, messages).await?;
+        let u = pushes(&emulator, client.queue(format!("pushes{round}"))?, messages).await?;
+        let p = producer_sends(
+            &emulator,
+            client.queue(format!("producer{round}"))?,
+            messages,
+        )
+        .await?;
         println!(
             "round {round}: unbatched pushes {} msg/s ({} requests), producer {} msg/s ({} requests)",
             thousands(u.rate),
@@ -247,13 +252,7 @@ struct Pushed {
     requests: u64,
 }
 
-async fn pushes(
-    emulator: &EmulatorHandle,
-    client: &Client,
-    round: usize,
-    messages: usize,
-) -> Result<Pushed> {
-    let queue = client.queue(format!("pushes{round}"))?;
+async fn pushes(emulator: &EmulatorHandle, queue: Queue, messages: usize) -> Result<Pushed> {
     let before = emulator.requests_received();
     let started = Instant::now();
     let tasks: Vec<_> = shares(messages)
@@ -280,11 +279,9 @@ async fn pushes(
 
 async fn producer_sends(
     emulator: &EmulatorHandle,
-    client: &Client,
-    round: usize,
+    queue: Queue,
     messages: usize,
 ) -> Result<Pushed> {
-    let queue = client.queue(format!("producer{round}"))?;
     let before = emulator.requests_received();
     let started = Instant::now();
     let producer = Arc::new(Producer::builder(queue.clone()).build()?);

@@ -299,11 +299,9 @@ async fn run() -> Result<bool> {
 
     let paced = backlogged(RateLimits::default(), windows, false).await?;
     let unpaced = backlogged(RateLimits::none(), windows, false).await?;
-    println!();
-    println!(
-        "| backlogged producer | msg/s | of 400 msg/s | batches | most requests in 300 s | 429s | refused batches sent again | wall |"
+    table_head(
+        "| backlogged producer | msg/s | of 400 msg/s | batches | most requests in 300 s | 429s | refused batches sent again | wall |",
     );
-    println!("|---|---|---|---|---|---|---|---|");
     for (name, run) in [
         ("paced by the headers (default)", &paced),
         ("baseline: RateLimits::none()", &unpaced),
@@ -329,11 +327,9 @@ async fn run() -> Result<bool> {
     );
 
     let steady = steady(windows).await?;
-    println!();
-    println!(
-        "| steady 100 msg/s | offered | delivered | batches | messages per batch | most requests in 300 s | p50 | p99 | max | 429s | wall |"
+    table_head(
+        "| steady 100 msg/s | offered | delivered | batches | messages per batch | most requests in 300 s | p50 | p99 | max | 429s | wall |",
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     println!(
         "| paced by the headers (default) | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {:.1} s |",
         steady.offered,
@@ -357,11 +353,9 @@ async fn run() -> Result<bool> {
 
     let shared = backlogged(RateLimits::default(), windows, true).await?;
     let shared_unpaced = backlogged(RateLimits::none(), windows, true).await?;
-    println!();
-    println!(
-        "| producer + consumer, one token | produced msg/s | consumer acked | pulls | pulls refused | producer 429s | wall |"
+    table_head(
+        "| producer + consumer, one token | produced msg/s | consumer acked | pulls | pulls refused | producer 429s | wall |",
     );
-    println!("|---|---|---|---|---|---|---|");
     for (name, run) in [
         ("paced by the headers (default)", &shared),
         ("baseline: RateLimits::none()", &shared_unpaced),
@@ -401,11 +395,9 @@ async fn replicas_table(windows: u32, setting: replicas::Setting) -> Result<bool
         },
         ROUND_TRIP.as_millis()
     );
-    println!();
-    println!(
-        "| producers on one token, each its own client | share of the budget | 429s | failed sends | p99 send | wall | goal |"
+    table_head(
+        "| producers on one token, each its own client | share of the budget | 429s | failed sends | p99 send | wall | goal |",
     );
-    println!("|---|---|---|---|---|---|---|");
     let only: Option<usize> = match std::env::var("CFQ_BUDGET_REPLICAS") {
         Ok(text) => Some(text.parse()?),
         Err(_) => None,
@@ -425,4 +417,11 @@ async fn replicas_table(windows: u32, setting: replicas::Setting) -> Result<bool
         );
     }
     Ok(met)
+}
+
+/// Prints a blank line, then the head of a Markdown table with `columns`
+/// (`| a | b |`) and its rule.
+fn table_head(columns: &str) {
+    let rule = "---|".repeat(columns.matches('|').count().saturating_sub(1));
+    println!("\n{columns}\n|{rule}");
 }
