@@ -274,10 +274,7 @@ pub async fn info(session: &Session, _args: &ConsumerInfoArgs) -> Result<Code, F
                 ("retry delay", duration(w.retry_delay)),
                 ("max concurrency", number(w.max_concurrency)),
                 ("max wait time", duration(w.max_wait_time)),
-                (
-                    "dead-letter queue",
-                    dead_letter(w.dead_letter_queue.as_deref()),
-                ),
+                dead_letter(w.dead_letter_queue.as_deref()),
             ];
             print_fields(session, &fields)?;
         }
@@ -374,10 +371,7 @@ fn print_http_pull(session: &Session, c: &HttpPullConsumer) -> Result<(), Failur
         ("max retries", number(s.max_retries)),
         ("retry delay", duration(s.retry_delay)),
         ("visibility timeout", duration(s.visibility_timeout)),
-        (
-            "dead-letter queue",
-            dead_letter(s.dead_letter_queue.as_deref()),
-        ),
+        dead_letter(s.dead_letter_queue.as_deref()),
     ];
     print_fields(session, &fields)
 }
@@ -401,9 +395,11 @@ fn duration(value: Option<Duration>) -> String {
     )
 }
 
-fn dead_letter(name: Option<&str>) -> String {
-    name.map_or_else(
+/// The dead-letter queue's line of a consumer's table.
+fn dead_letter(name: Option<&str>) -> (&'static str, String) {
+    let shown = name.map_or_else(
         || "none (messages out of retries are deleted)".to_owned(),
         str::to_owned,
-    )
+    );
+    ("dead-letter queue", shown)
 }

@@ -114,16 +114,22 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
     // the other global options do; `CFQ_QUEUE` comes last (in Session).
     let session = |after: Option<QueueRef>| Session::open(global, after.or(top_queue.clone()), out);
     let account = || Account::open(global, out);
+    // A command on the queue its arguments name (or the one before it).
+    macro_rules! on_queue {
+        ($command:path, $args:ident) => {
+            $command(&session($args.target.given()).await?, &$args).await
+        };
+    }
     match cli.command {
-        Command::Push(args) => push::push(&session(args.target.given()).await?, &args).await,
-        Command::Pull(args) => pull::pull(&session(args.target.given()).await?, &args).await,
-        Command::Ack(args) => pull::ack(&session(args.target.given()).await?, &args).await,
-        Command::Retry(args) => pull::retry(&session(args.target.given()).await?, &args).await,
-        Command::Extend(args) => pull::extend(&session(args.target.given()).await?, &args).await,
-        Command::Peek(args) => pull::peek(&session(args.target.given()).await?, &args).await,
-        Command::Metrics(args) => admin::metrics(&session(args.target.given()).await?, &args).await,
-        Command::Purge(args) => admin::purge(&session(args.target.given()).await?, &args).await,
-        Command::Drain(args) => drain::drain(&session(args.target.given()).await?, &args).await,
+        Command::Push(args) => on_queue!(push::push, args),
+        Command::Pull(args) => on_queue!(pull::pull, args),
+        Command::Ack(args) => on_queue!(pull::ack, args),
+        Command::Retry(args) => on_queue!(pull::retry, args),
+        Command::Extend(args) => on_queue!(pull::extend, args),
+        Command::Peek(args) => on_queue!(pull::peek, args),
+        Command::Metrics(args) => on_queue!(admin::metrics, args),
+        Command::Purge(args) => on_queue!(admin::purge, args),
+        Command::Drain(args) => on_queue!(drain::drain, args),
         Command::Move(args) => {
             drain::move_messages(&session(args.source().given()).await?, &args).await
         }
@@ -139,26 +145,14 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
         Command::Queues(queues) => match queues.command {
             QueuesCommand::List(args) => queues::list(&account()?, &args).await,
             QueuesCommand::Create(args) => queues::create(&account()?, &args).await,
-            QueuesCommand::Info(args) => {
-                queues::info(&session(args.target.given()).await?, &args).await
-            }
-            QueuesCommand::Update(args) => {
-                queues::update(&session(args.target.given()).await?, &args).await
-            }
-            QueuesCommand::Delete(args) => {
-                queues::delete(&session(args.target.given()).await?, &args).await
-            }
+            QueuesCommand::Info(args) => on_queue!(queues::info, args),
+            QueuesCommand::Update(args) => on_queue!(queues::update, args),
+            QueuesCommand::Delete(args) => on_queue!(queues::delete, args),
         },
         Command::Consumer(consumer) => match consumer.command {
-            ConsumerCommand::Enable(args) => {
-                consumer::enable(&session(args.target.given()).await?, &args).await
-            }
-            ConsumerCommand::Disable(args) => {
-                consumer::disable(&session(args.target.given()).await?, &args).await
-            }
-            ConsumerCommand::Info(args) => {
-                consumer::info(&session(args.target.given()).await?, &args).await
-            }
+            ConsumerCommand::Enable(args) => on_queue!(consumer::enable, args),
+            ConsumerCommand::Disable(args) => on_queue!(consumer::disable, args),
+            ConsumerCommand::Info(args) => on_queue!(consumer::info, args),
         },
         Command::Emulator(args) => emulator::serve(args).await,
         Command::Completions(args) => {

@@ -297,15 +297,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     // A lease extended past the visibility timeout keeps its message away.
     let pulled = run_cfq(
         &emulator,
-        [
-            "pull",
-            "--queue",
-            "newer",
-            "--batch",
-            "1",
-            "--visibility",
-            "1s",
-        ],
+        "pull --queue newer --batch 1 --visibility 1s".split_whitespace(),
     )
     .await
     .one();
@@ -320,15 +312,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
     tokio::time::sleep(Duration::from_millis(1_300)).await;
     let rest = run_cfq(
         &emulator,
-        [
-            "pull",
-            "--queue",
-            "newer",
-            "--batch",
-            "10",
-            "--retry-after",
-            "0s",
-        ],
+        "pull --queue newer --batch 10 --retry-after 0s".split_whitespace(),
     )
     .await;
     let bodies: Vec<Value> = rest.json().iter().map(|r| r["body"].clone()).collect();
@@ -336,14 +320,7 @@ async fn metrics_extend_and_purge_all_against_the_emulator() {
 
     run_cfq(
         &emulator,
-        [
-            "extend",
-            "--queue",
-            "newer",
-            "--visibility",
-            "1m",
-            "no-such-lease",
-        ],
+        "extend --queue newer --visibility 1m no-such-lease".split_whitespace(),
     )
     .await
     .expect_code(7);

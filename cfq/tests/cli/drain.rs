@@ -461,15 +461,7 @@ async fn move_redrives_and_leaves_what_http_cannot_push() {
 
     let moved = run_cfq(
         &emulator,
-        [
-            "move",
-            "--queue",
-            "dead",
-            "--to",
-            "live",
-            "--visibility",
-            "1s",
-        ],
+        "move --queue dead --to live --visibility 1s".split_whitespace(),
     )
     .await;
     let report = moved.expect_code(7).one();

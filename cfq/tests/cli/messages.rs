@@ -360,15 +360,7 @@ async fn pull_prints_a_table_whose_leases_settle() {
     push_each(&queue, &["hello"]).await;
     let table = run_cfq(
         &emulator,
-        [
-            "pull",
-            "-q",
-            "tabled",
-            "--visibility",
-            "10m",
-            "--output",
-            "table",
-        ],
+        "pull -q tabled --visibility 10m --output table".split_whitespace(),
     )
     .await;
     table.expect_code(0);
@@ -413,15 +405,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
 
     let pulled = run_cfq(
         &emulator,
-        [
-            "pull",
-            "--queue",
-            "work",
-            "--batch",
-            "2",
-            "--visibility",
-            "10m",
-        ],
+        "pull --queue work --batch 2 --visibility 10m".split_whitespace(),
     )
     .await;
     let records = pulled.expect_code(0).json();
@@ -469,15 +453,7 @@ async fn pull_warns_and_ack_retry_settle_by_lease() {
     // --ack acknowledges what was printed; --retry-after gives it back.
     let given = run_cfq(
         &emulator,
-        [
-            "pull",
-            "--queue",
-            "work",
-            "--batch",
-            "10",
-            "--retry-after",
-            "0s",
-        ],
+        "pull --queue work --batch 10 --retry-after 0s".split_whitespace(),
     )
     .await;
     given.expect_stderr(0, "gave back");

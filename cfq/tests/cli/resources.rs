@@ -332,16 +332,7 @@ async fn queues_are_created_listed_shown_updated_and_deleted() {
 
     let created = run_cfq(
         &emulator,
-        [
-            "queues",
-            "create",
-            "orders",
-            "--delivery-delay",
-            "30s",
-            "--retention",
-            "1d",
-            "--paused",
-        ],
+        "queues create orders --delivery-delay 30s --retention 1d --paused".split_whitespace(),
     )
     .await;
     let line = created.expect_code(0).one();
