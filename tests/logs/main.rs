@@ -5,9 +5,10 @@
 
 mod client;
 mod consumer_and_producer;
-// The consumer tests' helpers; these tests run no batch handler.
+// The consumer tests' helpers; these tests run no batch handler and
+// compare no counters.
 #[path = "../consumer_and_producer/support.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_macros, unused_imports)]
 mod support;
 
 /// A handler that acknowledges at once (the kit is built without the
