@@ -137,7 +137,7 @@ impl Known {
             examples: BTreeSet::new(),
             benches: BTreeSet::new(),
             tests: BTreeSet::new(),
-            xtasks: ["drift", "additive", "docs", "help"]
+            xtasks: crate::BUILTIN_TASKS
                 .into_iter()
                 .map(str::to_owned)
                 .collect(),

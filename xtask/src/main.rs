@@ -63,20 +63,16 @@ with its arguments passed on (.ci/run calls them in order):
   xtask callgrind-metrics                  what the metrics feature costs the consumer
   xtask abuse [CFQ]                        the emulator under abuse, at full scale";
 
-/// The scripts of `xtask/tasks/`, and what runs each.
-const SCRIPTS: [(&str, &str); 11] = [
-    ("module-graph", "python3"),
-    ("drift-check", "bash"),
-    ("each-feature", "bash"),
-    ("tls-choices", "bash"),
-    ("additive-check", "bash"),
-    ("package", "bash"),
-    ("sdk-conformance", "bash"),
-    ("wrangler-conformance", "bash"),
-    ("callgrind-consumer", "bash"),
-    ("callgrind-metrics", "bash"),
-    ("abuse", "bash"),
-];
+/// The tasks written in Rust here; every other task is a script of
+/// `xtask/tasks/`, named after its file.
+pub const BUILTIN_TASKS: [&str; 4] = ["drift", "additive", "docs", "help"];
+
+/// The script of `xtask/tasks/` that is `task`, if there is one.
+fn script(task: &str) -> Option<PathBuf> {
+    let path = repo_root().join("xtask/tasks").join(task);
+    let plain = !task.is_empty() && task.chars().all(|c| c.is_ascii_lowercase() || c == '-');
+    (plain && path.is_file()).then_some(path)
+}
 
 #[derive(Debug)]
 enum TaskError {
@@ -90,13 +86,15 @@ fn main() -> ExitCode {
         Some("drift") => run_drift(&args[1..]),
         Some("additive") => run_additive(&args[1..]),
         Some("docs") => run_docs(),
-        Some(task) if SCRIPTS.iter().any(|(name, _)| *name == task) => run_script(task, &args[1..]),
         Some("help" | "-h" | "--help") => {
             // A closed stdout (`| head`) is not an error of the task's.
             let _ = writeln!(std::io::stdout(), "{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
-        Some(other) => Err(TaskError::Usage(format!("unknown task {other:?}"))),
+        Some(task) => match script(task) {
+            Some(path) => run_script(&path, &args[1..]),
+            None => Err(TaskError::Usage(format!("unknown task {task:?}"))),
+        },
         None => Err(TaskError::Usage("no task given".to_owned())),
     };
     match result {
@@ -333,19 +331,14 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the script `task` of `xtask/tasks/` from the repository root.
-fn run_script(task: &str, args: &[String]) -> Result<ExitCode, TaskError> {
-    let interpreter = SCRIPTS
-        .iter()
-        .find(|(name, _)| *name == task)
-        .map_or("bash", |(_, interpreter)| interpreter);
-    let root = repo_root();
-    let status = std::process::Command::new(interpreter)
-        .arg(root.join("xtask/tasks").join(task))
+/// Runs a script of `xtask/tasks/` (its first line names its interpreter)
+/// from the repository root.
+fn run_script(path: &Path, args: &[String]) -> Result<ExitCode, TaskError> {
+    let status = std::process::Command::new(path)
         .args(args)
-        .current_dir(&root)
+        .current_dir(repo_root())
         .status()
-        .map_err(|e| TaskError::Io(format!("cannot run {interpreter}: {e}")))?;
+        .map_err(|e| TaskError::Io(format!("cannot run {}: {e}", path.display())))?;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -368,6 +361,33 @@ fn run_docs() -> Result<ExitCode, TaskError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_help_names_every_task_and_each_script_is_a_task() {
+        let dir = repo_root().join("xtask/tasks");
+        let entries = std::fs::read_dir(&dir).expect("xtask/tasks");
+        let scripts: Vec<String> = entries
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert!(!scripts.is_empty());
+        let builtin = BUILTIN_TASKS.into_iter().filter(|t| *t != "help");
+        for task in scripts.iter().map(String::as_str).chain(builtin) {
+            assert!(
+                USAGE.contains(&format!("xtask {task}")),
+                "{task} not in the help"
+            );
+        }
+        for task in &scripts {
+            assert!(script(task).is_some(), "{task}");
+        }
+        assert_eq!(script("../Cargo.toml"), None);
+        assert_eq!(script("nothing-here"), None);
+    }
 
     fn args(list: &[&str]) -> Vec<String> {
         list.iter().map(|a| (*a).to_owned()).collect()
