@@ -133,10 +133,11 @@ impl ConsumerBuilder {
         /// alone stays under the limit instead of finding it.
         ///
         /// Replicas of one queue (several processes, each with its own client)
-        /// need no setting to share the allowance: each starts at this rate and
-        /// adapts to the refusals it meets (429, code 10250), and together they
-        /// stay under the queue's limit; see "Running several replicas" in the
-        /// [module docs](super). This stays one replica's upper bound.
+        /// need no setting to share the allowance: each reads how fast the
+        /// queue's backlog falls and adapts its pace below this, so that
+        /// together they stay under the queue's limit; see "Running several
+        /// replicas" in the [module docs](super). This stays one replica's
+        /// upper bound.
         /// `u32::MAX` paces nothing (against a local server, say).
         queue_allowance(per_second: u32) => self.settings.queue_allowance;
     }

@@ -231,6 +231,9 @@ impl Puller {
         // An answer that does not say keeps the last known backlog.
         if let Some(backlog) = batch.backlog_count {
             counters.backlog.set(backlog);
+            // The server counted it about half way through the round trip.
+            let answered = sent + now.saturating_duration_since(sent) / 2;
+            shared.pulled_share.observe(answered, backlog, got);
         }
         if counters.lag.recorded()
             && let Some(oldest) = batch.messages.iter().map(|m| m.timestamp_ms).min()

@@ -2,6 +2,8 @@
 //! server's `Ratelimit` headers ([`pacer`](self) in `pacer.rs`), and the
 //! client-side limits a user may add ([`RateLimits`], the buckets below).
 
+#[cfg(feature = "consumer")]
+mod backlog;
 mod bucket;
 mod fleet;
 mod headers;

@@ -17,43 +17,60 @@
 //! ([`ConsumerBuilder::queue_allowance`](crate::consumer::ConsumerBuilder::queue_allowance),
 //! 4,900 a second). With no coordinator and no setting:
 //!
-//! - **A replica starts at half of it**, doubling every half second until
-//!   its first refusal: alone, it is at full speed after half a second and
-//!   never refused; joining others, it meets the limit with half the
-//!   excess a start at full speed would bring.
-//! - **A refusal lowers the rate by a fixed amount**: a tenth of the
-//!   allowance (490 a second), or half the rate when that is less, never
-//!   below a fiftieth of the allowance. The queue refuses whichever call
-//!   comes when its allowance is spent, so a replica that asks more often
-//!   is refused more often: a fixed step takes more from the replicas above
-//!   an equal share than from those below it, and the shares converge. (A
-//!   step in proportion to the rate would keep their ratios as they are.)
-//! - **Once per refusal episode**: a refusal of a call sent (an ack or an
-//!   extension: reserved) before the last lowering says nothing new (it
-//!   went at the pace already lowered for) and lowers nothing: the pulls
-//!   already on their way when the first refusal comes would otherwise cut
-//!   the rate several times for one excess. Pulls are sent only once the
-//!   share allows them, so a lower pace applies at once to every pull not
-//!   sent yet.
-//! - **Between refusals the rate climbs back**, by a twentieth a second of
-//!   what it is below the allowance (at least a hundredth of the allowance
-//!   a second), up to the allowance: a replica below an equal share climbs
-//!   faster than one above it, so the shares even out between refusals
-//!   too; when one replica stops, the others take up its share within
-//!   seconds; and the refusals stay rare, as each one removes a tenth of
-//!   the allowance of excess.
+//! - **A replica's pulls start at a quarter of it** (its acks and
+//!   extensions at half), doubling every half second until it reads the
+//!   backlog's signal or meets its first refusal: alone, it is at full
+//!   speed within a second.
+//! - **While the backlog's signal is read and trusted** (pulls only; see
+//!   [`backlog`](super::backlog)): every pull answer's backlog count
+//!   says how fast the queue's consumers take messages all together, and
+//!   gives every replica the same price; each replica's rate follows
+//!   `dr/dt = a − price · r`, with `a` 3 % of the queue's limit a second.
+//!   Every replica climbs by the same `a` and gives back in proportion to
+//!   its rate, so the shares meet (a share far from `a / price` comes back
+//!   to it in about `share / a` seconds: 8 s at a quarter of the limit),
+//!   and the price settles where the replicas together take 95.5 % of the
+//!   queue's limit, whether there are two or thirty. All of them slow down
+//!   as soon as they together go over it, before any refusal: there is
+//!   little left to refuse. A refusal keeps four fifths of the rate.
+//! - **Without the signal** (leases always; pulls while the count is
+//!   distrusted or not given) the share goes by refusals alone. **A
+//!   refusal lowers the rate by a fixed amount**: a tenth of the
+//!   allowance (490 a second), or half the rate when that is less. The
+//!   queue refuses whichever call comes when its allowance is spent, so a
+//!   replica that asks more often is refused more often: a fixed step
+//!   takes more from the replicas above an equal share than from those
+//!   below it, and the shares converge (a step in proportion to the rate
+//!   would keep their ratios as they are). **Between refusals the rate
+//!   climbs back**, by a twentieth a second of what it is below the
+//!   allowance (at least a hundredth of the allowance a second), so a
+//!   replica below an equal share climbs faster than one above it. Each
+//!   replica learns only from its own refusals, so these rules leave more
+//!   refused the more replicas there are (see the figures).
+//! - Either way, never below a fiftieth of the allowance, and **once per
+//!   refusal episode**: a refusal of a call sent (an ack or an extension:
+//!   reserved) before the last lowering says nothing new (it went at the
+//!   pace already lowered for) and lowers nothing: the pulls already on
+//!   their way when the first refusal comes would otherwise cut the rate
+//!   several times for one excess. Pulls are sent only once the share
+//!   allows them, so a lower pace applies at once to every pull not sent
+//!   yet.
 //! - **A `Retry-After` over a second is kept in full**: the server says its
 //!   allowance will not serve this replica before then. One second is the
 //!   least the header can say (it rounds up), so it is no more than "now
 //!   the allowance is spent", which the lower rate already answers.
 //!
-//! The queue's own bucket lends a burst (Cloudflare's is not documented;
-//! the emulator's is a second of the allowance), so that a combined rate a
-//! little over the allowance is found only once that burst is spent, and
-//! the time below it refills the burst: the sawtooth between costs almost
-//! nothing of the throughput. The figures, measured against the emulator
-//! at a 100 ms round trip with Cloudflare's limits, are in BENCHMARKS.md
-//! ("Replicas sharing a queue").
+//! Why the signal and not refusals alone: at 1 % of about 100 requests a
+//! second, eight replicas meet a refusal each every eight seconds or more,
+//! too few for every replica to learn its share from; and the backlog
+//! count, which every replica reads in every pull answer, is the only
+//! figure they all see. It is the consumers' pace only while nothing is
+//! pushed meanwhile (a queue being drained): pushes make the count fall
+//! slower than the replicas take, the replicas meet the limit again and
+//! again, and the signal is distrusted for a minute at a time. The
+//! figures of both, measured against the emulator at a 100 ms round trip
+//! with Cloudflare's limits, are in BENCHMARKS.md ("Replicas sharing a
+//! queue").
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -61,24 +78,37 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Bucket;
+use super::backlog::Fall;
 
-/// A refusal lowers the rate by this share of the allowance...
+/// Without the backlog's signal, a refusal lowers the rate by this share
+/// of the allowance...
 const STEP: f64 = 0.10;
 /// ...or by this share of the rate, when that is less...
 const MOST_OF_RATE: f64 = 0.5;
 /// ...never below this share of the allowance (98 a second at the
 /// default: about one full pull a second, so that a replica never stops).
 const FLOOR: f64 = 0.02;
-/// Between refusals, the rate climbs by this share of the allowance a
-/// second...
+/// Without the signal, between refusals, the rate climbs by this share of
+/// the allowance a second...
 const CLIMB_PER_SECOND: f64 = 0.01;
 /// ...or by this share of what it is below the allowance, when that is more.
 const CLIMB_OF_GAP_PER_SECOND: f64 = 0.05;
-/// A share starts at this part of the allowance...
+/// With the signal, every replica climbs by this share of the queue's
+/// limit a second (the `a` of the backlog module's docs): the larger, the
+/// sooner unequal shares meet (in about `share / a` seconds), the more the
+/// replicas give back together at the price.
+const SHARED_CLIMB_PER_SECOND: f64 = 0.03;
+/// With the signal, a refusal keeps this share of the rate.
+const KEPT_AFTER_REFUSAL: f64 = 0.8;
+/// A share of the leases starts at this part of the allowance...
 const START: f64 = 0.5;
-/// ...and, until its first refusal, grows this many times a second (doubling
-/// every half second): at the whole allowance within half a second when
-/// alone, at an empty queue's half when not.
+/// ...and one of the pulls at this part: replicas started together (a
+/// deployment) add this much each before they read the backlog's signal
+/// (half a second); four at half the allowance would spend the queue's
+/// burst at once.
+const START_OF_PULLS: f64 = 0.25;
+/// ...and, until its first refusal or the signal, grows this many times a
+/// second (doubling every half second).
 const START_GROWTH_PER_SECOND: f64 = 4.0;
 /// The burst, in seconds of the current rate: short, so that a replica
 /// does not spend a burst the queue's bucket may not hold for it...
@@ -90,6 +120,8 @@ const HOLD_OVER: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) struct Share {
     allowance: f64,
+    /// The queue's limit, which the replicas aim under together.
+    limit: f64,
     /// ...but at least this many tokens: one whole call (a full pull).
     least_burst: f64,
     state: Mutex<State>,
@@ -104,26 +136,41 @@ struct State {
     lowered_at: Option<Instant>,
     /// A `Retry-After` over a second: no call before then.
     held_until: Option<Instant>,
-    /// When the rate last climbed.
-    climbed_at: Instant,
+    /// When the rate last moved.
+    moved_at: Instant,
+    /// The backlog count's fall (pulls only), and the price it gives.
+    fall: Fall,
 }
 
 impl Share {
-    /// A share that starts at the whole `allowance` a second, with a burst
-    /// of at least `least_burst` tokens (one whole call).
+    /// A share of the leases settled or extended: by refusals alone,
+    /// starting at half the `allowance`, with a burst of at least
+    /// `least_burst` tokens (one whole call).
     pub(crate) fn new(allowance: u32, least_burst: usize) -> Share {
+        Share::starting(allowance, allowance, least_burst, START)
+    }
+
+    /// A share of the messages pulled from a queue whose limit is `limit`:
+    /// by the backlog's signal while it is trusted ([`Share::observe`]).
+    pub(crate) fn of_pulls(allowance: u32, limit: u32, least_burst: usize) -> Share {
+        Share::starting(allowance, limit, least_burst, START_OF_PULLS)
+    }
+
+    fn starting(allowance: u32, limit: u32, least_burst: usize, start: f64) -> Share {
         let allowance = f64::from(allowance.max(1));
         let least_burst = least_burst.max(1) as f64;
         let now = Instant::now();
         Share {
             allowance,
+            limit: f64::from(limit.max(1)),
             least_burst,
             state: Mutex::new(State {
-                rate: allowance * START,
-                bucket: Bucket::full(burst(allowance, least_burst), allowance * START, now),
+                rate: allowance * start,
+                bucket: Bucket::full(burst(allowance, least_burst), allowance * start, now),
                 lowered_at: None,
                 held_until: None,
-                climbed_at: now,
+                moved_at: now,
+                fall: Fall::default(),
             }),
         }
     }
@@ -140,7 +187,7 @@ impl Share {
     pub(crate) fn reserve(&self, n: usize) -> Duration {
         let now = Instant::now();
         let mut state = self.lock();
-        self.climb(&mut state, now);
+        self.moved(&mut state, now);
         let wait = state.bucket.reserve(n as f64, now);
         held(&state, now).map_or(wait, |hold| wait.max(hold))
     }
@@ -151,7 +198,7 @@ impl Share {
     pub(crate) fn wait_for(&self, n: usize) -> Duration {
         let now = Instant::now();
         let mut state = self.lock();
-        self.climb(&mut state, now);
+        self.moved(&mut state, now);
         let n = (n as f64).min(state.bucket.capacity);
         let wait = state.bucket.wait_for(n, now);
         held(&state, now).map_or(wait, |hold| wait.max(hold))
@@ -160,6 +207,17 @@ impl Share {
     /// Gives back tokens taken for messages a call did not bring or settle.
     pub(crate) fn refund(&self, n: usize) {
         self.lock().bucket.refund(n as f64);
+    }
+
+    /// A pull answered at `at` (half way through its round trip) brought
+    /// `got` messages and said the queue holds `backlog`.
+    pub(crate) fn observe(&self, at: Instant, backlog: u64, got: usize) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        // The rate moves by the old price up to now, by the new one after.
+        self.moved(&mut state, now);
+        let (limit, allowance) = (self.limit, self.allowance);
+        state.fall.observe(at, backlog, got, limit, allowance, now);
     }
 
     /// The queue refused a call reserved at `reserved` for this allowance
@@ -176,9 +234,13 @@ impl Share {
         if state.lowered_at.is_some_and(|at| reserved < at) {
             return false;
         }
-        self.climb(&mut state, now);
-        let step = (self.allowance * STEP).min(state.rate * MOST_OF_RATE);
-        let rate = (state.rate - step).max(self.allowance * FLOOR);
+        self.moved(&mut state, now);
+        state.fall.refused(self.limit, now);
+        let rate = if state.fall.price().is_some() {
+            state.rate * KEPT_AFTER_REFUSAL
+        } else {
+            state.rate - (self.allowance * STEP).min(state.rate * MOST_OF_RATE)
+        };
         self.set_rate(&mut state, rate, now);
         // What the queue saw as too much is spent: start from empty.
         state.bucket.tokens = state.bucket.tokens.min(0.0);
@@ -190,34 +252,61 @@ impl Share {
     pub(crate) fn pace(&self) -> f64 {
         let now = Instant::now();
         let mut state = self.lock();
-        self.climb(&mut state, now);
+        self.moved(&mut state, now);
         state.rate
     }
 
-    fn climb(&self, state: &mut State, now: Instant) {
-        let elapsed = now.saturating_duration_since(state.climbed_at);
-        state.climbed_at = state.climbed_at.max(now);
-        if state.rate < self.allowance && !elapsed.is_zero() && state.lowered_at.is_none() {
+    /// Moves the rate on to `now`.
+    fn moved(&self, state: &mut State, now: Instant) {
+        let seconds = now.saturating_duration_since(state.moved_at).as_secs_f64();
+        state.moved_at = state.moved_at.max(now);
+        if seconds <= 0.0 {
+            return;
+        }
+        let rate = if let Some(price) = state.fall.price() {
+            priced(
+                state.rate,
+                SHARED_CLIMB_PER_SECOND * self.limit,
+                price,
+                seconds,
+            )
+        } else if state.rate >= self.allowance {
+            return;
+        } else if state.lowered_at.is_none() {
             // Until the first refusal: doubling every half second.
-            let rate = (state.rate * START_GROWTH_PER_SECOND.powf(elapsed.as_secs_f64()))
-                .min(self.allowance);
-            self.set_rate(state, rate, now);
-        } else if state.rate < self.allowance && !elapsed.is_zero() {
+            state.rate * START_GROWTH_PER_SECOND.powf(seconds)
+        } else {
             // The further below the allowance, the faster: replicas below
             // an equal share catch up with those above it between refusals.
             let per_second = (self.allowance * CLIMB_PER_SECOND)
                 .max(CLIMB_OF_GAP_PER_SECOND * (self.allowance - state.rate));
-            let rate = (state.rate + per_second * elapsed.as_secs_f64()).min(self.allowance);
-            self.set_rate(state, rate, now);
-        }
+            state.rate + per_second * seconds
+        };
+        self.set_rate(state, rate, now);
     }
 
     fn set_rate(&self, state: &mut State, rate: f64, now: Instant) {
+        let floor = self.allowance * FLOOR;
+        // NaN (never expected) takes the floor: the slowest, not a stop.
+        let rate = if rate.is_nan() {
+            floor
+        } else {
+            rate.clamp(floor, self.allowance)
+        };
         state.rate = rate;
         state
             .bucket
             .set_rate(rate, burst(rate, self.least_burst), now);
     }
+}
+
+/// Where `dr/dt = climb − price · r` takes `rate` in `seconds`.
+fn priced(rate: f64, climb: f64, price: f64, seconds: f64) -> f64 {
+    if price.abs() < 1e-9 {
+        return rate + climb * seconds;
+    }
+    let settles_at = climb / price;
+    settles_at + (rate - settles_at) * (-price * seconds).exp()
 }
 
 /// How long a `Retry-After` still holds every call, if it does.
