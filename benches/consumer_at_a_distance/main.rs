@@ -21,8 +21,11 @@
 //!   share. Then four replicas, the fourth starting at 20 s (goals: at
 //!   least 80 % of an equal share by 30 s, at most 3 % refused from 20 s to
 //!   30 s) and one stopping at 60 s (goal: the others at 4,750 msg/s
-//!   combined within 10 s). `CFQ_BENCH_REPLICAS=0` leaves them out,
-//!   `CFQ_BENCH_REPLICAS=churn` runs only the comings and goings.
+//!   combined within 10 s). Four replicas with 250 and 1,000 messages a
+//!   second pushed meanwhile (no goal: the backlog's fall is not their
+//!   pace). `CFQ_BENCH_REPLICAS=0` leaves them out, `churn` runs only the
+//!   comings and goings, `pushed` the rows with pushes and the comings and
+//!   goings.
 //! - `CFQ_BENCH_CALLGRIND=1`: a fixed workload for callgrind (see
 //!   `callgrind.rs` and `cargo xtask callgrind-consumer`).
 //!
@@ -205,18 +208,19 @@ async fn run() -> Result<()> {
             thousands(single)
         );
         println!(
-            "| replicas | queue's burst | combined | ratio to one alone | refused | spread, last third | goal |"
+            "| replicas | queue's burst | pushed meanwhile | combined | ratio to one alone | refused | spread, last third | goal |"
         );
-        println!("|---:|---:|---:|---:|---:|---:|---|");
-        for (k, burst, whole, last) in &steady {
-            let goal = if *burst == 5_000 {
-                ">= 4,750 msg/s, refused <= 1 %, spread <= 25 %"
-            } else {
-                ">= 4,500 msg/s, refused <= 2 %, spread <= 25 %"
+        println!("|---:|---:|---:|---:|---:|---:|---:|---|");
+        for (k, burst, pushed, whole, last) in &steady {
+            let goal = match (*burst, *pushed) {
+                (_, 1..) => "none: the backlog falls by less than the replicas take",
+                (5_000, 0) => ">= 4,750 msg/s, refused <= 1 %, spread <= 25 %",
+                _ => ">= 4,500 msg/s, refused <= 2 %, spread <= 25 %",
             };
             println!(
-                "| {k} | {} | {} msg/s | {:.2} | {:.2} % of {} | {:.0} % | {goal} |",
+                "| {k} | {} | {} msg/s | {} msg/s | {:.2} | {:.2} % of {} | {:.0} % | {goal} |",
                 thousands(f64::from(*burst)),
+                thousands(f64::from(*pushed)),
                 thousands(whole.combined()),
                 whole.combined() / single,
                 whole.refused_percent(),
@@ -225,7 +229,7 @@ async fn run() -> Result<()> {
             );
         }
         println!(
-            "| 4, the fourth from 20 s | 5,000 | {} msg/s (20-30 s) | {:.2} | {:.2} % of {} | newcomer at {:.0} % of an equal share by 30 s | >= 80 %, refused <= 3 % |",
+            "| 4, the fourth from 20 s | 5,000 | 0 msg/s | {} msg/s (20-30 s) | {:.2} | {:.2} % of {} | newcomer at {:.0} % of an equal share by 30 s | >= 80 %, refused <= 3 % |",
             thousands(churn.joining.combined()),
             churn.joining.combined() / single,
             churn.joining.refused_percent(),
@@ -233,7 +237,7 @@ async fn run() -> Result<()> {
             churn.newcomer_share_percent
         );
         println!(
-            "| 4, one stopping at 60 s | 5,000 | {} | | | | >= 4,750 msg/s within 10 s |",
+            "| 4, one stopping at 60 s | 5,000 | 0 msg/s | {} | | | | >= 4,750 msg/s within 10 s |",
             churn.recovered_after.map_or_else(
                 || "not back at 4,750 msg/s within 20 s".to_owned(),
                 |s| format!("back at 4,750 msg/s after {s} s")
@@ -244,8 +248,8 @@ async fn run() -> Result<()> {
     Ok(())
 }
 
-/// Each steady row: replicas, burst, the whole window, its last third.
-type SteadyRow = (usize, u32, replicas::Shared, replicas::Shared);
+/// Each steady row: replicas, burst, pushed a second, the whole window, its last third.
+type SteadyRow = (usize, u32, u32, replicas::Shared, replicas::Shared);
 
 async fn run_replicas(
     emulator: &cf_queues_emulator::EmulatorHandle,
@@ -253,20 +257,30 @@ async fn run_replicas(
     window: Duration,
 ) -> Result<(Vec<SteadyRow>, replicas::Churn)> {
     let mut rows = Vec::new();
-    let churn_only = std::env::var("CFQ_BENCH_REPLICAS").as_deref() == Ok("churn");
-    for burst in if churn_only { vec![] } else { vec![5_000, 500] } {
-        for k in [2, 4, 8] {
-            println!("{k} replicas at 100 ms, per-queue burst {burst}:");
-            let (whole, last) = replicas::steady(emulator, k, burst, warm_up, window).await?;
-            println!(
-                "  {} msg/s combined, {:.2} % refused of {} requests, spread {:.0} % over the last third",
-                thousands(whole.combined()),
-                whole.refused_percent(),
-                thousands(whole.requests as f64),
-                last.spread_percent()
-            );
-            rows.push((k, burst, whole, last));
-        }
+    let only = std::env::var("CFQ_BENCH_REPLICAS").ok();
+    let churn_only = only.as_deref() == Some("churn");
+    let pushed_only = only.as_deref() == Some("pushed");
+    let runs = [5_000, 500]
+        .into_iter()
+        .flat_map(|burst| [2, 4, 8].map(|k| (k, burst, 0)))
+        // Pushed meanwhile: under and over what tells the backlog's fall
+        // from the replicas' pace.
+        .chain([(4, 5_000, 250), (4, 5_000, 1_000)]);
+    for (k, burst, pushed) in
+        runs.filter(|(_, _, pushed)| !churn_only && (*pushed > 0 || !pushed_only))
+    {
+        println!(
+            "{k} replicas at 100 ms, per-queue burst {burst}, {pushed} msg/s pushed meanwhile:"
+        );
+        let (whole, last) = replicas::steady(emulator, k, burst, pushed, warm_up, window).await?;
+        println!(
+            "  {} msg/s combined, {:.2} % refused of {} requests, spread {:.0} % over the last third",
+            thousands(whole.combined()),
+            whole.refused_percent(),
+            thousands(whole.requests as f64),
+            last.spread_percent()
+        );
+        rows.push((k, burst, pushed, whole, last));
     }
     println!("4 replicas, the fourth from 20 s, one stopping at 60 s:");
     let churn = replicas::churn(emulator).await?;

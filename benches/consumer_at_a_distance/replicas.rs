@@ -128,25 +128,28 @@ fn check_lossless(name: &str, summaries: &[Summary]) -> Result<()> {
 }
 
 /// K replicas, a warm-up, then the window; and the window's last third
-/// on its own, for the spread.
+/// on its own, for the spread. `pushed` messages a second are written
+/// meanwhile, as a Worker would (so the backlog falls by less than the
+/// replicas take).
 pub(crate) async fn steady(
     emulator: &EmulatorHandle,
     replicas: usize,
     burst: u32,
+    pushed: u32,
     warm_up: Duration,
     window: Duration,
 ) -> Result<(Shared, Shared)> {
-    let name = format!("replicas{replicas}burst{burst}");
+    let name = format!("replicas{replicas}burst{burst}pushed{pushed}");
     prepare(emulator, &name, (warm_up + window).as_secs(), burst)?;
     let running: Vec<Replica> = (0..replicas)
         .map(|_| Replica::start(emulator, &name))
         .collect::<Result<_>>()?;
     let all: Vec<&Replica> = running.iter().collect();
-    tokio::time::sleep(warm_up).await;
+    pushing(emulator, &name, pushed, warm_up).await;
     let first = look(emulator, &all);
-    tokio::time::sleep(window * 2 / 3).await;
+    pushing(emulator, &name, pushed, window * 2 / 3).await;
     let last_third = look(emulator, &all);
-    tokio::time::sleep(window / 3).await;
+    pushing(emulator, &name, pushed, window / 3).await;
     let end = look(emulator, &all);
     let mut summaries = Vec::new();
     for replica in running {
@@ -159,6 +162,27 @@ pub(crate) async fn steady(
         return Err(format!("{name} ran dry: {summaries:?}").into());
     }
     Ok((between(&first, &end), between(&last_third, &end)))
+}
+
+/// Waits `duration`, writing `per_second` messages a second to `name`
+/// meanwhile, a tenth every 100 ms.
+async fn pushing(emulator: &EmulatorHandle, name: &str, per_second: u32, duration: Duration) {
+    let end = tokio::time::Instant::now() + duration;
+    if per_second == 0 {
+        return tokio::time::sleep_until(end).await;
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut n: u64 = 0;
+    while tokio::time::Instant::now() < end {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = tokio::time::sleep_until(end) => break,
+        }
+        for _ in 0..per_second / 10 {
+            n += 1;
+            emulator.push_from_worker(name, WorkerBody::Bytes(n.to_be_bytes().to_vec()));
+        }
+    }
 }
 
 /// Replicas that come and go: four, the fourth starting at 20 s; then one
