@@ -74,38 +74,9 @@
 //!   what it did not receive), each ack and extension the leases it lists,
 //!   from its share of the allowance, at most
 //!   [`queue_allowance`](ConsumerBuilder::queue_allowance) a second each.
-//!   A refusal lowers the share, which climbs back while none comes (see
-//!   below); it is not retried by the client, so that the next call waits
+//!   The share adapts to the other replicas on the queue (see below); a
+//!   refusal is not retried by the client, so that the next call waits
 //!   for the lower pace rather than a second of `Retry-After`.
-//!
-//! # Running several replicas
-//!
-//! Replicas of one service (a Kubernetes deployment, a few VMs), each with
-//! its own [`Client`](crate::Client) and consumer on one queue, share the
-//! queue's allowance with no coordinator and no setting. Each starts at
-//! half of `queue_allowance` and doubles its pace every half second until
-//! its first refusal (alone, it is at full speed within half a second and
-//! never refused); a refusal lowers its pace by a tenth of the allowance
-//! (half its pace when that is less), once for the calls already on their
-//! way; between refusals it climbs back, the faster the further below the
-//! allowance it is. The queue refuses whoever asks when its allowance is
-//! spent, so the replicas above an equal share are refused more often and
-//! the shares even out; a replica that stops leaves its share to the
-//! others within seconds, and one that starts takes its share the same
-//! way. A `Retry-After` over a second holds the replica's calls until then.
-//! [`Summary::pace`] says a replica's pace now, [`Summary::refused_by_queue`]
-//! and [`Summary::refused_by_token`] its refusals by limit (also live,
-//! through [`ConsumerMonitor::snapshot`]).
-//!
-//! Where it stops: measured at a 100 ms round trip against the emulator's
-//! model of Cloudflare's limits, two replicas together pull 5,000 messages
-//! a second with 0.4 % of their requests refused, four with 2.2 % and eight
-//! with 5.4 % (each refusal costs that replica a round trip). A replica
-//! sees only its own refusals, so the more replicas share a queue, the
-//! less each learns about the others; above four, give each replica its
-//! share by hand (`queue_allowance(4_900 / replicas)`), which keeps them
-//! under the allowance together. How the share works: `ratelimit/share.rs`; every figure:
-//! BENCHMARKS.md ("Replicas sharing a queue").
 //! - **Flow control.** `max_in_flight` counts the messages asked for by
 //!   pulls on their way and those with their handlers. A message frees its
 //!   slot when its handler settles it, so an ack's round trip is not charged
@@ -126,6 +97,51 @@
 //!   a slow or failed one is tried again before its leases expire. The
 //!   margin grows to cover four observed round trips, and the consumer
 //!   warns when the visibility timeout is too short for that.
+//!
+//! # Running several replicas
+//!
+//! Replicas of one service (a Kubernetes deployment, a few VMs), each with
+//! its own [`Client`](crate::Client) and consumer on one queue, share the
+//! queue's allowance with no coordinator and no setting. Every pull answer
+//! carries the queue's backlog count; while the queue is drained, the
+//! count falls as fast as all the replicas together take messages, and
+//! every replica reads the same figure. From it each sets its pace: all
+//! slow down as soon as they together pass 95.5 % of the queue's limit
+//! ([`Limits::queue_messages_per_second`](crate::limits::Limits::queue_messages_per_second)),
+//! before the queue refuses any of them, and all climb by the same step
+//! while under it, so that the shares meet and a replica that starts or
+//! stops is made room for, or its share taken up, within seconds. A
+//! replica alone (it pulls nearly all the count loses) goes up to its
+//! `queue_allowance`. Its pulls start at a quarter of `queue_allowance`,
+//! doubling every half second until it reads the count.
+//!
+//! When the count is not the replicas' pace (messages pushed meanwhile,
+//! or a count that does not move), the queue keeps refusing them at the
+//! limit, and each replica then goes by its refusals alone for a minute
+//! (longer each time it happens again, up to eight minutes):
+//! a refusal lowers its pace by a tenth of the allowance, and it climbs
+//! back between refusals, the faster the further below the allowance it
+//! is. A replica learns only from its own refusals, so that way the more
+//! replicas, the more are refused. A `Retry-After` over a second holds the
+//! replica's calls until then. [`Summary::pace`] says a replica's pace now,
+//! [`Summary::refused_by_queue`] and [`Summary::refused_by_token`] its
+//! refusals by limit (also live, through [`ConsumerMonitor::snapshot`]).
+//!
+//! Measured at a 100 ms round trip against the emulator's model of
+//! Cloudflare's limits, draining a queue: two, four and eight replicas
+//! together pull 4,773, 4,810 and 4,980 messages a second, with none,
+//! none and 0.57 % of their requests refused, each within 8 % of an equal
+//! share; one that joins three others is at 140 % of an equal share
+//! 10 s later (its price's memory starts empty; the shares meet over a
+//! minute or two), and when one stops the others are back at the limit
+//! within 3 s. With 1,000 messages a second pushed meanwhile, four
+//! replicas have 2.8 % of their requests refused, most in the seconds
+//! before they turn to their refusals.
+//!
+//! Replicas that know their number and want no refusal at all can take
+//! their share by hand (`queue_allowance(4_900 / replicas)`). How the
+//! share works: `ratelimit/share.rs`; every figure: BENCHMARKS.md
+//! ("Replicas sharing a queue").
 //!
 //! # Leases
 //!
