@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::steady::{CLOUDFLARE_RATE, check_filled, no_op};
 use cf_queues_testkit::bench::{Result, percent};
+use cf_queues_testkit::emulators::push_meanwhile;
 
 pub(crate) const ROUND_TRIP: Duration = Duration::from_millis(100);
 
@@ -145,11 +146,11 @@ pub(crate) async fn steady(
         .map(|_| Replica::start(emulator, &name))
         .collect::<Result<_>>()?;
     let all: Vec<&Replica> = running.iter().collect();
-    pushing(emulator, &name, pushed, warm_up).await;
+    push_meanwhile(emulator, &name, pushed, warm_up).await;
     let first = look(emulator, &all);
-    pushing(emulator, &name, pushed, window * 2 / 3).await;
+    push_meanwhile(emulator, &name, pushed, window * 2 / 3).await;
     let last_third = look(emulator, &all);
-    pushing(emulator, &name, pushed, window / 3).await;
+    push_meanwhile(emulator, &name, pushed, window / 3).await;
     let end = look(emulator, &all);
     let mut summaries = Vec::new();
     for replica in running {
@@ -162,27 +163,6 @@ pub(crate) async fn steady(
         return Err(format!("{name} ran dry: {summaries:?}").into());
     }
     Ok((between(&first, &end), between(&last_third, &end)))
-}
-
-/// Waits `duration`, writing `per_second` messages a second to `name`
-/// meanwhile, a tenth every 100 ms.
-async fn pushing(emulator: &EmulatorHandle, name: &str, per_second: u32, duration: Duration) {
-    let end = tokio::time::Instant::now() + duration;
-    if per_second == 0 {
-        return tokio::time::sleep_until(end).await;
-    }
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let mut n: u64 = 0;
-    while tokio::time::Instant::now() < end {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = tokio::time::sleep_until(end) => break,
-        }
-        for _ in 0..per_second / 10 {
-            n += 1;
-            emulator.push_from_worker(name, WorkerBody::Bytes(n.to_be_bytes().to_vec()));
-        }
-    }
 }
 
 /// Replicas that come and go: four, the fourth starting at 20 s; then one

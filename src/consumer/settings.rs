@@ -83,8 +83,6 @@ pub(crate) struct Settings {
     pub flush_timeout: Duration,
     pub max_pulls_in_flight: usize,
     pub queue_allowance: u32,
-    /// The queue's own limit, from the client's [`Limits`].
-    pub queue_limit: u32,
     pub max_pending_settlements: usize,
     pub max_delay: Duration,
 }
@@ -107,7 +105,6 @@ impl Default for Settings {
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             max_pulls_in_flight: DEFAULT_MAX_PULLS_IN_FLIGHT,
             queue_allowance: DEFAULT_QUEUE_ALLOWANCE,
-            queue_limit: crate::limits::QUEUE_MESSAGES_PER_SECOND,
             max_pending_settlements: DEFAULT_MAX_PENDING_SETTLEMENTS,
             max_delay: Limits::default().max_delay,
         }
@@ -117,7 +114,6 @@ impl Default for Settings {
 impl Settings {
     /// Checks the settings against the client's limits.
     pub(crate) fn check(&mut self, limits: &Limits) -> Result<()> {
-        self.queue_limit = limits.queue_messages_per_second.max(1);
         if self.batch_size == 0 || self.batch_size > limits.max_pull_batch_size {
             return Err(Error::invalid(
                 "batch_size",

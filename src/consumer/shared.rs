@@ -93,8 +93,8 @@ impl ConsumerState {
         // The first pulls (half the most on their way) go at once, as a
         // consumer alone would send them; past that, the share's pace.
         let first_pulls = settings.batch_size as usize * settings.max_pulls_in_flight.div_ceil(2);
-        let pulled_share =
-            Share::of_pulls(settings.queue_allowance, settings.queue_limit, first_pulls);
+        let queue_limit = queue.client().limits().queue_messages_per_second;
+        let pulled_share = Share::of_pulls(settings.queue_allowance, queue_limit, first_pulls);
         let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
         let counters = Arc::new(ConsumerCounters::new(queue.id()));
         counters.pace.set(u64::from(settings.queue_allowance));

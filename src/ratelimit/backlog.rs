@@ -67,8 +67,9 @@ const MOST_INTEGRATED: f64 = 0.2;
 const LEAK: f64 = 0.0125;
 /// The most the integral adds to the price: enough for 30 replicas.
 const MOST_INTEGRAL: f64 = 1.0;
-/// The lowest price: a climb of at most 4 times a second.
-pub(crate) const LOWEST_PRICE: f64 = -1.386_294_361_119_890_6; // −ln 4
+/// The lowest price: a climb of at most 4 times a second, as fast as a
+/// share's start.
+const LOWEST_PRICE: f64 = -1.386_294_361_119_890_6; // −ln 4
 /// The pace is read over this much of the count's history...
 const WINDOW: Duration = Duration::from_secs(1);
 /// ...and, for telling a refusal the signal did not foresee, over this much.
@@ -168,9 +169,10 @@ impl Fall {
         };
         keep_within(&mut self.recent, sample, WINDOW);
         keep_within(&mut self.long, sample, LONG_WINDOW);
-        let Some(pace) = pace(&self.recent, WINDOW / 2) else {
+        let Some((first, last, seconds)) = span(&self.recent, WINDOW / 2) else {
             return;
         };
+        let pace = (first.backlog as f64 - last.backlog as f64) / seconds;
         if pace > NOT_PULLS * limit {
             self.recent.clear();
             self.long.clear();
@@ -178,7 +180,8 @@ impl Fall {
             self.long.push_back(sample);
             return;
         }
-        let target = self.target(pace, limit, allowance);
+        let own = last.pulled.saturating_sub(first.pulled) as f64 / seconds;
+        let target = target(pace, own, limit, allowance);
         let difference = ((pace - target) / target).clamp(-1.0, 1.0);
         if let Some(last) = self.integrated_at {
             let seconds = at.saturating_duration_since(last).as_secs_f64();
@@ -189,22 +192,6 @@ impl Fall {
         self.integrated_at = Some(at);
         self.price = Some((PROPORTIONAL * difference + self.integral).max(LOWEST_PRICE));
         self.priced_since.get_or_insert(at);
-    }
-
-    /// The combined pace to aim at: the queue's target, or up to this
-    /// replica's allowance when it pulls nearly all the count loses.
-    fn target(&self, pace: f64, limit: f64, allowance: f64) -> f64 {
-        let target = TARGET * limit;
-        let (Some(first), Some(last)) = (self.recent.front(), self.recent.back()) else {
-            return target;
-        };
-        let seconds = last.at.saturating_duration_since(first.at).as_secs_f64();
-        if seconds <= 0.0 || pace <= 0.0 {
-            return target;
-        }
-        let own = last.pulled.saturating_sub(first.pulled) as f64 / seconds / pace;
-        let alone = ((own - ALONE_FROM) / ALONE_OVER).clamp(0.0, 1.0);
-        target + (allowance - target).max(0.0) * alone
     }
 
     /// The queue refused a pull: whether that shows the count is not the
@@ -272,16 +259,34 @@ fn keep_within(samples: &mut VecDeque<Sample>, sample: Sample, window: Duration)
     }
 }
 
-/// Messages a second the count lost across `samples`, if they span at
+/// The first and last of `samples` and the seconds between them, if at
 /// least `least`.
-fn pace(samples: &VecDeque<Sample>, least: Duration) -> Option<f64> {
-    let (first, last) = (samples.front()?, samples.back()?);
+fn span(samples: &VecDeque<Sample>, least: Duration) -> Option<(Sample, Sample, f64)> {
+    let (first, last) = (*samples.front()?, *samples.back()?);
     let span = last.at.saturating_duration_since(first.at);
     if span < least || span.is_zero() {
         return None;
     }
-    let fallen = first.backlog as f64 - last.backlog as f64;
-    Some(fallen / span.as_secs_f64())
+    Some((first, last, span.as_secs_f64()))
+}
+
+/// Messages a second the count lost across `samples`, if they span at
+/// least `least`.
+fn pace(samples: &VecDeque<Sample>, least: Duration) -> Option<f64> {
+    let (first, last, seconds) = span(samples, least)?;
+    Some((first.backlog as f64 - last.backlog as f64) / seconds)
+}
+
+/// The combined pace to aim at, for a combined `pace` of which this
+/// replica pulls `own` a second: the queue's target, or up to this
+/// replica's allowance when it pulls nearly all the count loses.
+fn target(pace: f64, own: f64, limit: f64, allowance: f64) -> f64 {
+    let target = TARGET * limit;
+    if pace <= 0.0 {
+        return target;
+    }
+    let alone = ((own / pace - ALONE_FROM) / ALONE_OVER).clamp(0.0, 1.0);
+    target + (allowance - target).max(0.0) * alone
 }
 
 #[cfg(test)]

@@ -1,7 +1,12 @@
 //! Emulators on each clock a test needs: the system's, tokio's (paused)
 //! clock, and a manual clock at a fixed start.
 
-use cf_queues_emulator::{Emulator, EmulatorClock, EmulatorHandle, ManualClock, TokioClock};
+use std::time::Duration;
+
+use cf_queues_emulator::{
+    Emulator, EmulatorClock, EmulatorHandle, ManualClock, TokioClock, WorkerBody,
+};
+use tokio::time::{Instant, sleep_until};
 
 /// The emulator's clock at the start of a test on a manual clock, in ms
 /// since the epoch (a 13-digit `timestamp_ms`, as on the live API).
@@ -47,4 +52,28 @@ pub async fn emulator_on_manual_clock(
     let clock = ManualClock::new(START_MS);
     let handle = emulator_with(|emulator| configure(emulator.clock(clock.clone()))).await;
     (handle, clock)
+}
+
+/// Waits `duration` while writing `per_second` messages a second to
+/// `queue`, a tenth every 100 ms, as a Worker would (no API calls, no
+/// limits spent): a producer beside the consumers under test.
+pub async fn push_meanwhile(
+    emulator: &EmulatorHandle,
+    queue: &str,
+    per_second: u32,
+    duration: Duration,
+) {
+    const STEP: Duration = Duration::from_millis(100);
+    let end = Instant::now() + duration;
+    let mut next = Instant::now() + STEP;
+    let mut n: u64 = 0;
+    while next <= end {
+        sleep_until(next).await;
+        for _ in 0..per_second / 10 {
+            n += 1;
+            emulator.push_from_worker(queue, WorkerBody::Bytes(n.to_be_bytes().to_vec()));
+        }
+        next += STEP;
+    }
+    sleep_until(end).await;
 }

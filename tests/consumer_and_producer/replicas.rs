@@ -14,7 +14,7 @@ use cf_queues::limits::Limits;
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Acks, PullOptions, Queue};
 use cf_queues_emulator::{EmulatorHandle, Fault, Latency, Operation, RateLimitModel, WorkerBody};
-use cf_queues_testkit::emulators::emulator_on_tokio_clock;
+use cf_queues_testkit::emulators::{emulator_on_tokio_clock, push_meanwhile};
 use cf_queues_testkit::wait::eventually;
 use tokio::task::JoinHandle;
 
@@ -224,30 +224,19 @@ async fn replicas_with_messages_pushed_meanwhile_go_by_their_refusals() {
     let b = Replica::start(&emulator);
     // A fifth of the limit pushed meanwhile, as a Worker would: the backlog
     // falls by less than the replicas take, so its fall is not their pace.
-    let (_, pushed) = tokio::join!(push_meanwhile(&emulator, LIMIT / 5, 30 * SECOND), async {
-        tokio::time::sleep(10 * SECOND).await;
-        window(&emulator, &[&a, &b], 20).await
-    });
+    let (_, pushed) = tokio::join!(
+        push_meanwhile(&emulator, QUEUE, LIMIT / 5, 30 * SECOND),
+        async {
+            tokio::time::sleep(10 * SECOND).await;
+            window(&emulator, &[&a, &b], 20).await
+        }
+    );
     assert!(pushed.combined_rate() >= 450.0, "{pushed:?}");
     assert!(pushed.refused_share() <= 0.03, "{pushed:?}");
     for replica in [a, b] {
         let s = replica.stop().await;
         assert!(s.refused_by_queue > 0, "the limit was met: {s:?}");
         assert_eq!(s.unflushed + s.leases_lost, 0, "nothing lost: {s:?}");
-    }
-}
-
-/// Writes `per_second` messages a second to [`QUEUE`] for `duration`, as
-/// a Worker would.
-async fn push_meanwhile(emulator: &EmulatorHandle, per_second: u32, duration: Duration) {
-    let end = tokio::time::Instant::now() + duration;
-    let mut n: u64 = 0;
-    while tokio::time::Instant::now() < end {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        for _ in 0..per_second / 10 {
-            n += 1;
-            emulator.push_from_worker(QUEUE, WorkerBody::Bytes(n.to_be_bytes().to_vec()));
-        }
     }
 }
 
