@@ -78,6 +78,9 @@ pub(crate) struct Call<'a> {
     /// Told the `Date` of every answer, for a create that may have to tell
     /// its own queue from someone else's after a lost answer.
     pub server_clock: Option<&'a ServerClock>,
+    /// The client's label in the metrics.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub instance: &'a str,
 }
 
 impl Call<'_> {
@@ -190,7 +193,7 @@ impl Call<'_> {
                 .map(|status| (status, Figures::read(&exchange.headers)));
             #[cfg(feature = "metrics")]
             if let Some(quota) = figures.and_then(|(_, figures)| figures.quota) {
-                crate::metrics::token_remaining(quota.remaining);
+                crate::metrics::token_remaining(self.instance, quota.remaining);
             }
             let answer = pass
                 .zip(figures)
@@ -325,6 +328,7 @@ mod tests {
             response_cap: 1024,
             pull_grace_until: None,
             server_clock: None,
+            instance: "1",
         }
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::attempt::HookState;
 use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
+use crate::instance::{Instance, Kind};
 use crate::limits::Limits;
 use crate::queue::Queue;
 use crate::ratelimit::{Limiter, Pacer, RateLimits};
@@ -48,6 +49,8 @@ struct Inner {
     /// The queues this client enabled HTTP pull on lately, for the pulls
     /// that meet Cloudflare's propagation delay.
     recently_enabled: RecentlyEnabled,
+    /// Its label in the metrics, shared by its clones.
+    instance: Instance,
 }
 
 impl Client {
@@ -119,6 +122,11 @@ impl Client {
         self.inner.pacer.as_ref()
     }
 
+    /// Its label in the metrics.
+    pub(crate) fn instance(&self) -> &str {
+        self.inner.instance.label()
+    }
+
     pub(crate) fn recently_enabled(&self) -> &RecentlyEnabled {
         &self.inner.recently_enabled
     }
@@ -166,6 +174,7 @@ pub struct ClientBuilder {
     retry: RetryPolicy,
     deadline: Option<Duration>,
     rate_limits: RateLimits,
+    instance: Option<String>,
 }
 
 impl Default for ClientBuilder {
@@ -189,6 +198,7 @@ impl ClientBuilder {
             retry: RetryPolicy::default(),
             deadline: None,
             rate_limits: RateLimits::default(),
+            instance: None,
         }
     }
 
@@ -318,6 +328,17 @@ impl ClientBuilder {
         max_response_bytes(max: usize) => self.max_response_bytes = Some;
     }
 
+    /// The client's label in its metrics (`cf_queues.instance`, under the
+    /// `metrics` feature), which tells two clients of one process apart:
+    /// 1 to 64 ASCII letters, digits, `.`, `_` or `-`, never a secret.
+    /// Default: the smallest number no other living client of the process
+    /// holds (`"1"`, `"2"`, …), given back when the client and its clones
+    /// are dropped. See [the metrics](crate::metrics#telling-instances-apart).
+    pub fn instance(mut self, name: impl Into<String>) -> ClientBuilder {
+        self.instance = Some(name.into());
+        self
+    }
+
     /// Builds the client, checking the configuration.
     ///
     /// # Errors
@@ -327,7 +348,8 @@ impl ClientBuilder {
     /// no TLS feature to serve it, no rustls provider is installed under
     /// `rustls-no-provider` (see the [TLS table](crate#tls)), or the HTTP
     /// client cannot be built; [`Error::InvalidInput`] for an account id that is
-    /// not 1 to 32 letters and digits.
+    /// not 1 to 32 letters and digits, or an [`instance`](ClientBuilder::instance)
+    /// name that is not a short label.
     pub fn build(self) -> Result<Client> {
         let credentials = self.credentials.ok_or_else(|| {
             Error::Config(
@@ -338,6 +360,7 @@ impl ClientBuilder {
             Error::Config("no account id: set CLOUDFLARE_ACCOUNT_ID, or call account_id()".into())
         })?;
         self.limits.check_id("account_id", &account_id)?;
+        let instance = Instance::new(Kind::Client, self.instance.as_deref())?;
 
         let base_url = self.base_url.trim().trim_end_matches('/').to_owned();
         let parsed = reqwest::Url::parse(&base_url)
@@ -373,6 +396,7 @@ impl ClientBuilder {
                 pacer: self.rate_limits.paces().then(Arc::default),
                 max_response_bytes: self.max_response_bytes,
                 recently_enabled: RecentlyEnabled::default(),
+                instance,
             }),
         })
     }
@@ -395,6 +419,7 @@ impl fmt::Debug for ClientBuilder {
             .field("retry", &self.retry)
             .field("deadline", &self.deadline)
             .field("rate_limits", &self.rate_limits)
+            .field("instance", &self.instance)
             .finish_non_exhaustive()
     }
 }

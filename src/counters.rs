@@ -44,15 +44,18 @@ macro_rules! live_counters {
 
         impl $name {
             /// The counters of a component working on queue `queue_id`
-            /// (the metrics' `messaging.destination.name`).
-            pub(crate) fn new(queue_id: &str) -> $name {
+            /// (the metrics' `messaging.destination.name`), labelled
+            /// `instance` on its gauges.
+            pub(crate) fn new(queue_id: &str, instance: &str) -> $name {
                 $name {
                     $($field: $crate::counters::Tally::new(
                         queue_id,
+                        instance,
                         $crate::counters::live_counters!(@spec $($kind($metric $(, $lk = $lv)*))?),
                     ),)*
                     $($($figure: $crate::counters::Figure::new(
                         queue_id,
+                        instance,
                         $crate::counters::FigureKind::$fkind,
                         $fname,
                         &[$(($fk, $fv)),*],
@@ -112,11 +115,11 @@ pub(crate) struct Tally {
 
 impl Tally {
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
-    pub(crate) fn new(queue_id: &str, spec: Option<Spec>) -> Tally {
+    pub(crate) fn new(queue_id: &str, instance: &str, spec: Option<Spec>) -> Tally {
         Tally {
             value: AtomicU64::new(0),
             #[cfg(feature = "metrics")]
-            metric: Metric::register(queue_id, spec),
+            metric: Metric::register(queue_id, instance, spec),
         }
     }
 
@@ -197,13 +200,16 @@ impl Figure {
     #[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
     pub(crate) fn new(
         queue_id: &str,
+        instance: &str,
         kind: FigureKind,
         name: &'static str,
         labels: &'static [(&'static str, &'static str)],
     ) -> Figure {
         Figure {
             #[cfg(feature = "metrics")]
-            handle: Some(FigureHandle::register(queue_id, kind, name, labels)),
+            handle: Some(FigureHandle::register(
+                queue_id, instance, kind, name, labels,
+            )),
         }
     }
 
@@ -274,11 +280,12 @@ mod handles {
 
     impl Metric {
         /// Takes the handle `spec` names, from the recorder installed now.
-        pub(crate) fn register(queue_id: &str, spec: Option<Spec>) -> Metric {
+        pub(crate) fn register(queue_id: &str, instance: &str, spec: Option<Spec>) -> Metric {
             let Some(spec) = spec else {
                 return Metric::None;
             };
-            let key = crate::metrics::key(queue_id, spec.name, spec.labels);
+            let instance = matches!(spec.kind, Kind::gauge).then_some(instance);
+            let key = crate::metrics::key(queue_id, instance, spec.name, spec.labels);
             ::metrics::with_recorder(|recorder| match spec.kind {
                 Kind::counter => {
                     Metric::Counter(recorder.register_counter(&key, &crate::metrics::METADATA))
@@ -330,11 +337,13 @@ mod handles {
         /// Takes the handle from the recorder installed now.
         pub(crate) fn register(
             queue_id: &str,
+            instance: &str,
             kind: FigureKind,
             name: &'static str,
             labels: &'static [(&'static str, &'static str)],
         ) -> FigureHandle {
-            let key = crate::metrics::key(queue_id, name, labels);
+            let instance = matches!(kind, FigureKind::gauge).then_some(instance);
+            let key = crate::metrics::key(queue_id, instance, name, labels);
             ::metrics::with_recorder(|recorder| match kind {
                 FigureKind::histogram => FigureHandle::Histogram(
                     recorder.register_histogram(&key, &crate::metrics::METADATA),

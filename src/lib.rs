@@ -218,6 +218,7 @@ pub mod consumer;
 mod counters;
 mod envelope;
 pub mod error;
+mod instance;
 // The decoders on arbitrary bytes, for the fuzz targets and property tests:
 // not public API, so hidden and behind a feature that says so.
 #[cfg(feature = "unstable-fuzzing")]

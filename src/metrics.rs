@@ -44,11 +44,15 @@
 //! (Prometheus's: `messaging_client_operation_duration`, with labels such
 //! as `messaging_destination_name`).
 //!
+//! Every gauge (a level, which two of them would overwrite) is also
+//! labelled with its instance (`cf_queues.instance`): see [Telling
+//! instances apart](#telling-instances-apart).
+//!
 //! | name | kind | unit | labels besides the queue | what for |
 //! |---|---|---|---|---|
 //! | `messaging.client.operation.duration` | histogram | s | operation, `error.type`, `cloudflare.code` | each call, its retries and waits included |
 //! | `cf_queues.client.requests` | counter | {request} | operation, `error.type`, `cloudflare.code` | each request sent (an attempt of a call) |
-//! | `cf_queues.client.token.remaining` | gauge | {request} | none (no queue) | the token's budget left in its window (`r` of the last `Ratelimit` header) |
+//! | `cf_queues.client.token.remaining` | gauge | {request} | `cf_queues.instance` (the client's), no queue | the token's budget left in its window (`r` of the last `Ratelimit` header) |
 //! | `messaging.client.consumed.messages` | counter | {message} | | messages the consumer leased |
 //! | `cf_queues.consumer.pulls` | counter | {request} | `cf_queues.outcome` = `ok`, `empty`, `error` | the consumer's pulls (`ok` counts the empty ones too) |
 //! | `messaging.process.duration` | histogram | s | `cf_queues.outcome` = `ack`, `retry`, `leave`, `error` (`run`), `batch`, `batch_error` (`run_batch`) | each handler call and how it ended: its count is the messages (for `run_batch`, the batches) handled by outcome |
@@ -64,18 +68,34 @@
 //! | `cf_queues.consumer.leases.max_reached` | counter | {message} | | leases that reached the maximum lease time |
 //! | `cf_queues.consumer.refusals` | counter | {request} | `cf_queues.limit` = `queue` (10250), `token` (971) | calls refused for a limit |
 //! | `cf_queues.consumer.blocks` | counter | {block} | | blocks of the credential waited out |
-//! | `cf_queues.consumer.pace` | gauge | {message}/s | | this replica's share of the queue's allowance now |
-//! | `cf_queues.consumer.pulls_in_flight` | gauge | {request} | | pulls on their way |
-//! | `cf_queues.consumer.messages_in_flight` | gauge | {message} | | messages leased and not settled |
-//! | `cf_queues.consumer.bytes_in_flight` | gauge | By | | their body bytes |
-//! | `cf_queues.consumer.lag` | gauge | s | | the age of the oldest message of the last pull that brought any |
-//! | `cf_queues.queue.backlog` | gauge | {message} | | the backlog the last pull reported |
+//! | `cf_queues.consumer.pace` | gauge | {message}/s | `cf_queues.instance` | this replica's share of the queue's allowance now |
+//! | `cf_queues.consumer.pulls_in_flight` | gauge | {request} | `cf_queues.instance` | pulls on their way |
+//! | `cf_queues.consumer.messages_in_flight` | gauge | {message} | `cf_queues.instance` | messages leased and not settled |
+//! | `cf_queues.consumer.bytes_in_flight` | gauge | By | `cf_queues.instance` | their body bytes |
+//! | `cf_queues.consumer.lag` | gauge | s | `cf_queues.instance` | the age of the oldest message of the last pull that brought any |
+//! | `cf_queues.queue.backlog` | gauge | {message} | `cf_queues.instance` | the backlog the last pull reported |
 //! | `messaging.client.sent.messages` | counter | {message} | `cf_queues.outcome` = `landed`, `failed`, `rejected` | the producer's messages, by what became of them |
 //! | `cf_queues.producer.batches` | counter | {request} | | batch pushes started |
 //! | `cf_queues.producer.batch.size` | histogram | {message} | | messages per batch push |
 //! | `cf_queues.producer.budget_wait` | histogram | s | | each batch's wait for the token's budget |
 //! | `cf_queues.producer.throttled` | counter | {request} | | push attempts refused with a 429 |
-//! | `cf_queues.producer.messages_in_flight` | gauge | {message} | | messages in batches on their way |
+//! | `cf_queues.producer.messages_in_flight` | gauge | {message} | `cf_queues.instance` | messages in batches on their way |
+//!
+//! # Telling instances apart
+//!
+//! Two consumers of one queue in one process, or two clients on one
+//! token, would write the same gauge and show whichever wrote last; the
+//! `cf_queues.instance` label keeps them apart. Its value is the name
+//! given to [`ClientBuilder::instance`](crate::ClientBuilder::instance),
+//! [`ConsumerBuilder::instance`](crate::consumer::ConsumerBuilder::instance)
+//! or [`ProducerBuilder::instance`](crate::producer::ProducerBuilder::instance)
+//! (1 to 64 ASCII letters, digits, `.`, `_`, `-`), else the smallest number
+//! of its kind that no living one of the process holds (`"1"`, `"2"`, …),
+//! given back when it is dropped, so that a process that rebuilds its
+//! clients keeps the same few label values. Counters and histograms carry
+//! no instance: they add up across instances, and a dashboard sums them by
+//! queue as before. Sum a gauge over `cf_queues.instance` for a process's
+//! total (messages in flight), or read it per instance (a replica's pace).
 //!
 //! The same counters are read, as numbers, by
 //! [`ConsumerMonitor::snapshot`](crate::consumer::ConsumerMonitor::snapshot)
@@ -100,16 +120,24 @@ const OPERATION: &str = "messaging.operation.name";
 const ERROR_TYPE: &str = "error.type";
 const CODE: &str = "cloudflare.code";
 
-/// The key of a consumer's or producer's metric: its name, its queue and
-/// its other labels.
+/// The label that tells instances apart on a gauge.
+const INSTANCE: &str = "cf_queues.instance";
+
+/// The key of a consumer's or producer's metric: its name, its queue, for
+/// a gauge (a level, which two instances would overwrite) the instance,
+/// and its other labels.
 #[cfg(any(feature = "consumer", feature = "producer"))]
 pub(crate) fn key(
     queue_id: &str,
+    instance: Option<&str>,
     name: &'static str,
     labels: &[(&'static str, &'static str)],
 ) -> Key {
-    let mut all = Vec::with_capacity(labels.len() + 1);
+    let mut all = Vec::with_capacity(labels.len() + 2);
     all.push(Label::new(DESTINATION, queue_id.to_owned()));
+    if let Some(instance) = instance {
+        all.push(Label::new(INSTANCE, instance.to_owned()));
+    }
     all.extend(labels.iter().map(|&(k, v)| Label::from_static_parts(k, v)));
     Key::from_parts(name, all)
 }
@@ -155,12 +183,16 @@ pub(crate) fn call(operation: Operation, queue_id: &str, took: Duration, error: 
     });
 }
 
-/// An answer said the token has `remaining` requests left in its window.
-pub(crate) fn token_remaining(remaining: u64) {
-    static KEY: Key = Key::from_static_name("cf_queues.client.token.remaining");
+/// An answer to the client labelled `instance` said the token has
+/// `remaining` requests left in its window.
+pub(crate) fn token_remaining(instance: &str, remaining: u64) {
+    let key = Key::from_parts(
+        "cf_queues.client.token.remaining",
+        vec![Label::new(INSTANCE, instance.to_owned())],
+    );
     ::metrics::with_recorder(|recorder| {
         recorder
-            .register_gauge(&KEY, &METADATA)
+            .register_gauge(&key, &METADATA)
             .set(remaining as f64);
     });
 }

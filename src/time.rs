@@ -16,7 +16,6 @@ pub(crate) fn after(at: Instant, wait: Duration) -> Option<Instant> {
 
 /// `wait` after `at`, or a time decades away when that is past what the
 /// clock can represent: for expiries, which must stay comparable.
-#[cfg(feature = "consumer")]
 pub(crate) fn after_or_far(at: Instant, wait: Duration) -> Instant {
     const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
     // The monotonic clock counts from boot in 64-bit seconds: 30 years fit.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
+use crate::instance::{Instance, Kind};
 
 /// Configures a [`Consumer`]. Every setting has a default, given with its
 /// reason on each method.
@@ -15,6 +16,7 @@ pub struct ConsumerBuilder {
     pub(super) settings: Settings,
     pub(super) token: Option<CancellationToken>,
     pub(super) poison: Option<PoisonFn>,
+    pub(super) instance: Option<String>,
 }
 
 impl fmt::Debug for ConsumerBuilder {
@@ -23,6 +25,7 @@ impl fmt::Debug for ConsumerBuilder {
             .field("queue", &self.queue.id())
             .field("settings", &self.settings)
             .field("on_poison", &self.poison.is_some())
+            .field("instance", &self.instance)
             .finish_non_exhaustive()
     }
 }
@@ -83,7 +86,10 @@ impl ConsumerBuilder {
 
     /// The wait after a failed pull or ack flush (429, 5xx, network; after
     /// the client's own retries), doubling while failures last, at most
-    /// `max`; a server's `Retry-After` up to 60 s is honoured instead.
+    /// `max`. A server's `Retry-After` that is longer is honoured instead, up
+    /// to the queue's [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after)
+    /// (60 s), and one shorter never shortens it (see
+    /// [the caps](crate::retry#the-caps-on-a-servers-wait)).
     /// Default 1 s to 30 s: past the client's own quick retries, an outage
     /// is likely to last.
     pub fn error_backoff(mut self, initial: Duration, max: Duration) -> ConsumerBuilder {
@@ -195,6 +201,16 @@ impl ConsumerBuilder {
         self
     }
 
+    /// The consumer's label in its gauges (`cf_queues.instance`, under the
+    /// `metrics` feature), which tells two consumers of one queue in one
+    /// process apart: 1 to 64 ASCII letters, digits, `.`, `_` or `-`, never
+    /// a secret. Default: the smallest number no other living consumer of
+    /// the process holds (`"1"`, `"2"`, …), given back when it is dropped.
+    pub fn instance(mut self, name: impl Into<String>) -> ConsumerBuilder {
+        self.instance = Some(name.into());
+        self
+    }
+
     /// The consumer.
     ///
     /// # Errors
@@ -203,16 +219,19 @@ impl ConsumerBuilder {
     /// outside 1 to 100, a visibility timeout under
     /// [`MIN_VISIBILITY_TIMEOUT`] (1 s) or over 12 hours, a zero limit, an
     /// ack batch size above `max_pending_settlements`, a maximum lease
-    /// shorter than the visibility timeout, or an extension margin not
-    /// below it.
+    /// shorter than the visibility timeout, an extension margin not
+    /// below it, or an [`instance`](ConsumerBuilder::instance) name that is
+    /// not a short label.
     pub fn build(self) -> Result<Consumer> {
         let mut settings = self.settings;
         settings.check(self.queue.client().limits())?;
+        let instance = Instance::new(Kind::Consumer, self.instance.as_deref())?;
         let token = self.token.unwrap_or_default();
         let shared = Arc::new(ConsumerState::new(
             self.queue.sharing_allowance(),
             settings,
             token.child_token(),
+            instance,
         ));
         let poison = self.poison.unwrap_or_else(|| {
             Arc::new(|leased: Leased, _error: BodyError| {

@@ -15,11 +15,7 @@ use super::shared::{Action, ConsumerState};
 use crate::counters::add;
 use crate::error::Error;
 use crate::request::Acks;
-
-/// The longest server-requested wait honoured between attempts without
-/// calling it a block; a longer one falls back to the backoff, unless it
-/// is the API's block of the credential (code 971), which is waited out.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+use crate::time::after_or_far;
 
 /// The settlements of a chunk not yet accounted for: dropped armed (the
 /// flush given up, or cancelled at the flush timeout), they are counted
@@ -100,15 +96,15 @@ pub(crate) async fn flush(shared: Arc<ConsumerState>, chunk: Vec<Settlement>) {
             give_up(shared, chunk.len(), &error, "retrying cannot fix it");
             return;
         }
-        let wait = match shared.blocked_for(&error) {
-            Some(block) => block,
-            None if error.refused_by_queue() => Duration::ZERO,
-            None => error
-                .retry_after()
-                .filter(|d| *d <= MAX_RETRY_AFTER)
-                .unwrap_or_else(|| backoff.next_wait()),
+        let wait = if error.refused_by_queue() {
+            // The share's lower pace, and its hold for a longer
+            // `Retry-After`, space the resend.
+            Duration::ZERO
+        } else {
+            shared.pause_after(&error, backoff.next_wait())
         };
-        if give_up_at.is_some_and(|at| Instant::now() + wait >= at) {
+        // Waiting past the leases would make the settlements worthless.
+        if give_up_at.is_some_and(|at| after_or_far(Instant::now(), wait) >= at) {
             give_up(
                 shared,
                 chunk.len(),

@@ -102,7 +102,19 @@ fn extend_chunk<'a>(
 ) -> futures_util::future::BoxFuture<'a, ()> {
     Box::pin(async move {
         let reserved = Instant::now();
-        tokio::time::sleep(shared.leases_share.reserve(chunk.len())).await;
+        let wait = shared.leases_share.reserve(chunk.len());
+        // Keeping the leases wins over the share's pace and over a hold the
+        // server asked for: the call goes while the first of them can still
+        // be extended (a refusal then costs one request; waiting past it
+        // would cost the lease).
+        let keepable = shared
+            .table()
+            .expires_first(chunk.iter().map(|(key, _)| *key))
+            .and_then(|expiry| expiry.checked_sub(RoundTrip::extension_deadline(margin)));
+        let wait = keepable.map_or(wait, |until| {
+            wait.min(until.saturating_duration_since(reserved))
+        });
+        tokio::time::sleep(wait).await;
         let span = tracing::info_span!(
             "extend",
             otel.name = %format_args!("extend {}", shared.queue.id()),

@@ -184,6 +184,14 @@ impl LeaseTable {
         after(entry.pulled_at, max_lease)
     }
 
+    /// When the first of these leases runs out, as estimated.
+    pub(crate) fn expires_first(&self, keys: impl IntoIterator<Item = u64>) -> Option<Instant> {
+        keys.into_iter()
+            .filter_map(|key| self.entries.get(&key))
+            .map(|entry| entry.expires_at)
+            .min()
+    }
+
     /// The lease id of a lease held.
     pub(crate) fn lease_id(&self, key: u64) -> Option<&LeaseId> {
         self.entries.get(&key).map(|entry| &entry.lease_id)

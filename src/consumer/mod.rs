@@ -158,11 +158,15 @@
 //! # Failures
 //!
 //! Rate limits (429), server errors and network failures on pull back off
-//! (honouring `Retry-After` up to 60 s) and carry on; 429s are counted by
-//! call in [`Summary`]. A block of the credential (429 with code 971 and a
+//! (honouring a longer `Retry-After` up to the queue's `max_retry_after`,
+//! 60 s, never a shorter one) and carry on; 429s are counted by call in
+//! [`Summary`]. A block of the credential (429 with code 971 and a
 //! `Retry-After` of minutes, after 1,200 other requests of the token in
-//! five minutes) stops pulling until it ends; settlements are sent after
-//! it, and it is counted in [`Summary::blocked`]. Acks and retries that
+//! five minutes) stops pulling until it ends, at most five minutes whatever
+//! the server says; settlements are sent after it, and it is counted in
+//! [`Summary::blocked`]. No server figure can panic the consumer or hold it
+//! past these caps: see [the caps on a server's
+//! wait](crate::retry#the-caps-on-a-servers-wait). Acks and retries that
 //! fail are flushed again with backoff while their leases can be kept,
 //! then reported in [`Summary::unflushed`]. A pull that fails in a way
 //! retrying cannot fix (bad credentials, a missing queue) stops the

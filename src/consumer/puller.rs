@@ -29,6 +29,7 @@ use crate::counters::{add, sub};
 use crate::error::{Error, Result};
 use crate::request::PullOptions;
 use crate::response::PulledBatch;
+use crate::time::after_or_far;
 
 /// A pull that came back: how many messages it asked for, when it was
 /// sent, and its answer.
@@ -153,7 +154,7 @@ impl Puller {
         // refusal applies to every pull not sent yet.
         let wait = shared.pulled_share.wait_for(asked as usize);
         if !wait.is_zero() {
-            self.next_launch = Instant::now() + wait;
+            self.next_launch = after_or_far(Instant::now(), wait);
             return false;
         }
         shared.take_slots(asked as usize);
@@ -204,13 +205,8 @@ impl Puller {
                     return Err(error);
                 }
                 self.target = (self.target / 2).max(1);
-                let wait = shared.blocked_for(&error).unwrap_or_else(|| {
-                    error
-                        .retry_after()
-                        .filter(|d| *d <= Duration::from_secs(60))
-                        .unwrap_or_else(|| self.failing.next_wait())
-                });
-                self.next_launch = self.next_launch.max(now + wait);
+                let wait = shared.pause_after(&error, self.failing.next_wait());
+                self.next_launch = self.next_launch.max(after_or_far(now, wait));
                 tracing::warn!(
                     queue = shared.queue.id(),
                     %error,
@@ -264,11 +260,13 @@ impl Puller {
             // cannot say whether more will come: back off, one pull at a time.
             add(&counters.empty_pulls, 1);
             self.target = 1;
-            self.next_launch = self.next_launch.max(now + self.empty.next_wait());
+            self.next_launch = self
+                .next_launch
+                .max(after_or_far(now, self.empty.next_wait()));
         } else if got < reserved {
             self.empty.reset();
             self.target = self.target.saturating_sub(1).max(1);
-            self.next_launch = self.next_launch.max(now + self.empty.initial);
+            self.next_launch = self.next_launch.max(after_or_far(now, self.empty.initial));
         } else {
             self.empty.reset();
             self.target = (self.target + 1).min(settings.max_pulls_in_flight);

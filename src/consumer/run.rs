@@ -59,6 +59,7 @@ impl Consumer {
             settings: Settings::default(),
             token: None,
             poison: None,
+            instance: None,
         }
     }
 

@@ -19,9 +19,11 @@ use super::summary::ConsumerCounters;
 use crate::codes;
 use crate::counters::{Tally, add, sub};
 use crate::error::Error;
+use crate::instance::Instance;
 use crate::message::PulledMessage;
 use crate::queue::Queue;
 use crate::ratelimit::Share;
+use crate::retry::{LONGEST_SERVER_WAIT, server_wait, server_wait_ends};
 
 /// What is sent for a settled message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,9 @@ pub(crate) struct ConsumerState {
     /// When the API's block of the credential ends (429 / 971 with a long
     /// `Retry-After`), as last reported.
     blocked_until: Mutex<Option<Instant>>,
+    /// The label of its gauges, held (and its number with it) while the
+    /// consumer lives.
+    _instance: Instance,
 }
 
 /// The consumer's own tasks besides the puller.
@@ -88,6 +93,7 @@ impl ConsumerState {
         queue: Queue,
         settings: Settings,
         stopping: CancellationToken,
+        instance: Instance,
     ) -> ConsumerState {
         let free_slots = AtomicI64::new(slots(settings.max_in_flight));
         // The first pulls (half the most on their way) go at once, as a
@@ -96,7 +102,7 @@ impl ConsumerState {
         let queue_limit = queue.client().limits().queue_messages_per_second;
         let pulled_share = Share::of_pulls(settings.queue_allowance, queue_limit, first_pulls);
         let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
-        let counters = Arc::new(ConsumerCounters::new(queue.id()));
+        let counters = Arc::new(ConsumerCounters::new(queue.id(), instance.label()));
         counters.pace.set(u64::from(settings.queue_allowance));
         ConsumerState {
             queue,
@@ -116,6 +122,7 @@ impl ConsumerState {
             stopping,
             crash: Mutex::default(),
             blocked_until: Mutex::default(),
+            _instance: instance,
         }
     }
 
@@ -140,23 +147,49 @@ impl ConsumerState {
         }
     }
 
+    /// How long to wait after `error` before the next call of its kind,
+    /// where `floor` is the caller's own backoff: the one decision of the
+    /// consumer's waits after a failure (see the
+    /// [caps](crate::retry#the-caps-on-a-servers-wait)). A block of the
+    /// credential is waited out, at most
+    /// [`LONGEST_SERVER_WAIT`](crate::retry::LONGEST_SERVER_WAIT); another
+    /// server-asked wait is honoured up to the queue's
+    /// [`max_retry_after`](crate::retry::RetryPolicy::max_retry_after), a
+    /// longer one falls back to the backoff; never under `floor`.
+    pub(crate) fn pause_after(&self, error: &Error, floor: Duration) -> Duration {
+        if let Some(block) = self.blocked_for(error) {
+            return block;
+        }
+        let cap = self.queue.retry_policy().max_retry_after;
+        server_wait(self.asked_wait(error), floor, cap)
+    }
+
+    /// The wait `error`'s answer asked for, if the consumer honours it: up
+    /// to the queue's `max_retry_after`.
+    fn asked_wait(&self, error: &Error) -> Option<Duration> {
+        let cap = self.queue.retry_policy().max_retry_after;
+        error.retry_after().filter(|wait| *wait <= cap)
+    }
+
     /// The block of the credential this error reports, if it is one (429
     /// with code 971, or [`Error::RateLimited`], and a `Retry-After` longer
-    /// than a minute, up to the five minutes Cloudflare blocks for): how
-    /// long to wait. The first
-    /// call to report a block counts it in `Summary::blocked`.
-    pub(crate) fn blocked_for(&self, error: &Error) -> Option<Duration> {
-        let wait = error.retry_after()?;
+    /// than a minute, up to the five minutes Cloudflare blocks for, which
+    /// [`LONGEST_SERVER_WAIT`](crate::retry::LONGEST_SERVER_WAIT) bounds):
+    /// how long to wait. The first call to report a block counts it in
+    /// `Summary::blocked`.
+    fn blocked_for(&self, error: &Error) -> Option<Duration> {
+        let asked = error.retry_after()?;
         // Refused by the API (429 / 971), or held back unsent by the
         // client's pacing, which knows of the block from an earlier answer.
         let refused =
             error.status() == Some(429) && error.codes().contains(&codes::API_RATE_LIMITED);
         let held = matches!(error, Error::RateLimited { .. });
-        let block = (refused || held) && wait > Duration::from_secs(60);
+        let block = (refused || held) && asked > Duration::from_secs(60);
         if !block {
             return None;
         }
-        let until = Instant::now() + wait;
+        let wait = server_wait(Some(asked), Duration::ZERO, LONGEST_SERVER_WAIT);
+        let until = server_wait_ends(Instant::now(), Some(wait), Duration::ZERO, wait);
         let mut blocked = self
             .blocked_until
             .lock()
@@ -294,7 +327,7 @@ impl ConsumerState {
         add(counter, 1);
         if error.refused_by_queue() {
             add(&self.counters.refused_by_queue, 1);
-            share.refused(reserved, error.retry_after());
+            share.refused(reserved, self.asked_wait(error));
             self.note_pace();
         } else if error.codes().contains(&codes::API_RATE_LIMITED) {
             add(&self.counters.refused_by_token, 1);

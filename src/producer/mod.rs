@@ -71,10 +71,11 @@
 //! were refused). What one refusal does to everything behind it:
 //!
 //! - the refused batch waits for what the refusal asked (its
-//!   `Retry-After`, else the retry policy's backoff, which doubles) and
-//!   then for the pacer (which holds every counted call of the token
-//!   through a block), so that resends never come faster than the server
-//!   asked;
+//!   `Retry-After`, never less than the retry policy's backoff, which
+//!   doubles, and never more than five minutes: see [the caps on a server's
+//!   wait](crate::retry#the-caps-on-a-servers-wait)) and then for the pacer
+//!   (which holds every counted call of the token through a block), so that
+//!   resends never come faster than the server asked nor back to back;
 //! - each refusal halves the batches in flight (at least one; it climbs
 //!   back by one after as many successes as it allows), and the held batch
 //!   keeps its place: after two refusals it is the only one on its way,
@@ -152,6 +153,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use crate::Client;
 use crate::batch::BatchPlanner;
 use crate::error::{Error, Result};
+use crate::instance::{Instance, Kind};
 use crate::message::Message;
 use crate::queue::Queue;
 use crate::ratelimit::TokenBudget;
@@ -411,6 +413,7 @@ impl Producer {
             max_buffered: DEFAULT_MAX_BUFFERED,
             max_concurrent_batches: DEFAULT_MAX_CONCURRENT_BATCHES,
             send_timeout: DEFAULT_SEND_TIMEOUT,
+            instance: None,
         }
     }
 
@@ -533,6 +536,7 @@ pub struct ProducerBuilder {
     max_buffered: usize,
     max_concurrent_batches: usize,
     send_timeout: Duration,
+    instance: Option<String>,
 }
 
 impl ProducerBuilder {
@@ -573,11 +577,22 @@ impl ProducerBuilder {
         send_timeout(timeout: Duration) => self.send_timeout;
     }
 
+    /// The producer's label in its gauges (`cf_queues.instance`, under the
+    /// `metrics` feature), which tells two producers of one queue in one
+    /// process apart: 1 to 64 ASCII letters, digits, `.`, `_` or `-`, never
+    /// a secret. Default: the smallest number no other living producer of
+    /// the process holds (`"1"`, `"2"`, …), given back when its task ends.
+    pub fn instance(mut self, name: impl Into<String>) -> ProducerBuilder {
+        self.instance = Some(name.into());
+        self
+    }
+
     /// Starts the producer's task.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidInput`] for a buffer or a concurrency of 0.
+    /// [`Error::InvalidInput`] for a buffer or a concurrency of 0, or an
+    /// [`instance`](ProducerBuilder::instance) name that is not a short label.
     ///
     /// # Panics
     ///
@@ -596,8 +611,9 @@ impl ProducerBuilder {
                 "must be at least 1",
             ));
         }
+        let instance = Instance::new(Kind::Producer, self.instance.as_deref())?;
         let (sender, receiver) = mpsc::channel(self.max_buffered);
-        let counters = Arc::new(ProducerCounters::new(self.queue.id()));
+        let counters = Arc::new(ProducerCounters::new(self.queue.id(), instance.label()));
         let budget_wait = Arc::new(AtomicU64::new(0));
         let client = self.queue.client().clone();
         let worker = Worker {
@@ -619,6 +635,7 @@ impl ProducerBuilder {
             closers: Vec::new(),
             drained: false,
             finished: false,
+            _instance: instance,
         };
         tokio::spawn(worker.run());
         Ok(Producer {

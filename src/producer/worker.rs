@@ -16,16 +16,12 @@ use crate::client::Client;
 use crate::codes;
 use crate::counters::add;
 use crate::error::Error;
+use crate::instance::Instance;
 use crate::queue::Queue;
 use crate::ratelimit::Pass;
 use crate::response::PushReceipt;
+use crate::retry::server_wait;
 use crate::time::{after, sleep_until};
-
-/// The longest a refused batch waits before it is sent again, whatever
-/// `Retry-After` said: Cloudflare's block is five minutes, and a figure of
-/// days is a server's mistake that must not hold senders forever, even
-/// with no send timeout.
-const LONGEST_HOLD: Duration = Duration::from_secs(3600);
 
 /// A message's sender, and when the producer took the message: its send
 /// timeout runs from then.
@@ -193,6 +189,9 @@ pub(super) struct Worker {
     /// The buffer is closed and empty.
     pub(super) drained: bool,
     pub(super) finished: bool,
+    /// The label of its gauges, held (and its number with it) while the
+    /// producer's task runs.
+    pub(super) _instance: Instance,
 }
 
 impl Worker {
@@ -420,10 +419,15 @@ impl Sending<'_> {
             };
             resends = resends.saturating_add(1);
             let policy = self.queue.retry_policy();
-            let wait = error
-                .retry_after()
-                .unwrap_or_else(|| policy.backoff_for(resends))
-                .min(LONGEST_HOLD);
+            // What the refusal asked, never under the policy's backoff (a
+            // `Retry-After: 0` must not resend back to back) nor over the
+            // longest server wait (a figure of days must not hold senders
+            // forever, even with no send timeout).
+            let wait = server_wait(
+                error.retry_after(),
+                policy.backoff_for(resends),
+                Duration::MAX,
+            );
             let resend_at = after(Instant::now(), wait);
             if self
                 .deadline

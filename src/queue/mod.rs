@@ -181,6 +181,7 @@ impl Queue {
             response_cap,
             pull_grace_until,
             server_clock: None,
+            instance: self.client.instance(),
         }
     }
 

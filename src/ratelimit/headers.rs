@@ -56,7 +56,10 @@ pub(crate) fn quota(headers: &HeaderMap) -> Option<Quota> {
     let item = chosen(headers, "ratelimit")?;
     Some(Quota {
         remaining: param(&item, "r")?,
-        reset: param(&item, "t").map(Duration::from_secs),
+        // A wait the server asks for: bounded as every one is.
+        reset: param(&item, "t").map(|t| {
+            crate::retry::server_wait(Some(Duration::from_secs(t)), Duration::ZERO, Duration::MAX)
+        }),
     })
 }
 

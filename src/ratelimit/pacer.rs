@@ -78,7 +78,7 @@ use super::Bucket;
 use super::fleet::Fleet;
 use super::headers::{self, Figures, Policy};
 use crate::codes;
-use crate::time::after;
+use crate::retry::server_wait_ends;
 
 /// How far below the quota the pacer aims, in per cent of the quota (at
 /// least one request): 2.5 % of 1,200 is 30 requests, or the time a
@@ -94,9 +94,6 @@ pub const BURST_PER_CENT: f64 = 1.0;
 /// When an exhausted quota says nothing about when it comes back (no `t`),
 /// the wait before one call goes to learn it.
 const UNKNOWN_RESET: Duration = Duration::from_secs(1);
-/// The longest wait the pacer computes: a server figure beyond it (a `t`
-/// of years) is taken as this, which is still "exhausted" to every caller.
-const LONGEST_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// The calls the pacer keeps below a quota: [`MARGIN_PER_CENT`] of it, at
 /// least one.
@@ -104,9 +101,12 @@ fn margin(quota: f64) -> f64 {
     (quota * MARGIN_PER_CENT / 100.0).ceil().max(1.0)
 }
 
-/// `wait` after `now`, the wait capped at [`LONGEST_WAIT`].
+/// `wait` after `now`: the server's figures (`t`, `Retry-After`) and the
+/// pacer's own waits from them, bounded as every server-asked wait is
+/// ([`LONGEST_SERVER_WAIT`](crate::retry::LONGEST_SERVER_WAIT), which is
+/// still "exhausted" to every caller).
 fn later(now: Instant, wait: Duration) -> Instant {
-    after(now, wait.min(LONGEST_WAIT)).unwrap_or(now)
+    server_wait_ends(now, Some(wait), Duration::ZERO, Duration::MAX)
 }
 
 /// The shared pacing state of one client and its clones.
@@ -630,7 +630,10 @@ mod tests {
         let pass = pacer.try_admit(false, now).expect("uncounted");
         pass.answered(OK, read(0, max, Some((1, 1))), &[]);
         let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
-        assert_eq!(denied.map(drop), Err(Denied::Exhausted(LONGEST_WAIT)));
+        assert_eq!(
+            denied.map(drop),
+            Err(Denied::Exhausted(crate::retry::LONGEST_SERVER_WAIT))
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -79,6 +79,7 @@ use tokio::time::Instant;
 
 use super::Bucket;
 use super::backlog::Fall;
+use crate::retry::server_wait_ends;
 
 /// Without the backlog's signal, a refusal lowers the rate by this share
 /// of the allowance...
@@ -221,14 +222,15 @@ impl Share {
     }
 
     /// The queue refused a call reserved at `reserved` for this allowance
-    /// (429, code 10250), asking to wait `retry_after`: lowers the rate,
+    /// (429, code 10250), asking to wait `retry_after` (as the caller
+    /// honours it: bounded, and capped by its policy): lowers the rate,
     /// once per episode (a call reserved before the last lowering went at
     /// the pace already lowered for). Whether it lowered it.
     pub(crate) fn refused(&self, reserved: Instant, retry_after: Option<Duration>) -> bool {
         let now = Instant::now();
         let mut state = self.lock();
         if let Some(wait) = retry_after.filter(|wait| *wait > HOLD_OVER) {
-            let until = now + wait;
+            let until = server_wait_ends(now, Some(wait), Duration::ZERO, Duration::MAX);
             state.held_until = Some(state.held_until.map_or(until, |held| held.max(until)));
         }
         if state.lowered_at.is_some_and(|at| reserved < at) {

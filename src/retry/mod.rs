@@ -48,8 +48,36 @@
 //! | server stalls past the per-attempt timeout | `Error::Transport` (`is_timeout`) |
 //! | server stalls past the overall deadline | `Error::Timeout` |
 //! | a 500, then a retry that stalls past the deadline | `Error::Timeout` after 2 attempts, keeping the 500 as `last_error` |
-//! | `deadline(Duration::MAX)`, or a `Retry-After` of 2⁶⁴ s | no deadline; a wait that does not fit the deadline is not started (never a panic) |
+//! | `deadline(Duration::MAX)`, or a `Retry-After` of 2⁶⁴ s | no deadline; the `Retry-After` read as five minutes (see the caps below); a wait that does not fit the deadline is not started (never a panic) |
+//! | 429 with `Retry-After: 0` | the retry waits the backoff, never less |
 //! | HTML 502, empty 503, invalid JSON, truncated JSON, 200 KB over a 64 KB cap | `Error::Api` with snippet, `Error::Decode`, `Error::ResponseTooLarge` |
+//!
+//! # The caps on a server's wait
+//!
+//! A server's figure is never acted on as it stands: every wait a server
+//! asks for (`Retry-After` in seconds or as an HTTP date, `retry-after-ms`,
+//! the `t` of the `Ratelimit` header) is read at most [`LONGEST_SERVER_WAIT`]
+//! (five minutes) long, a date in the past as no wait, garbage as no
+//! figure; every instant computed from one saturates instead of
+//! overflowing. Where a wait is acted on it is never shorter than the
+//! backoff its waiter uses without a figure, so that `Retry-After: 0`
+//! never makes back-to-back requests, and it is capped as follows.
+//!
+//! | who waits | cap | floor | why |
+//! |---|---|---|---|
+//! | anyone reading the figure ([`Error::retry_after`](crate::Error::retry_after), the pacer) | [`LONGEST_SERVER_WAIT`], 5 min | none | Cloudflare's longest: its rate-limit window and its block of a credential. A longer figure is a mistake: one request after five minutes learns whether the wait goes on, where obeying it could stop a client for days |
+//! | the retry loop, between two attempts of a call | [`RetryPolicy::max_retry_after`], 60 s: a 429 asking longer ends the call at once (its error says how long), another failure falls back to the backoff | the policy's backoff for that retry | the official SDKs' 60 s: a call is not held for minutes |
+//! | the pacer, before a counted call | 5 min; a call that would wait longer than its policy's `max_retry_after` fails unsent with [`Error::RateLimited`](crate::Error::RateLimited) | none (it probes with one call after a second when the window said nothing) | the window is five minutes |
+//! | the consumer, after a failed pull, ack or extension | its queue's `max_retry_after`; longer falls back to its backoff | its [`error_backoff`](crate::consumer::ConsumerBuilder::error_backoff) | as the retry loop |
+//! | the consumer, while the credential is blocked (429, code 971, over a minute) | 5 min | none | Cloudflare blocks for five minutes: pulls stop, settlements wait |
+//! | the consumer's share of the queue, after a 10250 asking over a second | its queue's `max_retry_after`; a longer one holds nothing (the share's lower pace answers it) | the share's pace | the queue's allowance is per second |
+//! | the producer, resending a batch refused for the rate | 5 min, within its send timeout | the policy's backoff for that resend | a batch outlasts one block; senders still learn within the send timeout |
+//!
+//! What no wait overrides: the consumer extends a lease while it can be
+//! kept, whatever the share's hold (a refusal then costs a request; waiting
+//! would cost the lease); a settlement whose wait would outlast its leases
+//! is given up and counted unflushed; and the shutdown's grace period and
+//! flush timeout bound every wait of a stopping consumer.
 //!
 //! # Timeouts and the deadline
 //!
@@ -65,7 +93,8 @@ mod hints;
 
 pub use crate::classify::RetryClass;
 
-pub(crate) use hints::{retry_after, should_retry_header};
+pub use hints::LONGEST_SERVER_WAIT;
+pub(crate) use hints::{retry_after, server_wait, server_wait_ends, should_retry_header};
 
 use crate::backoff;
 use crate::operation::Operation;
@@ -206,7 +235,13 @@ impl RetryPolicy {
             return None;
         }
         match asked {
-            Some(asked) if asked <= self.max_retry_after => Some(asked),
+            // Never sooner than the backoff: a `Retry-After: 0` does not
+            // make the retries back-to-back.
+            Some(asked) if asked <= self.max_retry_after => Some(hints::server_wait(
+                Some(asked),
+                self.backoff_for(retry),
+                Duration::MAX,
+            )),
             // A rate limit that lasts longer than we wait (Cloudflare's
             // five-minute block) refuses every attempt until it ends: the
             // call fails at once, with the wait in `Error::retry_after`.

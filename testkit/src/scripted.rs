@@ -23,10 +23,39 @@ use serde_json::Value;
 
 use crate::clients::{builder_for, one_request_per_call, quick, without_timers};
 
-/// What a script answers: a status and a JSON body, from the operation
-/// (the path's last segment: `"pull"`, `"ack"`, ...) and the request's JSON
-/// body (`null` when it has none or it does not parse).
-pub type Script = Box<dyn FnMut(&str, &Value) -> (u16, Value) + Send>;
+/// What a script answers: a status, extra headers and a JSON body, from
+/// the operation (the path's last segment: `"pull"`, `"ack"`, ...) and the
+/// request's JSON body (`null` when it has none or it does not parse).
+pub type Script = Box<dyn FnMut(&str, &Value) -> Answer + Send>;
+
+/// One scripted answer: a status, extra headers (a `Retry-After`, say)
+/// and a JSON body.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// The status.
+    pub status: u16,
+    /// Headers besides `content-type: application/json`.
+    pub headers: Vec<(&'static str, String)>,
+    /// The JSON body.
+    pub body: Value,
+}
+
+impl Answer {
+    /// This status and body, no extra header.
+    pub fn new(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// The same answer with one more header.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Answer {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
 
 /// What the server does with the one request of a connection.
 #[derive(Debug)]
@@ -88,7 +117,19 @@ impl Drop for Scripted {
 /// A server on the test's runtime that answers every request as `script`
 /// says.
 pub async fn scripted(
-    script: impl FnMut(&str, &Value) -> (u16, Value) + Send + 'static,
+    mut script: impl FnMut(&str, &Value) -> (u16, Value) + Send + 'static,
+) -> Scripted {
+    scripted_answers(move |operation, body| {
+        let (status, body) = script(operation, body);
+        Answer::new(status, body)
+    })
+    .await
+}
+
+/// A server on the test's runtime that answers every request with the
+/// [`Answer`] `script` gives, headers included.
+pub async fn scripted_answers(
+    script: impl FnMut(&str, &Value) -> Answer + Send + 'static,
 ) -> Scripted {
     use axum::extract::State;
     use axum::http::{Method, StatusCode, Uri, header};
@@ -103,15 +144,21 @@ pub async fn scripted(
     ) -> axum::response::Response {
         let target = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
         let request = Request::new(method.as_str(), target, &body);
-        let (status, reply) =
-            (script.lock().expect("not poisoned"))(&request.operation, &request.body);
+        let answer = (script.lock().expect("not poisoned"))(&request.operation, &request.body);
         requests.lock().expect("not poisoned").push(request);
-        (
-            StatusCode::from_u16(status).expect("a status"),
+        let mut response = (
+            StatusCode::from_u16(answer.status).expect("a status"),
             [(header::CONTENT_TYPE, "application/json")],
-            reply.to_string(),
+            answer.body.to_string(),
         )
-            .into_response()
+            .into_response();
+        for (name, value) in answer.headers {
+            response.headers_mut().append(
+                name,
+                header::HeaderValue::from_str(&value).expect("a header value"),
+            );
+        }
+        response
     }
 
     let requests = Arc::default();

@@ -14,6 +14,7 @@ mod producer;
 mod producer_refusals;
 mod replicas;
 mod replicas_on_one_token;
+mod server_waits;
 mod support;
 mod token_budget;
 

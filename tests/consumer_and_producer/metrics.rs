@@ -93,7 +93,8 @@ async fn a_consumers_run_is_recorded_by_outcome() {
         Consumer::builder(queue.clone())
             .visibility_timeout(LONG_LEASE)
             .max_lease(LONG_LEASE)
-            .retry_delay(RetryDelay::fixed(Duration::from_secs(3600))),
+            .retry_delay(RetryDelay::fixed(Duration::from_secs(3600)))
+            .instance("run"),
         by_body,
     );
     running
@@ -104,6 +105,8 @@ async fn a_consumers_run_is_recorded_by_outcome() {
 
     let f = figures(&snapshotter);
     let q = "messaging.destination.name=recorded";
+    // A gauge is the instance's too.
+    let g = format!("cf_queues.instance=run,{q}");
     assert_eq!(
         counter(&f, &format!("messaging.client.consumed.messages{{{q}}}")),
         3
@@ -138,25 +141,25 @@ async fn a_consumers_run_is_recorded_by_outcome() {
         summary.pulls
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.consumer.messages_in_flight{{{q}}}")),
+        gauge(&f, &format!("cf_queues.consumer.messages_in_flight{{{g}}}")),
         0.0
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.consumer.bytes_in_flight{{{q}}}")),
+        gauge(&f, &format!("cf_queues.consumer.bytes_in_flight{{{g}}}")),
         0.0
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.consumer.pulls_in_flight{{{q}}}")),
+        gauge(&f, &format!("cf_queues.consumer.pulls_in_flight{{{g}}}")),
         0.0
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.queue.backlog{{{q}}}")),
+        gauge(&f, &format!("cf_queues.queue.backlog{{{g}}}")),
         summary.backlog as f64
     );
-    let lag = gauge(&f, &format!("cf_queues.consumer.lag{{{q}}}"));
+    let lag = gauge(&f, &format!("cf_queues.consumer.lag{{{g}}}"));
     assert!((0.0..60.0).contains(&lag), "lag {lag}");
     assert_eq!(
-        gauge(&f, &format!("cf_queues.consumer.pace{{{q}}}")),
+        gauge(&f, &format!("cf_queues.consumer.pace{{{g}}}")),
         summary.pace as f64
     );
     // The client's figures, per operation: three pushes, the pulls, the
@@ -328,6 +331,7 @@ async fn a_producers_batch_is_recorded() {
     let queue = cf_queues_testkit::clients::queue(&emulator, "produced");
     let producer = Producer::builder(queue)
         .linger(Duration::from_secs(60))
+        .instance("batcher")
         .build()
         .expect("valid settings");
     let sends: Vec<_> = (0..5)
@@ -367,7 +371,10 @@ async fn a_producers_batch_is_recorded() {
         1
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.producer.messages_in_flight{{{q}}}")),
+        gauge(
+            &f,
+            &format!("cf_queues.producer.messages_in_flight{{cf_queues.instance=batcher,{q}}}")
+        ),
         0.0
     );
     assert_eq!(
@@ -414,4 +421,112 @@ async fn a_consumer_built_before_the_recorder_stays_silent() {
         ) >= 1
     );
     drop(emulator);
+}
+
+/// Two clients on one token and two consumers of one queue, in one
+/// process: each writes its own gauges, told apart by `cf_queues.instance`
+/// (a name given, else a number of the process), instead of whichever
+/// wrote last.
+#[tokio::test]
+async fn gauges_of_two_instances_are_told_apart() {
+    use std::sync::Arc;
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
+    let emulator = cf_queues_testkit::emulators::emulator_with(|emulator| {
+        emulator.rate_limits(cf_queues_emulator::RateLimitModel::cloudflare())
+    })
+    .await;
+    let named = |name: &'static str| {
+        cf_queues_testkit::clients::configured_client(&emulator, |builder| builder.instance(name))
+    };
+    let (a, b) = (named("orders-a"), named("orders-b"));
+    let numbered = [
+        cf_queues_testkit::clients::configured_client(&emulator, |builder| builder),
+        cf_queues_testkit::clients::configured_client(&emulator, |builder| builder),
+    ];
+    for _ in 0..3 {
+        let queue = a.queue("apart").expect("queue");
+        queue.push(Message::text("body-a")).await.expect("pushed");
+    }
+    let queue_b = b.queue("apart").expect("queue");
+    queue_b.push(Message::text("body-b")).await.expect("pushed");
+    for client in &numbered {
+        let queue = client.queue("apart").expect("queue");
+        queue.push(Message::text("body-n")).await.expect("pushed");
+    }
+    let f = figures(&snapshotter);
+    let remaining = |instance: &str| {
+        gauge(
+            &f,
+            &format!("cf_queues.client.token.remaining{{cf_queues.instance={instance}}}"),
+        )
+    };
+    // One token: a saw 1,197 left after its third call, b 1,196 after its
+    // one call, the numbered clients 1,195 and 1,194.
+    assert_eq!(
+        (remaining("orders-a"), remaining("orders-b")),
+        (1_197.0, 1_196.0)
+    );
+    let mut by_number: Vec<(String, f64)> = f
+        .iter()
+        .filter_map(|(key, value)| {
+            let instance = key
+                .strip_prefix("cf_queues.client.token.remaining{cf_queues.instance=")?
+                .strip_suffix('}')?;
+            let DebugValue::Gauge(value) = value else {
+                return None;
+            };
+            instance
+                .parse::<u32>()
+                .is_ok()
+                .then(|| (instance.to_owned(), value.into_inner()))
+        })
+        .collect();
+    by_number.sort_by(|x, y| x.1.total_cmp(&y.1));
+    assert_eq!(by_number.len(), 2, "{by_number:?}");
+    assert_ne!(by_number[0].0, by_number[1].0);
+    assert_eq!((by_number[0].1, by_number[1].1), (1_194.0, 1_195.0));
+
+    // Two consumers of one queue: one holds two messages, the other one.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let first = Running::start(
+        Consumer::builder(a.queue("apart").expect("queue"))
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE)
+            .max_in_flight(2)
+            .batch_size(2),
+        crate::support::gated(&gate),
+    );
+    first.until("two held", |s| s.in_flight == 2).await;
+    let second = Running::start(
+        Consumer::builder(b.queue("apart").expect("queue"))
+            .visibility_timeout(LONG_LEASE)
+            .max_lease(LONG_LEASE)
+            .max_in_flight(1)
+            .batch_size(1),
+        crate::support::gated(&gate),
+    );
+    second.until("one held", |s| s.in_flight == 1).await;
+    let f = figures(&snapshotter);
+    let held: Vec<(&String, f64)> = f
+        .iter()
+        .filter(|(key, _)| {
+            key.starts_with("cf_queues.consumer.messages_in_flight{cf_queues.instance=")
+                && key.ends_with(",messaging.destination.name=apart}")
+        })
+        .map(|(key, value)| match value {
+            DebugValue::Gauge(v) => (key, v.into_inner()),
+            other => panic!("{key}: {other:?}"),
+        })
+        .collect();
+    let mut levels: Vec<f64> = held.iter().map(|(_, v)| *v).collect();
+    levels.sort_by(f64::total_cmp);
+    assert_eq!(levels, [1.0, 2.0], "each consumer's own level: {held:?}");
+    gate.add_permits(3);
+    first.until("acked", |s| s.acked == 2).await;
+    second.until("acked", |s| s.acked == 1).await;
+    first.finish().await;
+    second.finish().await;
+    assert_no_secret(&f, &emulator);
 }
