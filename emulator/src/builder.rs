@@ -386,12 +386,8 @@ impl Emulator {
         let router = http::router(Arc::clone(&app));
         #[cfg(feature = "dashboard")]
         let (router, dashboard_path) = if self.dashboard {
-            let (pages, login) = crate::dashboard::router(
-                Arc::clone(&app),
-                Arc::clone(&server),
-                self.open,
-                address.port(),
-            );
+            let (pages, login) =
+                crate::dashboard::router(Arc::clone(&app), Arc::clone(&server), self.open);
             (router.merge(pages), Some(login))
         } else {
             (router, None)

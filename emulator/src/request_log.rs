@@ -13,6 +13,16 @@ use axum::http::HeaderMap;
 /// How many requests are kept: enough to see what a test run did, small
 /// enough (a few hundred KB) to keep always.
 pub(crate) const CAPACITY: usize = 1_000;
+/// The most of a request's path that is kept (longer ones are cut, marked
+/// with `…`): a whole API path, ids included, is about 110 bytes, and a
+/// request with a path of 60,000 bytes, which anyone can send before any
+/// credential is checked, must not cost 60,000 bytes a request.
+pub(crate) const MAX_PATH_BYTES: usize = 256;
+/// The most of a path's queue id that is kept: ids are 32 characters.
+pub(crate) const MAX_QUEUE_BYTES: usize = 64;
+/// The most bytes the ring keeps in all (its entries' text), whatever the
+/// requests: [`CAPACITY`] entries of the longest kept path fit.
+pub(crate) const MAX_BYTES: usize = CAPACITY * (MAX_PATH_BYTES + MAX_QUEUE_BYTES + 64);
 
 /// One answered request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,36 +45,83 @@ pub(crate) struct Entry {
     pub credential: Option<String>,
 }
 
-/// The ring of the last [`CAPACITY`] requests.
+impl Entry {
+    /// The bytes of text it keeps.
+    fn bytes(&self) -> usize {
+        self.method.len()
+            + self.path.len()
+            + self.queue.len()
+            + self.credential.as_ref().map_or(0, String::len)
+    }
+}
+
+/// The ring of the last [`CAPACITY`] requests, at most [`MAX_BYTES`].
 #[derive(Debug)]
 pub(crate) struct RequestLog {
-    entries: Mutex<VecDeque<Entry>>,
+    ring: Mutex<Ring>,
     key: RandomState,
+}
+
+#[derive(Debug, Default)]
+struct Ring {
+    entries: VecDeque<Entry>,
+    bytes: usize,
 }
 
 impl Default for RequestLog {
     fn default() -> Self {
         RequestLog {
-            entries: Mutex::new(VecDeque::with_capacity(64)),
+            ring: Mutex::new(Ring {
+                entries: VecDeque::with_capacity(64),
+                bytes: 0,
+            }),
             key: RandomState::new(),
         }
     }
 }
 
+/// `text` cut to at most `most` bytes on a character boundary, `…` marking
+/// a cut.
+pub(crate) fn cut(text: &str, most: usize) -> String {
+    if text.len() <= most {
+        return text.to_owned();
+    }
+    let mut end = most.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 impl RequestLog {
-    pub(crate) fn record(&self, entry: Entry) {
+    /// Keeps `entry`, its path and queue cut to their bounds, dropping the
+    /// oldest entries while the ring is over [`CAPACITY`] or [`MAX_BYTES`].
+    pub(crate) fn record(&self, mut entry: Entry) {
+        entry.path = cut(&entry.path, MAX_PATH_BYTES);
+        entry.queue = cut(&entry.queue, MAX_QUEUE_BYTES);
+        entry.method = cut(&entry.method, 16);
+        let bytes = entry.bytes();
         // A push never panics mid-way: a poisoned ring is still whole.
-        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        if entries.len() == CAPACITY {
-            entries.pop_front();
+        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        ring.bytes += bytes;
+        ring.entries.push_back(entry);
+        while ring.entries.len() > CAPACITY || ring.bytes > MAX_BYTES {
+            let Some(old) = ring.entries.pop_front() else {
+                break;
+            };
+            ring.bytes -= old.bytes();
         }
-        entries.push_back(entry);
     }
 
     /// The entries kept, newest first, that `keep` accepts.
     pub(crate) fn newest_first(&self, keep: impl Fn(&Entry) -> bool) -> Vec<Entry> {
-        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.iter().rev().filter(|e| keep(e)).cloned().collect()
+        let ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        ring.entries
+            .iter()
+            .rev()
+            .filter(|e| keep(e))
+            .cloned()
+            .collect()
     }
 
     /// The fingerprint of the credential `headers` present (a bearer
@@ -122,6 +179,28 @@ mod tests {
         assert_eq!(kept.len(), CAPACITY);
         assert_eq!(kept.first().map(|e| e.at_ms), Some(CAPACITY as u64 + 4));
         assert_eq!(kept.last().map(|e| e.at_ms), Some(5));
+    }
+
+    #[test]
+    fn a_long_path_is_kept_cut_and_the_ring_stays_within_its_bytes() {
+        let log = RequestLog::default();
+        let long = format!("/accounts/a/queues/{}/messages", "é".repeat(30_000));
+        for _ in 0..(CAPACITY + 10) {
+            let mut e = entry(1);
+            e.path.clone_from(&long);
+            e.queue = crate::request_log::queue_of(&long).to_owned();
+            log.record(e);
+        }
+        let kept = log.newest_first(|_| true);
+        assert_eq!(kept.len(), CAPACITY);
+        let first = &kept[0];
+        assert!(first.path.len() <= MAX_PATH_BYTES, "{}", first.path.len());
+        assert!(first.path.ends_with('…') && first.path.starts_with("/accounts/a/queues/é"));
+        assert!(first.queue.len() <= MAX_QUEUE_BYTES);
+        let held: usize = kept.iter().map(Entry::bytes).sum();
+        assert!(held <= MAX_BYTES, "{held}");
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("abcdef", 4), "a…");
     }
 
     #[test]

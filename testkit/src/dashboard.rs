@@ -8,7 +8,7 @@ use cf_queues_emulator::EmulatorHandle;
 pub struct Session {
     /// An HTTP client that never follows redirects (an action answers with one).
     pub http: reqwest::Client,
-    /// `cfq_dashboard=<session id>`.
+    /// `cfq_dashboard_<the emulator's own>=<session id>`.
     pub cookie: String,
     /// `http://<address>` of the emulator.
     pub origin: String,
@@ -17,13 +17,24 @@ pub struct Session {
 impl Session {
     /// Logs in through `handle`'s dashboard link.
     pub async fn login(handle: &EmulatorHandle) -> Session {
+        let link = handle
+            .dashboard_url()
+            .expect("the emulator serves a dashboard");
+        Session::login_link(link).await
+    }
+
+    /// Logs in through a dashboard `link` (`http://ADDRESS/_dashboard/login?key=…`),
+    /// as `cfq emulator` prints it.
+    pub async fn login_link(link: &str) -> Session {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("an HTTP client");
-        let link = handle
-            .dashboard_url()
-            .expect("the emulator serves a dashboard");
+        let origin = link
+            .split("/_dashboard")
+            .next()
+            .expect("a dashboard link")
+            .to_owned();
         let answer = http.get(link).send().await.expect("the login answered");
         let cookie = answer
             .headers()
@@ -35,8 +46,44 @@ impl Session {
         Session {
             http,
             cookie,
-            origin: format!("http://{}", handle.local_addr()),
+            origin,
         }
+    }
+
+    /// Posts the form `fields` (`name=value&…`, URL-encoded) to the action
+    /// `action`, with the form token of the page `page`: the status, and
+    /// the note the page it led to shows (empty without one).
+    pub async fn act(&self, page: &str, action: &str, fields: &str) -> (u16, String) {
+        let token = self.form_token(page).await;
+        let answer = self
+            .post_form(action, format!("token={token}&{fields}"), true)
+            .send()
+            .await
+            .expect("the action answered");
+        let status = answer.status().as_u16();
+        let Some(location) = answer
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+        else {
+            return (status, String::new());
+        };
+        let html = self
+            .get(&location)
+            .send()
+            .await
+            .expect("the page answered")
+            .text()
+            .await
+            .expect("HTML");
+        let note = html
+            .split(r#"<p class="done" role="status">"#)
+            .nth(1)
+            .and_then(|rest| rest.split("</p>").next())
+            .unwrap_or_default()
+            .to_owned();
+        (status, note)
     }
 
     /// `GET` of a dashboard `path` (such as `/_dashboard/`) in the session.

@@ -257,9 +257,15 @@ impl std::fmt::Debug for Raw {
 impl Raw {
     /// A client of `handle`'s emulator.
     pub fn new(handle: &EmulatorHandle) -> Raw {
+        Raw::at(handle.base_url(), handle.token().unwrap_or_default())
+    }
+
+    /// A client of the emulator at `base_url` (a `cfq emulator` child's,
+    /// say) with `token`.
+    pub fn at(base_url: &str, token: &str) -> Raw {
         Raw {
-            base: format!("{}/accounts/{EMULATOR_ACCOUNT_ID}", handle.base_url()),
-            token: handle.token().unwrap_or_default().to_owned(),
+            base: format!("{base_url}/accounts/{EMULATOR_ACCOUNT_ID}"),
+            token: token.to_owned(),
             http: reqwest::Client::new(),
         }
     }

@@ -5,6 +5,7 @@
 
 mod admin;
 mod consumers;
+mod dashboard;
 mod data_dir;
 mod drain;
 mod messages;

@@ -352,6 +352,8 @@ pub struct Served {
     pub base_url: String,
     /// The `queue NAME: ID` lines it printed.
     pub queues: Vec<(String, String)>,
+    /// The dashboard's link it printed, if it serves one.
+    pub dashboard: Option<String>,
 }
 
 impl Served {
@@ -367,6 +369,7 @@ impl Served {
         let stdout = child.stdout.take().expect("stdout");
         let mut base_url = None;
         let mut queues = Vec::new();
+        let mut dashboard = None;
         for line in BufReader::new(stdout).lines() {
             let line = line.expect("utf-8");
             let line = line.trim();
@@ -377,6 +380,8 @@ impl Served {
                 .and_then(|rest| rest.split_once(": "))
             {
                 queues.push((name.to_owned(), id.to_owned()));
+            } else if let Some(link) = line.strip_prefix("dashboard: ") {
+                dashboard = Some(link.to_owned());
             } else if line == "press Ctrl-C to stop" {
                 break;
             }
@@ -385,7 +390,26 @@ impl Served {
             child,
             base_url: base_url.expect("the base URL printed"),
             queues,
+            dashboard,
         }
+    }
+
+    /// The most memory it held at once so far (`VmHWM`), in bytes.
+    pub fn peak_memory(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("its /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .expect("VmHWM")
+            * 1024
+    }
+
+    /// SIGKILL: no shutdown, as a crash.
+    pub fn kill(mut self) {
+        self.child.kill().expect("killed");
+        self.child.wait().expect("reaped");
     }
 
     pub fn cfq(&self) -> Command {

@@ -2,16 +2,22 @@
 //! page's script pass, in this order.
 //!
 //! 1. **The `Host` header** names this server by an IP address or
-//!    `localhost`, with its port. A page reached through a DNS name that
-//!    resolves to the emulator (DNS rebinding: a site the developer visits
-//!    turns its own name to 127.0.0.1) carries that name, and is refused.
+//!    `localhost`, on any port (a port forward, `ssh -L 9000:…`, shows
+//!    the browser's port, not the emulator's). A page reached through a DNS
+//!    name that resolves to the emulator (DNS rebinding: a site the
+//!    developer visits turns its own name to 127.0.0.1) carries that name,
+//!    and is refused.
 //! 2. **Same origin only**: a request a browser marks as coming from
 //!    another site (`Sec-Fetch-Site: cross-site` or `same-site`), or whose
 //!    `Origin` is not this server's, is refused: no other page can read or
 //!    drive the dashboard.
 //! 3. **The session cookie**: the link the emulator prints carries a random
 //!    secret of its own (never the API token), exchanged at the first visit
-//!    for an `HttpOnly`, `SameSite=Strict` cookie holding a session id; a
+//!    for an `HttpOnly`, `SameSite=Strict` cookie holding a session id,
+//!    named for this emulator (`cfq_dashboard_` and a random name drawn at
+//!    its start: browsers share cookies across the ports of a host, and two
+//!    emulators' dashboards would log each other out) and sent only to the
+//!    dashboard's paths (`/_dashboard`), not to every local server; a
 //!    request without a live session is refused. Every change (a form
 //!    posted) also carries the session's own form token, which a page of
 //!    another site cannot read. Under
@@ -28,8 +34,8 @@ use axum::http::header::{COOKIE, HOST, ORIGIN};
 
 use crate::random::random_hex;
 
-/// The session cookie's name.
-pub(crate) const COOKIE_NAME: &str = "cfq_dashboard";
+/// The start of the session cookie's name; each emulator adds its own.
+pub(crate) const COOKIE_PREFIX: &str = "cfq_dashboard_";
 
 /// Sessions kept: a browser or two per developer; the oldest goes first.
 const MAX_SESSIONS: usize = 64;
@@ -65,17 +71,27 @@ pub(crate) struct Access {
     sessions: Mutex<VecDeque<(String, String)>>,
     /// The form token under `without_auth`, where there is no session.
     open_token: String,
-    port: u16,
+    /// This emulator's session cookie's name.
+    cookie_name: String,
 }
 
 impl Access {
-    pub(crate) fn new(open: bool, port: u16) -> Access {
+    pub(crate) fn new(open: bool) -> Access {
+        let own: String = random_hex().chars().take(12).collect();
         Access {
             secret: (!open).then(random_hex),
             sessions: Mutex::new(VecDeque::new()),
             open_token: random_hex(),
-            port,
+            cookie_name: format!("{COOKIE_PREFIX}{own}"),
         }
+    }
+
+    /// The `Set-Cookie` value of a new session.
+    pub(crate) fn session_cookie(&self, session: &str) -> String {
+        format!(
+            "{}={session}; Path=/_dashboard; HttpOnly; SameSite=Strict",
+            self.cookie_name
+        )
     }
 
     /// The path (and query) of the link that logs a browser in.
@@ -129,7 +145,7 @@ impl Access {
         }
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         cookies(headers)
-            .filter(|(name, _)| *name == COOKIE_NAME)
+            .filter(|(name, _)| *name == self.cookie_name)
             .find_map(|(_, value)| sessions.iter().find(|(s, _)| same(s, value)))
             .map(|(_, token)| token.clone())
     }
@@ -159,14 +175,13 @@ impl Access {
         Some(session)
     }
 
-    /// `name:port` with this server's port, `name` an IP address or `localhost`.
+    /// `name` or `name:port`, any port, `name` an IP address or `localhost`.
     fn is_own_host(&self, host: &str) -> bool {
-        let Some((name, port)) = host.rsplit_once(':') else {
-            return false;
+        let name = match host.rsplit_once(':') {
+            // `[::1]:8787`, `127.0.0.1:8787`, `localhost:8787`.
+            Some((name, port)) if !name.ends_with(':') && port.parse::<u16>().is_ok() => name,
+            _ => host,
         };
-        if port.parse::<u16>().ok() != Some(self.port) {
-            return false;
-        }
         let name = name
             .strip_prefix('[')
             .and_then(|n| n.strip_suffix(']'))
@@ -207,13 +222,19 @@ mod tests {
     }
 
     #[test]
-    fn only_an_ip_or_localhost_with_the_port_is_this_server() {
-        let access = Access::new(false, 8787);
+    fn only_an_ip_or_localhost_on_any_port_is_this_server() {
+        let access = Access::new(false);
         for host in [
             "127.0.0.1:8787",
             "localhost:8787",
             "[::1]:8787",
             "10.0.0.2:8787",
+            // A port forward's port, and a forward to port 80.
+            "localhost:9000",
+            "127.0.0.1:80",
+            "127.0.0.1",
+            "localhost",
+            "[::1]",
         ] {
             assert_eq!(
                 access.check_origin(&headers(&[("host", host)])),
@@ -223,9 +244,10 @@ mod tests {
         }
         for host in [
             "evil.example:8787",
-            "127.0.0.1:80",
-            "127.0.0.1",
+            "evil.example",
             "localhost.evil:8787",
+            "127.0.0.1.nip.io:8787",
+            "127.0.0.1:notaport",
         ] {
             assert_eq!(
                 access.check_origin(&headers(&[("host", host)])),
@@ -241,7 +263,7 @@ mod tests {
 
     #[test]
     fn another_site_is_refused() {
-        let access = Access::new(false, 8787);
+        let access = Access::new(false);
         let host = ("host", "127.0.0.1:8787");
         assert_eq!(
             access.check_origin(&headers(&[host, ("sec-fetch-site", "cross-site")])),
@@ -263,7 +285,7 @@ mod tests {
 
     #[test]
     fn the_link_gives_a_session_and_nothing_else_does() {
-        let access = Access::new(false, 8787);
+        let access = Access::new(false);
         let secret = access
             .login_path()
             .rsplit_once('=')
@@ -276,12 +298,12 @@ mod tests {
         );
         let session = access.login(&secret).expect("a session");
         assert_ne!(session, secret, "the cookie is not the link's secret");
-        let cookie = format!("other=1; {COOKIE_NAME}={session}");
+        let cookie = format!("other=1; {}={session}", access.cookie_name);
         assert_eq!(
             access.check_session(&headers(&[("cookie", &cookie)])),
             Ok(())
         );
-        let forged = format!("{COOKIE_NAME}={secret}");
+        let forged = format!("{}={secret}", access.cookie_name);
         assert_eq!(
             access.check_session(&headers(&[("cookie", &forged)])),
             Err(Denied::NoSession)
@@ -303,7 +325,7 @@ mod tests {
 
     #[test]
     fn without_auth_no_session_is_needed() {
-        let access = Access::new(true, 8787);
+        let access = Access::new(true);
         assert_eq!(access.login_path(), "/_dashboard/");
         assert_eq!(access.check_session(&HeaderMap::new()), Ok(()));
         assert_eq!(access.login("anything"), None);

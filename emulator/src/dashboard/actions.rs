@@ -17,16 +17,21 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use super::access::Denied;
-use super::{Dashboard, answer, refused};
+use super::{Dashboard, answer, pages, refused};
 use crate::EMULATOR_ACCOUNT_ID;
 use crate::http::{ErrorAnswer, Object, consumer_spec, push_by_hand, settings_change};
 use crate::latency::Latency;
 use crate::random::random_hex;
 use crate::rate_limits::{RateLimitModel, RateLimiter};
-use crate::state::{AccountError, At, ConsumerKind, SettingsChange};
+use crate::state::{AccountError, At, ConsumerKind, QueueRecord, SettingsChange};
 
-/// The most messages one "send" generates.
+/// The most messages one "send" generates: a form's action, not a load
+/// generator (a program under test pushes through the API).
 pub(crate) const MAX_GENERATED: usize = 10_000;
+/// The most body bytes one "send" generates, all copies together (64 MiB):
+/// each copy is held until the send stores them all at once, and one form
+/// must not take the emulator's memory.
+pub(crate) const MAX_GENERATED_BYTES: usize = 64 << 20;
 /// Notes kept for pages not loaded yet.
 const MAX_NOTES: usize = 64;
 
@@ -174,8 +179,11 @@ fn account_error(error: &AccountError) -> String {
 
 /// What every action does around its own work: admits the form, runs
 /// `work` on it, and sends the browser back to `to` with what it did (or,
-/// after `failed`, why it did nothing).
-fn act(
+/// after `failed`, why it did nothing). As an API call: nothing is done
+/// once the data directory failed, and the answer leaves only once every
+/// change `work` made is committed, so that a crash after the answer
+/// cannot undo what the page then says was done.
+async fn act(
     d: &Dashboard,
     headers: &HeaderMap,
     body: &[u8],
@@ -183,13 +191,30 @@ fn act(
     failed: &str,
     work: impl FnOnce(&Form) -> Result<String, String>,
 ) -> Response {
-    match admitted(d, headers, body) {
-        Ok(form) => {
-            let note = work(&form).unwrap_or_else(|why| format!("{failed}: {why}."));
-            back(d, to, note)
-        }
-        Err(denied) => refused(denied),
+    let form = match admitted(d, headers, body) {
+        Ok(form) => form,
+        Err(denied) => return refused(denied),
+    };
+    if let Some(why) = d.app.store_failed() {
+        let note =
+            format!("{failed}: the data directory failed ({why}); nothing changes any more.");
+        return back(d, to, note);
     }
+    let note = work(&form).unwrap_or_else(|why| format!("{failed}: {why}."));
+    let note = match d.app.commit().await {
+        Ok(()) => note,
+        Err(why) => format!(
+            "{failed} for sure: the data directory failed ({why}), and the change may be lost on restart."
+        ),
+    };
+    back(d, to, note)
+}
+
+/// The queue `id` of the local account must still exist under the lock
+/// the action runs under: a deletion answered meanwhile must not leave a
+/// hidden state behind for the deleted id.
+fn still_there(broker: &crate::state::Broker, id: &str) -> Result<QueueRecord, String> {
+    broker.get_queue(local(id)).map_err(|e| account_error(&e))
 }
 
 /// The queue `id` of the local account.
@@ -202,6 +227,10 @@ fn local(id: &str) -> At<'_> {
 
 /// `POST /_dashboard/queues/{id}/send`: a text or JSON message, with an
 /// optional delay, or `count` of them, `{n}` in the body numbering each.
+/// The body's size, and the count against the queue's room and
+/// [`MAX_GENERATED_BYTES`], are checked once, before any copy is made;
+/// the copies are then made one at a time, each kept only as the bytes it
+/// is stored as.
 pub(super) async fn send(
     State(d): State<Arc<Dashboard>>,
     headers: HeaderMap,
@@ -223,12 +252,43 @@ pub(super) async fn send(
             let delay = form.number("delay", "the delay")?;
             let json = form.text("content_type") == "json";
             let template = form.get("body").unwrap_or_default();
-            let mut items = Vec::with_capacity(count);
-            for n in 1..=count {
+            let each = generated_bytes(template, count);
+            let most = d.app.limits.max_message_bytes;
+            if each > most {
+                return Err(format!(
+                    "the body is {} (with the numbers), and a message is at most {}",
+                    pages::bytes(each as u64),
+                    pages::bytes(most as u64)
+                ));
+            }
+            let total = each.saturating_mul(count);
+            if total > MAX_GENERATED_BYTES {
+                return Err(format!(
+                    "{count} copies of {} are {}; one send makes at most {}",
+                    pages::bytes(each as u64),
+                    pages::bytes(total as u64),
+                    pages::bytes(MAX_GENERATED_BYTES as u64)
+                ));
+            }
+            let held = d.app.with_broker(|broker, now| {
+                still_there(broker, &id)?;
+                Ok::<_, String>(broker.metrics(local(&id), now).backlog_bytes)
+            })?;
+            let room = d.app.max_backlog_bytes.saturating_sub(held);
+            if total as u64 > room {
+                return Err(format!(
+                    "the queue holds {} of messages and may hold {}: {count} more of {} do not fit",
+                    pages::bytes(held),
+                    pages::bytes(d.app.max_backlog_bytes),
+                    pages::bytes(each as u64)
+                ));
+            }
+            let item = |n: usize| -> Result<Object, ErrorAnswer> {
                 let text = template.replace("{n}", &n.to_string());
                 let body = if json {
-                    serde_json::from_str::<Value>(&text)
-                        .map_err(|e| format!("the body is not JSON: {e}"))?
+                    serde_json::from_str::<Value>(&text).map_err(|e| {
+                        ErrorAnswer::invalid("/body", format!("the body is not JSON: {e}"))
+                    })?
                 } else {
                     Value::String(text)
                 };
@@ -241,9 +301,10 @@ pub(super) async fn send(
                 if let Some(delay) = delay {
                     item.insert("delay_seconds".into(), json!(delay));
                 }
-                items.push(item);
-            }
-            let sent = push_by_hand(&d.app, local(&id), &items).map_err(|e| e.text())?;
+                Ok(item)
+            };
+            let sent =
+                push_by_hand(&d.app, local(&id), (1..=count).map(item)).map_err(|e| e.text())?;
             Ok(format!(
                 "Sent {}{}.",
                 plural(sent, "message"),
@@ -251,6 +312,17 @@ pub(super) async fn send(
             ))
         },
     )
+    .await
+}
+
+/// The most bytes one of `count` messages made from `template` can have:
+/// each `{n}` becomes a number of up to as many digits as `count` has.
+fn generated_bytes(template: &str, count: usize) -> usize {
+    let digits = count.to_string().len();
+    let numbers = template.matches("{n}").count();
+    template
+        .len()
+        .saturating_add(numbers.saturating_mul(digits.saturating_sub(3)))
 }
 
 /// `POST /_dashboard/queues/{id}/messages`: delete, retry (with a delay)
@@ -277,7 +349,9 @@ pub(super) async fn messages(
             let now = d.app.clock.now_ms();
             match action {
                 "delete" => {
-                    let n = d.app.broker().delete_by_hand(local(&id), &selected, now);
+                    let mut broker = d.app.broker();
+                    still_there(&broker, &id)?;
+                    let n = broker.delete_by_hand(local(&id), &selected, now);
                     Ok(format!("Deleted {}.", plural(n, "message")))
                 }
                 "retry" => {
@@ -285,10 +359,9 @@ pub(super) async fn messages(
                     if delay > 86_400 {
                         return Err("the delay is at most 24 hours (86400 s)".to_owned());
                     }
-                    let n = d
-                        .app
-                        .broker()
-                        .retry_by_hand(local(&id), &selected, delay * 1000, now);
+                    let mut broker = d.app.broker();
+                    still_there(&broker, &id)?;
+                    let n = broker.retry_by_hand(local(&id), &selected, delay * 1000, now);
                     Ok(format!(
                         "Retried {}: visible again in {delay}s, no attempt used.",
                         plural(n, "message")
@@ -297,9 +370,7 @@ pub(super) async fn messages(
                 "redrive" | "redrive_all" => {
                     let target = form.text("to");
                     let mut broker = d.app.broker();
-                    let record = broker
-                        .get_queue(local(&id))
-                        .map_err(|e| account_error(&e))?;
+                    let record = still_there(&broker, &id)?;
                     let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
                     let Some((target_id, target_name)) =
                         sources.iter().find(|(source, _)| source == target)
@@ -319,6 +390,7 @@ pub(super) async fn messages(
             }
         },
     )
+    .await
 }
 
 /// `POST /_dashboard/queues/{id}/settings`: the queue's delivery delay and
@@ -349,6 +421,7 @@ pub(super) async fn settings(
             record.settings.delivery_delay_s, record.settings.retention_s
         ))
     })
+    .await
 }
 
 /// `POST /_dashboard/queues/{id}/delivery`: pause or resume delivery.
@@ -382,6 +455,7 @@ pub(super) async fn delivery(
             })
         },
     )
+    .await
 }
 
 /// `POST /_dashboard/queues/{id}/consumer`: enable HTTP pull or change its
@@ -401,19 +475,16 @@ pub(super) async fn consumer(
         "Nothing changed",
         |form| {
             let at = local(&id);
-            let current = d
-                .app
-                .broker()
-                .get_queue(at)
-                .map_err(|e| account_error(&e))?;
             if form.text("action") == "disable" {
-                let Some(consumer) = current.consumer else {
-                    return Err("the queue has no consumer".to_owned());
-                };
-                d.app
-                    .with_broker(|broker, now| broker.delete_consumer(at, &consumer.id, now))
-                    .map_err(|e| account_error(&e))?;
-                return Ok("HTTP pull disabled.".to_owned());
+                return d.app.with_broker(|broker, now| {
+                    let Some(consumer) = still_there(broker, &id)?.consumer else {
+                        return Err("the queue has no consumer".to_owned());
+                    };
+                    broker
+                        .delete_consumer(at, &consumer.id, now)
+                        .map_err(|e| account_error(&e))?;
+                    Ok("HTTP pull disabled.".to_owned())
+                });
             }
             let mut settings = Map::new();
             for (key, label) in [
@@ -434,18 +505,24 @@ pub(super) async fn consumer(
                 request.insert("dead_letter_queue".into(), json!(dlq));
             }
             let spec = consumer_spec(&request).map_err(|e| e.text())?;
-            let result = d.app.with_broker(|broker, now| match &current.consumer {
-                Some(existing) if matches!(existing.spec.kind, ConsumerKind::HttpPull(_)) => broker
-                    .update_consumer(at, &existing.id, spec, now)
-                    .map(|_| "HTTP pull settings saved."),
-                Some(_) => Err(AccountError::ConsumerExists),
-                None => broker
-                    .create_consumer(at, spec, now)
-                    .map(|_| "HTTP pull enabled."),
-            });
-            result.map(str::to_owned).map_err(|e| account_error(&e))
+            d.app.with_broker(|broker, now| {
+                let current = still_there(broker, &id)?;
+                let done = match &current.consumer {
+                    Some(existing) if matches!(existing.spec.kind, ConsumerKind::HttpPull(_)) => {
+                        broker
+                            .update_consumer(at, &existing.id, spec, now)
+                            .map(|_| "HTTP pull settings saved.")
+                    }
+                    Some(_) => Err(AccountError::ConsumerExists),
+                    None => broker
+                        .create_consumer(at, spec, now)
+                        .map(|_| "HTTP pull enabled."),
+                };
+                done.map(str::to_owned).map_err(|e| account_error(&e))
+            })
         },
     )
+    .await
 }
 
 /// `POST /_dashboard/queues/{id}/purge` and `.../delete`: the queue's
@@ -464,31 +541,31 @@ pub(super) async fn purge_or_delete(
     };
     act(&d, &headers, &body, &to, "Nothing changed", |form| {
         let at = local(&id);
-        let record = d
-            .app
-            .broker()
-            .get_queue(at)
-            .map_err(|e| account_error(&e))?;
-        if form.text("confirm") != record.name {
-            return Err(format!(
-                "type the queue's name, {}, to confirm",
-                record.name
-            ));
-        }
-        match what.as_str() {
-            "purge" => {
-                d.app.with_broker(|broker, now| broker.purge_all(at, now));
-                Ok(format!("Purged {}: every message deleted.", record.name))
+        // The name checked and the queue purged or deleted under one lock,
+        // as the API's purge is: a deletion in between would otherwise
+        // leave a hidden state behind for the deleted id.
+        d.app.with_broker(|broker, now| {
+            let record = still_there(broker, &id)?;
+            if form.text("confirm") != record.name {
+                return Err(format!(
+                    "type the queue's name, {}, to confirm",
+                    record.name
+                ));
             }
-            "delete" => {
-                d.app
-                    .with_broker(|broker, _| broker.delete_queue(at))
-                    .map_err(|e| account_error(&e))?;
-                Ok(format!("Deleted the queue {}.", record.name))
+            match what.as_str() {
+                "purge" => {
+                    broker.purge_all(at, now);
+                    Ok(format!("Purged {}: every message deleted.", record.name))
+                }
+                "delete" => {
+                    broker.delete_queue(at).map_err(|e| account_error(&e))?;
+                    Ok(format!("Deleted the queue {}.", record.name))
+                }
+                other => Err(format!("unknown action {other:?}")),
             }
-            other => Err(format!("unknown action {other:?}")),
-        }
+        })
     })
+    .await
 }
 
 /// `POST /_dashboard/queues`: creates a queue by name.
@@ -506,6 +583,7 @@ pub(super) async fn create(
             .map_err(|e| account_error(&e))?;
         Ok(format!("Created the queue {name}."))
     })
+    .await
 }
 
 /// `POST /_dashboard/emulator`: the round trip added to every request and
@@ -542,6 +620,7 @@ pub(super) async fn knobs(
             ))
         },
     )
+    .await
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use crate::EMULATOR_ACCOUNT_ID;
 use crate::http::App;
 use crate::server::ServerState;
 use crate::state::At;
-use access::{Access, COOKIE_NAME, Denied};
+use access::{Access, Denied};
 use series::{Reading, Series};
 
 const SCRIPT: &str = include_str!("assets/dashboard.js");
@@ -48,13 +48,8 @@ struct Dashboard {
 
 /// The dashboard's routes, and the path of the link that logs a browser
 /// in. `open`: the emulator accepts any credential, and so does the page.
-pub(crate) fn router(
-    app: Arc<App>,
-    server: Arc<ServerState>,
-    open: bool,
-    port: u16,
-) -> (Router, String) {
-    let access = Access::new(open, port);
+pub(crate) fn router(app: Arc<App>, server: Arc<ServerState>, open: bool) -> (Router, String) {
+    let access = Access::new(open);
     let login = access.login_path();
     let dashboard = Arc::new(Dashboard {
         app,
@@ -68,6 +63,7 @@ pub(crate) fn router(
         .route("/_dashboard/login", get(login_page))
         .route("/_dashboard/", get(account))
         .route("/_dashboard/queues/{id}", get(queue))
+        .route("/_dashboard/queues/{id}/messages/{seq}", get(message_body))
         .route("/_dashboard/requests", get(requests))
         .route("/_dashboard/api/queues/{id}/series", get(series_points))
         .route("/_dashboard/queues", post(actions::create))
@@ -177,7 +173,7 @@ async fn login_page(
         };
     };
     let mut response = see_other("/_dashboard/");
-    let cookie = format!("{COOKIE_NAME}={session}; Path=/; HttpOnly; SameSite=Strict");
+    let cookie = d.access.session_cookie(&session);
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(SET_COOKIE, value);
     }
@@ -296,6 +292,40 @@ async fn queue(
         done.as_deref(),
         &sources,
     ))
+}
+
+/// One message's whole body, which the queue's list shows cut.
+async fn message_body(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path((id, seq)): Path<(String, u64)>,
+) -> Response {
+    if let Err(denied) = d.admit(&headers) {
+        return refused(denied);
+    }
+    let at = At {
+        account: EMULATOR_ACCOUNT_ID,
+        queue: &id,
+    };
+    let shown = {
+        let broker = d.app.broker();
+        broker.get_queue(at).ok().and_then(|record| {
+            let row = broker.message_row(at, seq, d.now_ms())?;
+            Some((record, row))
+        })
+    };
+    match shown {
+        Some((record, row)) => html(pages::body(&record, &row)),
+        None => answer(
+            StatusCode::NOT_FOUND,
+            "text/html; charset=utf-8",
+            pages::page(
+                "No such message",
+                "missing",
+                "<p>The queue holds no such message (any more).</p>",
+            ),
+        ),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -366,7 +366,7 @@ pub(crate) fn queue(
     }
     main.push_str(r#"<ol class="messages">"#);
     for m in messages {
-        main.push_str(&message(m, now_ms));
+        main.push_str(&message(m, &base, now_ms));
     }
     main.push_str("</ol>");
     main.push_str(r#"<div class="filter actions"><button type="submit" name="action" value="delete">Delete selected</button> <label for="retry-delay">Retry delay (s)</label> <input id="retry-delay" name="delay" inputmode="numeric" size="6" value="0"> <button type="submit" name="action" value="retry">Retry selected</button></div>"#);
@@ -534,7 +534,79 @@ fn settings(record: &QueueRecord, base: &str, token: &str) -> String {
     out
 }
 
-fn message(m: &MessageRow, now_ms: u64) -> String {
+/// The most of a body a queue's list shows (a JSON body this small is
+/// pretty-printed, up to four times as long): a page of 100 messages stays
+/// within [`MAX_QUEUE_PAGE_BYTES`] however large and however nested the
+/// bodies (a 120 KB JSON body of nested arrays pretty-prints to about
+/// 15 MB).
+pub(crate) const SHOWN_BODY_BYTES: usize = 1024;
+/// The most of one body its own page shows pretty-printed; a larger one
+/// is shown as it was sent.
+pub(crate) const PRETTY_BODY_BYTES: usize = 16 * 1024;
+/// A bound on one message of a queue's list (tested): its body at most
+/// four times [`SHOWN_BODY_BYTES`], escaped (at most six bytes a
+/// character), and its markup; a page of 100 stays within 2.7 MB.
+#[cfg(test)]
+pub(crate) const MAX_LISTED_MESSAGE_BYTES: usize = 4 * SHOWN_BODY_BYTES * 6 + 2048;
+/// A bound on the requests page (tested): the log's entries, each path
+/// escaped.
+#[cfg(test)]
+pub(crate) const MAX_REQUESTS_PAGE_BYTES: usize =
+    crate::request_log::CAPACITY * (crate::request_log::MAX_PATH_BYTES * 6 + 1024) + 64 * 1024;
+
+/// A JSON body pretty-printed, when it is at most `up_to` bytes and its
+/// pretty text at most four times that (nesting indents every line).
+fn pretty(m: &MessageRow, up_to: usize) -> Option<String> {
+    if m.kind != BodyKind::Json || m.body.len() > up_to {
+        return None;
+    }
+    let value = serde_json::from_slice::<serde_json::Value>(&m.body).ok()?;
+    serde_json::to_string_pretty(&value)
+        .ok()
+        .filter(|text| text.len() <= 4 * up_to)
+}
+
+/// A body's text as the list shows it: pretty, or at most
+/// [`SHOWN_BODY_BYTES`] as it was sent; and whether that is all of it.
+fn shown_body(m: &MessageRow) -> (String, bool) {
+    if let Some(pretty) = pretty(m, SHOWN_BODY_BYTES) {
+        return (pretty, true);
+    }
+    let raw = String::from_utf8_lossy(&m.body);
+    (
+        crate::request_log::cut(&raw, SHOWN_BODY_BYTES),
+        raw.len() <= SHOWN_BODY_BYTES,
+    )
+}
+
+/// The page of one message's whole body: pretty up to
+/// [`PRETTY_BODY_BYTES`], as it was sent past it (at most a message's
+/// 128 KB, escaped).
+pub(crate) fn body(record: &QueueRecord, m: &MessageRow) -> String {
+    let back = format!("/_dashboard/queues/{}", url(&record.id));
+    let shown = match m.kind {
+        BodyKind::Bytes | BodyKind::V8 => format!(
+            r#"<p class="note">A {} body of {}: not shown.</p>"#,
+            m.kind.as_str(),
+            bytes(m.body.len() as u64)
+        ),
+        _ => {
+            let text = pretty(m, PRETTY_BODY_BYTES)
+                .unwrap_or_else(|| String::from_utf8_lossy(&m.body).into_owned());
+            format!(r#"<pre class="body">{}</pre>"#, esc(&text))
+        }
+    };
+    let main = format!(
+        r#"<p class="summary"><a href="{back}">{name}</a> · message <code>{id}</code> · {kind} · {size}</p>{shown}"#,
+        name = esc(&record.name),
+        id = esc(&m.id),
+        kind = m.kind.as_str(),
+        size = bytes(m.body.len() as u64),
+    );
+    page(&record.name, "body", &main)
+}
+
+fn message(m: &MessageRow, base: &str, now_ms: u64) -> String {
     let standing = match m.standing {
         Standing::Available => "available".to_owned(),
         Standing::Delayed(until) => format!("delayed for {}", span(until.saturating_sub(now_ms))),
@@ -542,24 +614,26 @@ fn message(m: &MessageRow, now_ms: u64) -> String {
             format!("leased for {} more", span(until.saturating_sub(now_ms)))
         }
     };
-    let body = match m.kind {
-        BodyKind::Json => serde_json::from_slice::<serde_json::Value>(&m.body)
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .map_or_else(
-                || esc(&String::from_utf8_lossy(&m.body)),
-                |pretty| esc(&pretty),
-            ),
-        BodyKind::Text => esc(&String::from_utf8_lossy(&m.body)),
-        BodyKind::Bytes | BodyKind::V8 => String::new(),
-    };
     let shown = match m.kind {
         BodyKind::Bytes | BodyKind::V8 => format!(
             r#"<p class="note">A {} body of {}: not shown.</p>"#,
             m.kind.as_str(),
             bytes(m.body.len() as u64)
         ),
-        _ => format!(r#"<pre class="body">{body}</pre>"#),
+        _ => {
+            let (text, whole) = shown_body(m);
+            let more = if whole {
+                String::new()
+            } else {
+                format!(
+                    r#"<p class="note">The first {} of {}: <a href="{base}/messages/{seq}">the whole body</a>.</p>"#,
+                    bytes(SHOWN_BODY_BYTES as u64),
+                    bytes(m.body.len() as u64),
+                    seq = m.seq,
+                )
+            };
+            format!(r#"<pre class="body">{}</pre>{more}"#, esc(&text))
+        }
     };
     format!(
         r#"<li><input type="checkbox" name="m" value="{seq}" id="m-{seq}" aria-label="Select message {id}"> <details><summary><code>{id}</code> · {kind} · {size} · attempts {attempts} · {standing}</summary>{shown}<dl class="meta"><div><dt>Pushed</dt><dd>{pushed} ago</dd></div><div><dt>Content type</dt><dd>{kind}</dd></div><div><dt>Delay</dt><dd>{delay}</dd></div><div><dt>Attempts</dt><dd>{attempts}</dd></div><div><dt>Standing</dt><dd>{standing}</dd></div></dl></details></li>"#,
@@ -653,6 +727,90 @@ mod tests {
         assert!(html.contains("&lt;b&gt;"), "{html}");
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");
+    }
+
+    /// A JSON body of `depth` nested arrays around `width` numbers: the
+    /// shape that pretty-prints to the most lines.
+    fn nested(depth: usize, width: usize) -> Vec<u8> {
+        let numbers = vec!["12345"; width].join(",");
+        format!("{}{numbers}{}", "[".repeat(depth), "]".repeat(depth)).into_bytes()
+    }
+
+    fn listed(kind: BodyKind, body: Vec<u8>) -> MessageRow {
+        MessageRow {
+            seq: 7,
+            id: "m".into(),
+            kind,
+            body: body.into(),
+            timestamp_ms: 0,
+            attempts: 1,
+            delay_ms: 0,
+            standing: Standing::Available,
+        }
+    }
+
+    #[test]
+    fn a_listed_body_is_cut_and_pretty_printed_only_when_small() {
+        let base = "/_dashboard/queues/q";
+        // 120 KB of nested arrays, and a small one: the list shows at most
+        // its bound, and links the whole body when it cut it.
+        for (body, cut) in [
+            (nested(120, 20_000), true),
+            (nested(100, 2), false),
+            (vec![b'"'; 128 * 1024], true),
+        ] {
+            let kind = if body[0] == b'[' {
+                BodyKind::Json
+            } else {
+                BodyKind::Text
+            };
+            let html = message(&listed(kind, body), base, 0);
+            assert!(html.len() <= MAX_LISTED_MESSAGE_BYTES, "{}", html.len());
+            assert_eq!(
+                html.contains(r#"<a href="/_dashboard/queues/q/messages/7">the whole body</a>"#),
+                cut
+            );
+        }
+        // Small JSON is pretty-printed; a JSON body too deep to pretty-print
+        // within four times its size is shown as sent.
+        let small = message(&listed(BodyKind::Json, br#"{"a":[1,2]}"#.to_vec()), base, 0);
+        assert!(
+            small.contains("{\n  &quot;a&quot;: [\n")
+                || small.contains(
+                    "{
+  &quot;a&quot;: [
+"
+                ),
+            "{small}"
+        );
+        let deep = message(&listed(BodyKind::Json, nested(120, 1)), base, 0);
+        assert!(deep.contains(&"[".repeat(120)), "shown as sent");
+    }
+
+    #[test]
+    fn the_requests_page_stays_within_its_bound_whatever_the_paths() {
+        let log = crate::request_log::RequestLog::default();
+        let hostile = format!("/accounts/a/queues/{}", "\"<&".repeat(20_000));
+        for _ in 0..crate::request_log::CAPACITY {
+            log.record(Entry {
+                at_ms: 1,
+                method: "GET".into(),
+                path: hostile.clone(),
+                operation: "list_queues",
+                queue: crate::request_log::queue_of(&hostile).to_owned(),
+                status: 401,
+                code: Some(10000),
+                took_us: 1,
+                credential: None,
+            });
+        }
+        let html = requests(&log.newest_first(|_| true), "", "", 2);
+        assert!(html.len() <= MAX_REQUESTS_PAGE_BYTES, "{}", html.len());
+        assert!(
+            html.len() > 1_000_000,
+            "every entry is shown, cut: {}",
+            html.len()
+        );
     }
 
     #[test]

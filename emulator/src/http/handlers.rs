@@ -85,11 +85,16 @@ fn store(
 /// Messages pushed by hand (the dashboard): each an object as a batch's
 /// messages are, checked and stored as a push's; how many were stored.
 #[cfg(feature = "dashboard")]
-pub(crate) fn push_by_hand(app: &App, at: At<'_>, items: &[Object]) -> Result<usize, ErrorAnswer> {
+pub(crate) fn push_by_hand(
+    app: &App,
+    at: At<'_>,
+    items: impl Iterator<Item = Result<Object, ErrorAnswer>>,
+) -> Result<usize, ErrorAnswer> {
+    // Each made, checked and kept as the bytes it is stored as, one at a
+    // time: never every object at once.
     let pushed = items
-        .iter()
         .enumerate()
-        .map(|(i, item)| parse_message(item, &format!("/messages/{i}"), None, &app.limits))
+        .map(|(i, item)| parse_message(&item?, &format!("/messages/{i}"), None, &app.limits))
         .collect::<Result<Vec<Pushed>, ErrorAnswer>>()?;
     let count = pushed.len();
     let incoming: u64 = pushed

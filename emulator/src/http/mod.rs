@@ -191,15 +191,29 @@ impl App {
         }
     }
 
+    /// Why the store failed, if it did: from then on nothing changes,
+    /// through the API or the dashboard (memory may hold changes the
+    /// directory does not).
+    pub(crate) fn store_failed(&self) -> Option<Arc<str>> {
+        self.store.as_ref().and_then(Store::failed)
+    }
+
+    /// Waits until every change handed to the store so far is committed:
+    /// what an answer that shows a change waits for, the dashboard's
+    /// included.
+    pub(crate) async fn commit(&self) -> Result<(), Arc<str>> {
+        match self.store.as_ref() {
+            Some(store) => store.settle().await,
+            None => Ok(()),
+        }
+    }
+
     /// `answer` once every change handed to the store before it is
     /// committed: the one place every answer passes, refusals included,
     /// so that nothing an answer shows (a 404 shows a deletion) can be
     /// undone by a crash. A failed commit turns it into 503.
     async fn settled(&self, answer: Result<Answer, Refusal>) -> Result<Answer, Refusal> {
-        let Some(store) = self.store.as_ref() else {
-            return answer;
-        };
-        match store.settle().await {
+        match self.commit().await {
             Ok(()) => answer,
             Err(why) => Err(Refusal {
                 failure: ErrorAnswer::storage(Some(why)),
@@ -319,7 +333,7 @@ fn operation(
             #[cfg(feature = "dashboard")]
             let seen = Seen::new(&app, &request);
             let credential = app.credential_key(request.headers());
-            let failed = app.store.as_ref().and_then(Store::failed);
+            let failed = app.store_failed();
             let answer = match Incoming::read(&app, op, request, credential).await {
                 // A store that failed once answers nothing more: memory may
                 // hold changes the directory does not.

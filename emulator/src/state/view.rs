@@ -293,6 +293,25 @@ impl Broker {
         (rows, total)
     }
 
+    /// The message `seq` of the queue at `at`, if it is still there.
+    pub(crate) fn message_row(&self, at: At<'_>, seq: u64, now_ms: u64) -> Option<MessageRow> {
+        let q = self
+            .accounts
+            .get(at.account)
+            .and_then(|s| s.get(at.queue))?;
+        let stored = q.messages.get(&seq)?;
+        Some(MessageRow {
+            seq,
+            id: self.tokens.message_id(seq),
+            kind: stored.kind,
+            body: Arc::clone(&stored.body),
+            timestamp_ms: stored.timestamp_ms,
+            attempts: stored.attempts,
+            delay_ms: stored.delay_ms,
+            standing: standing(stored, now_ms),
+        })
+    }
+
     /// Up to `take` messages of the queue at `at` after the first `skip`,
     /// in push order, and how many it holds.
     pub(crate) fn message_rows(
@@ -310,19 +329,7 @@ impl Broker {
             .iter()
             .skip(skip)
             .take(take)
-            .filter_map(|&(_, seq)| {
-                let stored = q.messages.get(&seq)?;
-                Some(MessageRow {
-                    seq,
-                    id: self.tokens.message_id(seq),
-                    kind: stored.kind,
-                    body: Arc::clone(&stored.body),
-                    timestamp_ms: stored.timestamp_ms,
-                    attempts: stored.attempts,
-                    delay_ms: stored.delay_ms,
-                    standing: standing(stored, now_ms),
-                })
-            })
+            .filter_map(|&(_, seq)| self.message_row(at, seq, now_ms))
             .collect();
         (q.messages.len() as u64, rows)
     }

@@ -3,6 +3,8 @@
 //! once that must lose nothing.
 #![allow(missing_docs, unreachable_pub)]
 
+#[cfg(feature = "dashboard")]
+mod dashboard;
 mod limits;
 mod races;
 mod soak;

@@ -99,7 +99,10 @@ async fn run_all(chromium: &std::path::Path, driver: &std::path::Path) -> usize 
         "counts_and_charts_move_without_a_reload",
         live(&browser, &emulator)
     );
-    check!("a_body_expands_pretty_printed", bodies(&browser, &emulator));
+    check!(
+        "a_body_expands_pretty_printed_and_a_long_one_links_its_whole_page",
+        bodies(&browser, &emulator)
+    );
     check!(
         "a_list_of_300_queues_filters_and_sorts",
         many_queues(&browser, &emulator)
@@ -251,13 +254,8 @@ async fn bodies(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
         .push(Message::json(&json!({ "order": 7, "items": ["a", "b"] }))?)
         .await?;
     queue.push(Message::text("hello <b>world</b>")).await?;
-    browser
-        .goto(&format!(
-            "{}/_dashboard/queues/{}",
-            origin(emulator),
-            queue.id()
-        ))
-        .await?;
+    let page = format!("{}/_dashboard/queues/{}", origin(emulator), queue.id());
+    browser.goto(&page).await?;
     browser.click("ol.messages li:nth-child(1) summary").await?;
     let json_body = browser.text("ol.messages li:nth-child(1) pre.body").await?;
     ensure(
@@ -272,6 +270,22 @@ async fn bodies(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
     // Shown, not leased: the queue still has both available.
     let available = browser.text("#available").await?;
     ensure(available == "2", || format!("available {available}"))?;
+    // A body past the list's kilobyte: cut there, whole on its own page.
+    let long = "0123456789".repeat(300);
+    queue.push(Message::text(long.clone())).await?;
+    browser.goto(&page).await?;
+    browser.click("ol.messages li:nth-child(3) summary").await?;
+    let cut = browser.text("ol.messages li:nth-child(3) pre.body").await?;
+    ensure(cut.len() < 1100 && cut.ends_with('…'), || {
+        format!("the list's cut body: {} bytes", cut.len())
+    })?;
+    browser
+        .click("ol.messages li:nth-child(3) p.note a")
+        .await?;
+    let whole = browser.text("pre.body").await?;
+    ensure(whole == long, || {
+        format!("the whole body: {} bytes", whole.len())
+    })?;
     queue
         .enable_http_pull(cf_queues::resources::HttpPullSettings::default())
         .await?;

@@ -2,6 +2,8 @@
 //! store never answering success, space given back, the backlog limit.
 #![allow(missing_docs, unreachable_pub)]
 
+#[cfg(feature = "dashboard")]
+mod dashboard;
 mod support;
 
 use cf_queues_emulator::config::EmulatorConfig;
