@@ -205,6 +205,7 @@ fn report_purge(
 /// `queues delete` and `consumer disable` ask so.
 pub fn confirm(warning: &str, what: &str, expected: &str, undone: &str) -> Result<(), Failure> {
     let mut stderr = io::stderr().lock();
+    let warning = cf_queues::error::escape_controls(warning);
     let _ = write!(stderr, "{warning}\nType {what} to confirm: ");
     let _ = stderr.flush();
     let mut answer = String::new();

@@ -37,8 +37,17 @@ impl Output {
     }
 
     /// Writes one line to stdout and flushes it, so that what follows (an
-    /// acknowledgement) happens only after the line left the process.
+    /// acknowledgement) happens only after the line left the process. On a
+    /// terminal its control characters are escaped: a body, a name or an
+    /// error from the network cannot drive the screen (see
+    /// [`escape_controls`](cf_queues::error::escape_controls)); what goes
+    /// to a pipe or a file is the data as it came.
     pub fn line(&self, line: &str) -> Result<(), Failure> {
+        let line = if self.terminal {
+            cf_queues::error::escape_controls(line)
+        } else {
+            std::borrow::Cow::Borrowed(line)
+        };
         let mut stdout = io::stdout().lock();
         stdout
             .write_all(line.as_bytes())

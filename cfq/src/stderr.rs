@@ -6,8 +6,12 @@
 use std::fmt;
 use std::io::{self, IsTerminal as _, Write as _};
 
-/// A line on stderr, prefixed with `cfq: `. Never panics.
+/// A line on stderr, prefixed with `cfq: `, its control characters
+/// escaped (a note often quotes a server: see
+/// [`escape_controls`](cf_queues::error::escape_controls)). Never panics.
 pub fn note(message: impl fmt::Display) {
+    let message = message.to_string();
+    let message = cf_queues::error::escape_controls(&message);
     let _ = writeln!(io::stderr().lock(), "cfq: {message}");
 }
 

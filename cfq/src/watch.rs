@@ -167,17 +167,46 @@ pub fn frame(queue: &str, every: Duration, history: &History, status: &str) -> V
     lines
 }
 
-/// Redraws the frame over the previous one (`drawn` lines high).
-fn draw(lines: &[String], drawn: usize) -> io::Result<usize> {
+/// The screen's width in columns now (80 when it cannot be read): read at
+/// each tick, so that a resized window is drawn to its new width.
+fn screen_width() -> usize {
+    terminal_size::terminal_size().map_or(80, |(width, _)| usize::from(width.0).max(2))
+}
+
+/// One line as drawn: its control characters escaped (an error's text
+/// comes from the network), cut to fit one row of `width` columns (one
+/// short of it: a line that fills the row leaves some terminals waiting to
+/// wrap), so that every line is one screen row.
+pub fn fitted(line: &str, width: usize) -> String {
+    let line = cf_queues::error::escape_controls(line);
+    crate::output::shorten(&line, width.saturating_sub(1).max(1))
+}
+
+/// The screen rows `lines` (each `n` characters) take at `width` columns:
+/// what to move up over, should the window have narrowed since they were
+/// drawn and the terminal wrapped them.
+pub fn rows(drawn: &[usize], width: usize) -> usize {
+    drawn.iter().map(|&n| n.div_ceil(width.max(1)).max(1)).sum()
+}
+
+/// Redraws the frame over the previous one (`drawn`: the lengths of its
+/// lines), each line fitted to `width`; the lengths drawn.
+fn draw(lines: &[String], drawn: &[usize], width: usize) -> io::Result<Vec<usize>> {
     let mut out = io::stdout().lock();
-    if drawn > 0 {
-        write!(out, "\x1b[{drawn}A")?;
+    let up = rows(drawn, width);
+    if up > 0 {
+        write!(out, "\x1b[{up}A")?;
     }
+    let mut lengths = Vec::with_capacity(lines.len());
     for line in lines {
+        let line = fitted(line, width);
+        lengths.push(line.chars().count());
         write!(out, "\r\x1b[2K{line}\n")?;
     }
+    // Whatever a taller frame before left below this one.
+    write!(out, "\x1b[J")?;
     out.flush()?;
-    Ok(lines.len())
+    Ok(lengths)
 }
 
 /// Shows the cursor again however the view ends.
@@ -205,10 +234,17 @@ pub async fn live(session: &Session, every: Duration) -> Result<Code, Failure> {
         .map_err(|e| Failure::local(format_args!("cannot watch for Ctrl-C: {e}")))?;
     let _cursor = Cursor::hide();
     let mut history = History::default();
-    let mut drawn = 0;
+    let mut drawn = Vec::new();
     let mut next = tokio::time::Instant::now();
     loop {
-        let status = match session.queue.metrics().await {
+        let started = tokio::time::Instant::now();
+        // Ctrl-C is heard while a reading is on its way, however long the
+        // server takes (a reading dropped unanswered changes nothing).
+        let reading = tokio::select! {
+            reading = session.queue.metrics() => reading,
+            () = interrupts.reached(1) => return Ok(Code::Ok),
+        };
+        let status = match reading {
             Ok(metrics) => {
                 history.push(Sample::read(&metrics, now_ms()));
                 "Ctrl-C to stop".to_owned()
@@ -222,8 +258,12 @@ pub async fn live(session: &Session, every: Duration) -> Result<Code, Failure> {
             Err(e) => return Err(session.fail(&e)),
         };
         let lines = frame(session.queue.id(), every, &history, &status);
-        drawn = draw(&lines, drawn).map_err(Failure::stdout)?;
-        next += every;
+        drawn = draw(&lines, &drawn, screen_width()).map_err(Failure::stdout)?;
+        // The next reading `every` after this one started, never sooner:
+        // a reading that came late, or a process that was stopped, skips
+        // the ticks it missed instead of catching them up in a burst (at
+        // most one reading an interval, whatever happened).
+        next = (next + every).max(started + every);
         tokio::select! {
             () = tokio::time::sleep_until(next) => {}
             () = interrupts.reached(1) => return Ok(Code::Ok),
@@ -267,6 +307,20 @@ mod tests {
                 "Ctrl-C to stop",
             ]
         );
+    }
+
+    #[test]
+    fn a_line_is_one_row_escaped_and_a_narrowed_window_is_counted_in_rows() {
+        let long = format!("error: {}", "x".repeat(250));
+        let cut = fitted(&long, 80);
+        assert_eq!(cut.chars().count(), 79, "{cut}");
+        assert!(cut.ends_with('…'));
+        let hostile = fitted("error: \u{1b}]52;c;aGk=\u{7}\u{1b}[2J", 80);
+        assert_eq!(hostile, "error: \\u{1b}]52;c;aGk=\\u{7}\\u{1b}[2J");
+        // Drawn 79 wide, then the window narrowed to 40: two rows each.
+        assert_eq!(rows(&[79, 10, 79], 80), 3);
+        assert_eq!(rows(&[79, 10, 79], 40), 5);
+        assert_eq!(rows(&[0], 40), 1, "an empty line is a row");
     }
 
     #[test]

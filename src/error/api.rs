@@ -8,6 +8,7 @@ use crate::codes;
 use crate::operation::Operation;
 
 use super::error_type::after_attempts;
+use super::printable::escape_controls;
 
 /// A failure reported by the API.
 ///
@@ -103,7 +104,8 @@ impl std::error::Error for ApiError {}
 pub struct ApiErrorDetail {
     /// The Cloudflare error code, such as 10104 (queue not found).
     pub code: Option<u32>,
-    /// The error message.
+    /// The error message, as the server sent it (`Display` escapes its
+    /// control characters: see [`escape_controls`]).
     pub message: String,
     /// A page documenting the error.
     pub documentation_url: Option<String>,
@@ -113,12 +115,13 @@ pub struct ApiErrorDetail {
 
 impl fmt::Display for ApiErrorDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = escape_controls(&self.message);
         match self.code {
-            Some(code) => write!(f, "[{code}] {}", self.message)?,
-            None => f.write_str(&self.message)?,
+            Some(code) => write!(f, "[{code}] {message}")?,
+            None => f.write_str(&message)?,
         }
         if let Some(pointer) = &self.pointer {
-            write!(f, " (at {pointer})")?;
+            write!(f, " (at {})", escape_controls(pointer))?;
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use crate::classify::RetryClass;
 use crate::codes;
 use crate::operation::Operation;
 
+use super::printable::escape_controls;
 use super::{ApiError, BodyError};
 
 /// A `Result` whose error is [`Error`].
@@ -61,7 +62,8 @@ pub enum Error {
 
     /// A successful status came with a body that is not the documented envelope.
     #[error(
-        "could not decode the {operation} response (HTTP {status}): {reason}; body: {snippet:?}"
+        "could not decode the {operation} response (HTTP {status}): {}; body: {snippet:?}",
+        escape_controls(reason)
     )]
     #[non_exhaustive]
     Decode {
@@ -153,7 +155,7 @@ pub enum Error {
 
     /// Several queues answered to one name, which Cloudflare does not
     /// allow: the handle would be a guess, so none is given.
-    #[error("{} queues are named {name:?}: {}", queue_ids.len(), queue_ids.join(", "))]
+    #[error("{} queues are named {name:?}: {}", queue_ids.len(), escape_controls(&queue_ids.join(", ")))]
     #[non_exhaustive]
     AmbiguousQueueName {
         /// The name looked up.
@@ -166,8 +168,10 @@ pub enum Error {
     /// and a queue has one consumer: HTTP pull cannot be enabled, and is
     /// not, until that consumer is removed. Nothing was replaced.
     #[error(
-        "queue {queue_id} is consumed by {consumer}: a queue has one consumer, so HTTP pull cannot be enabled; \
-         remove that consumer first (wrangler queues consumer remove), nothing was changed"
+        "queue {} is consumed by {}: a queue has one consumer, so HTTP pull cannot be enabled; \
+         remove that consumer first (wrangler queues consumer remove), nothing was changed",
+        escape_controls(queue_id),
+        escape_controls(consumer)
     )]
     #[non_exhaustive]
     OtherConsumer {

@@ -25,12 +25,19 @@
 //! `retry::RetryClass` (`NotSent`, `Throttled`, `Transient`, `Permanent`) kept in the error: the retry
 //! loop and these methods all read that one verdict, and `error::ApiError` keeps what the server said
 //! (`Retry-After`, `x-should-retry`) so you can see why a call was or was not retried.
+//!
+//! Text from the network (an error's message, a pointer, a queue id, a
+//! decoder's complaint) is shown by `Display` with its control characters
+//! escaped ([`escape_controls`]): printing an error cannot drive a
+//! terminal. The fields keep the text as it came.
 
 mod api;
 mod body;
 pub(crate) mod error_type;
+mod printable;
 
 pub use api::{ApiError, ApiErrorDetail};
 pub use body::BodyError;
+pub use printable::escape_controls;
 
 pub(crate) use error_type::{Error, Result, built, snippet};

@@ -57,6 +57,7 @@ with its arguments passed on (.ci/run calls them in order):
   xtask tls-choices                        no TLS refuses https; rustls without a provider
   xtask additive-check                     additive changes to the fragment still compile
   xtask package                            every crate packs and its package builds
+  xtask test-tools [axe|wrangler|python]  the tests' tools from xtask/locks/ into target/test-tools
   xtask sdk-conformance                    Cloudflare's Python SDK against cfq emulator
   xtask wrangler-conformance               wrangler against cfq emulator
   xtask callgrind-consumer [N | REV]       the consumer's instructions per message

@@ -7,8 +7,8 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{
-    TOKEN, cfq, cfq_on_wire, emulator, emulator_with_queues, push_each, queue_of, run, run_cfq,
-    run_cfq_typing, run_with_stdin,
+    Pty, TOKEN, cfq, cfq_on_wire, emulator, emulator_with_queues, push_each, queue_of, run,
+    run_cfq, run_cfq_typing, run_with_stdin,
 };
 use cf_queues_emulator::Fault;
 use cf_queues_testkit::wire::{QUEUE, answer_with, path, success};
@@ -345,49 +345,13 @@ async fn metrics_watch_on_a_terminal_redraws_in_place_until_ctrl_c() {
             .expect("push");
     }
     let watch = cfq(&emulator);
-    let mut script = std::process::Command::new("script");
-    for (key, value) in watch.get_envs() {
-        match value {
-            Some(value) => script.env(key, value),
-            None => script.env_remove(key),
-        };
-    }
-    // `--watch` alone: every 2s. `script` runs the line in `$SHELL -c`;
-    // Ctrl-C reaches the terminal's whole foreground group, so a shell left
-    // waiting (dash does not exec the last command) dies of it and `script`
-    // reports 130 whatever cfq did: the shell is pinned and replaced by cfq.
-    let line = format!(
-        "exec '{}' metrics --queue watched --watch",
-        env!("CARGO_BIN_EXE_cfq")
-    );
-    script
-        .env("SHELL", "/bin/sh")
-        .args(["-q", "-f", "-e", "-c", &line, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
-    let (status, seen) = tokio::task::spawn_blocking(move || {
-        use std::io::{Read as _, Write as _};
-        let mut child = script.spawn().expect("script starts");
-        let mut stdout = child.stdout.take().expect("stdout");
-        let mut seen = Vec::new();
-        let mut chunk = [0u8; 4096];
+    // `--watch` alone: every 2s.
+    let (status, seen, _) = tokio::task::spawn_blocking(move || {
+        let mut pty = Pty::start(&watch, "metrics --queue watched --watch", 80);
         // Two frames, a second apart, then Ctrl-C through the terminal.
-        while !String::from_utf8_lossy(&seen).contains("the last 2 readings\r\n") {
-            let n = stdout.read(&mut chunk).expect("read");
-            assert!(n > 0, "ended early: {:?}", String::from_utf8_lossy(&seen));
-            seen.extend_from_slice(&chunk[..n]);
-        }
-        child
-            .stdin
-            .as_mut()
-            .expect("stdin")
-            .write_all(b"\x03")
-            .expect("Ctrl-C");
-        stdout.read_to_end(&mut seen).expect("the rest");
-        (
-            child.wait().expect("exits"),
-            String::from_utf8_lossy(&seen).into_owned(),
-        )
+        pty.wait_for("the last 2 readings\r\n", Duration::from_secs(30));
+        pty.type_keys(b"\x03");
+        pty.exit_within(Duration::from_secs(10))
     })
     .await
     .expect("no panic");

@@ -14,4 +14,5 @@ mod resources;
 mod signals;
 mod standalone;
 mod support;
+mod terminal;
 mod token_budget;

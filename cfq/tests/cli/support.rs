@@ -433,3 +433,129 @@ impl Drop for Served {
         let _ = self.child.wait();
     }
 }
+
+/// `cfq` on a pseudo-terminal made by util-linux's `script`, as a person
+/// runs it: what it drew, keys typed at it, and how it ended.
+pub struct Pty {
+    child: Child,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Pty {
+    /// Runs `cfq ARGS` (`args` as a shell reads them) with `like`'s
+    /// environment on a terminal `columns` wide. `script` runs the line in
+    /// `$SHELL -c`; Ctrl-C reaches the terminal's whole foreground group,
+    /// so a shell left waiting (dash does not exec the last command) would
+    /// die of it and `script` report 130 whatever cfq did: the shell is
+    /// pinned and replaced by cfq.
+    pub fn start(like: &Command, args: &str, columns: u16) -> Pty {
+        let mut script = Command::new("script");
+        for (key, value) in like.get_envs() {
+            match value {
+                Some(value) => script.env(key, value),
+                None => script.env_remove(key),
+            };
+        }
+        let line = format!(
+            "stty cols {columns} rows 40; exec '{}' {args}",
+            env!("CARGO_BIN_EXE_cfq")
+        );
+        let mut child = script
+            .env("SHELL", "/bin/sh")
+            .args(["-q", "-f", "-e", "-c", &line, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("script starts (util-linux's, in Debian's essential bsdutils)");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&seen);
+        std::thread::spawn(move || {
+            use std::io::Read as _;
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    return;
+                }
+                kept.lock()
+                    .expect("not poisoned")
+                    .extend_from_slice(&chunk[..n]);
+            }
+        });
+        Pty { child, seen }
+    }
+
+    /// Everything drawn so far.
+    pub fn seen(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().expect("not poisoned")).into_owned()
+    }
+
+    /// Waits until `text` was drawn, at most `limit`; everything drawn.
+    pub fn wait_for(&mut self, text: &str, limit: std::time::Duration) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            let seen = self.seen();
+            if seen.contains(text) {
+                return seen;
+            }
+            assert!(
+                self.child.try_wait().expect("wait").is_none(),
+                "ended before drawing {text:?}: {seen:?}"
+            );
+            assert!(
+                started.elapsed() < limit,
+                "{text:?} not drawn within {limit:?}: {seen:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Types `keys` (`b"\x03"` is Ctrl-C).
+    pub fn type_keys(&mut self, keys: &[u8]) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        stdin.write_all(keys).expect("typed");
+        stdin.flush().expect("typed");
+    }
+
+    /// How it ends, within `limit` (killed, and the test failed, past it):
+    /// its exit, everything it drew, and how long it took.
+    pub fn exit_within(
+        mut self,
+        limit: std::time::Duration,
+    ) -> (std::process::ExitStatus, String, std::time::Duration) {
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                // What it drew last reaches the reader soon after.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                return (status, self.seen(), started.elapsed());
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("still running {limit:?} later: {:?}", self.seen());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP server that accepts every connection and never answers, for as
+/// long as the test runs: `http://127.0.0.1:PORT/client/v4`.
+pub fn silent_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    format!("http://{address}/client/v4")
+}

@@ -2,17 +2,16 @@
 //! chromedriver, against an emulator started here.
 //!
 //! A `harness = false` binary: it prints `SKIPPED` with the install
-//! command when no browser is found, and fails instead when `CI` is set
-//! (`.ci/run` installs the browser). axe-core, the accessibility checker,
-//! comes from npm (`package.json` beside this file; installed here with
-//! `npm ci` when missing).
+//! command when no browser is found, or no axe-core (the accessibility
+//! checker, installed from its lock file into `target/test-tools/` by
+//! `cargo xtask test-tools axe`: this test downloads nothing), and fails
+//! instead when `CI` is set (`.ci/run` installs both).
 #![allow(missing_docs, unreachable_pub)]
 
 mod actions;
 mod webdriver;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use cf_queues::Message;
@@ -22,18 +21,28 @@ use webdriver::{Browser, Result, find_browser};
 
 const WAIT: Duration = Duration::from_secs(15);
 
+/// Skips the tests outside CI, or fails under it, for want of `what`,
+/// which `install` installs.
+fn missing(what: &str, install: &str) {
+    if std::env::var_os("CI").is_some() {
+        eprintln!("dashboard tests: no {what}, and CI is set: `{install}`");
+        std::process::exit(1);
+    }
+    println!("SKIPPED: the dashboard's browser tests need {what}: `{install}`");
+}
+
 fn main() {
     let Some((chromium, driver)) = find_browser() else {
-        let install = "apt-get install chromium chromium-driver";
-        if std::env::var_os("CI").is_some() {
-            eprintln!("dashboard tests: no browser found, and CI is set: `{install}`");
-            std::process::exit(1);
-        }
-        println!(
-            "SKIPPED: the dashboard's browser tests need Chromium and chromedriver: `{install}`"
+        missing(
+            "Chromium and chromedriver",
+            "apt-get install chromium chromium-driver",
         );
         return;
     };
+    if !axe_core_path().exists() {
+        missing("axe-core", "cargo xtask test-tools axe");
+        return;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -152,20 +161,19 @@ async fn run_all(chromium: &std::path::Path, driver: &std::path::Path) -> usize 
     failed
 }
 
-/// axe-core's source, installed with `npm ci` beside this file when missing.
+/// Where `cargo xtask test-tools axe` puts axe-core: the target directory
+/// this test runs from (`target/<profile>/deps/`), `test-tools/axe`.
+fn axe_core_path() -> PathBuf {
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().nth(3).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("test-tools/axe/node_modules/axe-core/axe.min.js")
+}
+
+/// axe-core's source.
 fn axe_core() -> Result<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard");
-    let file = dir.join("node_modules/axe-core/axe.min.js");
-    if !file.exists() {
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--silent"])
-            .current_dir(&dir)
-            .status()?;
-        if !status.success() {
-            return Err(format!("npm ci in {} failed", dir.display()).into());
-        }
-    }
-    Ok(std::fs::read_to_string(file)?)
+    Ok(std::fs::read_to_string(axe_core_path())?)
 }
 
 fn origin(emulator: &EmulatorHandle) -> String {
