@@ -54,7 +54,7 @@ fn generate() -> Result<(), String> {
         // send unauthenticated requests.
         .with_hooks(progenitor::HooksMode::Expected)
         .with_inner_type(
-            "crate::attempt::HookState"
+            "crate::hook_state::HookState"
                 .parse::<proc_macro2::TokenStream>()
                 .map_err(|e| format!("{e:?}"))?,
         )

@@ -1,7 +1,7 @@
-//! One attempt: the hooks the generated client calls around every request,
-//! and the state they need ([`HookState`]): credentials go on, the
-//! `api-version` header comes off, and the response is read with a size cap
-//! and recorded.
+//! One attempt: the hooks the generated client calls around every request
+//! (with the state of [`hook_state`](crate::hook_state)): credentials go
+//! on, the `api-version` header comes off, and the response is read with a
+//! size cap and recorded.
 //!
 //! # The side channel
 //!
@@ -16,9 +16,7 @@
 //! call path (`call.rs`), around the generated call.
 
 use std::cell::RefCell;
-use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use progenitor_client::{ClientHooks, ClientInfo, OperationInfo};
@@ -26,7 +24,7 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_LENGTH, HeaderMap};
 use tracing::Instrument as _;
 
-use crate::auth::Credentials;
+use crate::hook_state::HookState;
 use crate::limits::{Limits, MAX_PULL_BATCH_SIZE};
 use crate::raw;
 
@@ -37,38 +35,6 @@ use crate::raw;
 /// were leased (about 77 MB).
 fn raw_max_response_bytes() -> usize {
     Limits::default().max_messages_response_bytes(MAX_PULL_BATCH_SIZE)
-}
-
-/// What the generated client ([`raw::Client`]) needs from cf-queues on
-/// every request: the credentials.
-///
-/// It has no public constructor: a raw client comes from
-/// [`Client::raw`](crate::Client::raw), whose HTTP client never follows
-/// redirects. A raw client built around any other `reqwest::Client` could
-/// follow one and hand the credentials (the global API key's
-/// `X-Auth-Email`/`X-Auth-Key`, which reqwest does not strip) to another
-/// origin. The raw client does not retry: retries, deadlines and rate
-/// limits belong to [`Queue`](crate::Queue)'s call path.
-#[derive(Clone)]
-pub struct HookState {
-    credentials: Arc<Credentials>,
-}
-
-impl HookState {
-    /// Hooks that authenticate with `credentials`.
-    pub(crate) fn new(credentials: Credentials) -> HookState {
-        HookState {
-            credentials: Arc::new(credentials),
-        }
-    }
-}
-
-impl fmt::Debug for HookState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HookState")
-            .field("credentials", &self.credentials)
-            .finish()
-    }
 }
 
 /// One attempt as seen on the wire. The caller sets `cap`; the hook fills in the rest.
@@ -114,7 +80,7 @@ impl ClientHooks<HookState> for raw::Client {
         // progenitor sends the fragment's own version; Cloudflare's API is
         // versioned by its path and documents no such header.
         headers.remove("api-version");
-        self.inner.credentials.apply(headers);
+        self.inner.credentials().apply(headers);
         Ok(())
     }
 

@@ -4,12 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::attempt::HookState;
 use crate::auth::{Credentials, env_var};
 use crate::error::{Error, Result};
+use crate::hook_state::HookState;
 use crate::instance::{Instance, Kind};
 use crate::limits::Limits;
-use crate::queue::Queue;
 use crate::ratelimit::{Limiter, Pacer, RateLimits};
 use crate::raw;
 use crate::resources::RecentlyEnabled;
@@ -20,7 +19,7 @@ use crate::tls;
 ///
 /// Cheap to clone: clones share the connection pool and the pacing by the
 /// server's rate-limit headers (see [`RateLimits`]), so build one client
-/// per credential and clone it. Get a [`Queue`] handle with
+/// per credential and clone it. Get a [`Queue`](crate::Queue) handle with
 /// [`Client::queue`].
 ///
 /// ```no_run
@@ -71,18 +70,6 @@ impl Client {
     /// [`ClientBuilder::build`].
     pub fn from_env() -> Result<Client> {
         ClientBuilder::from_env()?.build()
-    }
-
-    /// A handle on one queue.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidInput`] if `queue_id` is empty, longer than 32
-    /// characters or not alphanumeric.
-    pub fn queue(&self, queue_id: impl Into<String>) -> Result<Queue> {
-        let queue_id = queue_id.into();
-        self.inner.limits.check_id("queue_id", &queue_id)?;
-        Ok(Queue::new(self.clone(), queue_id))
     }
 
     /// The account this client works on.

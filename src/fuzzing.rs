@@ -14,12 +14,13 @@ use crate::message::Body;
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::server_clock::rfc3339_unix_ms;
-use crate::resources::settings::shows_applied;
 use crate::resources::{ConsumerInfo, QueueSettings};
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
-    PushReceipt, QueueInfo, peeked, previewed,
+    PushReceipt, QueueInfo,
 };
+use crate::wire::management::shows_applied;
+use crate::wire::messages::{peeked, previewed};
 
 /// Runs `body`, answered with `status`, through everything the client does
 /// with a response (the generated client's decoding, envelope unwrapping,

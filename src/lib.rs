@@ -218,6 +218,7 @@ pub mod consumer;
 mod counters;
 mod envelope;
 pub mod error;
+mod hook_state;
 mod instance;
 // The decoders on arbitrary bytes, for the fuzz targets and property tests:
 // not public API, so hidden and behind a feature that says so.
@@ -235,6 +236,7 @@ pub mod operation;
 pub mod producer;
 mod queue;
 pub mod ratelimit;
+pub mod raw;
 pub mod request;
 pub mod resources;
 pub mod response;
@@ -243,18 +245,7 @@ pub mod retry;
 mod setters;
 mod time;
 mod tls;
-
-/// The progenitor-generated client and wire types, from
-/// `openapi/queues-messages.yaml`.
-///
-/// This is the raw layer: one method per operation, envelopes as sent. The
-/// ergonomic [`cf_queues::Client`](crate::Client) builds on it; reach it from there with
-/// [`cf_queues::Client::raw`](crate::Client::raw), which authenticates the same way.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod raw {
-    include!(concat!(env!("OUT_DIR"), "/raw.rs"));
-    pub use crate::attempt::HookState;
-}
+mod wire;
 
 // The names most users touch; everything else is in the modules above, at
 // one path each.

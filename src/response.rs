@@ -1,10 +1,7 @@
 //! Typed results, unwrapped from the API's envelopes.
 
 use crate::error::{Error, Result};
-use crate::message::{
-    PeekedMessage, PreviewedMessage, PulledMessage, count_u64, known_u32, known_u64,
-};
-use crate::raw::types;
+use crate::message::PulledMessage;
 use crate::resources::{ConsumerInfo, QueueSettings};
 
 /// Best-effort queue metrics: returned with pushes and pulls, and by
@@ -22,34 +19,12 @@ pub struct Metrics {
     pub oldest_message_timestamp_ms: u64,
 }
 
-impl From<types::Metrics> for Metrics {
-    fn from(m: types::Metrics) -> Self {
-        Metrics {
-            backlog_count: count_u64(m.backlog_count),
-            backlog_bytes: count_u64(m.backlog_bytes),
-            oldest_message_timestamp_ms: count_u64(m.oldest_message_timestamp_ms),
-        }
-    }
-}
-
-fn metrics(metadata: Option<types::ResultMetadata>) -> Option<Metrics> {
-    metadata.and_then(|m| m.metrics).map(Metrics::from)
-}
-
 /// What a push or batch push returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct PushReceipt {
     /// Queue metrics after the push, when the API sent them.
     pub metrics: Option<Metrics>,
-}
-
-impl From<types::PushResult> for PushReceipt {
-    fn from(r: types::PushResult) -> Self {
-        PushReceipt {
-            metrics: metrics(r.metadata),
-        }
-    }
 }
 
 /// The messages leased by a pull.
@@ -64,21 +39,6 @@ pub struct PulledBatch {
     pub backlog_count: Option<u64>,
     /// Queue metrics, when the API sent them.
     pub metrics: Option<Metrics>,
-}
-
-impl From<types::PullResult> for PulledBatch {
-    fn from(r: types::PullResult) -> Self {
-        PulledBatch {
-            messages: r
-                .messages
-                .unwrap_or_default()
-                .into_iter()
-                .map(PulledMessage::from)
-                .collect(),
-            backlog_count: known_u64(r.message_backlog_count),
-            metrics: metrics(r.metadata),
-        }
-    }
 }
 
 impl IntoIterator for PulledBatch {
@@ -96,31 +56,6 @@ pub struct Warning {
     pub subject: Option<String>,
     /// The warning text.
     pub message: String,
-}
-
-fn warnings(w: Option<types::AckWarnings>) -> Vec<Warning> {
-    match w {
-        None => Vec::new(),
-        Some(types::AckWarnings::Object(map)) => {
-            let mut list: Vec<Warning> = map
-                .into_iter()
-                .map(|(subject, message)| Warning {
-                    subject: Some(subject),
-                    message,
-                })
-                .collect();
-            // The map has no order on the wire: sort for stable output.
-            list.sort_by(|a, b| a.subject.cmp(&b.subject));
-            list
-        }
-        Some(types::AckWarnings::Array(list)) => list
-            .into_iter()
-            .map(|message| Warning {
-                subject: None,
-                message,
-            })
-            .collect(),
-    }
 }
 
 /// What an acknowledge-and-retry call did.
@@ -154,16 +89,6 @@ impl Default for AckOutcome {
     }
 }
 
-impl From<types::AckResult> for AckOutcome {
-    fn from(r: types::AckResult) -> Self {
-        AckOutcome {
-            acked: known_u32(r.ack_count),
-            retried: known_u32(r.retry_count),
-            warnings: warnings(r.warnings),
-        }
-    }
-}
-
 /// What a lease extension did; see [`Queue::extend`](crate::Queue::extend).
 ///
 /// `extendCount` is optional in Cloudflare's published description: when
@@ -192,15 +117,6 @@ impl Default for ExtendOutcome {
     }
 }
 
-impl From<types::ExtendResult> for ExtendOutcome {
-    fn from(r: types::ExtendResult) -> Self {
-        ExtendOutcome {
-            extended: known_u32(r.extend_count),
-            warnings: warnings(r.warnings),
-        }
-    }
-}
-
 /// What [`Queue::delete_previewed`](crate::Queue::delete_previewed) did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -208,14 +124,6 @@ pub struct PreviewedOutcome {
     /// Warnings about single preview ids, such as one whose message is gone.
     /// An id without a warning was applied.
     pub warnings: Vec<Warning>,
-}
-
-impl From<types::PreviewAckResult> for PreviewedOutcome {
-    fn from(r: types::PreviewAckResult) -> Self {
-        PreviewedOutcome {
-            warnings: warnings(r.warnings),
-        }
-    }
 }
 
 /// A queue as the API describes it: what [`Queue::info`](crate::Queue::info),
@@ -245,30 +153,6 @@ pub struct QueueInfo {
     pub producers_total_count: u32,
 }
 
-impl From<types::QueueDetails> for QueueInfo {
-    fn from(q: types::QueueDetails) -> Self {
-        let consumers: Vec<ConsumerInfo> = q
-            .consumers
-            .unwrap_or_default()
-            .into_iter()
-            .map(ConsumerInfo::from)
-            .collect();
-        let listed = u32::try_from(consumers.len()).unwrap_or(u32::MAX);
-        let listed_producers =
-            u32::try_from(q.producers.as_ref().map_or(0, Vec::len)).unwrap_or(u32::MAX);
-        QueueInfo {
-            queue_id: q.queue_id.filter(|id| !id.is_empty()),
-            queue_name: q.queue_name,
-            created_on: q.created_on,
-            modified_on: q.modified_on,
-            settings: q.settings.map(QueueSettings::from).unwrap_or_default(),
-            consumers_total_count: known_u32(q.consumers_total_count).unwrap_or(listed),
-            producers_total_count: known_u32(q.producers_total_count).unwrap_or(listed_producers),
-            consumers,
-        }
-    }
-}
-
 /// The status of the last purge of a whole queue; see
 /// [`Queue::purge_status`](crate::Queue::purge_status).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -281,24 +165,6 @@ pub struct PurgeStatus {
     pub started_at: Option<String>,
 }
 
-impl From<types::PurgeStatusResult> for PurgeStatus {
-    fn from(r: types::PurgeStatusResult) -> Self {
-        let completed = match r.completed {
-            Some(types::PurgeCompleted::Boolean(done)) => Some(done),
-            Some(types::PurgeCompleted::String(text)) => match text.trim() {
-                t if t.eq_ignore_ascii_case("true") => Some(true),
-                t if t.eq_ignore_ascii_case("false") => Some(false),
-                _ => None,
-            },
-            None => None,
-        };
-        PurgeStatus {
-            completed,
-            started_at: r.started_at.filter(|s| !s.is_empty()),
-        }
-    }
-}
-
 /// What a purge did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -307,36 +173,6 @@ pub struct PurgeOutcome {
     pub errors: Vec<String>,
     /// Warnings about single refs, such as an unknown ref.
     pub warnings: Vec<Warning>,
-}
-
-impl From<types::PurgeResult> for PurgeOutcome {
-    fn from(r: types::PurgeResult) -> Self {
-        PurgeOutcome {
-            errors: r
-                .errors
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|e| e.message)
-                .collect(),
-            warnings: warnings(r.warnings),
-        }
-    }
-}
-
-pub(crate) fn previewed(r: types::PreviewResult) -> Vec<PreviewedMessage> {
-    r.messages
-        .unwrap_or_default()
-        .into_iter()
-        .map(PreviewedMessage::from)
-        .collect()
-}
-
-pub(crate) fn peeked(r: types::PeekResult) -> Vec<PeekedMessage> {
-    r.messages
-        .unwrap_or_default()
-        .into_iter()
-        .map(PeekedMessage::from)
-        .collect()
 }
 
 /// What [`Queue::push_all`](crate::Queue::push_all) did with each batch.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::acker::Settlement;
-use super::shared::{Action, ConsumerState};
+use super::inbox::{Action, Settlement};
+use super::shared::ConsumerState;
 use crate::counters::add;
 use crate::error::Error;
 use crate::request::Acks;

@@ -231,9 +231,11 @@
 
 mod acker;
 mod builder;
+mod dispatch;
 mod driver;
 mod error;
 mod flush;
+mod inbox;
 mod lease_keeper;
 mod lease_table;
 mod puller;
@@ -273,7 +275,7 @@ use crate::counters::add;
 use crate::error::{BodyError, Error, Result};
 use crate::message::PulledMessage;
 use crate::queue::Queue;
-use driver::{BatchFn, EachFn, Mode, PoisonFn};
+use dispatch::{BatchFn, EachFn, Mode, PoisonFn};
 use settings::Settings;
 use shared::{ConsumerState, Ticket};
 

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::MESSAGING_SYSTEM;
-use super::driver::{Mode, PoisonFn, dispatch, settleable};
+use super::dispatch::{Mode, PoisonFn, dispatch, settleable};
 use super::shared::ConsumerState;
 use crate::backoff::Backoff;
 use crate::counters::{add, sub};

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::acker::{Inbox, Settlement};
+use super::inbox::{Action, Inbox, Settlement};
 use super::lease_table::LeaseTable;
 use super::round_trip::RoundTrip;
 use super::settings::Settings;
@@ -24,16 +24,6 @@ use crate::message::PulledMessage;
 use crate::queue::Queue;
 use crate::ratelimit::Share;
 use crate::retry::{LONGEST_SERVER_WAIT, server_wait, server_wait_ends};
-
-/// What is sent for a settled message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Action {
-    Ack,
-    /// A retry after this delay (already within the API's limit).
-    Retry(Duration),
-    /// Given back at shutdown: a retry with no delay.
-    Release,
-}
 
 pub(crate) struct ConsumerState {
     pub queue: Queue,

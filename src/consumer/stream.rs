@@ -10,7 +10,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::shared::{Action, Ticket};
+use super::inbox::Action;
+use super::shared::Ticket;
 use super::summary::Summary;
 use super::{ConsumerError, Verdict};
 use crate::counters::add;

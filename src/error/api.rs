@@ -7,8 +7,7 @@ use crate::classify::RetryClass;
 use crate::codes;
 use crate::operation::Operation;
 
-use super::error_type::after_attempts;
-use super::printable::escape_controls;
+use super::wording::{after_attempts, escape_controls};
 
 /// A failure reported by the API.
 ///

@@ -8,7 +8,7 @@ use crate::classify::RetryClass;
 use crate::codes;
 use crate::operation::Operation;
 
-use super::printable::escape_controls;
+use super::wording::{after_attempts, escape_controls};
 use super::{ApiError, BodyError};
 
 /// A `Result` whose error is [`Error`].
@@ -184,14 +184,6 @@ pub enum Error {
 
 fn previously(last_error: Option<&Error>) -> String {
     last_error.map_or_else(String::new, |e| format!(", retrying after: {e}"))
-}
-
-pub(super) fn after_attempts(attempts: u32) -> String {
-    if attempts > 1 {
-        format!(" after {attempts} attempts")
-    } else {
-        String::new()
-    }
 }
 
 impl Error {

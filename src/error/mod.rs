@@ -34,10 +34,10 @@
 mod api;
 mod body;
 pub(crate) mod error_type;
-mod printable;
+mod wording;
 
 pub use api::{ApiError, ApiErrorDetail};
 pub use body::BodyError;
-pub use printable::escape_controls;
+pub use wording::escape_controls;
 
 pub(crate) use error_type::{Error, Result, built, snippet};

@@ -17,4 +17,4 @@ pub use received::{LeaseId, PeekRef, PeekedMessage, PreviewId, PreviewedMessage}
 
 pub(crate) use body::Body;
 pub(crate) use outgoing::Message;
-pub(crate) use received::{PulledMessage, count_u64, known_u32, known_u64};
+pub(crate) use received::{PulledMessage, known_u32, known_u64};

@@ -1,14 +1,12 @@
 //! [`Message`]: what you push, and the messages you received turned back
 //! into one (redrive, replay).
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::error::{BodyError, Error, Result, built};
-use crate::raw::types;
+use crate::error::{BodyError, Error, Result};
 
 use super::*;
 
@@ -25,12 +23,12 @@ use super::*;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
-    pub(super) body: OutgoingBody,
-    pub(super) delay: Option<Duration>,
+    pub(crate) body: OutgoingBody,
+    pub(crate) delay: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum OutgoingBody {
+pub(crate) enum OutgoingBody {
     Text(String),
     Json(Map<String, Value>),
 }
@@ -90,45 +88,6 @@ impl Message {
     /// The delay set with [`Message::with_delay`].
     pub fn delay(&self) -> Option<Duration> {
         self.delay
-    }
-
-    /// Checks the limits and builds the wire message; returns it with the bytes it counts for.
-    pub(crate) fn to_wire(
-        &self,
-        field: &dyn fmt::Display,
-        limits: &crate::limits::Limits,
-    ) -> Result<(types::QueueMessage, usize)> {
-        let delay_seconds = self
-            .delay
-            .map(|d| limits.delay_seconds(&format_args!("{field}.delay"), d))
-            .transpose()?;
-        let (wire, body_bytes) = match &self.body {
-            OutgoingBody::Text(text) => (
-                types::QueueMessage::TextMessage(built(
-                    types::TextMessage::builder()
-                        .body(text.clone())
-                        .content_type(types::TextMessageContentType::Text)
-                        .delay_seconds(delay_seconds),
-                )?),
-                text.len(),
-            ),
-            OutgoingBody::Json(value) => {
-                let encoded = serde_json::to_vec(value).map_err(|e| {
-                    Error::invalid(format!("{field}.body"), format!("cannot be encoded: {e}"))
-                })?;
-                (
-                    types::QueueMessage::JsonMessage(built(
-                        types::JsonMessage::builder()
-                            .body(value.clone())
-                            .content_type(types::JsonMessageContentType::Json)
-                            .delay_seconds(delay_seconds),
-                    )?),
-                    encoded.len(),
-                )
-            }
-        };
-        let counted = limits.check_message_size(&format_args!("{field}.body"), body_bytes)?;
-        Ok((wire, counted))
     }
 }
 

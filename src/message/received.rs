@@ -6,8 +6,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use crate::raw::types;
-
 use super::*;
 
 /// The opaque id of a leased (pulled) message; acknowledge or retry with it.
@@ -181,7 +179,7 @@ pub struct PulledMessage {
     pub lease_id: LeaseId,
     /// All metadata, `CF-Content-Type` included.
     pub metadata: Map<String, Value>,
-    pub(super) body: Body,
+    pub(crate) body: Body,
 }
 
 /// A message seen by [`Queue::peek`](crate::Queue::peek); peek does not lease it.
@@ -198,7 +196,7 @@ pub struct PeekedMessage {
     pub peek_ref: PeekRef,
     /// All metadata, `CF-Content-Type` included.
     pub metadata: Map<String, Value>,
-    pub(super) body: Body,
+    pub(crate) body: Body,
 }
 
 /// A message seen by [`Queue::preview`](crate::Queue::preview), in the pull
@@ -217,7 +215,7 @@ pub struct PreviewedMessage {
     pub preview_id: PreviewId,
     /// All metadata, `CF-Content-Type` included.
     pub metadata: Map<String, Value>,
-    pub(super) body: Body,
+    pub(crate) body: Body,
 }
 
 macro_rules! received_accessors {
@@ -270,7 +268,7 @@ pub(crate) fn known_u64(n: Option<f64>) -> Option<u64> {
 }
 
 /// The body as the API sent it: a string in practice, anything else kept as its JSON text.
-pub(super) fn body(raw: Option<Value>, metadata: &Map<String, Value>) -> Body {
+pub(crate) fn body(raw: Option<Value>, metadata: &Map<String, Value>) -> Body {
     let raw = match raw {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(text)) => text,
@@ -279,56 +277,6 @@ pub(super) fn body(raw: Option<Value>, metadata: &Map<String, Value>) -> Body {
     Body {
         raw,
         content_type: ContentType::from_metadata(metadata),
-    }
-}
-
-/// Metadata as the API sent it: an object in practice, anything else read as empty.
-fn metadata(raw: Option<Value>) -> Map<String, Value> {
-    match raw {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
-}
-
-impl From<types::PulledMessage> for PulledMessage {
-    fn from(m: types::PulledMessage) -> Self {
-        let metadata = metadata(m.metadata);
-        PulledMessage {
-            body: body(m.body, &metadata),
-            id: m.id.unwrap_or_default(),
-            attempts: count_u32(m.attempts),
-            timestamp_ms: count_u64(m.timestamp_ms),
-            lease_id: LeaseId(m.lease_id.unwrap_or_default()),
-            metadata,
-        }
-    }
-}
-
-impl From<types::PeekedMessage> for PeekedMessage {
-    fn from(m: types::PeekedMessage) -> Self {
-        let metadata = metadata(m.metadata);
-        PeekedMessage {
-            body: body(m.body, &metadata),
-            id: m.id.unwrap_or_default(),
-            attempts: count_u32(m.attempts),
-            timestamp_ms: count_u64(m.timestamp_ms),
-            peek_ref: PeekRef(m.ref_.unwrap_or_default()),
-            metadata,
-        }
-    }
-}
-
-impl From<types::PreviewedMessage> for PreviewedMessage {
-    fn from(m: types::PreviewedMessage) -> Self {
-        let metadata = metadata(m.metadata);
-        PreviewedMessage {
-            body: body(m.body, &metadata),
-            id: m.id.unwrap_or_default(),
-            attempts: count_u32(m.attempts),
-            timestamp_ms: count_u64(m.timestamp_ms),
-            preview_id: PreviewId(m.lease_id.unwrap_or_default()),
-            metadata,
-        }
     }
 }
 

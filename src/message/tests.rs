@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::received::{body, count_u32};
+use super::received::{body, count_u32, count_u64};
 use super::*;
 use crate::error::BodyError;
 

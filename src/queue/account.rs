@@ -6,14 +6,15 @@ use super::Queue;
 use crate::call::Call;
 use crate::client::Client;
 use crate::envelope::QueuePage;
-use crate::error::{Result, built};
+use crate::error::Result;
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::lookup::{NameLookup, Next, after_page, page_ids};
-use crate::resources::settings::{check_name, check_new_name, shows_applied};
+use crate::resources::settings::{check_name, check_new_name};
 use crate::resources::{QueueSettings, ServerClock};
 use crate::response::QueueInfo;
 use crate::response_cap::SMALL_RESPONSE_BYTES;
+use crate::wire::management::{self, shows_applied};
 
 impl Client {
     /// A handle on the queue of this name, found with the account's queue
@@ -205,11 +206,7 @@ impl Client {
         } else {
             Some(settings.to_wire(self.limits())?)
         };
-        let body: types::CreateQueueRequest = built(
-            types::CreateQueueRequest::builder()
-                .queue_name(name)
-                .settings(wire.clone()),
-        )?;
+        let body = management::create_queue_request(name, wire.clone())?;
         let clock = ServerClock::new();
         let sent = SystemTime::now();
         let mut call = self.account_call(Operation::CreateQueue);

@@ -1,11 +1,11 @@
 //! The whole queue: metrics, and purging every message.
 
 use super::{Queue, send};
-use crate::error::{Error, Result, built};
+use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::raw::types;
 use crate::request::PurgeConfirmation;
 use crate::response::{Metrics, PurgeStatus, QueueInfo};
+use crate::wire::messages;
 
 impl Queue {
     /// The queue's backlog: how many messages, how many bytes, and when the
@@ -79,8 +79,7 @@ impl Queue {
                 ),
             ));
         }
-        let body: types::PurgeQueueRequest =
-            built(types::PurgeQueueRequest::builder().delete_messages_permanently(true))?;
+        let body = messages::purge_queue_request()?;
         self.call(Operation::PurgeQueue, 0, self.small_response_cap())
             .run(send!(self, purge_queue, body))
             .await

@@ -1,13 +1,13 @@
 //! Looking without leasing: peek and purge by ref, preview and deleting previewed messages.
 
 use super::{Queue, send};
-use crate::error::{Error, Result, built};
+use crate::error::{Error, Result};
 use crate::limits::check_token;
 use crate::message::{PeekRef, PeekedMessage, PreviewId, PreviewedMessage};
 use crate::operation::Operation;
-use crate::raw::types;
 use crate::request::PreviewedChanges;
-use crate::response::{PreviewedOutcome, PurgeOutcome, peeked, previewed};
+use crate::response::{PreviewedOutcome, PurgeOutcome};
+use crate::wire::messages::{self, peeked, previewed};
 
 impl Queue {
     /// Returns up to `batch_size` messages (1 to 100) without leasing them.
@@ -23,7 +23,7 @@ impl Queue {
     /// Peeking changes nothing on the queue; dropping the future is safe.
     pub async fn peek(&self, batch_size: u32) -> Result<Vec<PeekedMessage>> {
         let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
-        let body: types::PeekRequest = built(types::PeekRequest::builder().batch_size(batch_size))?;
+        let body = messages::peek_request(batch_size)?;
         self.call(Operation::Peek, 0, cap)
             .run(send!(self, peek_messages, body))
             .await
@@ -63,11 +63,9 @@ impl Queue {
         let mut wire = Vec::with_capacity(refs.len());
         for (i, peek_ref) in refs.iter().enumerate() {
             check_token(&format_args!("refs[{i}].ref"), peek_ref.as_str())?;
-            wire.push(built(
-                types::PurgeRef::builder().ref_(peek_ref.as_str().to_owned()),
-            )?);
+            wire.push(messages::purge_ref(peek_ref.as_str())?);
         }
-        let body: types::PurgeRequest = built(types::PurgeRequest::builder().refs(wire))?;
+        let body = messages::purge_request(wire)?;
         let cap = self.tokens_response_cap(refs.iter().map(PeekRef::as_str));
         self.call(Operation::Purge, 0, cap)
             .run(send!(self, purge_messages, body))
@@ -101,8 +99,7 @@ impl Queue {
     /// Previewing changes nothing on the queue; dropping the future is safe.
     pub async fn preview(&self, batch_size: u32) -> Result<Vec<PreviewedMessage>> {
         let (batch_size, cap) = self.messages_batch(Some(batch_size))?;
-        let body: types::PreviewRequest =
-            built(types::PreviewRequest::builder().batch_size(batch_size))?;
+        let body = messages::preview_request(batch_size)?;
         self.call(Operation::Preview, 0, cap)
             .run(send!(self, preview_messages, body))
             .await
@@ -136,20 +133,10 @@ impl Queue {
                 .retries
                 .iter()
                 .map(|(id, delay)| (id.as_str(), *delay)),
-            |id| built(types::PreviewAckLease::builder().lease_id(id)),
-            |id, delay_seconds| {
-                built(
-                    types::PreviewRetryLease::builder()
-                        .lease_id(id)
-                        .delay_seconds(delay_seconds),
-                )
-            },
+            messages::preview_ack_lease,
+            messages::preview_retry_lease,
         )?;
-        let body: types::PreviewAckRequest = built(
-            types::PreviewAckRequest::builder()
-                .acks(deletions)
-                .retries(retries),
-        )?;
+        let body = messages::preview_ack_request(deletions, retries)?;
         self.call(Operation::DeletePreviewed, 0, cap)
             .run(send!(self, ack_preview_messages, body))
             .await

@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::{ConsumerInfo, HttpPullConsumer, HttpPullSettings};
+use crate::wire::management::as_written;
 
 impl Queue {
     /// The queue's consumers (`GET .../consumers`): at most one, a Worker
@@ -202,38 +203,4 @@ fn consumer_id(consumer: &HttpPullConsumer) -> Result<&str> {
             snippet: String::new(),
             attempts: 1,
         })
-}
-
-/// The answer to a create or update, read tolerantly: an answer that does
-/// not say `type: http_pull` (or says nothing) still describes the
-/// consumer just written, and a setting it leaves out (create answers may
-/// omit `dead_letter_queue`) is the one asked for. A setting it gives,
-/// even `dead_letter_queue: ""` (none), is believed.
-fn as_written(answer: types::QueueConsumer, asked: &HttpPullSettings) -> HttpPullConsumer {
-    let given = answer.settings.clone().unwrap_or_default();
-    let dead_letter_given = answer.dead_letter_queue.is_some();
-    let mut consumer = match ConsumerInfo::from(answer) {
-        ConsumerInfo::HttpPull(c) => c,
-        other => HttpPullConsumer {
-            consumer_id: other.consumer_id().map(str::to_owned),
-            ..HttpPullConsumer::default()
-        },
-    };
-    let got = &mut consumer.settings;
-    if given.batch_size.is_none() {
-        got.batch_size = asked.batch_size;
-    }
-    if given.max_retries.is_none() {
-        got.max_retries = asked.max_retries;
-    }
-    if given.retry_delay.is_none() {
-        got.retry_delay = asked.retry_delay;
-    }
-    if given.visibility_timeout_ms.is_none() {
-        got.visibility_timeout = asked.visibility_timeout;
-    }
-    if !dead_letter_given {
-        got.dead_letter_queue.clone_from(&asked.dead_letter_queue);
-    }
-    consumer
 }

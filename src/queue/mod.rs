@@ -75,6 +75,22 @@ pub struct Queue {
     shares_allowance: bool,
 }
 
+// The client hands out queues here, beside the queue it makes: the
+// client's own file then needs nothing of the queue's.
+impl Client {
+    /// A handle on one queue.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) if `queue_id` is
+    /// empty, longer than 32 characters or not alphanumeric.
+    pub fn queue(&self, queue_id: impl Into<String>) -> Result<Queue> {
+        let queue_id = queue_id.into();
+        self.limits().check_id("queue_id", &queue_id)?;
+        Ok(Queue::new(self.clone(), queue_id))
+    }
+}
+
 impl Queue {
     pub(crate) fn new(client: Client, queue_id: String) -> Queue {
         Queue {

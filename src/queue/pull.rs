@@ -1,9 +1,9 @@
 //! Leasing: pull, acknowledge and retry, and extend leases.
 
 use super::{Queue, send};
-use crate::error::{Result, built};
+use crate::error::Result;
 use crate::operation::Operation;
-use crate::raw::types;
+use crate::wire::messages;
 use std::time::Duration;
 
 use crate::message::LeaseId;
@@ -46,16 +46,11 @@ impl Queue {
     pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
         let limits = self.client.limits();
         let (batch_size, cap) = self.messages_batch(options.batch_size)?;
-        let body: types::PullRequest = built(
-            types::PullRequest::builder()
-                .batch_size(batch_size)
-                .visibility_timeout_ms(
-                    options
-                        .visibility_timeout
-                        .map(|t| limits.visibility_timeout_ms(t))
-                        .transpose()?,
-                ),
-        )?;
+        let visibility_timeout_ms = options
+            .visibility_timeout
+            .map(|t| limits.visibility_timeout_ms(t))
+            .transpose()?;
+        let body = messages::pull_request(batch_size, visibility_timeout_ms)?;
         self.call(Operation::Pull, 0, cap)
             .run(send!(self, pull_messages, body))
             .await
@@ -94,20 +89,10 @@ impl Queue {
             acks.retries
                 .iter()
                 .map(|(lease, delay)| (lease.as_str(), *delay)),
-            |id| built(types::AckLease::builder().lease_id(id)),
-            |id, delay_seconds| {
-                built(
-                    types::RetryLease::builder()
-                        .lease_id(id)
-                        .delay_seconds(delay_seconds),
-                )
-            },
+            messages::ack_lease,
+            messages::retry_lease,
         )?;
-        let body: types::AckRequest = built(
-            types::AckRequest::builder()
-                .acks(ack_leases)
-                .retries(retry_leases),
-        )?;
+        let body = messages::ack_request(ack_leases, retry_leases)?;
         self.call(Operation::Ack, 0, cap)
             .run(send!(self, ack_messages, body))
             .await
@@ -184,14 +169,12 @@ impl Queue {
         if leases.is_empty() {
             return Ok(ExtendOutcome::default());
         }
-        let wire = self.lease_entries("extend", leases.iter().map(LeaseId::as_str), |id| {
-            built(types::ExtendLease::builder().lease_id(id))
-        })?;
-        let body: types::ExtendRequest = built(
-            types::ExtendRequest::builder()
-                .extend(wire)
-                .visibility_timeout_ms(visibility_timeout_ms),
+        let wire = self.lease_entries(
+            "extend",
+            leases.iter().map(LeaseId::as_str),
+            messages::extend_lease,
         )?;
+        let body = messages::extend_request(wire, visibility_timeout_ms)?;
         let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
         self.call(Operation::Extend, 0, cap)
             .run(send!(self, extend_messages, body))

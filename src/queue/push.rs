@@ -4,7 +4,7 @@ use futures_util::StreamExt as _;
 
 use super::{Queue, send};
 use crate::batch::{Batch, BatchPlanner, PlannedBatch, Rejected};
-use crate::error::{Result, built};
+use crate::error::Result;
 use crate::message::Message;
 use crate::operation::Operation;
 use crate::raw::types;
@@ -145,11 +145,7 @@ impl Queue {
         pass: Option<crate::ratelimit::Pass>,
     ) -> Result<PushReceipt> {
         let count = messages.len();
-        let body: types::BatchRequest = built(
-            types::BatchRequest::builder()
-                .messages(messages)
-                .delay_seconds(delay_seconds),
-        )?;
+        let body = crate::wire::messages::batch_request(messages, delay_seconds)?;
         let mut call = self.call(Operation::Batch, count, self.small_response_cap());
         call.observe = observe;
         call.first_pass = pass;

@@ -1,11 +1,11 @@
 //! The queue as a resource: reading it, changing its settings, deleting it.
 
 use super::{Queue, send};
-use crate::error::{Error, Result, built};
+use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::raw::types;
 use crate::resources::QueueSettings;
 use crate::response::QueueInfo;
+use crate::wire::management;
 
 impl Queue {
     /// The queue with its name, settings and consumers (`GET /queues/{id}`).
@@ -59,10 +59,7 @@ impl Queue {
         if settings.is_empty() {
             return Err(Error::invalid("settings", "no setting to change was given"));
         }
-        let body: types::QueueUpdateRequest = built(
-            types::QueueUpdateRequest::builder()
-                .settings(Some(settings.to_wire(self.client.limits())?)),
-        )?;
+        let body = management::queue_update_request(settings.to_wire(self.client.limits())?)?;
         let details = self
             .call(Operation::EditQueue, 0, self.small_response_cap())
             .run(send!(self, edit_queue, body))

@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use super::settings::{HttpPullSettings, millis, seconds};
-use crate::message::known_u32;
-use crate::raw::types;
+use super::settings::HttpPullSettings;
 
 /// A queue's consumer: its HTTP pull consumer, a Worker, or a kind this
 /// crate does not know. A queue has at most one.
@@ -99,46 +97,4 @@ pub struct WorkerConsumer {
     pub max_concurrency: Option<u32>,
     /// How long a batch may wait to fill up.
     pub max_wait_time: Option<Duration>,
-}
-
-impl From<types::QueueConsumer> for ConsumerInfo {
-    fn from(c: types::QueueConsumer) -> Self {
-        let settings = c.settings.unwrap_or_default();
-        let consumer_id = c.consumer_id.filter(|id| !id.is_empty());
-        let dead_letter_queue = c.dead_letter_queue.filter(|name| !name.is_empty());
-        match c.type_.as_deref() {
-            Some("http_pull") => ConsumerInfo::HttpPull(HttpPullConsumer {
-                consumer_id,
-                queue_name: c.queue_name,
-                created_on: c.created_on,
-                settings: HttpPullSettings {
-                    batch_size: known_u32(settings.batch_size),
-                    max_retries: known_u32(settings.max_retries),
-                    retry_delay: seconds(settings.retry_delay),
-                    visibility_timeout: millis(settings.visibility_timeout_ms),
-                    dead_letter_queue,
-                },
-            }),
-            Some("worker") => ConsumerInfo::Worker(WorkerConsumer {
-                consumer_id,
-                queue_name: c.queue_name,
-                created_on: c.created_on,
-                script_name: c
-                    .script_name
-                    .filter(|name| !name.is_empty())
-                    .or_else(|| c.script.filter(|name| !name.is_empty())),
-                service: c.service.filter(|name| !name.is_empty()),
-                dead_letter_queue,
-                batch_size: known_u32(settings.batch_size),
-                max_retries: known_u32(settings.max_retries),
-                retry_delay: seconds(settings.retry_delay),
-                max_concurrency: known_u32(settings.max_concurrency),
-                max_wait_time: millis(settings.max_wait_time_ms),
-            }),
-            other => ConsumerInfo::Other {
-                kind: other.unwrap_or_default().to_owned(),
-                consumer_id,
-            },
-        }
-    }
 }

@@ -3,10 +3,8 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result, built};
-use crate::limits::Limits;
+use crate::error::{Error, Result};
 use crate::message::known_u32;
-use crate::raw::types;
 
 /// The longest `message_retention_period`: 14 days (Cloudflare's limits page
 /// and `wrangler queues create --help`).
@@ -64,68 +62,6 @@ impl QueueSettings {
     /// Whether no setting is given.
     pub fn is_empty(&self) -> bool {
         self == &QueueSettings::default()
-    }
-
-    /// The wire form, after checking every value against its limit.
-    pub(crate) fn to_wire(&self, limits: &Limits) -> Result<types::QueueSettingsRequest> {
-        let delivery_delay = self
-            .delivery_delay
-            .map(|d| limits.delay_seconds(&"settings.delivery_delay", d))
-            .transpose()?;
-        let message_retention_period = self
-            .message_retention_period
-            .map(|period| {
-                if !(MIN_RETENTION..=MAX_RETENTION).contains(&period) {
-                    return Err(Error::invalid(
-                        "settings.message_retention_period",
-                        format!(
-                            "{} s is outside Cloudflare's range of 60 s to 14 days (1,209,600 s)",
-                            period.as_secs_f64()
-                        ),
-                    ));
-                }
-                // Rounded up, as delays are; within range, it fits a u32.
-                let secs = period.as_secs() + u64::from(period.subsec_nanos() > 0);
-                Ok(u32::try_from(secs).unwrap_or(u32::MAX))
-            })
-            .transpose()?;
-        built(
-            types::QueueSettingsRequest::builder()
-                .delivery_delay(delivery_delay)
-                .delivery_paused(self.delivery_paused)
-                .message_retention_period(message_retention_period),
-        )
-    }
-}
-
-/// Whether a queue's settings as the API answered them show every setting
-/// of `wire` with the value sent. A setting left out of the answer, or an
-/// answer without settings, shows nothing.
-pub(crate) fn shows_applied(
-    wire: &types::QueueSettingsRequest,
-    answer: Option<&types::QueueSettings>,
-) -> bool {
-    let Some(answer) = answer else {
-        return wire == &types::QueueSettingsRequest::default();
-    };
-    // Exactly the value sent: 3600.5 is not the 3600 asked for.
-    let same =
-        |sent: Option<u32>, got: Option<f64>| sent.is_none_or(|sent| got == Some(f64::from(sent)));
-    same(wire.delivery_delay, answer.delivery_delay)
-        && same(
-            wire.message_retention_period,
-            answer.message_retention_period,
-        )
-        && (wire.delivery_paused.is_none() || wire.delivery_paused == answer.delivery_paused)
-}
-
-impl From<types::QueueSettings> for QueueSettings {
-    fn from(s: types::QueueSettings) -> Self {
-        QueueSettings {
-            delivery_delay: seconds(s.delivery_delay),
-            delivery_paused: s.delivery_paused,
-            message_retention_period: seconds(s.message_retention_period),
-        }
     }
 }
 
@@ -199,56 +135,6 @@ impl HttpPullSettings {
     pub fn dead_letter_queue(mut self, name: impl Into<String>) -> HttpPullSettings {
         self.dead_letter_queue = Some(name.into());
         self
-    }
-
-    /// The wire form of a create or update, after checking every value.
-    pub(crate) fn to_wire(&self, limits: &Limits) -> Result<types::HttpPullConsumerRequest> {
-        let batch_size = self
-            .batch_size
-            .map(|n| limits.batch_size(&"settings.batch_size", n))
-            .transpose()?;
-        if let Some(retries) = self.max_retries.filter(|r| *r > MAX_RETRIES_LIMIT) {
-            return Err(Error::invalid(
-                "settings.max_retries",
-                format!("{retries} is over Cloudflare's limit of {MAX_RETRIES_LIMIT}"),
-            ));
-        }
-        let retry_delay = self
-            .retry_delay
-            .map(|d| limits.delay_seconds(&"settings.retry_delay", d))
-            .transpose()?;
-        let visibility_timeout_ms = self
-            .visibility_timeout
-            .map(|t| {
-                limits.visibility_timeout_ms(t).map_err(|e| match e {
-                    Error::InvalidInput { reason, .. } => Error::InvalidInput {
-                        field: "settings.visibility_timeout".into(),
-                        reason,
-                    },
-                    other => other,
-                })
-            })
-            .transpose()?;
-        let dead_letter_queue = self
-            .dead_letter_queue
-            .as_deref()
-            .map(|name| check_new_name("dead_letter_queue", name).map(|()| name.to_owned()))
-            .transpose()?;
-        let settings: types::HttpPullConsumerSettings = built(
-            types::HttpPullConsumerSettings::builder()
-                .batch_size(batch_size)
-                .max_retries(self.max_retries)
-                .retry_delay(retry_delay)
-                .visibility_timeout_ms(visibility_timeout_ms),
-        )?;
-        // No settings object at all when none is given, as wrangler sends it.
-        let empty = settings == types::HttpPullConsumerSettings::default();
-        built(
-            types::HttpPullConsumerRequest::builder()
-                .dead_letter_queue(dead_letter_queue)
-                .settings((!empty).then_some(settings))
-                .type_(types::HttpPullConsumerRequestType::HttpPull),
-        )
     }
 }
 

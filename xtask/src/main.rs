@@ -16,6 +16,7 @@ mod additive;
 mod docs;
 mod drift;
 mod exceptions;
+mod graph;
 mod merge;
 mod spec;
 
@@ -41,6 +42,10 @@ usage:
       Writes a copy of a fragment file with an optional property `x_additive_probe`
       in every object schema and a new operation POST .../messages/xtask-probe.
       --properties-only  only the properties, for the fragment's other files
+  xtask graph [CRATE_DIR]...
+      Checks that no file of a crate imports a file that imports it back (default:
+      every crate of the workspace: the root, emulator, cfq, testkit, xtask), and
+      prints each circle with the names that tie its files.
   xtask docs
       Checks that the docs stay true: every repository path and every `cargo run
       --example`, `cargo bench --bench`, `cargo test --test`, `cargo xtask` and `cfq`
@@ -50,7 +55,6 @@ usage:
 
 The other tasks are scripts in xtask/tasks/, run from the repository root, each
 with its arguments passed on (.ci/run calls them in order):
-  xtask module-graph [--dot] [CRATE_DIR]   no dependency cycle between a crate's modules
   xtask drift-check                        the drift check against Cloudflare's published
                                            description (skipped outside CI when it is missing)
   xtask each-feature                       each feature of each crate compiles on its own
@@ -66,7 +70,7 @@ with its arguments passed on (.ci/run calls them in order):
 
 /// The tasks written in Rust here; every other task is a script of
 /// `xtask/tasks/`, named after its file.
-pub const BUILTIN_TASKS: [&str; 4] = ["drift", "additive", "docs", "help"];
+pub const BUILTIN_TASKS: [&str; 5] = ["drift", "additive", "docs", "graph", "help"];
 
 /// The script of `xtask/tasks/` that is `task`, if there is one.
 fn script(task: &str) -> Option<PathBuf> {
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Some("drift") => run_drift(&args[1..]),
         Some("additive") => run_additive(&args[1..]),
         Some("docs") => run_docs(),
+        Some("graph") => run_graph(&args[1..]),
         Some("help" | "-h" | "--help") => {
             // A closed stdout (`| head`) is not an error of the task's.
             let _ = writeln!(std::io::stdout(), "{USAGE}");
@@ -109,6 +114,24 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn run_graph(args: &[String]) -> Result<ExitCode, TaskError> {
+    let root = repo_root();
+    let dirs: Vec<PathBuf> = if args.is_empty() {
+        [".", "emulator", "cfq", "testkit", "xtask"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect()
+    } else {
+        args.iter().map(PathBuf::from).collect()
+    };
+    let circles = graph::check(&dirs).map_err(TaskError::Io)?;
+    Ok(if circles == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// The repository root, so that the default paths work from any directory.

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::super::faults::{Fault, FaultBody};
 use super::super::rate_limits::Refused;
-use super::wire::json_response;
+use super::json::json_response;
 use cf_queues::codes;
 
 /// A failed request, answered with Cloudflare's failure envelope.

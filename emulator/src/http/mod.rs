@@ -6,6 +6,7 @@ mod auth;
 mod body;
 mod error_answer;
 mod handlers;
+mod json;
 mod manage;
 mod parse;
 mod resources;
@@ -44,10 +45,10 @@ use body::Read;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
 pub(crate) use error_answer::ErrorAnswer;
+use json::json_response;
 pub(crate) use parse::Object;
 pub(crate) use resources::bounds;
 use stream::{Listing, Streamed};
-use wire::json_response;
 
 /// Everything the handlers share.
 pub(crate) struct App {

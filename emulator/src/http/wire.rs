@@ -4,9 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use super::super::clock::rfc3339_ms;
@@ -190,13 +187,4 @@ impl PurgeStatusResult {
             started_at: started_ms.map(rfc3339_ms),
         }
     }
-}
-
-pub(crate) fn json_response(status: StatusCode, body: impl Into<axum::body::Body>) -> Response {
-    (
-        status,
-        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        body.into(),
-    )
-        .into_response()
 }

@@ -15,7 +15,7 @@ use super::{
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
 
-use super::preview::Names;
+use super::refs::Names;
 use super::states::States;
 
 /// The whole emulated service: every account's queues plus token issuing.
@@ -37,9 +37,9 @@ pub(crate) struct Broker {
     /// their stored messages and figures are to be deleted.
     pub(super) orphans: Vec<(String, String)>,
     /// What happens to the queues the dashboard watches.
-    pub(super) activity: super::view::Activity,
+    pub(super) activity: super::watched::Activity,
     /// The dashboard's index of one account's queue names.
-    pub(super) names: Option<super::view::NameIndex>,
+    pub(super) names: Option<super::watched::NameIndex>,
 }
 
 impl Broker {
@@ -64,7 +64,7 @@ impl Broker {
             tokens: Tokens::new(random),
             sweeps: BTreeSet::new(),
             orphans: Vec::new(),
-            activity: super::view::Activity::default(),
+            activity: super::watched::Activity::default(),
             names: None,
         }
     }

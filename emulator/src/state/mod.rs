@@ -42,6 +42,7 @@ mod tests;
 mod tokens;
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 pub(crate) mod view;
+mod watched;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -8,20 +8,11 @@
 
 use super::broker::{delivery, queue_mut, schedule_sweep};
 use super::queue::QueueState;
-use super::refs::Named;
+use super::refs::{Named, Names};
 use super::tokens::parse_token;
 use super::{
     At, Broker, Delivery, MAX_PREALLOC, PREVIEW_STALE, PREVIEW_UNKNOWN, PreviewedReport, REF_GONE,
 };
-
-/// Which names [`Broker::show`] gives the messages it shows.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Names {
-    /// Peek refs, for [`Broker::purge`].
-    PeekRefs,
-    /// Preview ids, for [`Broker::delete_previewed`].
-    PreviewIds,
-}
 
 impl Broker {
     /// Shows up to `batch_size` visible, unleased messages in delivery

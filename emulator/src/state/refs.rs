@@ -11,6 +11,16 @@ use std::collections::VecDeque;
 use super::tokens::KeyMap;
 use super::{PEEK_REF_CAP, PEEK_REF_TTL_MS, SHRINK_ABOVE};
 
+/// Which names [`Broker::show`](super::Broker::show) gives the messages it
+/// shows: this registry's two kinds.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Names {
+    /// Peek refs, for [`Broker::purge`](super::Broker::purge).
+    PeekRefs,
+    /// Preview ids, for [`Broker::delete_previewed`](super::Broker::delete_previewed).
+    PreviewIds,
+}
+
 /// What a token points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Named {

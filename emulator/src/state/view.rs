@@ -7,11 +7,12 @@
 //! acked and retried on the queues someone watches ([`Activity`]), counted
 //! only for them, so that an unwatched emulator counts nothing.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::account::{ConsumerKind, QueueRecord};
 use super::queue::{QueueState, Stored};
+pub(crate) use super::watched::Counts;
+use super::watched::NameIndex;
 use super::{At, BodyKind, Broker};
 
 /// One queue of the account page.
@@ -57,36 +58,6 @@ pub(crate) struct MessageRow {
     pub standing: Standing,
 }
 
-/// Cumulative counts of what happened to a watched queue.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub pushed: u64,
-    pub pulled: u64,
-    pub acked: u64,
-    pub retried: u64,
-}
-
-/// The watched queues' counts, by (account, queue id).
-#[derive(Debug, Default)]
-pub(crate) struct Activity {
-    watched: HashMap<(String, String), Counts>,
-}
-
-impl Activity {
-    /// Adds to the counts of `at`, if someone watches it.
-    pub(super) fn note(&mut self, at: At<'_>, change: impl FnOnce(&mut Counts)) {
-        if self.watched.is_empty() {
-            return;
-        }
-        if let Some(counts) = self
-            .watched
-            .get_mut(&(at.account.to_owned(), at.queue.to_owned()))
-        {
-            change(counts);
-        }
-    }
-}
-
 fn standing(stored: &Stored, now_ms: u64) -> Standing {
     match stored.lease {
         Some(lease) if lease.expiry_ms > now_ms => Standing::Leased(lease.expiry_ms),
@@ -121,24 +92,6 @@ pub(crate) enum SortBy {
     Oldest,
     Consumer,
     Delivery,
-}
-
-/// Whether `name` contains `filter` (already lower case), ignoring ASCII
-/// case, without allocating. Queue names are lower case already (the API
-/// refuses others), so the common case is a plain substring search.
-fn contains_folded(name: &str, filter: &str) -> bool {
-    let (name_bytes, wanted) = (name.as_bytes(), filter.as_bytes());
-    // A plain scan: names are short, and a searcher's set-up would cost
-    // more than the search.
-    if wanted.is_empty() || name_bytes.windows(wanted.len()).any(|w| w == wanted) {
-        return true;
-    }
-    name.bytes().any(|b| b.is_ascii_uppercase())
-        && name.as_bytes().windows(filter.len()).any(|w| {
-            w.iter()
-                .zip(filter.as_bytes())
-                .all(|(a, b)| a.to_ascii_lowercase() == *b)
-        })
 }
 
 fn row(record: &QueueRecord, q: Option<&QueueState>, now_ms: u64) -> QueueRow {
@@ -182,45 +135,6 @@ fn sort_key(sort: SortBy, record: &QueueRecord, q: Option<&QueueState>, now_ms: 
         },
         SortBy::Delivery => u64::from(record.settings.delivery_paused),
         SortBy::Name | SortBy::Id => 0,
-    }
-}
-
-/// One account's queue names, side by side in one string, with their ids:
-/// what the account page's filter scans.
-#[derive(Debug)]
-pub(crate) struct NameIndex {
-    account: String,
-    /// The account's `names_changed` when it was built.
-    changes: u64,
-    names: String,
-    /// Where each name ends in `names`, and its queue's id.
-    entries: Vec<(usize, String)>,
-}
-
-impl NameIndex {
-    fn of(account: &str, records: &super::account::Account) -> NameIndex {
-        let mut names = String::new();
-        let mut entries = Vec::with_capacity(records.names.len());
-        for (name, id) in &records.names {
-            names.push_str(name);
-            entries.push((names.len(), id.clone()));
-        }
-        NameIndex {
-            account: account.to_owned(),
-            changes: records.names_changed,
-            names,
-            entries,
-        }
-    }
-
-    /// The ids of the queues whose name contains `filter` (lower case).
-    fn matching<'a>(&'a self, filter: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        let mut start = 0;
-        self.entries.iter().filter_map(move |(end, id)| {
-            let name = self.names.get(start..*end).unwrap_or_default();
-            start = *end;
-            contains_folded(name, filter).then_some(id.as_str())
-        })
     }
 }
 

@@ -1,4 +1,7 @@
-//! Text from the network, made safe to print: a server's error message can
+//! How errors read: the attempts they took, and text from the network made
+//! safe to print.
+//!
+//! A server's error message can
 //! hold `ESC ] 52` (write the clipboard), `ESC [ 2 J` (clear the screen),
 //! C1 controls or bidirectional overrides (make a line read as another).
 //! The errors' `Display` shows it through [`escape_controls`]; the raw
@@ -6,6 +9,15 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+/// `" after N attempts"` when a call took more than one, else nothing.
+pub(super) fn after_attempts(attempts: u32) -> String {
+    if attempts > 1 {
+        format!(" after {attempts} attempts")
+    } else {
+        String::new()
+    }
+}
 
 /// `text` with every control character (C0, DEL, C1), bidirectional
 /// control and line or paragraph separator written as a Rust escape
