@@ -69,14 +69,7 @@ impl Session {
         else {
             return (status, String::new());
         };
-        let html = self
-            .get(&location)
-            .send()
-            .await
-            .expect("the page answered")
-            .text()
-            .await
-            .expect("HTML");
+        let html = self.page(&location).await;
         let note = html
             .split(r#"<p class="done" role="status">"#)
             .nth(1)
@@ -113,16 +106,28 @@ impl Session {
         }
     }
 
+    /// The HTML of the page at `path`, which must answer 200.
+    pub async fn page(&self, path: &str) -> String {
+        let answer = self.get(path).send().await.expect("the page answered");
+        assert_eq!(answer.status(), 200, "{path}");
+        answer.text().await.expect("HTML")
+    }
+
+    /// The sequence numbers of the messages a queue's page at `path` lists
+    /// (what its forms select them by).
+    pub async fn listed(&self, path: &str) -> Vec<String> {
+        self.page(path)
+            .await
+            .split(r#"name="m" value=""#)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The form token written into the page at `path`.
     pub async fn form_token(&self, path: &str) -> String {
-        let html = self
-            .get(path)
-            .send()
-            .await
-            .expect("the page answered")
-            .text()
-            .await
-            .expect("HTML");
+        let html = self.page(path).await;
         html.split(r#"name="token" value=""#)
             .nth(1)
             .and_then(|rest| rest.split('"').next())

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cf_queues::consumer::Consumer;
+use cf_queues::consumer::{Consumer, Summary};
 use cf_queues::producer::Producer;
 use cf_queues::retry::LONGEST_SERVER_WAIT;
 use cf_queues::{Message, PullOptions};
@@ -87,31 +87,44 @@ fn refused(status: u16, code: u32, retry_after: &str) -> Answer {
     Answer::new(status, failure(code, "refused")).with_header("retry-after", retry_after)
 }
 
+/// A consumer, one pull at a time, of a server that refuses every request
+/// with `status`, `code` and `retry_after`, run for `run`: the times of
+/// its pulls, and its summary once stopped (within the shutdown's bound).
+async fn refused_pulls(
+    status: u16,
+    code: u32,
+    retry_after: &'static str,
+    run: Duration,
+) -> (Stamps, Summary) {
+    let stamps = Stamps::default();
+    let seen = stamps.clone();
+    let server = scripted_answers(move |operation, _| {
+        seen.note(operation);
+        refused(status, code, retry_after)
+    })
+    .await;
+    let running = Running::start(
+        Consumer::builder(server.queue())
+            .max_pulls_in_flight(1)
+            .error_backoff(S, 30 * S),
+        ack_now,
+    );
+    tokio::time::sleep(run).await;
+    let stopped = Instant::now();
+    let summary = running.finish().await;
+    assert!(stopped.elapsed() <= 20 * S, "{retry_after}");
+    (stamps, summary)
+}
+
 #[tokio::test(start_paused = true)]
 async fn failed_pulls_wait_at_least_the_backoff_and_at_most_a_minute() {
     for (retry_after, _) in HOSTILE {
-        let stamps = Stamps::default();
-        let seen = stamps.clone();
-        let server = scripted_answers(move |operation, _| {
-            seen.note(operation);
-            refused(503, 15000, retry_after)
-        })
-        .await;
-        let running = Running::start(
-            Consumer::builder(server.queue())
-                .max_pulls_in_flight(1)
-                .error_backoff(S, 30 * S),
-            ack_now,
-        );
-        tokio::time::sleep(120 * S).await;
+        let (stamps, summary) = refused_pulls(503, 15000, retry_after, 120 * S).await;
         let gaps = stamps.gaps("pull");
         // The backoff's 1, 2, 4, 8, 16, 30, 30 s: each gap at least the
         // backoff's (never back to back), none longer than its cap.
         let expected = [1, 2, 4, 8, 16, 30, 30].map(|s| s * S);
         assert_gaps(&gaps, &expected, &format!("Retry-After: {retry_after}"));
-        let stopped = Instant::now();
-        let summary = running.finish().await;
-        assert!(stopped.elapsed() <= 20 * S, "{retry_after}");
         assert_counts!(summary, pull_errors: 8, received: 0);
     }
 }
@@ -119,20 +132,7 @@ async fn failed_pulls_wait_at_least_the_backoff_and_at_most_a_minute() {
 #[tokio::test(start_paused = true)]
 async fn a_block_of_any_length_holds_the_pulls_five_minutes_at_most() {
     for (retry_after, read) in HOSTILE {
-        let stamps = Stamps::default();
-        let seen = stamps.clone();
-        let server = scripted_answers(move |operation, _| {
-            seen.note(operation);
-            refused(429, 971, retry_after)
-        })
-        .await;
-        let running = Running::start(
-            Consumer::builder(server.queue())
-                .max_pulls_in_flight(1)
-                .error_backoff(S, 30 * S),
-            ack_now,
-        );
-        tokio::time::sleep(11 * 60 * S).await;
+        let (stamps, summary) = refused_pulls(429, 971, retry_after, 11 * 60 * S).await;
         let gaps = stamps.gaps("pull");
         match read {
             // Waited out as a block of five minutes, not of years.
@@ -153,9 +153,6 @@ async fn a_block_of_any_length_holds_the_pulls_five_minutes_at_most() {
                 );
             }
         }
-        let stopped = Instant::now();
-        let summary = running.finish().await;
-        assert!(stopped.elapsed() <= 20 * S, "{retry_after}");
         assert_eq!(summary.received, 0);
         let blocks = u64::from(read == Read::Longest) * 3;
         assert_eq!(summary.blocked, blocks, "Retry-After: {retry_after}");

@@ -32,23 +32,6 @@ fn bodies(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("w{i}")).collect()
 }
 
-/// The sequence numbers of the messages a queue page lists.
-async fn listed(session: &Session, page: &str) -> Vec<String> {
-    let html = session
-        .get(page)
-        .send()
-        .await
-        .expect("the page")
-        .text()
-        .await
-        .expect("HTML");
-    html.split(r#"name="m" value=""#)
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Every message of `queue` into its dead-letter queue: pulled once and
 /// retried.
 async fn dead_letter_all(raw: &Raw, queue: &str) {
@@ -77,7 +60,7 @@ async fn a_change_from_the_page_survives_a_sigkill_right_after_its_answer() {
             dead_letter_all(&raw, "work").await;
         }
         let session = Session::login_link(served.dashboard.as_deref().expect("a link")).await;
-        let seqs = listed(&session, work).await;
+        let seqs = session.listed(work).await;
         let (page, action, fields) = match case {
             "send" => (
                 work,
@@ -180,14 +163,7 @@ async fn the_dashboard_keeps_the_emulators_memory_bounded_whatever_it_is_shown()
     }
     let session = Session::login_link(served.dashboard.as_deref().expect("a link")).await;
     for page in ["/_dashboard/requests", "/_dashboard/queues/blowup"] {
-        let html = session
-            .get(page)
-            .send()
-            .await
-            .expect("answered")
-            .text()
-            .await
-            .expect("HTML");
+        let html = session.page(page).await;
         assert!(html.len() < 3_000_000, "{page}: {} bytes", html.len());
     }
     let (status, note) = session

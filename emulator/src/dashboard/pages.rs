@@ -579,17 +579,22 @@ fn shown_body(m: &MessageRow) -> (String, bool) {
     )
 }
 
+/// The note for a body that is not text: its kind and size.
+fn not_shown(m: &MessageRow) -> String {
+    format!(
+        r#"<p class="note">A {} body of {}: not shown.</p>"#,
+        m.kind.as_str(),
+        bytes(m.body.len() as u64)
+    )
+}
+
 /// The page of one message's whole body: pretty up to
 /// [`PRETTY_BODY_BYTES`], as it was sent past it (at most a message's
 /// 128 KB, escaped).
 pub(crate) fn body(record: &QueueRecord, m: &MessageRow) -> String {
     let back = format!("/_dashboard/queues/{}", url(&record.id));
     let shown = match m.kind {
-        BodyKind::Bytes | BodyKind::V8 => format!(
-            r#"<p class="note">A {} body of {}: not shown.</p>"#,
-            m.kind.as_str(),
-            bytes(m.body.len() as u64)
-        ),
+        BodyKind::Bytes | BodyKind::V8 => not_shown(m),
         _ => {
             let text = pretty(m, PRETTY_BODY_BYTES)
                 .unwrap_or_else(|| String::from_utf8_lossy(&m.body).into_owned());
@@ -615,11 +620,7 @@ fn message(m: &MessageRow, base: &str, now_ms: u64) -> String {
         }
     };
     let shown = match m.kind {
-        BodyKind::Bytes | BodyKind::V8 => format!(
-            r#"<p class="note">A {} body of {}: not shown.</p>"#,
-            m.kind.as_str(),
-            bytes(m.body.len() as u64)
-        ),
+        BodyKind::Bytes | BodyKind::V8 => not_shown(m),
         _ => {
             let (text, whole) = shown_body(m);
             let more = if whole {

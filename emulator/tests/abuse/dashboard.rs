@@ -25,12 +25,6 @@ async fn started(configure: impl FnOnce(Emulator) -> Emulator) -> EmulatorHandle
         .expect("the emulator starts")
 }
 
-async fn page(session: &Session, path: &str) -> String {
-    let answer = session.get(path).send().await.expect("the page answered");
-    assert_eq!(answer.status(), 200, "{path}");
-    answer.text().await.expect("HTML")
-}
-
 /// A JSON body of `depth` nested arrays around numbers, about `bytes`
 /// long: the shape that pretty-prints to the most (a line per number,
 /// each indented by its depth).
@@ -54,7 +48,7 @@ async fn requests_without_a_token_keep_the_log_and_its_page_bounded() {
         assert_eq!(answer.status(), 400, "no token, no such id: refused");
     }
     let session = Session::login(&emulator).await;
-    let html = page(&session, "/_dashboard/requests").await;
+    let html = session.page("/_dashboard/requests").await;
     assert!(html.len() <= REQUESTS_PAGE_BYTES, "{} bytes", html.len());
     // Each listed, its path cut.
     assert!(html.matches(r#"<td class="num">400</td>"#).count() >= 300);
@@ -77,7 +71,7 @@ async fn a_queue_of_bodies_that_blow_up_when_pretty_printed_keeps_its_page_bound
         assert_eq!(status, 200, "{answer}");
     }
     let session = Session::login(&emulator).await;
-    let html = page(&session, "/_dashboard/queues/blowup").await;
+    let html = session.page("/_dashboard/queues/blowup").await;
     assert!(html.len() <= QUEUE_PAGE_BYTES, "{} bytes", html.len());
     let link = html
         .split(r#"<a href=""#)
@@ -86,7 +80,7 @@ async fn a_queue_of_bodies_that_blow_up_when_pretty_printed_keeps_its_page_bound
         .expect("a link to the whole body")
         .to_owned();
     // The whole body, as it was sent (too large to pretty-print).
-    let whole = page(&session, &link).await;
+    let whole = session.page(&link).await;
     let sent = serde_json::to_string(&body).expect("JSON");
     assert!(
         whole.contains(&sent.replace('"', "&quot;")),
@@ -216,7 +210,7 @@ async fn the_dashboard_answers_through_a_port_forward_and_refuses_other_sites_th
     let link = emulator.dashboard_url().expect("a link");
     let key = link.split("/_dashboard").nth(1).expect("a path");
     let session = Session::login_link(&format!("{forwarded}/_dashboard{key}")).await;
-    let html = page(&session, "/_dashboard/").await;
+    let html = session.page("/_dashboard/").await;
     assert!(html.contains("Queues"), "the account page");
     let (status, note) = session
         .act("/_dashboard/", "/_dashboard/queues", "name=forwarded")

@@ -13,23 +13,6 @@ use serde_json::{Value, json};
 use crate::bodies;
 use crate::support::on_a_fresh_dir;
 
-/// The sequence numbers of the messages a queue page lists.
-async fn listed(session: &Session, page: &str) -> Vec<String> {
-    let html = session
-        .get(page)
-        .send()
-        .await
-        .expect("the page")
-        .text()
-        .await
-        .expect("HTML");
-    html.split(r#"name="m" value=""#)
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Posts `fields` to `action` from `page` while the data directory's
 /// writes are held, releasing them after 300 ms: the answer must come
 /// after a commit, never before.
@@ -79,7 +62,7 @@ async fn every_dashboard_change_is_committed_before_its_answer_leaves() {
     assert_eq!(retried.0, 200);
     let session = Session::login(&handle).await;
     let work = "/_dashboard/queues/work";
-    let seqs = listed(&session, work).await;
+    let seqs = session.listed(work).await;
     assert_eq!(seqs.len(), 4, "{seqs:?}");
     let steps: Vec<(String, String, String, &str)> = vec![
         (
