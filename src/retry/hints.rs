@@ -27,12 +27,14 @@ use tokio::time::Instant;
 pub const LONGEST_SERVER_WAIT: Duration = Duration::from_secs(300);
 
 /// How long to wait when a server asked for `asked` (`None`: it said
-/// nothing): at least `floor`, the backoff the caller waits anyway, so
-/// that a figure of 0 never makes a loop of requests; at most `cap`, and
-/// never more than [`LONGEST_SERVER_WAIT`]. The cap wins over the floor.
+/// nothing): what it asked, at most `cap` and never more than
+/// [`LONGEST_SERVER_WAIT`], but never less than `floor`, the backoff the
+/// caller waits anyway, so that a figure of 0 never makes a loop of
+/// requests. The caps bound the server's figure, not the caller's own
+/// backoff: a server can lengthen a wait, never shorten it.
 pub(crate) fn server_wait(asked: Option<Duration>, floor: Duration, cap: Duration) -> Duration {
     let cap = cap.min(LONGEST_SERVER_WAIT);
-    asked.map_or(floor, |asked| asked.max(floor)).min(cap)
+    asked.map_or(floor, |asked| asked.min(cap).max(floor))
 }
 
 /// When a wait bounded by [`server_wait`] that starts at `now` ends: an
@@ -144,8 +146,10 @@ mod tests {
             server_wait(Some(Duration::MAX), floor, Duration::MAX),
             LONGEST_SERVER_WAIT
         );
-        // The cap wins over a floor above it.
-        assert_eq!(server_wait(Some(s), 90 * s, 60 * s), 60 * s);
+        // The caller's own backoff is never shortened, by the cap either.
+        assert_eq!(server_wait(Some(s), 90 * s, 60 * s), 90 * s);
+        assert_eq!(server_wait(None, 90 * s, 60 * s), 90 * s);
+        assert_eq!(server_wait(Some(Duration::MAX), 90 * s, 60 * s), 90 * s);
         let now = Instant::now();
         let ends = server_wait_ends(now, Some(Duration::MAX), Duration::ZERO, Duration::MAX);
         assert_eq!(ends, now + LONGEST_SERVER_WAIT);
