@@ -78,9 +78,9 @@ pub(crate) struct Call<'a> {
     /// Told the `Date` of every answer, for a create that may have to tell
     /// its own queue from someone else's after a lost answer.
     pub server_clock: Option<&'a ServerClock>,
-    /// The client's label in the metrics.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub instance: &'a str,
+    /// The client's token gauge.
+    #[cfg(feature = "metrics")]
+    pub token_gauge: &'a ::metrics::Key,
 }
 
 impl Call<'_> {
@@ -193,7 +193,7 @@ impl Call<'_> {
                 .map(|status| (status, Figures::read(&exchange.headers)));
             #[cfg(feature = "metrics")]
             if let Some(quota) = figures.and_then(|(_, figures)| figures.quota) {
-                crate::metrics::token_remaining(self.instance, quota.remaining);
+                crate::metrics::token_remaining(self.token_gauge, quota.remaining);
             }
             let answer = pass
                 .zip(figures)
@@ -313,6 +313,10 @@ mod tests {
     use super::*;
     use crate::ratelimit::RateLimits;
 
+    #[cfg(feature = "metrics")]
+    static TOKEN_GAUGE: ::metrics::Key =
+        ::metrics::Key::from_static_name("cf_queues.client.token.remaining");
+
     fn push_call<'a>(limiter: &'a Limiter, retry: &'a RetryPolicy) -> Call<'a> {
         Call {
             operation: Operation::Push,
@@ -328,7 +332,8 @@ mod tests {
             response_cap: 1024,
             pull_grace_until: None,
             server_clock: None,
-            instance: "1",
+            #[cfg(feature = "metrics")]
+            token_gauge: &TOKEN_GAUGE,
         }
     }
 

@@ -48,8 +48,12 @@ struct Inner {
     /// The queues this client enabled HTTP pull on lately, for the pulls
     /// that meet Cloudflare's propagation delay.
     recently_enabled: RecentlyEnabled,
-    /// Its label in the metrics, shared by its clones.
-    instance: Instance,
+    /// Its label in the metrics, held (and its number with it) while the
+    /// client or a clone lives.
+    _instance: Instance,
+    /// The key of its token gauge, made once: recorded on every answer.
+    #[cfg(feature = "metrics")]
+    token_gauge: ::metrics::Key,
 }
 
 impl Client {
@@ -109,9 +113,11 @@ impl Client {
         self.inner.pacer.as_ref()
     }
 
-    /// Its label in the metrics.
-    pub(crate) fn instance(&self) -> &str {
-        self.inner.instance.label()
+    /// The key of its token gauge (`cf_queues.client.token.remaining`,
+    /// labelled with its instance).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn token_gauge(&self) -> &::metrics::Key {
+        &self.inner.token_gauge
     }
 
     pub(crate) fn recently_enabled(&self) -> &RecentlyEnabled {
@@ -383,7 +389,9 @@ impl ClientBuilder {
                 pacer: self.rate_limits.paces().then(Arc::default),
                 max_response_bytes: self.max_response_bytes,
                 recently_enabled: RecentlyEnabled::default(),
-                instance,
+                #[cfg(feature = "metrics")]
+                token_gauge: crate::metrics::token_gauge(instance.label()),
+                _instance: instance,
             }),
         })
     }

@@ -66,6 +66,9 @@ impl Pool {
 /// One instance's label, held for its life.
 #[derive(Debug)]
 pub(crate) struct Instance {
+    // Read by the metrics' keys alone (the counters' under the consumer
+    // and producer features).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     label: String,
     /// The number it holds, given back on drop.
     number: Option<(&'static Pool, u32)>,
@@ -95,6 +98,7 @@ impl Instance {
     }
 
     /// The label's value.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn label(&self) -> &str {
         &self.label
     }

@@ -183,16 +183,21 @@ pub(crate) fn call(operation: Operation, queue_id: &str, took: Duration, error: 
     });
 }
 
-/// An answer to the client labelled `instance` said the token has
-/// `remaining` requests left in its window.
-pub(crate) fn token_remaining(instance: &str, remaining: u64) {
-    let key = Key::from_parts(
+/// The key of the token gauge of the client labelled `instance`, made
+/// once per client.
+pub(crate) fn token_gauge(instance: &str) -> Key {
+    Key::from_parts(
         "cf_queues.client.token.remaining",
         vec![Label::new(INSTANCE, instance.to_owned())],
-    );
+    )
+}
+
+/// An answer to the client whose token gauge is `key` said the token has
+/// `remaining` requests left in its window.
+pub(crate) fn token_remaining(key: &Key, remaining: u64) {
     ::metrics::with_recorder(|recorder| {
         recorder
-            .register_gauge(&key, &METADATA)
+            .register_gauge(key, &METADATA)
             .set(remaining as f64);
     });
 }

@@ -178,13 +178,14 @@ impl ConsumerState {
         if !block {
             return None;
         }
-        let wait = server_wait(Some(asked), Duration::ZERO, LONGEST_SERVER_WAIT);
-        let until = server_wait_ends(Instant::now(), Some(wait), Duration::ZERO, wait);
+        let wait = asked.min(LONGEST_SERVER_WAIT);
+        let now = Instant::now();
+        let until = server_wait_ends(now, wait);
         let mut blocked = self
             .blocked_until
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if blocked.is_none_or(|end| end <= Instant::now()) {
+        if blocked.is_none_or(|end| end <= now) {
             add(&self.counters.blocked, 1);
             tracing::warn!(
                 queue = self.queue.id(),

@@ -300,7 +300,8 @@ impl Client {
             response_cap: self.max_response_bytes().unwrap_or(SMALL_RESPONSE_BYTES),
             pull_grace_until: None,
             server_clock: None,
-            instance: self.instance(),
+            #[cfg(feature = "metrics")]
+            token_gauge: self.token_gauge(),
         }
     }
 }

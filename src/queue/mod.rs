@@ -197,7 +197,8 @@ impl Queue {
             response_cap,
             pull_grace_until,
             server_clock: None,
-            instance: self.client.instance(),
+            #[cfg(feature = "metrics")]
+            token_gauge: self.client.token_gauge(),
         }
     }
 

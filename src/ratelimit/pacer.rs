@@ -106,7 +106,7 @@ fn margin(quota: f64) -> f64 {
 /// ([`LONGEST_SERVER_WAIT`](crate::retry::LONGEST_SERVER_WAIT), which is
 /// still "exhausted" to every caller).
 fn later(now: Instant, wait: Duration) -> Instant {
-    server_wait_ends(now, Some(wait), Duration::ZERO, Duration::MAX)
+    server_wait_ends(now, wait)
 }
 
 /// The shared pacing state of one client and its clones.

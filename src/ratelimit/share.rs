@@ -230,7 +230,7 @@ impl Share {
         let now = Instant::now();
         let mut state = self.lock();
         if let Some(wait) = retry_after.filter(|wait| *wait > HOLD_OVER) {
-            let until = server_wait_ends(now, Some(wait), Duration::ZERO, Duration::MAX);
+            let until = server_wait_ends(now, wait);
             state.held_until = Some(state.held_until.map_or(until, |held| held.max(until)));
         }
         if state.lowered_at.is_some_and(|at| reserved < at) {

@@ -37,15 +37,10 @@ pub(crate) fn server_wait(asked: Option<Duration>, floor: Duration, cap: Duratio
     asked.map_or(floor, |asked| asked.min(cap).max(floor))
 }
 
-/// When a wait bounded by [`server_wait`] that starts at `now` ends: an
-/// instant that never overflows.
-pub(crate) fn server_wait_ends(
-    now: Instant,
-    asked: Option<Duration>,
-    floor: Duration,
-    cap: Duration,
-) -> Instant {
-    crate::time::after_or_far(now, server_wait(asked, floor, cap))
+/// When a wait a server asked for, starting at `now`, ends: at most
+/// [`LONGEST_SERVER_WAIT`] later, an instant that never overflows.
+pub(crate) fn server_wait_ends(now: Instant, wait: Duration) -> Instant {
+    crate::time::after_or_far(now, wait.min(LONGEST_SERVER_WAIT))
 }
 
 /// The wait a server asked for: `retry-after-ms` (milliseconds), then
@@ -151,7 +146,7 @@ mod tests {
         assert_eq!(server_wait(None, 90 * s, 60 * s), 90 * s);
         assert_eq!(server_wait(Some(Duration::MAX), 90 * s, 60 * s), 90 * s);
         let now = Instant::now();
-        let ends = server_wait_ends(now, Some(Duration::MAX), Duration::ZERO, Duration::MAX);
+        let ends = server_wait_ends(now, Duration::MAX);
         assert_eq!(ends, now + LONGEST_SERVER_WAIT);
     }
 }

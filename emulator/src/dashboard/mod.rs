@@ -109,6 +109,15 @@ fn html(body: String) -> Response {
     answer(StatusCode::OK, "text/html; charset=utf-8", body)
 }
 
+/// A page that is not there (any more): 404, with `title` and `text`.
+fn missing(title: &str, text: &str) -> Response {
+    answer(
+        StatusCode::NOT_FOUND,
+        "text/html; charset=utf-8",
+        pages::page(title, "missing", &format!("<p>{text}</p>")),
+    )
+}
+
 fn refused(denied: Denied) -> Response {
     let status = match denied {
         Denied::NoSession => StatusCode::UNAUTHORIZED,
@@ -264,14 +273,9 @@ async fn queue(
     let broker = d.app.broker();
     let Ok(record) = broker.get_queue(at) else {
         drop(broker);
-        return answer(
-            StatusCode::NOT_FOUND,
-            "text/html; charset=utf-8",
-            pages::page(
-                "No such queue",
-                "missing",
-                "<p>The local account has no queue of this id.</p>",
-            ),
+        return missing(
+            "No such queue",
+            "The local account has no queue of this id.",
         );
     };
     let row = broker.queue_row(&record, now_ms);
@@ -316,14 +320,9 @@ async fn message_body(
     };
     match shown {
         Some((record, row)) => html(pages::body(&record, &row)),
-        None => answer(
-            StatusCode::NOT_FOUND,
-            "text/html; charset=utf-8",
-            pages::page(
-                "No such message",
-                "missing",
-                "<p>The queue holds no such message (any more).</p>",
-            ),
+        None => missing(
+            "No such message",
+            "The queue holds no such message (any more).",
         ),
     }
 }
