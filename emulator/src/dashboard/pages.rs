@@ -554,6 +554,22 @@ pub(crate) const MAX_LISTED_MESSAGE_BYTES: usize = 4 * SHOWN_BODY_BYTES * 6 + 20
 pub(crate) const MAX_REQUESTS_PAGE_BYTES: usize =
     crate::request_log::CAPACITY * (crate::request_log::MAX_PATH_BYTES * 6 + 1024) + 64 * 1024;
 
+/// A body's text as a page shows it: its lines and tabs kept, every other
+/// control character and bidirectional override written as an escape
+/// (`\u{202e}`), as the client's errors show them: a body is the
+/// network's text, and an override would make a line read as another.
+fn printable(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            line.split('\t')
+                .map(cf_queues::error::escape_controls)
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A JSON body pretty-printed, when it is at most `up_to` bytes and its
 /// pretty text at most four times that (nesting indents every line).
 fn pretty(m: &MessageRow, up_to: usize) -> Option<String> {
@@ -598,7 +614,7 @@ pub(crate) fn body(record: &QueueRecord, m: &MessageRow) -> String {
         _ => {
             let text = pretty(m, PRETTY_BODY_BYTES)
                 .unwrap_or_else(|| String::from_utf8_lossy(&m.body).into_owned());
-            format!(r#"<pre class="body">{}</pre>"#, esc(&text))
+            format!(r#"<pre class="body">{}</pre>"#, esc(&printable(&text)))
         }
     };
     let main = format!(
@@ -633,7 +649,10 @@ fn message(m: &MessageRow, base: &str, now_ms: u64) -> String {
                     seq = m.seq,
                 )
             };
-            format!(r#"<pre class="body">{}</pre>{more}"#, esc(&text))
+            format!(
+                r#"<pre class="body">{}</pre>{more}"#,
+                esc(&printable(&text))
+            )
         }
     };
     format!(
@@ -786,6 +805,21 @@ mod tests {
         );
         let deep = message(&listed(BodyKind::Json, nested(120, 1)), base, 0);
         assert!(deep.contains(&"[".repeat(120)), "shown as sent");
+    }
+
+    #[test]
+    fn a_body_s_controls_and_overrides_are_shown_escaped_its_lines_kept() {
+        let body = b"line one\tcol\n\x1b]52;c;aGk=\x07 \xe2\x80\xaegnp.exe".to_vec();
+        let base = "/_dashboard/queues/q";
+        let html = message(&listed(BodyKind::Text, body), base, 0);
+        assert!(
+            html.contains("line one\tcol\n\\u{1b}]52;c;aGk=\\u{7} \\u{202e}gnp.exe"),
+            "{html}"
+        );
+        assert!(
+            !html.contains('\u{1b}') && !html.contains('\u{202e}'),
+            "{html}"
+        );
     }
 
     #[test]
