@@ -44,9 +44,25 @@ use crate::attempt::recorded;
 use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
 use crate::operation::Operation;
-use crate::ratelimit::{Denied, Figures, Limiter, Pacer, Pass};
+use crate::ratelimit::ClientCaps;
 use crate::resources::ServerClock;
 use crate::retry::RetryPolicy;
+use crate::token_budget::{Denied, Figures, Pacer, Pass};
+
+/// Who answers a refusal for the queue's limit (429, code 10250): the
+/// caller's option, set per call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum QueueRefusal {
+    /// Retried here after its `Retry-After`, as any 429 (every call of the
+    /// public API).
+    #[default]
+    Retried,
+    /// Handed back at once: the caller paces itself by its share of the
+    /// queue's allowance and answers the refusal by lowering it, instead of
+    /// being retried at the pace that caused it (the consumer's calls).
+    #[cfg_attr(not(feature = "consumer"), allow(dead_code))]
+    Returned,
+}
 
 /// Everything one call needs besides the request itself.
 pub(crate) struct Call<'a> {
@@ -55,7 +71,7 @@ pub(crate) struct Call<'a> {
     pub retry: &'a RetryPolicy,
     pub deadline: Option<Duration>,
     /// Client-side push limits, for pushes.
-    pub limiter: Option<&'a Limiter>,
+    pub caps: Option<&'a ClientCaps>,
     /// The pacing by the server's headers, unless turned off.
     pub pacer: Option<&'a Arc<Pacer>>,
     /// The pacer's pass for the first attempt, when the caller waited for
@@ -64,9 +80,8 @@ pub(crate) struct Call<'a> {
     /// Told of every failed attempt, retried or not (the producer lowers
     /// its batches in flight on a 429).
     pub observe: Option<&'a (dyn Fn(&Error) + Send + Sync)>,
-    /// The caller paces itself to the queue's allowance: a refusal for it
-    /// (429, code 10250) is the caller's to answer, not retried here.
-    pub shares_allowance: bool,
+    /// Who answers a refusal for the queue's limit (429, code 10250).
+    pub queue_refusal: QueueRefusal,
     /// Messages a push sends, for the rate limits.
     pub messages: usize,
     /// The largest response body accepted.
@@ -84,6 +99,12 @@ pub(crate) struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// This call, with who answers a refusal for the queue's limit.
+    pub(crate) fn answering(mut self, queue_refusal: QueueRefusal) -> Self {
+        self.queue_refusal = queue_refusal;
+        self
+    }
+
     /// Runs the call: `send` makes one attempt of the generated request.
     pub(crate) async fn run<E, F, Fut>(mut self, mut send: F) -> Result<E::Result>
     where
@@ -121,7 +142,7 @@ impl Call<'_> {
                 if let Some(observe) = self.observe {
                     observe(&error);
                 }
-                if self.shares_allowance && error.refused_by_queue() {
+                if self.queue_refusal == QueueRefusal::Returned && error.refused_by_queue() {
                     tracing::debug!(attempts = attempt, error = %error, "refused for the queue's allowance");
                     return Err(error);
                 }
@@ -233,16 +254,16 @@ impl Call<'_> {
 
     /// Waits for the client-side push limits, unless the wait would outlast the deadline.
     async fn throttle(&self, ends: Option<Instant>) -> Result<()> {
-        let Some(limiter) = self.limiter.filter(|_| self.operation.is_push()) else {
+        let Some(caps) = self.caps.filter(|_| self.operation.is_push()) else {
             return Ok(());
         };
         let now = Instant::now();
-        let wait = limiter.reserve(self.queue_id, self.messages, now);
+        let wait = caps.reserve(self.queue_id, self.messages, now);
         if wait.is_zero() {
             return Ok(());
         }
         let reserved = Reserved {
-            limiter,
+            caps,
             queue_id: self.queue_id,
             messages: self.messages,
         };
@@ -286,14 +307,14 @@ impl Call<'_> {
 /// call cancelled (or out of time) during its wait does not spend the
 /// budget of the calls after it.
 struct Reserved<'a> {
-    limiter: &'a Limiter,
+    caps: &'a ClientCaps,
     queue_id: &'a str,
     messages: usize,
 }
 
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
-        self.limiter.refund(self.queue_id, self.messages);
+        self.caps.refund(self.queue_id, self.messages);
     }
 }
 
@@ -317,17 +338,17 @@ mod tests {
     static TOKEN_GAUGE: ::metrics::Key =
         ::metrics::Key::from_static_name("cf_queues.client.token.remaining");
 
-    fn push_call<'a>(limiter: &'a Limiter, retry: &'a RetryPolicy) -> Call<'a> {
+    fn push_call<'a>(caps: &'a ClientCaps, retry: &'a RetryPolicy) -> Call<'a> {
         Call {
             operation: Operation::Push,
             queue_id: "q",
             retry,
             deadline: None,
-            limiter: Some(limiter),
+            caps: Some(caps),
             pacer: None,
             first_pass: None,
             observe: None,
-            shares_allowance: false,
+            queue_refusal: QueueRefusal::Retried,
             messages: 1,
             response_cap: 1024,
             pull_grace_until: None,
@@ -337,34 +358,34 @@ mod tests {
         }
     }
 
-    /// A limiter of one push every 10 s, and no retries.
-    fn one_push_per_ten_seconds() -> (Limiter, RetryPolicy) {
-        let limiter = Limiter::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
+    /// Caps of one push every 10 s, and no retries.
+    fn one_push_per_ten_seconds() -> (ClientCaps, RetryPolicy) {
+        let caps = ClientCaps::new(RateLimits::none().push_requests(1, Duration::from_secs(10)))
             .expect("a limit");
-        (limiter, RetryPolicy::none())
+        (caps, RetryPolicy::none())
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_cancelled_gives_its_reservation_back() {
-        let (limiter, retry) = one_push_per_ten_seconds();
-        let call = push_call(&limiter, &retry);
+        let (caps, retry) = one_push_per_ten_seconds();
+        let call = push_call(&caps, &retry);
         call.throttle(None).await.expect("the first token is there");
         // The second push waits 10 s for its token, and is dropped after 1 s.
         let cancelled = tokio::time::timeout(Duration::from_secs(1), call.throttle(None)).await;
         assert!(cancelled.is_err(), "still waiting when dropped");
         // Its token went back: the next push waits 9 s more, not 19 s.
-        let wait = limiter.reserve("q", 1, Instant::now());
+        let wait = caps.reserve("q", 1, Instant::now());
         assert_eq!(wait, Duration::from_secs(9));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_that_ran_uses_its_reservation() {
-        let (limiter, retry) = one_push_per_ten_seconds();
-        let call = push_call(&limiter, &retry);
+        let (caps, retry) = one_push_per_ten_seconds();
+        let call = push_call(&caps, &retry);
         call.throttle(None).await.expect("first");
         call.throttle(None).await.expect("after 10 s");
         assert_eq!(
-            limiter.reserve("q", 1, Instant::now()),
+            caps.reserve("q", 1, Instant::now()),
             Duration::from_secs(10)
         );
     }

@@ -9,11 +9,12 @@ use crate::error::{Error, Result};
 use crate::hook_state::HookState;
 use crate::instance::{Instance, Kind};
 use crate::limits::Limits;
-use crate::ratelimit::{Limiter, Pacer, RateLimits};
+use crate::ratelimit::{ClientCaps, RateLimits};
 use crate::raw;
 use crate::resources::RecentlyEnabled;
 use crate::retry::RetryPolicy;
 use crate::tls;
+use crate::token_budget::Pacer;
 
 /// A client for one Cloudflare account's queues.
 ///
@@ -42,7 +43,7 @@ struct Inner {
     limits: Limits,
     retry: RetryPolicy,
     deadline: Option<Duration>,
-    limiter: Option<Limiter>,
+    caps: Option<ClientCaps>,
     pacer: Option<Arc<Pacer>>,
     max_response_bytes: Option<usize>,
     /// The queues this client enabled HTTP pull on lately, for the pulls
@@ -105,8 +106,8 @@ impl Client {
         self.inner.max_response_bytes
     }
 
-    pub(crate) fn limiter(&self) -> Option<&Limiter> {
-        self.inner.limiter.as_ref()
+    pub(crate) fn caps(&self) -> Option<&ClientCaps> {
+        self.inner.caps.as_ref()
     }
 
     pub(crate) fn pacer(&self) -> Option<&Arc<Pacer>> {
@@ -385,7 +386,7 @@ impl ClientBuilder {
                 limits: self.limits,
                 retry: self.retry,
                 deadline: self.deadline,
-                limiter: Limiter::new(self.rate_limits),
+                caps: ClientCaps::new(self.rate_limits),
                 pacer: self.rate_limits.paces().then(Arc::default),
                 max_response_bytes: self.max_response_bytes,
                 recently_enabled: RecentlyEnabled::default(),

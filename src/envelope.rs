@@ -13,7 +13,7 @@ use crate::classify::RetryClass;
 use crate::error::{ApiError, ApiErrorDetail, Error, Result, snippet};
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::retry::{retry_after, should_retry_header};
+use crate::token_budget::{retry_after, should_retry_header};
 
 /// The parts every success envelope shares.
 pub(crate) trait Envelope {

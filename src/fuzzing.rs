@@ -173,7 +173,7 @@ pub fn decode_retry_after(text: &str) -> Option<std::time::Duration> {
     let mut headers = reqwest::header::HeaderMap::new();
     let value = reqwest::header::HeaderValue::from_str(text).ok()?;
     headers.insert(reqwest::header::RETRY_AFTER, value);
-    crate::retry::retry_after(&headers)
+    crate::token_budget::retry_after(&headers)
 }
 
 fn decode_body(body: &Body) {

@@ -207,6 +207,7 @@ mod attempt;
 mod auth;
 mod backoff;
 pub mod batch;
+mod bucket;
 mod call;
 mod classify;
 mod client;
@@ -245,6 +246,7 @@ pub mod retry;
 mod setters;
 mod time;
 mod tls;
+mod token_budget;
 mod wire;
 
 // The names most users touch; everything else is in the modules above, at

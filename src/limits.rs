@@ -25,9 +25,6 @@ pub const MAX_PULL_BATCH_SIZE: u32 = 100;
 pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(12 * 60 * 60);
 /// Longest account or queue id, in characters.
 pub const MAX_ID_LEN: usize = 32;
-/// Messages a queue serves a second: pulled, and separately leases settled
-/// or extended, by all its consumers together (Cloudflare's per-queue limit).
-pub const QUEUE_MESSAGES_PER_SECOND: u32 = 5_000;
 
 /// The limits a client checks before sending.
 ///
@@ -58,10 +55,6 @@ pub struct Limits {
     pub max_visibility_timeout: Duration,
     /// Longest account or queue id, in characters.
     pub max_id_len: usize,
-    /// Messages a queue serves a second, pulled and settled, to all its
-    /// consumers together: the replicas of a consumer aim under it
-    /// together (not checked before sending: the server decides).
-    pub queue_messages_per_second: u32,
 }
 
 impl Default for Limits {
@@ -75,7 +68,6 @@ impl Default for Limits {
             max_pull_batch_size: MAX_PULL_BATCH_SIZE,
             max_visibility_timeout: MAX_VISIBILITY_TIMEOUT,
             max_id_len: MAX_ID_LEN,
-            queue_messages_per_second: QUEUE_MESSAGES_PER_SECOND,
         }
     }
 }

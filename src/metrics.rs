@@ -68,7 +68,7 @@
 //! | `cf_queues.consumer.leases.max_reached` | counter | {message} | | leases that reached the maximum lease time |
 //! | `cf_queues.consumer.refusals` | counter | {request} | `cf_queues.limit` = `queue` (10250), `token` (971) | calls refused for a limit |
 //! | `cf_queues.consumer.blocks` | counter | {block} | | blocks of the credential waited out |
-//! | `cf_queues.consumer.pace` | gauge | {message}/s | `cf_queues.instance` | this replica's share of the queue's allowance now |
+//! | `cf_queues.consumer.pace` | gauge | {message}/s | `cf_queues.instance` | this replica's pace: the messages a second its share of the queue's allowance allows now |
 //! | `cf_queues.consumer.pulls_in_flight` | gauge | {request} | `cf_queues.instance` | pulls on their way |
 //! | `cf_queues.consumer.messages_in_flight` | gauge | {message} | `cf_queues.instance` | messages leased and not settled |
 //! | `cf_queues.consumer.bytes_in_flight` | gauge | By | `cf_queues.instance` | their body bytes |

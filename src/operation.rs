@@ -284,8 +284,9 @@ impl Operation {
         )
     }
 
-    /// Whether the call counts against Cloudflare's per-credential API limit
-    /// (1,200 requests per five minutes per user or token, see
+    /// Whether the call counts against the token's window, Cloudflare's
+    /// per-credential API limit (1,200 requests per five minutes per user
+    /// or token, see
     /// developers.cloudflare.com/fundamentals/api/reference/limits).
     ///
     /// Every call does, management calls included, but pulls, acks and

@@ -30,7 +30,7 @@ struct MetricsLine<'a> {
 }
 
 /// The shortest time between two readings of a watch: a quarter of the
-/// token's budget (1,200 requests per 5 minutes), leaving the rest to the
+/// token's window (1,200 requests per 5 minutes), leaving the rest to the
 /// programs that share the token.
 pub const MIN_WATCH_EVERY: Duration = Duration::from_secs(1);
 

@@ -559,7 +559,7 @@ pub struct MetricsArgs {
     /// Read the metrics again every DURATION (2s when not given) until
     /// Ctrl-C: on a terminal a live view with the change a second and
     /// sparklines of the last readings, else one JSON line each. Each
-    /// reading is one request against the token's budget of 1,200 per 5
+    /// reading is one request against the token's window of 1,200 per 5
     /// minutes: every 2s spends 150 of them (12.5 %); DURATION is at least
     /// 1s (a quarter), and the client slows down further when the server
     /// says the budget runs low

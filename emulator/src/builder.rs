@@ -18,8 +18,8 @@ use super::faults::Faults;
 use super::handle::EmulatorHandle;
 use super::http::{self, AcceptedAuth, App};
 use super::latency::{Latency, LatencyState};
-use super::rate_limits::{RateLimitModel, RateLimiter};
-use super::server::{self, ServerLimits, ServerState};
+use super::ratelimit::{RateLimitModel, RateLimiter};
+use super::server::{self, ConnectionLimits, ServerState};
 use super::state::{Broker, BrokerConfig, RandomSource, Springs};
 use super::store::{DataDir, Store};
 use super::{EMULATOR_ACCOUNT_ID, MAX_CHUNK_BYTES};
@@ -372,7 +372,7 @@ impl Emulator {
             request_log: self.dashboard.then(Default::default),
         });
         let server = Arc::new(ServerState::new(
-            ServerLimits {
+            ConnectionLimits {
                 max_connections: self.max_connections,
                 header_timeout: self.header_timeout,
                 idle_timeout: self.idle_timeout,

@@ -66,7 +66,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::latency::Latency;
-use super::rate_limits::RateLimitModel;
+use super::ratelimit::RateLimitModel;
 use super::state::{
     ConsumerKind, ConsumerSpec, Declared, MAX_RETENTION_S, MIN_RETENTION_S, PullSettings,
     QueueSettings, WorkerSettings, check_queue_name,

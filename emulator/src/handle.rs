@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 
 use super::http::App;
 use super::latency::Latency;
-use super::rate_limits::{RateLimitModel, RateLimiter};
+use super::ratelimit::{RateLimitModel, RateLimiter};
 use super::server::{ServerMonitor, ServerState, ServerStats};
 use super::state::{At, BodyKind, NewMessage};
 use super::{EMULATOR_ACCOUNT_ID, Fault};

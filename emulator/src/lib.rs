@@ -79,7 +79,7 @@ mod handle;
 mod http;
 mod latency;
 mod random;
-mod rate_limits;
+mod ratelimit;
 #[cfg(feature = "dashboard")]
 mod request_log;
 mod server;
@@ -98,7 +98,7 @@ pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
 pub use handle::{EmulatorHandle, WorkerBody};
 pub use latency::Latency;
-pub use rate_limits::RateLimitModel;
+pub use ratelimit::RateLimitModel;
 pub use server::{ServerMonitor, ServerStats};
 pub use store::{DATA_FORMAT_VERSION, reset_data_dir};
 

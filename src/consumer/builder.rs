@@ -146,6 +146,15 @@ impl ConsumerBuilder {
         /// upper bound.
         /// `u32::MAX` paces nothing (against a local server, say).
         queue_allowance(per_second: u32) => self.settings.queue_allowance;
+
+        /// The queue's limit the replicas keep under together: the messages a
+        /// second the queue serves, pulled and (separately) settled or extended,
+        /// to all its consumers. Default [`DEFAULT_QUEUE_LIMIT`] (5,000, what
+        /// Cloudflare documents); the share of the allowance reads the
+        /// backlog's fall against it. Set it when the server's limit differs
+        /// (an emulator with scaled-down limits, say); nothing checks it before
+        /// sending.
+        queue_limit(per_second: u32) => self.settings.queue_limit;
     }
 
     /// The former name of [`queue_allowance`](ConsumerBuilder::queue_allowance).
@@ -228,7 +237,7 @@ impl ConsumerBuilder {
         let instance = Instance::new(Kind::Consumer, self.instance.as_deref())?;
         let token = self.token.unwrap_or_default();
         let shared = Arc::new(ConsumerState::new(
-            self.queue.sharing_allowance(),
+            self.queue,
             settings,
             token.child_token(),
             instance,

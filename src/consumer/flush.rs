@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 
 use super::inbox::{Action, Settlement};
 use super::shared::ConsumerState;
+use crate::call::QueueRefusal;
 use crate::counters::add;
 use crate::error::Error;
 use crate::request::Acks;
@@ -183,7 +184,11 @@ async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Res
         messaging.batch.message_count = chunk.len(),
     );
     add(&shared.counters.settle_requests, 1);
-    let outcome = shared.queue.ack(acks).instrument(span).await?;
+    let outcome = shared
+        .queue
+        .ack_with(acks, QueueRefusal::Returned)
+        .instrument(span)
+        .await?;
     let warned: HashSet<&str> = outcome
         .warnings
         .iter()

@@ -14,6 +14,7 @@ use tracing::Instrument as _;
 use super::lease_table::Due;
 use super::round_trip::RoundTrip;
 use super::shared::ConsumerState;
+use crate::call::QueueRefusal;
 use crate::counters::add;
 use crate::message::LeaseId;
 use crate::time::sleep_until;
@@ -128,9 +129,11 @@ fn extend_chunk<'a>(
             messaging.batch.message_count = chunk.len(),
         );
         let sent = Instant::now();
-        let call = shared
-            .queue
-            .extend(chunk.iter().map(|(_, lease)| lease), by);
+        let call = shared.queue.extend_with(
+            chunk.iter().map(|(_, lease)| lease),
+            by,
+            QueueRefusal::Returned,
+        );
         let result =
             tokio::time::timeout(RoundTrip::extension_deadline(margin), call.instrument(span))
                 .await;

@@ -107,7 +107,7 @@
 //! count falls as fast as all the replicas together take messages, and
 //! every replica reads the same figure. From it each sets its pace: all
 //! slow down as soon as they together pass 95.5 % of the queue's limit
-//! ([`Limits::queue_messages_per_second`](crate::limits::Limits::queue_messages_per_second)),
+//! ([`queue_limit`](ConsumerBuilder::queue_limit)),
 //! before the queue refuses any of them, and all climb by the same step
 //! while under it, so that the shares meet and a replica that starts or
 //! stops is made room for, or its share taken up, within seconds. A
@@ -140,7 +140,7 @@
 //!
 //! Replicas that know their number and want no refusal at all can take
 //! their share by hand (`queue_allowance(4_900 / replicas)`). How the
-//! share works: `ratelimit/share.rs`; every figure: BENCHMARKS.md
+//! share works: `consumer/allowance/`; every figure: BENCHMARKS.md
 //! ("Replicas sharing a queue").
 //!
 //! # Leases
@@ -230,6 +230,7 @@
 //! `otel.name` and `otel.kind` for `tracing-opentelemetry`.
 
 mod acker;
+mod allowance;
 mod builder;
 mod dispatch;
 mod driver;
@@ -263,7 +264,7 @@ pub use settings::{
     DEFAULT_ACK_BATCH_SIZE, DEFAULT_ACK_INTERVAL, DEFAULT_BATCH_SIZE, DEFAULT_FLUSH_TIMEOUT,
     DEFAULT_GRACE_PERIOD, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_LEASE,
     DEFAULT_MAX_PENDING_SETTLEMENTS, DEFAULT_MAX_PULLS_IN_FLIGHT, DEFAULT_QUEUE_ALLOWANCE,
-    DEFAULT_VISIBILITY_TIMEOUT, MIN_VISIBILITY_TIMEOUT,
+    DEFAULT_QUEUE_LIMIT, DEFAULT_VISIBILITY_TIMEOUT, MIN_VISIBILITY_TIMEOUT,
 };
 pub use stream::{LeaseStream, Leased};
 pub use summary::{ConsumerMonitor, Summary};

@@ -7,7 +7,7 @@
 //! One call at a time gets at most 100 messages per round trip (1,000 a
 //! second at 100 ms); Cloudflare serves a queue 5,000 a second. So pulls
 //! overlap, and the replica's share of the queue's allowance
-//! ([`Share`](crate::ratelimit::Share)), not the round trip, paces a busy
+//! ([`AllowanceShare`](super::allowance::AllowanceShare)), not the round trip, paces a busy
 //! consumer.
 
 use std::pin::pin;
@@ -25,6 +25,7 @@ use super::MESSAGING_SYSTEM;
 use super::dispatch::{Mode, PoisonFn, dispatch, settleable};
 use super::shared::ConsumerState;
 use crate::backoff::Backoff;
+use crate::call::QueueRefusal;
 use crate::counters::{add, sub};
 use crate::error::{Error, Result};
 use crate::request::PullOptions;
@@ -308,7 +309,7 @@ async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed 
     let sent = Instant::now();
     // Boxed, so that the future the puller keeps per pull stays small: the
     // call's own is large, and would be copied as the pull is started.
-    let result = Box::pin(shared.queue.pull(options))
+    let result = Box::pin(shared.queue.pull_with(options, QueueRefusal::Returned))
         .instrument(span.clone())
         .await;
     if let Ok(batch) = &result {

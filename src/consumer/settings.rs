@@ -27,6 +27,11 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 2_000;
 /// serves one queue, so the queue's allowance, not the round trip, is what paces a
 /// busy consumer.
 pub const DEFAULT_MAX_PULLS_IN_FLIGHT: usize = 16;
+/// The default queue's limit: the messages a queue serves a second, pulled
+/// and (separately) settled or extended, to all its consumers together, as
+/// Cloudflare documents it. Replicas of one consumer keep under it together;
+/// nothing checks it before sending (the server decides).
+pub const DEFAULT_QUEUE_LIMIT: u32 = 5_000;
 /// The default most of the queue's allowance one consumer takes, per
 /// second, of messages pulled and of leases settled or extended: 98 % of
 /// Cloudflare's 5,000 of each, so that a consumer alone does not find the
@@ -83,6 +88,7 @@ pub(crate) struct Settings {
     pub flush_timeout: Duration,
     pub max_pulls_in_flight: usize,
     pub queue_allowance: u32,
+    pub queue_limit: u32,
     pub max_pending_settlements: usize,
     pub max_delay: Duration,
 }
@@ -105,6 +111,7 @@ impl Default for Settings {
             flush_timeout: DEFAULT_FLUSH_TIMEOUT,
             max_pulls_in_flight: DEFAULT_MAX_PULLS_IN_FLIGHT,
             queue_allowance: DEFAULT_QUEUE_ALLOWANCE,
+            queue_limit: DEFAULT_QUEUE_LIMIT,
             max_pending_settlements: DEFAULT_MAX_PENDING_SETTLEMENTS,
             max_delay: Limits::default().max_delay,
         }
@@ -138,6 +145,7 @@ impl Settings {
             ("ack_batch_size", self.ack_batch_size),
             ("max_pulls_in_flight", self.max_pulls_in_flight),
             ("queue_allowance", self.queue_allowance as usize),
+            ("queue_limit", self.queue_limit as usize),
             ("max_pending_settlements", self.max_pending_settlements),
         ] {
             if value == 0 {

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::allowance::AllowanceShare;
 use super::inbox::{Action, Inbox, Settlement};
 use super::lease_table::LeaseTable;
 use super::round_trip::RoundTrip;
@@ -22,8 +23,7 @@ use crate::error::Error;
 use crate::instance::Instance;
 use crate::message::PulledMessage;
 use crate::queue::Queue;
-use crate::ratelimit::Share;
-use crate::retry::{LONGEST_SERVER_WAIT, server_wait, server_wait_ends};
+use crate::token_budget::{LONGEST_SERVER_WAIT, server_wait, server_wait_ends};
 
 pub(crate) struct ConsumerState {
     pub queue: Queue,
@@ -45,10 +45,10 @@ pub(crate) struct ConsumerState {
     /// go down, not for slots: every settlement must wake it.
     pub wants_room: AtomicBool,
     /// This replica's share of the queue's allowance of messages pulled.
-    pub pulled_share: Share,
+    pub pulled_share: AllowanceShare,
     /// This replica's share of the queue's allowance of leases settled or
     /// extended.
-    pub leases_share: Share,
+    pub leases_share: AllowanceShare,
     /// The round trip observed on the consumer's calls.
     pub round_trip: RoundTrip,
     /// Cancelled when the grace period of the shutdown is over: a stream
@@ -89,9 +89,9 @@ impl ConsumerState {
         // The first pulls (half the most on their way) go at once, as a
         // consumer alone would send them; past that, the share's pace.
         let first_pulls = settings.batch_size as usize * settings.max_pulls_in_flight.div_ceil(2);
-        let queue_limit = queue.client().limits().queue_messages_per_second;
-        let pulled_share = Share::of_pulls(settings.queue_allowance, queue_limit, first_pulls);
-        let leases_share = Share::new(settings.queue_allowance, settings.ack_batch_size);
+        let pulled_share =
+            AllowanceShare::of_pulls(settings.queue_allowance, settings.queue_limit, first_pulls);
+        let leases_share = AllowanceShare::new(settings.queue_allowance, settings.ack_batch_size);
         let counters = Arc::new(ConsumerCounters::new(queue.id(), instance.label()));
         counters.pace.set(u64::from(settings.queue_allowance));
         ConsumerState {
@@ -303,13 +303,13 @@ impl ConsumerState {
     }
 
     /// Counts a refused call in `counter` and by limit when it was a 429,
-    /// and tells `share` when the queue's own allowance refused it (code
+    /// and tells `share` when the queue's limit refused it (code
     /// 10250) for a call reserved at `reserved`.
     pub(crate) fn note_refusal(
         &self,
         error: &Error,
         counter: &Tally,
-        share: &Share,
+        share: &AllowanceShare,
         reserved: Instant,
     ) {
         if error.status() != Some(429) {

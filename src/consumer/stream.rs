@@ -14,6 +14,7 @@ use super::inbox::Action;
 use super::shared::Ticket;
 use super::summary::Summary;
 use super::{ConsumerError, Verdict};
+use crate::call::QueueRefusal;
 use crate::counters::add;
 use crate::error::Result;
 use crate::message::PulledMessage;
@@ -125,7 +126,10 @@ impl Leased {
     pub async fn extend(&self, by: Duration) -> Result<bool> {
         let shared = &self.ticket.shared;
         let sent = Instant::now();
-        let outcome = shared.queue.extend([&self.message.lease_id], by).await?;
+        let outcome = shared
+            .queue
+            .extend_with([&self.message.lease_id], by, QueueRefusal::Returned)
+            .await?;
         // One lease was sent, so any warning, named or not, is about it.
         let refused = match outcome.extended {
             Some(count) => count == 0,

@@ -119,13 +119,13 @@ pub enum Error {
 
     /// The call was not sent: by the server's own figures (its `Ratelimit`
     /// header, or a 429 with code 971 and its `Retry-After`), the
-    /// credential's API budget comes back only after `retry_after`, longer
+    /// token's budget comes back only after `retry_after`, longer
     /// than the retry policy waits
     /// ([`RetryPolicy::max_retry_after`](crate::retry::RetryPolicy::max_retry_after)),
     /// as during Cloudflare's five-minute block. See
     /// [`RateLimits`](crate::ratelimit::RateLimits).
     #[error(
-        "{operation} not sent: the credential's API budget comes back in {}s, longer than the retry policy waits{}",
+        "{operation} not sent: the token's budget comes back in {}s, longer than the retry policy waits{}",
         retry_after.as_secs(),
         after_attempts(*attempts)
     )]

@@ -4,12 +4,12 @@
 //!
 //! A batch is cut by a [`BatchPlanner`] (at most 100 messages and 256 KB,
 //! counted as the API counts them) and sent as soon as it is full, or once
-//! its first message has waited the linger, and a slot and the API budget
+//! its first message has waited the linger, and a slot and the token's budget
 //! are there. Up to [`ProducerBuilder::max_concurrent_batches`] batches are
 //! in flight at once; a bounded buffer in front of the batches makes
 //! senders wait (backpressure) instead of growing without bound.
 //!
-//! # Within Cloudflare's API budget
+//! # Within the token's budget
 //!
 //! Pushes over the REST API count against Cloudflare's limit of 1,200
 //! requests per five minutes per token (or user), and going over it blocks
@@ -111,7 +111,7 @@
 //! |---|---|---|
 //! | [`linger`](ProducerBuilder::linger) | 5 ms | little latency next to a push, time for a batch to fill |
 //! | [`max_buffered`](ProducerBuilder::max_buffered) | 1,000 messages | ten batches: keeps the batches in flight busy, bounds memory |
-//! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip; the API budget, not this, bounds the pace |
+//! | [`max_concurrent_batches`](ProducerBuilder::max_concurrent_batches) | 4 | hides a push's round trip; the token's budget, not this, bounds the pace |
 //! | [`send_timeout`](ProducerBuilder::send_timeout) | 10 min | a batch refused for the rate outlasts a five-minute block; its senders still learn within a bound |
 //!
 //! # Retries
@@ -557,7 +557,7 @@ impl ProducerBuilder {
         /// How many batches may be on their way at once; at least 1. Default
         /// [`DEFAULT_MAX_CONCURRENT_BATCHES`] (4): enough to hide a push's round
         /// trip under load. It does not set the pace: the client's pacing by
-        /// the API budget does (about 3.86 batches a second per token at
+        /// the token's budget does (about 3.86 batches a second per token at
         /// Cloudflare's figures). A 429 with code 971 or 10250 halves it for a
         /// while.
         max_concurrent_batches(batches: usize) => self.max_concurrent_batches;

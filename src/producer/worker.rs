@@ -1,6 +1,6 @@
 //! The producer's task: takes messages from the buffer into the open batch,
 //! and sends a batch once it is due (full, lingered, flushed or closing) and
-//! a slot and the API budget are there, filling it meanwhile.
+//! a slot and the token's budget are there, filling it meanwhile.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,10 +18,10 @@ use crate::counters::add;
 use crate::error::Error;
 use crate::instance::Instance;
 use crate::queue::Queue;
-use crate::ratelimit::Pass;
 use crate::response::PushReceipt;
-use crate::retry::server_wait;
 use crate::time::{after, sleep_until};
+use crate::token_budget::Pass;
+use crate::token_budget::server_wait;
 
 /// A message's sender, and when the producer took the message: its send
 /// timeout runs from then.
@@ -102,7 +102,7 @@ impl Flow {
 type Ready = (OwnedSemaphorePermit, Option<Pass>);
 
 /// Waits until a batch may go now: a slot under the flow's limit, a
-/// permit, the client-side limits and the pacing by the API budget (as
+/// permit, the client-side limits and the pacing by the token's budget (as
 /// long as that takes: the producer holds its batches through a block).
 /// Takes the pass only as it returns, so it may be dropped (a message came
 /// in) and started again without spending anything.
@@ -116,9 +116,9 @@ async fn ready(
 ) -> Option<Ready> {
     flow.slot().await;
     let permit = permits.acquire_owned().await.ok()?;
-    if let Some(limiter) = client.limiter() {
+    if let Some(caps) = client.caps() {
         loop {
-            let wait = limiter.peek(&queue_id, Instant::now());
+            let wait = caps.peek(&queue_id, Instant::now());
             if wait.is_zero() {
                 break;
             }

@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use super::Queue;
-use crate::call::Call;
+use crate::call::{Call, QueueRefusal};
 use crate::client::Client;
 use crate::envelope::QueuePage;
 use crate::error::Result;
@@ -123,7 +123,7 @@ impl Client {
     /// and the queue found is taken as the one created only if it was
     /// created after the create was sent: its `created_on` (the server's
     /// clock) is compared with the time of sending (ours), through the
-    /// `Date` headers of the answers this call received, less an allowance
+    /// `Date` headers of the answers this call received, less a tolerance
     /// of 2 s for a `created_on` cut to whole seconds and for the gap
     /// between Cloudflare's own clocks. A queue of that name created
     /// earlier is someone else's, and is never adopted. An answer without
@@ -291,11 +291,11 @@ impl Client {
             queue_id: "",
             retry: self.retry_policy(),
             deadline: self.deadline(),
-            limiter: self.limiter(),
+            caps: self.caps(),
             pacer: self.pacer(),
             first_pass: None,
             observe: None,
-            shares_allowance: false,
+            queue_refusal: QueueRefusal::Retried,
             messages: 0,
             response_cap: self.max_response_bytes().unwrap_or(SMALL_RESPONSE_BYTES),
             pull_grace_until: None,

@@ -15,7 +15,7 @@ mod pull;
 mod push;
 mod resource;
 
-use crate::call::Call;
+use crate::call::{Call, QueueRefusal};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::limits::check_token;
@@ -68,11 +68,6 @@ pub struct Queue {
     name: Option<String>,
     retry: Option<RetryPolicy>,
     deadline: Option<Option<Duration>>,
-    /// The caller paces itself to the queue's allowance (the consumer's
-    /// share): a refusal for it (429, code 10250) ends a call at once,
-    /// for the caller to answer, instead of being retried after its
-    /// `Retry-After` while the caller goes on at the rate that caused it.
-    shares_allowance: bool,
 }
 
 // The client hands out queues here, beside the queue it makes: the
@@ -99,16 +94,7 @@ impl Queue {
             name: None,
             retry: None,
             deadline: None,
-            shares_allowance: false,
         }
-    }
-
-    /// This handle, for a caller that paces itself to the queue's
-    /// allowance and answers its refusals itself.
-    #[cfg(feature = "consumer")]
-    pub(crate) fn sharing_allowance(mut self) -> Queue {
-        self.shares_allowance = true;
-        self
     }
 
     /// This handle, remembering the queue's name.
@@ -188,11 +174,11 @@ impl Queue {
             queue_id: &self.queue_id,
             retry: self.retry_policy(),
             deadline: self.deadline(),
-            limiter: self.client.limiter(),
+            caps: self.client.caps(),
             pacer: self.client.pacer(),
             first_pass: None,
             observe: None,
-            shares_allowance: self.shares_allowance,
+            queue_refusal: QueueRefusal::Retried,
             messages,
             response_cap,
             pull_grace_until,

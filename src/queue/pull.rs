@@ -1,6 +1,7 @@
 //! Leasing: pull, acknowledge and retry, and extend leases.
 
 use super::{Queue, send};
+use crate::call::QueueRefusal;
 use crate::error::Result;
 use crate::operation::Operation;
 use crate::wire::messages;
@@ -44,6 +45,15 @@ impl Queue {
     /// A pull dropped after it was sent may have leased messages: they come
     /// back after their visibility timeout, with an attempt used.
     pub async fn pull(&self, options: PullOptions) -> Result<PulledBatch> {
+        self.pull_with(options, QueueRefusal::Retried).await
+    }
+
+    /// [`Queue::pull`], with who answers a refusal for the queue's limit.
+    pub(crate) async fn pull_with(
+        &self,
+        options: PullOptions,
+        queue_refusal: QueueRefusal,
+    ) -> Result<PulledBatch> {
         let limits = self.client.limits();
         let (batch_size, cap) = self.messages_batch(options.batch_size)?;
         let visibility_timeout_ms = options
@@ -52,6 +62,7 @@ impl Queue {
             .transpose()?;
         let body = messages::pull_request(batch_size, visibility_timeout_ms)?;
         self.call(Operation::Pull, 0, cap)
+            .answering(queue_refusal)
             .run(send!(self, pull_messages, body))
             .await
             .map(Into::into)
@@ -81,6 +92,15 @@ impl Queue {
     /// Acks sent before the drop may have been applied; send them again
     /// (a repeat only adds warnings).
     pub async fn ack(&self, acks: Acks) -> Result<AckOutcome> {
+        self.ack_with(acks, QueueRefusal::Retried).await
+    }
+
+    /// [`Queue::ack`], with who answers a refusal for the queue's limit.
+    pub(crate) async fn ack_with(
+        &self,
+        acks: Acks,
+        queue_refusal: QueueRefusal,
+    ) -> Result<AckOutcome> {
         if acks.acks.is_empty() && acks.retries.is_empty() {
             return Ok(AckOutcome::default());
         }
@@ -94,6 +114,7 @@ impl Queue {
         )?;
         let body = messages::ack_request(ack_leases, retry_leases)?;
         self.call(Operation::Ack, 0, cap)
+            .answering(queue_refusal)
             .run(send!(self, ack_messages, body))
             .await
             .map(Into::into)
@@ -161,6 +182,21 @@ impl Queue {
         I: IntoIterator,
         I::Item: Into<LeaseId>,
     {
+        self.extend_with(leases, visibility_timeout, QueueRefusal::Retried)
+            .await
+    }
+
+    /// [`Queue::extend`], with who answers a refusal for the queue's limit.
+    pub(crate) async fn extend_with<I>(
+        &self,
+        leases: I,
+        visibility_timeout: Duration,
+        queue_refusal: QueueRefusal,
+    ) -> Result<ExtendOutcome>
+    where
+        I: IntoIterator,
+        I::Item: Into<LeaseId>,
+    {
         let leases: Vec<LeaseId> = leases.into_iter().map(Into::into).collect();
         let visibility_timeout_ms = self
             .client
@@ -177,6 +213,7 @@ impl Queue {
         let body = messages::extend_request(wire, visibility_timeout_ms)?;
         let cap = self.tokens_response_cap(leases.iter().map(LeaseId::as_str));
         self.call(Operation::Extend, 0, cap)
+            .answering(queue_refusal)
             .run(send!(self, extend_messages, body))
             .await
             .map(Into::into)

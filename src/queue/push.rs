@@ -31,7 +31,7 @@ impl Queue {
     ///
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a message over the size limit or a delay
     /// over 24 hours, before sending; [`Error::RateLimited`](crate::Error::RateLimited), unsent, when the
-    /// credential's API budget comes back only after longer than the retry
+    /// token's budget comes back only after longer than the retry
     /// policy waits (see [`RateLimits`](crate::ratelimit::RateLimits));
     /// otherwise what the call met:
     /// [`Error::Api`](crate::Error::Api), [`Error::Transport`](crate::Error::Transport), [`Error::Timeout`](crate::Error::Timeout), ...
@@ -42,7 +42,7 @@ impl Queue {
     ///
     /// A push whose future is dropped, or whose deadline passed, after the
     /// request was sent may still have landed. Dropped while it waits for
-    /// the API budget, it was not sent and takes nothing from the budget.
+    /// the token's budget, it was not sent and takes nothing from the budget.
     pub async fn push(&self, message: Message) -> Result<PushReceipt> {
         let (wire, _) = message.to_wire(&"message", self.client.limits())?;
         self.call(Operation::Push, 1, self.small_response_cap())
@@ -131,7 +131,7 @@ impl Queue {
         &self,
         batch: &PlannedBatch<T>,
         observe: &(dyn Fn(&crate::Error) + Send + Sync),
-        pass: Option<crate::ratelimit::Pass>,
+        pass: Option<crate::token_budget::Pass>,
     ) -> Result<PushReceipt> {
         self.send_batch(batch.wires.clone(), None, Some(observe), pass)
             .await
@@ -142,7 +142,7 @@ impl Queue {
         messages: Vec<types::QueueMessage>,
         delay_seconds: Option<u32>,
         observe: Option<&(dyn Fn(&crate::Error) + Send + Sync)>,
-        pass: Option<crate::ratelimit::Pass>,
+        pass: Option<crate::token_budget::Pass>,
     ) -> Result<PushReceipt> {
         let count = messages.len();
         let body = crate::wire::messages::batch_request(messages, delay_seconds)?;

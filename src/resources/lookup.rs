@@ -86,7 +86,7 @@ impl<'a> NameLookup<'a> {
             }
         }
         // Names are unique in an account: once one is found, further
-        // pages only cost calls against the API budget.
+        // pages only cost calls against the token's budget.
         if !others || !self.found.is_empty() {
             return Ok(Next::Done);
         }

@@ -8,7 +8,7 @@
 //! server's clock, our send time is ours: the two are compared through the
 //! `Date` headers.
 //!
-//! # The bound, and the allowance
+//! # The bound, and the tolerance
 //!
 //! An answer stamped `Date: D` and received at our time `R` was stamped at
 //! a server time of at least `D` (the header is cut to whole seconds) at
@@ -16,7 +16,7 @@
 //! ours (behind when negative). The largest such bound over the answers
 //! is kept. A queue that the create made was created, in server time, at
 //! or after our send time plus that bound; one created earlier than that,
-//! less [`CREATION_ALLOWANCE`], was someone else's.
+//! less [`CREATION_TOLERANCE`], was someone else's.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,13 +25,13 @@ use reqwest::header::{DATE, HeaderMap};
 
 /// How much earlier than the bound a queue's `created_on` may be and still
 /// be taken for the create's: 2 s. The bound itself is sound (see the
-/// module docs); the allowance covers what it does not see: a `created_on`
+/// module docs); the tolerance covers what it does not see: a `created_on`
 /// cut to whole seconds (up to 1 s early), and the gap between the clock
 /// of the machine that stamps `created_on` and the one that writes `Date`
 /// (synchronised machines, well under a second). A queue of the same name
 /// created by someone else within these 2 s is indistinguishable from a
 /// concurrent create anyway.
-pub(crate) const CREATION_ALLOWANCE: Duration = Duration::from_secs(2);
+pub(crate) const CREATION_TOLERANCE: Duration = Duration::from_secs(2);
 
 /// The least the server's clock is ahead of ours, from the answers seen.
 #[derive(Debug, Default)]
@@ -59,7 +59,7 @@ impl ServerClock {
     }
 
     /// Whether a queue whose `created_on` is this was created at or after
-    /// `sent` (our clock), within [`CREATION_ALLOWANCE`]. `false` when it
+    /// `sent` (our clock), within [`CREATION_TOLERANCE`]. `false` when it
     /// cannot tell: no answer carried a `Date`, or `created_on` is absent
     /// or not an RFC 3339 timestamp.
     pub(crate) fn created_since(&self, sent: SystemTime, created_on: Option<&str>) -> bool {
@@ -72,10 +72,10 @@ impl ServerClock {
 /// (server clock) is the create's, sent at `sent_ms` (ours), when the
 /// server is at least `ahead_ms` ahead of us.
 fn created_after(sent_ms: i64, ahead_ms: Option<i64>, created_ms: Option<i64>) -> bool {
-    let allowance = i64::try_from(CREATION_ALLOWANCE.as_millis()).unwrap_or(i64::MAX);
+    let tolerance = i64::try_from(CREATION_TOLERANCE.as_millis()).unwrap_or(i64::MAX);
     match (ahead_ms, created_ms) {
         (Some(ahead), Some(created)) => {
-            created >= sent_ms.saturating_add(ahead).saturating_sub(allowance)
+            created >= sent_ms.saturating_add(ahead).saturating_sub(tolerance)
         }
         _ => false,
     }
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn a_queue_is_the_creates_when_created_after_the_send_in_server_time() {
         let sent = 1_000_000;
-        // Clocks agreeing: created after the send, or within the allowance.
+        // Clocks agreeing: created after the send, or within the tolerance.
         assert!(created_after(sent, Some(0), Some(sent + 300)));
         assert!(created_after(sent, Some(0), Some(sent - 2_000)));
         assert!(!created_after(sent, Some(0), Some(sent - 2_001)));

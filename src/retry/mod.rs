@@ -89,12 +89,9 @@
 
 use std::time::Duration;
 
-mod hints;
-
 pub use crate::classify::RetryClass;
 
-pub use hints::LONGEST_SERVER_WAIT;
-pub(crate) use hints::{retry_after, server_wait, server_wait_ends, should_retry_header};
+pub use crate::token_budget::LONGEST_SERVER_WAIT;
 
 use crate::backoff;
 use crate::operation::Operation;
@@ -237,7 +234,7 @@ impl RetryPolicy {
         match asked {
             // Never sooner than the backoff: a `Retry-After: 0` does not
             // make the retries back-to-back.
-            Some(asked) if asked <= self.max_retry_after => Some(hints::server_wait(
+            Some(asked) if asked <= self.max_retry_after => Some(crate::token_budget::server_wait(
                 Some(asked),
                 self.backoff_for(retry),
                 Duration::MAX,

@@ -1,4 +1,4 @@
-//! Deleting a queue, the management calls under the API budget, lost
+//! Deleting a queue, the management calls within the token's budget, lost
 //! answers over a cut or stalled connection, and the codes seen on the live
 //! API. A submodule of `wire_resources`, whose helpers it shares.
 

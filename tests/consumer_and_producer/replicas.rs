@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use cf_queues::consumer::CancellationToken;
 use cf_queues::consumer::{Consumer, ConsumerMonitor, Summary};
-use cf_queues::limits::Limits;
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{Acks, PullOptions, Queue};
 use cf_queues_emulator::{EmulatorHandle, Fault, Latency, Operation, RateLimitModel, WorkerBody};
@@ -41,16 +40,10 @@ async fn limited_queue(messages: usize) -> EmulatorHandle {
     emulator
 }
 
-/// A queue handle on a client of its own: another process. Its limits
-/// say the queue serves [`LIMIT`] a second.
+/// A queue handle on a client of its own: another process.
 fn own_queue(emulator: &EmulatorHandle) -> Queue {
-    let mut limits = Limits::default();
-    limits.queue_messages_per_second = LIMIT;
     emulator
-        .client_builder()
-        .expect("client builder")
-        .limits(limits)
-        .build()
+        .client()
         .expect("client")
         .queue(QUEUE)
         .expect("queue id")
@@ -71,6 +64,7 @@ impl Replica {
     fn with_allowance(emulator: &EmulatorHandle, allowance: u32) -> Replica {
         let consumer = Consumer::builder(own_queue(emulator))
             .queue_allowance(allowance)
+            .queue_limit(LIMIT)
             .batch_size(BATCH)
             .ack_batch_size(BATCH as usize)
             .build()

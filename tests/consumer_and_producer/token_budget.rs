@@ -1,4 +1,4 @@
-//! The client and the producer within a credential's API budget, against
+//! The client and the producer within a token's budget, against
 //! the emulator's per-credential window on tokio's paused clock (the
 //! emulator's limits follow it, so windows and blocks pass at once): the
 //! pacing by the `Ratelimit` headers, the five-minute block, the producer

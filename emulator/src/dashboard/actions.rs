@@ -22,7 +22,7 @@ use crate::EMULATOR_ACCOUNT_ID;
 use crate::http::{ErrorAnswer, Object, consumer_spec, push_by_hand, settings_change};
 use crate::latency::Latency;
 use crate::random::random_hex;
-use crate::rate_limits::{RateLimitModel, RateLimiter};
+use crate::ratelimit::{RateLimitModel, RateLimiter};
 use crate::state::{AccountError, At, ConsumerKind, QueueRecord, SettingsChange};
 
 /// The most messages one "send" generates: a form's action, not a load

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::super::faults::{Fault, FaultBody};
-use super::super::rate_limits::Refused;
+use super::super::ratelimit::Refused;
 use super::json::json_response;
 use cf_queues::codes;
 

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::super::rate_limits::QueueBucket;
+use super::super::ratelimit::QueueBucket;
 use super::super::state::Delivery;
 use super::error_answer::ErrorAnswer;
 use super::parse::{

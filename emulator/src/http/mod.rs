@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use super::Operation;
 use super::clock::EmulatorClock;
 use super::faults::Faults;
-use super::rate_limits::{CredentialKey, QueueBucket, RateLimiter};
+use super::ratelimit::{CredentialKey, QueueBucket, RateLimiter};
 use super::server::Conn;
 use super::state::{At, Broker};
 use super::store::Store;

@@ -131,12 +131,12 @@ impl Listing {
                     self.stage = Stage::Body { offset: 0 };
                 }
                 Stage::Body { offset } => {
-                    let budget = self.chunk.saturating_sub(out.len()).max(64);
+                    let room = self.chunk.saturating_sub(out.len()).max(64);
                     let Some(item) = self.items.get(self.next_item) else {
                         self.stage = Stage::Tail;
                         continue;
                     };
-                    let end = encode_piece(item, offset, budget, &mut out, &mut self.scratch);
+                    let end = encode_piece(item, offset, room, &mut out, &mut self.scratch);
                     if end < item.body.len() {
                         self.stage = Stage::Body { offset: end };
                     } else {
@@ -175,11 +175,11 @@ impl Listing {
 }
 
 /// Appends the JSON-string form of `item.body[offset..]`, at most about
-/// `budget` bytes of it, and returns where it stopped.
+/// `room` bytes of it, and returns where it stopped.
 fn encode_piece(
     item: &Chunk,
     offset: usize,
-    budget: usize,
+    room: usize,
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
 ) -> usize {
@@ -188,7 +188,7 @@ fn encode_piece(
         BodyKind::Text => {
             // Escaping makes at most six bytes of one (`\u0001`); at least
             // four input bytes hold a whole character.
-            let mut end = offset.saturating_add((budget / 6).max(4)).min(body.len());
+            let mut end = offset.saturating_add((room / 6).max(4)).min(body.len());
             // Back off continuation bytes (10xxxxxx) to end on a character.
             while end > offset && body.get(end).is_some_and(|b| b & 0xc0 == 0x80) {
                 end -= 1;
@@ -207,7 +207,7 @@ fn encode_piece(
         }
         BodyKind::Json | BodyKind::Bytes | BodyKind::V8 => {
             // Whole groups of three bytes, so that padding only ends the body.
-            let take = ((budget / 4) * 3).max(3);
+            let take = ((room / 4) * 3).max(3);
             let end = offset.saturating_add(take).min(body.len());
             let piece = body.get(offset..end).unwrap_or_default();
             let start = out.len();

@@ -35,7 +35,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// The per-connection limits, as configured on the [`Emulator`](super::Emulator).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ServerLimits {
+pub(crate) struct ConnectionLimits {
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
@@ -82,7 +82,7 @@ impl ServerMonitor {
 #[derive(Debug)]
 pub(crate) struct ServerState {
     epoch: Instant,
-    pub(crate) limits: ServerLimits,
+    pub(crate) limits: ConnectionLimits,
     /// The round trip added to every request, switchable while serving.
     pub(crate) latency: LatencyState,
     next_id: AtomicU64,
@@ -95,7 +95,7 @@ pub(crate) struct ServerState {
 }
 
 impl ServerState {
-    pub(crate) fn new(limits: ServerLimits, latency: LatencyState) -> ServerState {
+    pub(crate) fn new(limits: ConnectionLimits, latency: LatencyState) -> ServerState {
         ServerState {
             epoch: Instant::now(),
             limits,

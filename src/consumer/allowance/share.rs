@@ -1,14 +1,16 @@
-//! [`Share`]: one replica's share of a queue's allowance, for one of the
+//! [`AllowanceShare`]: one replica's share of a queue's allowance, for one of the
 //! queue's two limits (messages pulled; leases settled or extended).
 //!
 //! # The queue's allowance, and why replicas must share it
 //!
-//! Cloudflare serves each queue 5,000 pulled messages and 5,000 settled or
-//! extended leases a second, whoever asks: every consumer of the queue, in
-//! every process, draws on the same two allowances. A call over one is
-//! refused whole (429, code 10250) with a `Retry-After` in whole seconds,
-//! and no header says how much of the allowance is left. A replica cannot
-//! see the others; what it sees is its own refusals.
+//! The queue's limit: Cloudflare serves each queue 5,000 pulled messages
+//! and 5,000 settled or extended leases a second, whoever asks: every
+//! consumer of the queue, in every process, draws on the same two. A call
+//! over one is refused whole (429, code 10250) with a `Retry-After` in
+//! whole seconds, and no header says how much is left. The replicas aim
+//! under it together at the queue's allowance, each at its share; a
+//! replica cannot see the others, and what it sees is its own refusals
+//! and the backlog count.
 //!
 //! # How a share adapts
 //!
@@ -37,7 +39,7 @@
 //!   distrusted or not given) the share goes by refusals alone. **A
 //!   refusal lowers the rate by a fixed amount**: a tenth of the
 //!   allowance (490 a second), or half the rate when that is less. The
-//!   queue refuses whichever call comes when its allowance is spent, so a
+//!   queue refuses whichever call comes when its limit is spent, so a
 //!   replica that asks more often is refused more often: a fixed step
 //!   takes more from the replicas above an equal share than from those
 //!   below it, and the shares converge (a step in proportion to the rate
@@ -56,9 +58,9 @@
 //!   allows them, so a lower pace applies at once to every pull not sent
 //!   yet.
 //! - **A `Retry-After` over a second is kept in full**: the server says its
-//!   allowance will not serve this replica before then. One second is the
+//!   limit will not serve this replica before then. One second is the
 //!   least the header can say (it rounds up), so it is no more than "now
-//!   the allowance is spent", which the lower rate already answers.
+//!   the limit is spent", which the lower rate already answers.
 //!
 //! Why the signal and not refusals alone: at 1 % of about 100 requests a
 //! second, eight replicas meet a refusal each every eight seconds or more,
@@ -77,9 +79,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Bucket;
 use super::backlog::Fall;
-use crate::retry::server_wait_ends;
+use crate::bucket::Bucket;
+use crate::token_budget::server_wait_ends;
 
 /// Without the backlog's signal, a refusal lowers the rate by this share
 /// of the allowance...
@@ -114,12 +116,12 @@ const START_GROWTH_PER_SECOND: f64 = 4.0;
 /// The burst, in seconds of the current rate: short, so that a replica
 /// does not spend a burst the queue's bucket may not hold for it...
 const BURST_SECONDS: f64 = 0.1;
-/// The shortest `Retry-After` that is more than "the allowance is spent now".
+/// The shortest `Retry-After` that is more than "the limit is spent now".
 const HOLD_OVER: Duration = Duration::from_secs(1);
 
 /// One replica's share of one of a queue's allowances.
 #[derive(Debug)]
-pub(crate) struct Share {
+pub(crate) struct AllowanceShare {
     allowance: f64,
     /// The queue's limit, which the replicas aim under together.
     limit: f64,
@@ -143,25 +145,25 @@ struct State {
     fall: Fall,
 }
 
-impl Share {
+impl AllowanceShare {
     /// A share of the leases settled or extended: by refusals alone,
     /// starting at half the `allowance`, with a burst of at least
     /// `least_burst` tokens (one whole call).
-    pub(crate) fn new(allowance: u32, least_burst: usize) -> Share {
-        Share::starting(allowance, allowance, least_burst, START)
+    pub(crate) fn new(allowance: u32, least_burst: usize) -> AllowanceShare {
+        AllowanceShare::starting(allowance, allowance, least_burst, START)
     }
 
     /// A share of the messages pulled from a queue whose limit is `limit`:
-    /// by the backlog's signal while it is trusted ([`Share::observe`]).
-    pub(crate) fn of_pulls(allowance: u32, limit: u32, least_burst: usize) -> Share {
-        Share::starting(allowance, limit, least_burst, START_OF_PULLS)
+    /// by the backlog's signal while it is trusted ([`AllowanceShare::observe`]).
+    pub(crate) fn of_pulls(allowance: u32, limit: u32, least_burst: usize) -> AllowanceShare {
+        AllowanceShare::starting(allowance, limit, least_burst, START_OF_PULLS)
     }
 
-    fn starting(allowance: u32, limit: u32, least_burst: usize, start: f64) -> Share {
+    fn starting(allowance: u32, limit: u32, least_burst: usize, start: f64) -> AllowanceShare {
         let allowance = f64::from(allowance.max(1));
         let least_burst = least_burst.max(1) as f64;
         let now = Instant::now();
-        Share {
+        AllowanceShare {
             allowance,
             limit: f64::from(limit.max(1)),
             least_burst,
@@ -184,7 +186,7 @@ impl Share {
     /// Takes `n` tokens; how long to wait before the call may be sent.
     /// For calls that wait their turn once reserved (acks, extensions): a
     /// refusal of one counts from when it was reserved (see
-    /// [`Share::refused`]).
+    /// [`AllowanceShare::refused`]).
     pub(crate) fn reserve(&self, n: usize) -> Duration {
         let now = Instant::now();
         let mut state = self.lock();
@@ -333,7 +335,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_share_starts_at_half_and_doubles_until_its_first_refusal() {
-        let share = Share::new(1_000, 100);
+        let share = AllowanceShare::new(1_000, 100);
         assert!(close(share.pace(), 500.0));
         // A burst of one call (100 > 0.1 s of 500), then 2 ms a token.
         assert_eq!(share.wait_for(100), Duration::ZERO);
@@ -350,7 +352,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_refusal_steps_down_once_per_episode_and_climbs_back() {
-        let share = Share::new(5_000, 100);
+        let share = AllowanceShare::new(5_000, 100);
         tokio::time::advance(Duration::from_secs(1)).await;
         let sent = Instant::now();
         tokio::time::advance(Duration::from_millis(100)).await;
@@ -374,7 +376,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_share_far_below_the_allowance_climbs_faster() {
-        let (low, high) = (Share::new(1_000, 10), Share::new(1_000, 10));
+        let (low, high) = (
+            AllowanceShare::new(1_000, 10),
+            AllowanceShare::new(1_000, 10),
+        );
         tokio::time::advance(Duration::from_secs(1)).await;
         for (share, refusals) in [(&low, 8), (&high, 1)] {
             for _ in 0..refusals {
@@ -399,7 +404,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_small_rate_steps_by_half_and_never_below_the_floor() {
-        let share = Share::new(1_000, 10);
+        let share = AllowanceShare::new(1_000, 10);
         for _ in 0..12 {
             let sent = Instant::now();
             tokio::time::advance(Duration::from_millis(1)).await;
@@ -411,7 +416,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_retry_after_over_a_second_holds_every_call() {
-        let share = Share::new(1_000, 100);
+        let share = AllowanceShare::new(1_000, 100);
         let sent = Instant::now();
         share.refused(sent, Some(Duration::from_secs(3)));
         assert_eq!(share.reserve(1), Duration::from_secs(3));

@@ -1,5 +1,5 @@
 //! The pacer: the one place that decides when a call that counts against
-//! the credential's limit may be sent, from the server's own figures
+//! the token's window may be sent, from the server's own figures
 //! (`Ratelimit`, `Ratelimit-Policy`, and a 429 with code 971).
 //!
 //! # What it guarantees, and how
@@ -74,11 +74,11 @@ use reqwest::StatusCode;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::Bucket;
 use super::fleet::Fleet;
+use super::headers::server_wait_ends;
 use super::headers::{self, Figures, Policy};
+use crate::bucket::Bucket;
 use crate::codes;
-use crate::retry::server_wait_ends;
 
 /// How far below the quota the pacer aims, in per cent of the quota (at
 /// least one request): 2.5 % of 1,200 is 30 requests, or the time a
@@ -317,7 +317,7 @@ impl Pacer {
                     (Some(at), false)
                 }
             };
-            tracing::debug!(?wait, "waiting for the credential's API budget");
+            tracing::debug!(?wait, "waiting for the token's budget");
             match until {
                 None => changed.await,
                 Some(at) => {
@@ -632,7 +632,7 @@ mod tests {
         let denied = pacer.admit(true, None, Duration::from_secs(60)).await;
         assert_eq!(
             denied.map(drop),
-            Err(Denied::Exhausted(crate::retry::LONGEST_SERVER_WAIT))
+            Err(Denied::Exhausted(headers::LONGEST_SERVER_WAIT))
         );
     }
 

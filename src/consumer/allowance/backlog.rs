@@ -18,7 +18,7 @@
 //!   whatever the number of replicas.
 //!
 //! A replica's pace `r` then follows `dr/dt = a − price · r` (see
-//! [`Share`](super::Share)): every replica climbs by the same `a` and gives
+//! [`AllowanceShare`](super::AllowanceShare)): every replica climbs by the same `a` and gives
 //! back in proportion to its pace, so the replicas above an equal share
 //! give back more and the shares meet at `a / price`; the price rises until
 //! `a` times the number of replicas is given back. A negative price (the
