@@ -8,9 +8,9 @@ use progenitor_client::ResponseValue;
 use reqwest::header::{HeaderMap, LOCATION};
 use serde_json::Value;
 
-use crate::attempt::Exchange;
 use crate::classify::RetryClass;
 use crate::error::{ApiError, ApiErrorDetail, Error, Result, snippet};
+use crate::hooks::Exchange;
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::token_budget::{retry_after, should_retry_header};

@@ -8,19 +8,19 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
-use crate::attempt::Exchange;
 use crate::envelope::{Envelope, RawOutcome, finish};
+use crate::hooks::Exchange;
+use crate::management::server_clock::rfc3339_unix_ms;
+use crate::management::wire::shows_applied;
 use crate::message::Body;
+use crate::messages::wire::{peeked, previewed};
 use crate::operation::Operation;
 use crate::raw::types;
-use crate::resources::server_clock::rfc3339_unix_ms;
 use crate::resources::{ConsumerInfo, QueueSettings};
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo,
 };
-use crate::wire::management::shows_applied;
-use crate::wire::messages::{peeked, previewed};
 
 /// Runs `body`, answered with `status`, through everything the client does
 /// with a response (the generated client's decoding, envelope unwrapping,

@@ -1,7 +1,7 @@
 //! What the generated client carries for its hooks ([`HookState`]), in a
 //! file of its own that imports nothing of the generated code: `build.rs`
 //! makes the generated client name `crate::hook_state::HookState`, and the
-//! hooks themselves (`attempt.rs`) name the generated client, so the two
+//! hooks themselves (`hooks.rs`) name the generated client, so the two
 //! would import each other through one file.
 
 use std::fmt;

@@ -203,12 +203,10 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod attempt;
 mod auth;
 mod backoff;
 pub mod batch;
 mod bucket;
-mod call;
 mod classify;
 mod client;
 pub mod codes;
@@ -220,7 +218,10 @@ mod counters;
 mod envelope;
 pub mod error;
 mod hook_state;
+mod hooks;
 mod instance;
+mod management;
+mod retry_loop;
 // The decoders on arbitrary bytes, for the fuzz targets and property tests:
 // not public API, so hidden and behind a feature that says so.
 #[cfg(feature = "unstable-fuzzing")]
@@ -228,6 +229,7 @@ mod instance;
 pub mod fuzzing;
 pub mod limits;
 pub mod message;
+mod messages;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
@@ -244,16 +246,16 @@ pub mod response;
 mod response_cap;
 pub mod retry;
 mod setters;
+mod spans;
 mod time;
 mod tls;
 mod token_budget;
-mod wire;
 
 // The names most users touch; everything else is in the modules above, at
 // one path each.
 pub use auth::Credentials;
 pub use client::{Client, ClientBuilder};
-pub use error::error_type::{Error, Result};
+pub use error::error::{Error, Result};
 pub use message::body::Body;
 pub use message::outgoing::Message;
 pub use message::received::PulledMessage;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 
 use super::flush;
-use super::inbox::{Next, Settlement};
-use super::shared::ConsumerState;
+use super::settlement::{Next, Settlement};
+use super::state::ConsumerState;
 use crate::time::sleep_until;
 
 /// Runs until told to finish; then gives the flushes still on their way

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::shared::ConsumerState;
+use super::state::ConsumerState;
 use super::stream::Leased;
 use crate::counters::add;
 use crate::error::BodyError;

@@ -13,15 +13,14 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::ConsumerError;
 use super::acker;
 use super::dispatch::{Mode, PoisonFn};
-use super::inbox::Action;
 use super::lease_keeper;
 use super::puller::Puller;
-use super::shared::{ConsumerState, Part};
+use super::settlement::SettlementKind;
+use super::state::{ConsumerState, Part};
 use super::summary::Summary;
-use super::{ConsumerError, MESSAGING_SYSTEM};
-use crate::message::PulledMessage;
 use crate::time::{after, sleep_until};
 
 /// Runs the consumer until it is told to stop, or a pull fails for good;
@@ -63,7 +62,7 @@ pub(crate) async fn drive(
         );
     }
     for key in released {
-        shared.send_settlement(key, Action::Release);
+        shared.send_settlement(key, SettlementKind::Release);
     }
     let (done, flushed) = oneshot::channel();
     shared.inbox.finish(done);
@@ -142,33 +141,4 @@ async fn grace(shared: &ConsumerState, puller: &mut Puller, mode: &Mode, poison:
             () = sleep_until(end) => return,
         }
     }
-}
-
-/// The span of one handler call, after OpenTelemetry's messaging conventions.
-pub(crate) fn process_span(queue: &str, message: &PulledMessage) -> tracing::Span {
-    tracing::info_span!(
-        "process",
-        otel.name = %format_args!("process {queue}"),
-        otel.kind = "consumer",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
-        messaging.message.id = %message.id,
-        messaging.cloudflare_queues.attempts = message.attempts,
-    )
-}
-
-/// The span of one batch handler call.
-pub(crate) fn process_batch_span(queue: &str, count: usize) -> tracing::Span {
-    tracing::info_span!(
-        "process",
-        otel.name = %format_args!("process {queue}"),
-        otel.kind = "consumer",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
-        messaging.batch.message_count = count,
-    )
 }

@@ -10,12 +10,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::inbox::{Action, Settlement};
-use super::shared::ConsumerState;
-use crate::call::QueueRefusal;
+use super::settlement::{Settlement, SettlementKind};
+use super::state::ConsumerState;
 use crate::counters::add;
 use crate::error::Error;
 use crate::request::Acks;
+use crate::retry_loop::QueueRefusal;
 use crate::time::after_or_far;
 
 /// The settlements of a chunk not yet accounted for: dropped armed (the
@@ -166,23 +166,14 @@ async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Res
             // Every retry carries its delay, 0 included: without one, the
             // queue's own retry delay would apply instead.
             acks = match settlement.action {
-                Action::Ack => acks.ack(lease),
-                Action::Retry(delay) => acks.retry_after(lease, delay),
-                Action::Release => acks.retry_after(lease, Duration::ZERO),
+                SettlementKind::Ack => acks.ack(lease),
+                SettlementKind::Retry(delay) => acks.retry_after(lease, delay),
+                SettlementKind::Release => acks.retry_after(lease, Duration::ZERO),
             };
         }
         acks
     };
-    let span = tracing::info_span!(
-        "settle",
-        otel.name = %format_args!("settle {}", shared.queue.id()),
-        otel.kind = "client",
-        messaging.system = super::MESSAGING_SYSTEM,
-        messaging.destination.name = shared.queue.id(),
-        messaging.operation.type = "settle",
-        messaging.operation.name = "ack",
-        messaging.batch.message_count = chunk.len(),
-    );
+    let span = crate::spans::settle(shared.queue.id(), chunk.len());
     add(&shared.counters.settle_requests, 1);
     let outcome = shared
         .queue
@@ -237,8 +228,8 @@ async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Res
         } else {
             let applied = unattributed == 0 || {
                 let count = match settlement.action {
-                    Action::Ack => &mut applied_acks,
-                    Action::Retry(_) | Action::Release => &mut applied_retries,
+                    SettlementKind::Ack => &mut applied_acks,
+                    SettlementKind::Retry(_) | SettlementKind::Release => &mut applied_retries,
                 };
                 match count {
                     Some(0) => false,
@@ -255,9 +246,9 @@ async fn send(shared: &ConsumerState, chunk: &[Settlement], resend: bool) -> Res
             };
             let counter = match (applied, settlement.action) {
                 (false, _) => warning_counter,
-                (true, Action::Ack) => &counters.acked,
-                (true, Action::Retry(_)) => &counters.retried,
-                (true, Action::Release) => &counters.released,
+                (true, SettlementKind::Ack) => &counters.acked,
+                (true, SettlementKind::Retry(_)) => &counters.retried,
+                (true, SettlementKind::Release) => &counters.released,
             };
             add(counter, 1);
         }

@@ -13,10 +13,10 @@ use tracing::Instrument as _;
 
 use super::lease_table::Due;
 use super::round_trip::RoundTrip;
-use super::shared::ConsumerState;
-use crate::call::QueueRefusal;
+use super::state::ConsumerState;
 use crate::counters::add;
 use crate::message::LeaseId;
+use crate::retry_loop::QueueRefusal;
 use crate::time::sleep_until;
 
 /// Leases per extension call: like a pull.
@@ -116,18 +116,7 @@ fn extend_chunk<'a>(
             wait.min(until.saturating_duration_since(reserved))
         });
         tokio::time::sleep(wait).await;
-        let span = tracing::info_span!(
-            "extend",
-            otel.name = %format_args!("extend {}", shared.queue.id()),
-            otel.kind = "client",
-            messaging.system = super::MESSAGING_SYSTEM,
-            messaging.destination.name = shared.queue.id(),
-            // Not one of OpenTelemetry's well-known types, which allow custom
-            // ones of low cardinality: an extension neither receives nor settles.
-            messaging.operation.type = "extend",
-            messaging.operation.name = "extend",
-            messaging.batch.message_count = chunk.len(),
-        );
+        let span = crate::spans::extend(shared.queue.id(), chunk.len());
         let sent = Instant::now();
         let call = shared.queue.extend_with(
             chunk.iter().map(|(_, lease)| lease),

@@ -232,32 +232,32 @@
 mod acker;
 mod allowance;
 mod builder;
+#[allow(clippy::module_inception)]
+mod consumer;
 mod dispatch;
 mod driver;
 mod error;
 mod flush;
-mod inbox;
 mod lease_keeper;
 mod lease_table;
 mod puller;
 mod retry_delay;
 mod round_trip;
-mod run;
 mod settings;
-mod shared;
+mod settlement;
+mod state;
 mod stream;
 mod summary;
-mod verdict;
 
 pub use builder::ConsumerBuilder;
 pub use error::ConsumerError;
-pub use verdict::Verdict;
+pub use settlement::Verdict;
 
 /// The handler's verdict under its 0.2 name.
 #[deprecated(since = "0.3.0", note = "renamed Verdict")]
 pub type Outcome = Verdict;
+pub use consumer::Consumer;
 pub use retry_delay::RetryDelay;
-pub use run::Consumer;
 #[allow(deprecated)]
 pub use settings::DEFAULT_QUEUE_BUDGET;
 pub use settings::{
@@ -278,7 +278,4 @@ use crate::message::PulledMessage;
 use crate::queue::Queue;
 use dispatch::{BatchFn, EachFn, Mode, PoisonFn};
 use settings::Settings;
-use shared::{ConsumerState, Ticket};
-
-/// `messaging.system` of every span.
-const MESSAGING_SYSTEM: &str = "cloudflare_queues";
+use state::{ConsumerState, Ticket};

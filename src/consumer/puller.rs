@@ -21,15 +21,14 @@ use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::MESSAGING_SYSTEM;
 use super::dispatch::{Mode, PoisonFn, dispatch, settleable};
-use super::shared::ConsumerState;
+use super::state::ConsumerState;
 use crate::backoff::Backoff;
-use crate::call::QueueRefusal;
 use crate::counters::{add, sub};
 use crate::error::{Error, Result};
 use crate::request::PullOptions;
 use crate::response::PulledBatch;
+use crate::retry_loop::QueueRefusal;
 use crate::time::after_or_far;
 
 /// A pull that came back: how many messages it asked for, when it was
@@ -291,16 +290,7 @@ async fn pull(shared: Arc<ConsumerState>, asked: u32, wait: Duration) -> Landed 
     if !wait.is_zero() {
         tokio::time::sleep(wait).await;
     }
-    let span = tracing::info_span!(
-        "receive",
-        otel.name = %format_args!("receive {}", shared.queue.id()),
-        otel.kind = "client",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = shared.queue.id(),
-        messaging.operation.type = "receive",
-        messaging.operation.name = "pull",
-        messaging.batch.message_count = tracing::field::Empty,
-    );
+    let span = crate::spans::receive(shared.queue.id());
     let options = PullOptions::new()
         .batch_size(asked)
         .visibility_timeout(shared.settings.visibility_timeout);

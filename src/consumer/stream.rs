@@ -10,14 +10,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::inbox::Action;
-use super::shared::Ticket;
+use super::settlement::SettlementKind;
+use super::state::Ticket;
 use super::summary::Summary;
 use super::{ConsumerError, Verdict};
-use crate::call::QueueRefusal;
 use crate::counters::add;
 use crate::error::Result;
 use crate::message::PulledMessage;
+use crate::retry_loop::QueueRefusal;
 
 /// A leased message and the handle that settles it.
 ///
@@ -152,14 +152,14 @@ impl Leased {
 /// Settles a ticket with a handler's outcome; false if it was settled or released already.
 pub(crate) fn settle_ticket(ticket: Ticket, outcome: Verdict) -> bool {
     match outcome {
-        Verdict::Ack => ticket.settle(Action::Ack),
+        Verdict::Ack => ticket.settle(SettlementKind::Ack),
         Verdict::Retry(None) => {
             let action = ticket.policy_retry();
             ticket.settle(action)
         }
         Verdict::Retry(Some(delay)) => {
             let delay = delay.min(ticket.shared.settings.max_delay);
-            ticket.settle(Action::Retry(delay))
+            ticket.settle(SettlementKind::Retry(delay))
         }
         Verdict::Leave => ticket.leave(),
     }
@@ -216,7 +216,7 @@ impl LeaseStream {
         // Messages waiting to be yielded are released as they drop.
         while self.receiver.try_recv().is_ok() {}
         match self.task.take() {
-            Some(task) => super::run::joined(task.await),
+            Some(task) => super::consumer::joined(task.await),
             None => Err(ConsumerError::Cancelled),
         }
     }

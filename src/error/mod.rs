@@ -33,11 +33,13 @@
 
 mod api;
 mod body;
-pub(crate) mod error_type;
+// The one error type in a file of its name: `error/error.rs`.
+#[allow(clippy::module_inception)]
+pub(crate) mod error;
 mod wording;
 
 pub use api::{ApiError, ApiErrorDetail};
 pub use body::BodyError;
 pub use wording::escape_controls;
 
-pub(crate) use error_type::{Error, Result, built, snippet};
+pub(crate) use error::{Error, Result, built, snippet};

@@ -10,7 +10,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::{ProducerCounters, ProducerError, Queued, SenderReply, not_sent};
+use super::error::ProducerError;
+use super::producer::{Queued, SenderReply, not_sent};
+use super::summary::ProducerCounters;
 use crate::batch::{BatchPlanner, PlannedBatch, Rejected};
 use crate::client::Client;
 use crate::codes;
@@ -319,16 +321,7 @@ impl Worker {
         let counters = Arc::clone(&self.counters);
         let budget_wait = Arc::clone(&self.budget_wait);
         let flow = Arc::clone(&self.flow);
-        let span = tracing::info_span!(
-            "send",
-            otel.name = %format_args!("send {}", queue.id()),
-            otel.kind = "producer",
-            messaging.system = "cloudflare_queues",
-            messaging.destination.name = queue.id(),
-            messaging.operation.type = "send",
-            messaging.operation.name = "send",
-            messaging.batch.message_count = count,
-        );
+        let span = crate::spans::send(queue.id(), count);
         tokio::spawn(
             async move {
                 let sending = Sending {

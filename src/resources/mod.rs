@@ -32,14 +32,9 @@
 //! rate-limit headers covers them like pushes.
 
 mod consumer;
-pub(crate) mod lookup;
-mod recent;
-pub(crate) mod server_clock;
 pub(crate) mod settings;
 
-pub use recent::PROPAGATION_WINDOW;
-pub(crate) use recent::RecentlyEnabled;
-pub(crate) use server_clock::ServerClock;
+pub use crate::management::PROPAGATION_WINDOW;
 
 pub use consumer::{ConsumerInfo, HttpPullConsumer, WorkerConsumer};
 pub use settings::{

@@ -7,7 +7,7 @@
 //! so a retry never duplicates a message unless you ask for at-least-once.
 //!
 //! This module only decides, from the one `RetryClass` each failure got;
-//! the loop that waits and sends again is the call path (`call.rs`), which
+//! the loop that waits and sends again is the call path (`retry_loop.rs`), which
 //! also owns the deadline.
 //!
 //! # The rules

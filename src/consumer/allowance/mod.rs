@@ -13,7 +13,7 @@
 //!   fall, which sets the pulls' pace while it can be trusted.
 //!
 //! The consumer's calls ask the retry loop to hand a refusal for the queue's
-//! limit back at once ([`QueueRefusal::Returned`](crate::call::QueueRefusal)),
+//! limit back at once ([`QueueRefusal::Returned`](crate::retry_loop::QueueRefusal)),
 //! for the share to answer, instead of retrying it at the pace that caused it.
 
 mod backlog;

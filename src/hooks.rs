@@ -13,7 +13,7 @@
 //! what came over the wire, and the envelope layer reads it after the call.
 //! That is the whole channel: one attempt in, one record out, in this file.
 //! Retries, deadlines and rate limits are not here: they live in the one
-//! call path (`call.rs`), around the generated call.
+//! call path (`retry_loop.rs`), around the generated call.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -94,11 +94,7 @@ impl ClientHooks<HookState> for raw::Client {
             .ok()
             .filter(|&cap| cap > 0)
             .unwrap_or_else(raw_max_response_bytes);
-        let span = tracing::debug_span!(
-            "attempt",
-            status = tracing::field::Empty,
-            duration_ms = tracing::field::Empty
-        );
+        let span = crate::spans::exchange();
         let begun = tokio::time::Instant::now();
         let captured = read_capped(self.client(), request, cap)
             .instrument(span.clone())

@@ -1,13 +1,13 @@
 //! Looking without leasing: peek and purge by ref, preview and deleting previewed messages.
 
-use super::{Queue, send};
+use super::wire::{self as messages, peeked, previewed};
 use crate::error::{Error, Result};
 use crate::limits::check_token;
 use crate::message::{PeekRef, PeekedMessage, PreviewId, PreviewedMessage};
 use crate::operation::Operation;
+use crate::queue::{Queue, send};
 use crate::request::PreviewedChanges;
 use crate::response::{PreviewedOutcome, PurgeOutcome};
-use crate::wire::messages::{self, peeked, previewed};
 
 impl Queue {
     /// Returns up to `batch_size` messages (1 to 100) without leasing them.

@@ -1,10 +1,10 @@
 //! Leasing: pull, acknowledge and retry, and extend leases.
 
-use super::{Queue, send};
-use crate::call::QueueRefusal;
+use super::wire as messages;
 use crate::error::Result;
 use crate::operation::Operation;
-use crate::wire::messages;
+use crate::queue::{Queue, send};
+use crate::retry_loop::QueueRefusal;
 use std::time::Duration;
 
 use crate::message::LeaseId;

@@ -1,11 +1,11 @@
 //! The whole queue: metrics, and purging every message.
 
-use super::{Queue, send};
+use super::wire as messages;
 use crate::error::{Error, Result};
 use crate::operation::Operation;
+use crate::queue::{Queue, send};
 use crate::request::PurgeConfirmation;
 use crate::response::{Metrics, PurgeStatus, QueueInfo};
-use crate::wire::messages;
 
 impl Queue {
     /// The queue's backlog: how many messages, how many bytes, and when the

@@ -112,7 +112,7 @@ impl Consumer {
             let handler = Arc::clone(&handler);
             let task = tokio::spawn(async move {
                 let (message, ticket) = leased.into_parts();
-                let span = driver::process_span(ticket.shared.queue.id(), &message);
+                let span = crate::spans::process(ticket.shared.queue.id(), &message);
                 let started = ticket.shared.counters.processed_ack.start();
                 // A disabled span still costs its enter and exit on every poll.
                 let result = if span.is_disabled() {
@@ -175,7 +175,7 @@ impl Consumer {
                     return;
                 };
                 let shared = Arc::clone(&first.shared);
-                let span = driver::process_batch_span(shared.queue.id(), messages.len());
+                let span = crate::spans::process_batch(shared.queue.id(), messages.len());
                 let started = shared.counters.processed_batch.start();
                 let result = handler(messages).instrument(span.clone()).await;
                 add(&shared.counters.handled, tickets.len() as u64);

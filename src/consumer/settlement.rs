@@ -1,5 +1,8 @@
-//! The acker's inbox: each settled message's [`Settlement`], on its way
-//! to the API. Whoever settles pushes here (the consumer's shared state),
+//! A settled message, from the handler's word to the API: the handler's
+//! [`Verdict`] (public), what is sent for it ([`SettlementKind`]), and the
+//! acker's inbox of each message's [`Settlement`] on its way to the API
+//! (whose request is an [`Acks`](crate::Acks) and whose answer an
+//! [`AckOutcome`](crate::response::AckOutcome)). Whoever settles pushes here (the consumer's shared state),
 //! the acker takes from here, and a flush sends what it took: the one
 //! thing all three read, in a file that needs none of them.
 
@@ -11,9 +14,23 @@ use tokio::time::Instant;
 
 use crate::time::after;
 
+/// What to do with a handled message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Acknowledge it: it is deleted.
+    Ack,
+    /// Put it back: after this delay (at most 24 hours), or, with `None`,
+    /// after the consumer's [`RetryDelay`](crate::consumer::RetryDelay) for its attempts.
+    Retry(Option<Duration>),
+    /// Stop extending its lease and let it expire: it comes back after the
+    /// visibility timeout, with an attempt used.
+    Leave,
+}
+
 /// What is sent for a settled message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Action {
+pub(crate) enum SettlementKind {
     Ack,
     /// A retry after this delay (already within the API's limit).
     Retry(Duration),
@@ -25,7 +42,7 @@ pub(crate) enum Action {
 #[derive(Debug)]
 pub(crate) struct Settlement {
     pub key: u64,
-    pub action: Action,
+    pub action: SettlementKind,
     pub queued_at: Instant,
 }
 

@@ -12,10 +12,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::allowance::AllowanceShare;
-use super::inbox::{Action, Inbox, Settlement};
 use super::lease_table::LeaseTable;
 use super::round_trip::RoundTrip;
 use super::settings::Settings;
+use super::settlement::{Inbox, Settlement, SettlementKind};
 use super::summary::ConsumerCounters;
 use crate::codes;
 use crate::counters::{Tally, add, sub};
@@ -256,7 +256,7 @@ impl ConsumerState {
     /// Sends a handled message's settlement to the acker, and frees its
     /// slot: the ack's round trip is not charged to the handlers. False when
     /// it was settled or released already.
-    pub(crate) fn settle(&self, key: u64, action: Action) -> bool {
+    pub(crate) fn settle(&self, key: u64, action: SettlementKind) -> bool {
         let (idle, freed) = {
             let mut table = self.table();
             let Some(freed) = table.begin_settle(key, Instant::now()) else {
@@ -338,7 +338,7 @@ impl ConsumerState {
         self.counters.pace.set(self.pulled_share.pace() as u64);
     }
 
-    pub(crate) fn send_settlement(&self, key: u64, action: Action) {
+    pub(crate) fn send_settlement(&self, key: u64, action: SettlementKind) {
         let settlement = Settlement {
             key,
             action,
@@ -441,7 +441,7 @@ pub(crate) struct Ticket {
 
 impl Ticket {
     /// Settles with `action`; false if the message was settled or released already.
-    pub(crate) fn settle(mut self, action: Action) -> bool {
+    pub(crate) fn settle(mut self, action: SettlementKind) -> bool {
         self.done = true;
         self.shared.settle(self.key, action)
     }
@@ -453,8 +453,8 @@ impl Ticket {
     }
 
     /// A retry with the policy's delay for this message.
-    pub(crate) fn policy_retry(&self) -> Action {
-        Action::Retry(self.shared.retry_delay(self.attempts))
+    pub(crate) fn policy_retry(&self) -> SettlementKind {
+        SettlementKind::Retry(self.shared.retry_delay(self.attempts))
     }
 }
 
@@ -464,7 +464,7 @@ impl Drop for Ticket {
             return;
         }
         let action = if self.shared.stopping.is_cancelled() {
-            Action::Release
+            SettlementKind::Release
         } else {
             self.policy_retry()
         };

@@ -7,20 +7,12 @@
 
 use std::time::Duration;
 
-mod account;
-mod admin;
-mod browse;
-mod http_pull;
-mod pull;
-mod push;
-mod resource;
-
-use crate::call::{Call, QueueRefusal};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::limits::check_token;
 use crate::operation::Operation;
 use crate::retry::RetryPolicy;
+use crate::retry_loop::{Call, QueueRefusal};
 
 /// One attempt of a generated request on this handle's account and queue,
 /// with an optional body cloned per attempt: `send!(self, pull_messages, body)`,
@@ -42,7 +34,7 @@ macro_rules! send {
         }
     };
 }
-use send;
+pub(crate) use send;
 
 /// The batch size Cloudflare pulls and peeks when none is given.
 const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
@@ -62,12 +54,12 @@ const SERVER_DEFAULT_BATCH_SIZE: u32 = 5;
 /// back after their visibility timeout with an attempt used.
 #[derive(Clone, Debug)]
 pub struct Queue {
-    client: Client,
-    queue_id: String,
+    pub(crate) client: Client,
+    pub(crate) queue_id: String,
     /// The name, when the handle was obtained by name or by creating it.
-    name: Option<String>,
-    retry: Option<RetryPolicy>,
-    deadline: Option<Option<Duration>>,
+    pub(crate) name: Option<String>,
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) deadline: Option<Option<Duration>>,
 }
 
 // The client hands out queues here, beside the queue it makes: the
@@ -191,7 +183,7 @@ impl Queue {
     /// Checks a pull's, peek's or preview's batch size (1 to 100, or the
     /// server's default when none is given), with the response cap of the
     /// largest answer to it.
-    fn messages_batch(&self, batch_size: Option<u32>) -> Result<(Option<u32>, usize)> {
+    pub(crate) fn messages_batch(&self, batch_size: Option<u32>) -> Result<(Option<u32>, usize)> {
         let batch_size = batch_size
             .map(|n| self.client.limits().batch_size(&"batch_size", n))
             .transpose()?;
@@ -202,7 +194,7 @@ impl Queue {
     /// the largest legal answer, so that leased messages are never dropped
     /// unread. A cap set by the user that is lower fails here, before the
     /// messages are leased.
-    fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
+    pub(crate) fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
         let batch_size = batch_size.unwrap_or(SERVER_DEFAULT_BATCH_SIZE);
         let needed = self.client.limits().max_messages_response_bytes(batch_size);
         match self.client.max_response_bytes() {
@@ -225,7 +217,7 @@ impl Queue {
             .unwrap_or(crate::response_cap::SMALL_RESPONSE_BYTES)
     }
 
-    fn tokens_response_cap<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {
+    pub(crate) fn tokens_response_cap<'a>(&self, tokens: impl Iterator<Item = &'a str>) -> usize {
         self.client
             .max_response_bytes()
             .unwrap_or_else(|| self.client.limits().tokens_response_bytes(tokens))
@@ -234,7 +226,7 @@ impl Queue {
     /// Checks and builds the two lists of an ack-shaped request (ids to
     /// settle, named `acks[i]`; ids to give back with an optional delay,
     /// `retries[i]`), with the response cap of an answer that names them all.
-    fn settle_entries<'a, A, R>(
+    pub(crate) fn settle_entries<'a, A, R>(
         &self,
         settle: impl Iterator<Item = &'a str> + Clone,
         retries: impl Iterator<Item = (&'a str, Option<Duration>)> + Clone,
@@ -249,7 +241,7 @@ impl Queue {
 
     /// Checks lease ids (or preview ids) and builds their wire entries:
     /// `{field}[i].lease_id` names the one at fault.
-    fn lease_entries<'a, W>(
+    pub(crate) fn lease_entries<'a, W>(
         &self,
         field: &str,
         ids: impl IntoIterator<Item = &'a str>,
@@ -266,7 +258,7 @@ impl Queue {
 
     /// Checks retries (an id and an optional delay, at most 24 hours) and
     /// builds their wire entries, with the delay in whole seconds.
-    fn retry_entries<'a, W>(
+    pub(crate) fn retry_entries<'a, W>(
         &self,
         retries: impl IntoIterator<Item = (&'a str, Option<Duration>)>,
         entry: impl Fn(String, Option<u32>) -> Result<W>,

@@ -40,12 +40,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::attempt::recorded;
 use crate::envelope::{Envelope, RawOutcome, finish};
 use crate::error::{Error, Result};
+use crate::hooks::recorded;
+use crate::management::ServerClock;
 use crate::operation::Operation;
 use crate::ratelimit::ClientCaps;
-use crate::resources::ServerClock;
 use crate::retry::RetryPolicy;
 use crate::token_budget::{Denied, Figures, Pacer, Pass};
 
@@ -112,12 +112,7 @@ impl Call<'_> {
         F: FnMut() -> Fut,
         Fut: Future<Output = RawOutcome<E>>,
     {
-        let span = tracing::info_span!(
-            "cf_queues",
-            operation = self.operation.operation_id(),
-            queue_id = %self.queue_id,
-            attempts = tracing::field::Empty,
-        );
+        let span = crate::spans::call(self.operation.operation_id(), self.queue_id);
         #[cfg(feature = "metrics")]
         let started = Instant::now();
         let result = async {
@@ -198,7 +193,7 @@ impl Call<'_> {
             (None, Some(pacer)) => Some(self.pace(pacer, attempt, ends).await?),
             (None, None) => None,
         };
-        let attempt_span = tracing::debug_span!("attempt", attempt);
+        let attempt_span = crate::spans::attempt(attempt);
         let run = async {
             let (outcome, exchange) = recorded(self.response_cap, request).await;
             if let Some(clock) = self.server_clock.filter(|_| exchange.status.is_some()) {

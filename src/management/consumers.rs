@@ -1,12 +1,12 @@
 //! HTTP pull: a queue's consumers, and enabling or disabling its HTTP pull
 //! consumer, which decides how messages are delivered.
 
-use super::{Queue, send};
+use super::wire::as_written;
 use crate::error::{Error, Result};
 use crate::operation::Operation;
+use crate::queue::{Queue, send};
 use crate::raw::types;
 use crate::resources::{ConsumerInfo, HttpPullConsumer, HttpPullSettings};
-use crate::wire::management::as_written;
 
 impl Queue {
     /// The queue's consumers (`GET .../consumers`): at most one, a Worker

@@ -2,11 +2,11 @@
 
 use futures_util::StreamExt as _;
 
-use super::{Queue, send};
 use crate::batch::{Batch, BatchPlanner, PlannedBatch, Rejected};
 use crate::error::Result;
 use crate::message::Message;
 use crate::operation::Operation;
+use crate::queue::{Queue, send};
 use crate::raw::types;
 use crate::response::{BatchReport, PushAllReport, PushReceipt};
 
@@ -145,7 +145,7 @@ impl Queue {
         pass: Option<crate::token_budget::Pass>,
     ) -> Result<PushReceipt> {
         let count = messages.len();
-        let body = crate::wire::messages::batch_request(messages, delay_seconds)?;
+        let body = super::wire::batch_request(messages, delay_seconds)?;
         let mut call = self.call(Operation::Batch, count, self.small_response_cap());
         call.observe = observe;
         call.first_pass = pass;

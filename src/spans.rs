@@ -1,0 +1,138 @@
+//! Every span the crate opens, in one place beside the metrics
+//! ([`metrics`](crate::metrics), feature `metrics`): their names and
+//! fields are part of what operators rely on, so they are decided here and
+//! nowhere else.
+//!
+//! - the call (`cf_queues`, one per call, its attempt count recorded) and
+//!   each attempt inside it (`attempt`, twice: the retry loop's, with the
+//!   attempt's number, and the hook's, with the status and duration);
+//! - the consumer's and the producer's, after OpenTelemetry's messaging
+//!   conventions: `receive` (a pull), `process` (a handler call, for one
+//!   message or a batch), `settle` (an ack), `extend` (lease extensions)
+//!   and `send` (the producer's batch).
+
+#[cfg(feature = "consumer")]
+use crate::PulledMessage;
+
+/// `messaging.system` of every messaging span.
+#[cfg(any(feature = "consumer", feature = "producer"))]
+const MESSAGING_SYSTEM: &str = "cloudflare_queues";
+
+/// The span of one call, around all its attempts and waits.
+pub(crate) fn call(operation_id: &str, queue_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        "cf_queues",
+        operation = operation_id,
+        queue_id = %queue_id,
+        attempts = tracing::field::Empty,
+    )
+}
+
+/// The retry loop's span of one attempt of a call.
+pub(crate) fn attempt(attempt: u32) -> tracing::Span {
+    tracing::debug_span!("attempt", attempt)
+}
+
+/// The hook's span of one attempt's exchange: its status and duration
+/// recorded once known.
+pub(crate) fn exchange() -> tracing::Span {
+    tracing::debug_span!(
+        "attempt",
+        status = tracing::field::Empty,
+        duration_ms = tracing::field::Empty
+    )
+}
+
+/// The span of one pull of the consumer; its message count recorded once
+/// the pull lands.
+#[cfg(feature = "consumer")]
+pub(crate) fn receive(queue: &str) -> tracing::Span {
+    tracing::info_span!(
+        "receive",
+        otel.name = %format_args!("receive {queue}"),
+        otel.kind = "client",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        messaging.operation.type = "receive",
+        messaging.operation.name = "pull",
+        messaging.batch.message_count = tracing::field::Empty,
+    )
+}
+
+/// The span of one handler call.
+#[cfg(feature = "consumer")]
+pub(crate) fn process(queue: &str, message: &PulledMessage) -> tracing::Span {
+    tracing::info_span!(
+        "process",
+        otel.name = %format_args!("process {queue}"),
+        otel.kind = "consumer",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        messaging.operation.type = "process",
+        messaging.operation.name = "process",
+        messaging.message.id = %message.id,
+        messaging.cloudflare_queues.attempts = message.attempts,
+    )
+}
+
+/// The span of one batch handler call.
+#[cfg(feature = "consumer")]
+pub(crate) fn process_batch(queue: &str, count: usize) -> tracing::Span {
+    tracing::info_span!(
+        "process",
+        otel.name = %format_args!("process {queue}"),
+        otel.kind = "consumer",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        messaging.operation.type = "process",
+        messaging.operation.name = "process",
+        messaging.batch.message_count = count,
+    )
+}
+
+/// The span of one ack call of the consumer's, for `count` settlements.
+#[cfg(feature = "consumer")]
+pub(crate) fn settle(queue: &str, count: usize) -> tracing::Span {
+    tracing::info_span!(
+        "settle",
+        otel.name = %format_args!("settle {queue}"),
+        otel.kind = "client",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        messaging.operation.type = "settle",
+        messaging.operation.name = "ack",
+        messaging.batch.message_count = count,
+    )
+}
+
+/// The span of one extension call of the consumer's, for `count` leases.
+#[cfg(feature = "consumer")]
+pub(crate) fn extend(queue: &str, count: usize) -> tracing::Span {
+    tracing::info_span!(
+        "extend",
+        otel.name = %format_args!("extend {queue}"),
+        otel.kind = "client",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        // Not one of OpenTelemetry's well-known types, which allow custom
+        // ones of low cardinality: an extension neither receives nor settles.
+        messaging.operation.type = "extend",
+        messaging.operation.name = "extend",
+        messaging.batch.message_count = count,
+    )
+}
+
+/// The span of one batch the producer sends, of `count` messages.
+#[cfg(feature = "producer")]
+pub(crate) fn send(queue: &str, count: u64) -> tracing::Span {
+    tracing::info_span!(
+        "send",
+        otel.name = %format_args!("send {queue}"),
+        otel.kind = "producer",
+        messaging.system = MESSAGING_SYSTEM,
+        messaging.destination.name = queue,
+        messaging.operation.type = "send",
+        messaging.operation.name = "send",
+        messaging.batch.message_count = count,
+    )
+}
