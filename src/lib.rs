@@ -110,20 +110,20 @@
 //!
 //! | module | what is in it |
 //! |---|---|
-//! | `cf_queues::message` | `ContentType`, `CONTENT_TYPE_KEY`, the tokens `LeaseId`, `PeekRef`, `PreviewId`, and `PeekedMessage`, `PreviewedMessage` |
-//! | `cf_queues::request` | `PreviewedChanges`, `PurgeConfirmation` (`PullOptions` and `Acks` are at the root) |
-//! | `cf_queues::response` | the typed results: `PushReceipt`, `PushAllReport`, `BatchReport`, `PulledBatch`, `AckOutcome`, `ExtendOutcome`, `PreviewedOutcome`, `Metrics`, `QueueInfo`, `PurgeOutcome`, `PurgeStatus`, `Warning` |
-//! | `cf_queues::batch` | `Batch`, `BatchPlanner`, `PlannedBatch`, `Rejected`: batches within the count and byte limits |
-//! | `cf_queues::retry` | `RetryPolicy`, `PushRetries`, `RetryClass` |
-//! | `cf_queues::error` | `ApiError`, `ApiErrorDetail`, `BodyError` (`Error` is at the root) |
-//! | `cf_queues::limits` | `Limits` and the documented limits as constants |
-//! | `cf_queues::ratelimit` | `RateLimits`: the pacing by the server's `Ratelimit` headers (on by default), and client-side limits on pushes |
-//! | `cf_queues::resources` | `QueueSettings`, `HttpPullSettings`, `Consumer`, `HttpPullConsumer`, `WorkerConsumer`: queues and consumers as resources |
-//! | `cf_queues::operation` | `Operation`: the twenty-three operations, named once |
-//! | `cf_queues::codes` | Cloudflare's error codes, named |
-//! | `cf_queues::raw` | the generated client and wire types (see [`raw`]) |
-//! | `cf_queues::consumer`, `cf_queues::producer` | the consumer and the producer (features of the same names) |
-//! | `cf_queues::metrics` | what the client, the consumer and the producer record through the `metrics` facade (feature `metrics`) |
+//! | [`message`] | [`ContentType`](message::ContentType), [`CONTENT_TYPE_KEY`](message::CONTENT_TYPE_KEY), the tokens [`LeaseId`](message::LeaseId), [`PeekRef`](message::PeekRef), [`PreviewId`](message::PreviewId), and [`PeekedMessage`](message::PeekedMessage), [`PreviewedMessage`](message::PreviewedMessage) |
+//! | [`request`] | [`PreviewedChanges`](request::PreviewedChanges), [`PurgeConfirmation`](request::PurgeConfirmation) ([`PullOptions`] and [`Acks`] are at the root) |
+//! | [`response`] | the typed results: [`PushReceipt`](response::PushReceipt), [`PushAllReport`](response::PushAllReport), [`BatchReport`](response::BatchReport), [`PulledBatch`](response::PulledBatch), [`AckOutcome`](response::AckOutcome), [`ExtendOutcome`](response::ExtendOutcome), [`PreviewedOutcome`](response::PreviewedOutcome), [`Metrics`](response::Metrics), [`QueueInfo`](response::QueueInfo), [`PurgeOutcome`](response::PurgeOutcome), [`PurgeStatus`](response::PurgeStatus), [`Warning`](response::Warning) |
+//! | [`batch`] | [`Batch`](batch::Batch), [`BatchPlanner`](batch::BatchPlanner), [`PlannedBatch`](batch::PlannedBatch), [`Rejected`](batch::Rejected): batches within the count and byte limits |
+//! | [`retry`] | [`RetryPolicy`](retry::RetryPolicy), [`PushRetries`](retry::PushRetries), [`RetryClass`](retry::RetryClass) |
+//! | [`error`] | [`ApiError`](error::ApiError), [`ApiErrorDetail`](error::ApiErrorDetail), [`BodyError`](error::BodyError) ([`Error`] is at the root) |
+//! | [`limits`] | [`Limits`](limits::Limits) and the documented limits as constants: sizes and counts of input, never rates |
+//! | [`ratelimit`] | [`RateLimits`](ratelimit::RateLimits): the pacing by the token's budget (on by default) and the client's caps on pushes; [`TokenBudget`](ratelimit::TokenBudget) |
+//! | [`resources`] | [`QueueSettings`](resources::QueueSettings), [`HttpPullSettings`](resources::HttpPullSettings), [`ConsumerInfo`](resources::ConsumerInfo), [`HttpPullConsumer`](resources::HttpPullConsumer), [`WorkerConsumer`](resources::WorkerConsumer): queues and consumers as resources |
+//! | [`operation`] | [`Operation`](operation::Operation): the twenty-three operations, named once |
+//! | [`codes`] | Cloudflare's error codes, named |
+//! | [`raw`] | the generated client and wire types |
+//! | [`consumer`], [`producer`] | the consumer and the producer (features of the same names) |
+//! | [`metrics`] | what the client, the consumer and the producer record through the `metrics` facade (feature `metrics`) |
 //!
 //! # Limits, caps and redirects
 //!

@@ -43,96 +43,98 @@ pub(crate) fn exchange() -> tracing::Span {
     )
 }
 
+/// A messaging span after OpenTelemetry's conventions: its name (also
+/// `messaging.operation.type`), kind, queue, operation name and the fields
+/// of its own.
+#[cfg(any(feature = "consumer", feature = "producer"))]
+macro_rules! messaging_span {
+    ($name:literal, $kind:literal, $queue:expr, $operation:literal, $($field:tt)*) => {
+        tracing::info_span!(
+            $name,
+            otel.name = %format_args!(concat!($name, " {}"), $queue),
+            otel.kind = $kind,
+            messaging.system = MESSAGING_SYSTEM,
+            messaging.destination.name = $queue,
+            messaging.operation.type = $name,
+            messaging.operation.name = $operation,
+            $($field)*
+        )
+    };
+}
+
 /// The span of one pull of the consumer; its message count recorded once
 /// the pull lands.
 #[cfg(feature = "consumer")]
 pub(crate) fn receive(queue: &str) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "receive",
-        otel.name = %format_args!("receive {queue}"),
-        otel.kind = "client",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "receive",
-        messaging.operation.name = "pull",
-        messaging.batch.message_count = tracing::field::Empty,
+        "client",
+        queue,
+        "pull",
+        messaging.batch.message_count = tracing::field::Empty
     )
 }
 
 /// The span of one handler call.
 #[cfg(feature = "consumer")]
 pub(crate) fn process(queue: &str, message: &PulledMessage) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "process",
-        otel.name = %format_args!("process {queue}"),
-        otel.kind = "consumer",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
+        "consumer",
+        queue,
+        "process",
         messaging.message.id = %message.id,
-        messaging.cloudflare_queues.attempts = message.attempts,
+        messaging.cloudflare_queues.attempts = message.attempts
     )
 }
 
 /// The span of one batch handler call.
 #[cfg(feature = "consumer")]
 pub(crate) fn process_batch(queue: &str, count: usize) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "process",
-        otel.name = %format_args!("process {queue}"),
-        otel.kind = "consumer",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "process",
-        messaging.operation.name = "process",
-        messaging.batch.message_count = count,
+        "consumer",
+        queue,
+        "process",
+        messaging.batch.message_count = count
     )
 }
 
 /// The span of one ack call of the consumer's, for `count` settlements.
 #[cfg(feature = "consumer")]
 pub(crate) fn settle(queue: &str, count: usize) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "settle",
-        otel.name = %format_args!("settle {queue}"),
-        otel.kind = "client",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "settle",
-        messaging.operation.name = "ack",
-        messaging.batch.message_count = count,
+        "client",
+        queue,
+        "ack",
+        messaging.batch.message_count = count
     )
 }
 
 /// The span of one extension call of the consumer's, for `count` leases.
+/// "extend" is not one of OpenTelemetry's well-known operation types, which
+/// allow custom ones of low cardinality: an extension neither receives nor
+/// settles.
 #[cfg(feature = "consumer")]
 pub(crate) fn extend(queue: &str, count: usize) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "extend",
-        otel.name = %format_args!("extend {queue}"),
-        otel.kind = "client",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        // Not one of OpenTelemetry's well-known types, which allow custom
-        // ones of low cardinality: an extension neither receives nor settles.
-        messaging.operation.type = "extend",
-        messaging.operation.name = "extend",
-        messaging.batch.message_count = count,
+        "client",
+        queue,
+        "extend",
+        messaging.batch.message_count = count
     )
 }
 
 /// The span of one batch the producer sends, of `count` messages.
 #[cfg(feature = "producer")]
 pub(crate) fn send(queue: &str, count: u64) -> tracing::Span {
-    tracing::info_span!(
+    messaging_span!(
         "send",
-        otel.name = %format_args!("send {queue}"),
-        otel.kind = "producer",
-        messaging.system = MESSAGING_SYSTEM,
-        messaging.destination.name = queue,
-        messaging.operation.type = "send",
-        messaging.operation.name = "send",
-        messaging.batch.message_count = count,
+        "producer",
+        queue,
+        "send",
+        messaging.batch.message_count = count
     )
 }

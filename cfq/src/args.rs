@@ -6,10 +6,10 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 mod emulator;
-mod resources;
+mod management;
 
 pub use emulator::{EmulatorArgs, RateLimitsChoice};
-pub use resources::{
+pub use management::{
     ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
     EnableArgs, InfoArgs, ListArgs, QueuesArgs, QueuesCommand, UpdateArgs,
 };

@@ -10,7 +10,7 @@ use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
 
 use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};
-use crate::optional::Optionally;
+use crate::flag_defaults::Optionally;
 use crate::stderr::note;
 
 pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {

@@ -11,8 +11,8 @@ use cf_queues::operation::Operation;
 use cf_queues::retry::RetryClass;
 use cf_queues::{Error, codes};
 
-use crate::words::command_line;
-use crate::words::{QueueFlag, queue_words};
+use crate::shell_words::command_line;
+use crate::shell_words::{QueueFlag, queue_words};
 
 /// What a command's run ends with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

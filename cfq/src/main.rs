@@ -4,23 +4,19 @@
 //! Queues, and runs the local emulator. `cfq --help` documents the
 //! commands, the exit codes and the message file format.
 
-mod admin;
 mod args;
-mod consumer;
-mod drain;
+mod confirm;
 mod emulator;
 mod exit;
+mod flag_defaults;
+mod management;
+mod messages;
 mod ndjson;
-mod optional;
 mod output;
-mod pull;
-mod push;
-mod queues;
 mod session;
+mod shell_words;
 mod signals;
 mod stderr;
-mod watch;
-mod words;
 
 use std::process::ExitCode;
 
@@ -121,17 +117,17 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
         };
     }
     match cli.command {
-        Command::Push(args) => on_queue!(push::push, args),
-        Command::Pull(args) => on_queue!(pull::pull, args),
-        Command::Ack(args) => on_queue!(pull::ack, args),
-        Command::Retry(args) => on_queue!(pull::retry, args),
-        Command::Extend(args) => on_queue!(pull::extend, args),
-        Command::Peek(args) => on_queue!(pull::peek, args),
-        Command::Metrics(args) => on_queue!(admin::metrics, args),
-        Command::Purge(args) => on_queue!(admin::purge, args),
-        Command::Drain(args) => on_queue!(drain::drain, args),
+        Command::Push(args) => on_queue!(messages::push::push, args),
+        Command::Pull(args) => on_queue!(messages::pull::pull, args),
+        Command::Ack(args) => on_queue!(messages::pull::ack, args),
+        Command::Retry(args) => on_queue!(messages::pull::retry, args),
+        Command::Extend(args) => on_queue!(messages::pull::extend, args),
+        Command::Peek(args) => on_queue!(messages::pull::peek, args),
+        Command::Metrics(args) => on_queue!(messages::metrics_and_purge::metrics, args),
+        Command::Purge(args) => on_queue!(messages::metrics_and_purge::purge, args),
+        Command::Drain(args) => on_queue!(messages::drain::drain, args),
         Command::Move(args) => {
-            drain::move_messages(&session(args.source().given()).await?, &args).await
+            messages::drain::move_messages(&session(args.source().given()).await?, &args).await
         }
         Command::Replay(args) => {
             // The destination is the session's queue; `--to` is required,
@@ -140,19 +136,19 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
                 return Err(Failure::usage("no queue: pass --to QUEUE"));
             };
             let session = Session::open(global, Some(to), out).await?;
-            push::replay(&session, &args).await
+            messages::push::replay(&session, &args).await
         }
         Command::Queues(queues) => match queues.command {
-            QueuesCommand::List(args) => queues::list(&account()?, &args).await,
-            QueuesCommand::Create(args) => queues::create(&account()?, &args).await,
-            QueuesCommand::Info(args) => on_queue!(queues::info, args),
-            QueuesCommand::Update(args) => on_queue!(queues::update, args),
-            QueuesCommand::Delete(args) => on_queue!(queues::delete, args),
+            QueuesCommand::List(args) => management::queues::list(&account()?, &args).await,
+            QueuesCommand::Create(args) => management::queues::create(&account()?, &args).await,
+            QueuesCommand::Info(args) => on_queue!(management::queues::info, args),
+            QueuesCommand::Update(args) => on_queue!(management::queues::update, args),
+            QueuesCommand::Delete(args) => on_queue!(management::queues::delete, args),
         },
         Command::Consumer(consumer) => match consumer.command {
-            ConsumerCommand::Enable(args) => on_queue!(consumer::enable, args),
-            ConsumerCommand::Disable(args) => on_queue!(consumer::disable, args),
-            ConsumerCommand::Info(args) => on_queue!(consumer::info, args),
+            ConsumerCommand::Enable(args) => on_queue!(management::consumers::enable, args),
+            ConsumerCommand::Disable(args) => on_queue!(management::consumers::disable, args),
+            ConsumerCommand::Info(args) => on_queue!(management::consumers::info, args),
         },
         Command::Emulator(args) => emulator::serve(args).await,
         Command::Completions(args) => {

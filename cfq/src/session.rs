@@ -10,7 +10,7 @@ use cf_queues::{Client, ClientBuilder, Error, Queue};
 use crate::args::{self, Global, QueueRef};
 use crate::exit::{Context, Failure};
 use crate::output::Output;
-use crate::words::{QueueFlag, looks_like_id, queue_words};
+use crate::shell_words::{QueueFlag, looks_like_id, queue_words};
 
 /// A client and the queue a command works on.
 pub struct Session {

@@ -1,7 +1,7 @@
 //! The management of queues and consumers on the wire: the requests the
 //! generated client sends, made from the crate's types, and the crate's
 //! types made from its answers. The one place these conversions are
-//! written; the operations (`queue/`) call them.
+//! written; the operations (`queues.rs`, `consumers.rs`) call them.
 
 use crate::error::{Error, Result, built};
 use crate::limits::Limits;

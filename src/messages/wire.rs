@@ -1,7 +1,7 @@
 //! The messages operations on the wire: the requests the generated client
 //! sends, made from the crate's types, and the crate's types made from
 //! its answers. The one place these conversions are written; the
-//! operations (`queue/`) call them, and the crate's types know nothing of
+//! operations beside it call them, and the crate's types know nothing of
 //! the generated ones.
 
 use std::fmt;

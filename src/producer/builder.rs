@@ -74,13 +74,13 @@ impl ProducerBuilder {
         /// with a 429 with code 971 or 10250 (nothing landed) is sent again,
         /// after the wait the refusal asked and the pacer's, until the timeout
         /// of its oldest message passes; then its senders get
-        /// [`ProducerError::TimedOut`]. A resend that could only start after
+        /// [`ProducerError::TimedOut`](super::ProducerError::TimedOut). A resend that could only start after
         /// the timeout is not waited for. Default [`DEFAULT_SEND_TIMEOUT`] (10
         /// minutes): a batch outlasts one of Cloudflare's five-minute blocks,
         /// and its senders still learn within a bound. [`Duration::ZERO`] sends
         /// each batch once (the queue's retry policy aside); [`Duration::MAX`]
         /// until it lands. Other failures are not resent: see
-        /// [Retries](self#retries).
+        /// [Retries](super#retries).
         send_timeout(timeout: Duration) => self.send_timeout;
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::error::Error;
 use crate::message::Message;
 
-/// Why a message sent to a [`Producer`] did not land.
+/// Why a message sent to a [`Producer`](super::Producer) did not land.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProducerError {
@@ -21,7 +21,7 @@ pub enum ProducerError {
     Failed(Arc<Error>),
     /// The message's batch was refused for the rate on every attempt (a 429
     /// with code 971 or 10250, or held back by the pacer: nothing landed)
-    /// until its [send timeout](ProducerBuilder::send_timeout) passed, or
+    /// until its [send timeout](super::ProducerBuilder::send_timeout) passed, or
     /// would have before the next attempt could go.
     #[error(
         "not pushed within the send timeout of {timeout:?}: {attempts} attempts refused for the rate, nothing landed; the last: {last}"

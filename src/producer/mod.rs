@@ -2,7 +2,7 @@
 //! message each; the producer packs them into as few batch pushes as the
 //! limits allow, and gives each caller its own outcome.
 //!
-//! A batch is cut by a [`BatchPlanner`] (at most 100 messages and 256 KB,
+//! A batch is cut by a [`BatchPlanner`](crate::batch::BatchPlanner) (at most 100 messages and 256 KB,
 //! counted as the API counts them) and sent as soon as it is full, or once
 //! its first message has waited the linger, and a slot and the token's budget
 //! are there. Up to [`ProducerBuilder::max_concurrent_batches`] batches are
@@ -117,7 +117,7 @@
 //! # Retries
 //!
 //! Each batch goes through the queue's own call path, so it is retried as
-//! [`Queue::push_batch`] is: by default only when it surely did not land
+//! [`Queue::push_batch`](crate::Queue::push_batch) is: by default only when it surely did not land
 //! ([`PushRetries`](crate::retry::PushRetries)), so that no message is duplicated
 //! unless the queue's retry policy chose at-least-once. The producer adds
 //! one kind of resend of its own, which cannot duplicate either: a batch

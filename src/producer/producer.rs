@@ -30,7 +30,7 @@ pub(super) enum Queued {
     Close(oneshot::Sender<()>),
 }
 
-/// An auto-batching producer for one queue; see [the module](self).
+/// An auto-batching producer for one queue; see [the module](super).
 ///
 /// Cheap to clone: clones share the buffer, the batches and the counters.
 ///
@@ -38,7 +38,7 @@ pub(super) enum Queued {
 ///
 /// When the last handle is dropped, what the producer holds is pushed in
 /// the background and its senders still get their outcomes; see
-/// [Close and drop](self#close-and-drop).
+/// [Close and drop](super#close-and-drop).
 #[derive(Clone, Debug)]
 pub struct Producer {
     pub(super) sender: mpsc::Sender<Queued>,

@@ -10,7 +10,7 @@ use crate::Client;
 use crate::ratelimit::TokenBudget;
 
 /// What a producer did, as counts: a snapshot from [`ProducerMonitor::snapshot`]
-/// (or [`Producer::stats`], [`Producer::close`]).
+/// (or [`Producer::stats`](super::Producer::stats), [`Producer::close`](super::Producer::close)).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[non_exhaustive]
 pub struct ProducerStats {

@@ -5,13 +5,10 @@
 mod auth;
 mod body;
 mod error_answer;
-mod handlers;
 mod json;
-mod manage;
+mod management;
+mod messages;
 mod parse;
-mod resources;
-mod stream;
-mod wire;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,18 +34,18 @@ use super::state::{At, Broker};
 use super::store::Store;
 pub(crate) use auth::AcceptedAuth;
 #[cfg(feature = "dashboard")]
-pub(crate) use handlers::push_by_hand;
+pub(crate) use management::wire::{consumer_spec, settings_change};
 #[cfg(feature = "dashboard")]
-pub(crate) use resources::{consumer_spec, settings_change};
+pub(crate) use messages::handlers::push_by_hand;
 
 use body::Read;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
 pub(crate) use error_answer::ErrorAnswer;
 use json::json_response;
+pub(crate) use management::wire::bounds;
+use messages::stream::{Listing, Streamed};
 pub(crate) use parse::Object;
-pub(crate) use resources::bounds;
-use stream::{Listing, Streamed};
 
 /// Everything the handlers share.
 pub(crate) struct App {
@@ -266,29 +263,44 @@ type Handler = fn(&App, Incoming) -> Result<Answer, ErrorAnswer>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
     let routes: [(Operation, Handler); 23] = [
-        (Operation::Push, handlers::push),
-        (Operation::Batch, handlers::batch),
-        (Operation::Pull, handlers::pull),
-        (Operation::Ack, handlers::ack),
-        (Operation::Peek, handlers::peek),
-        (Operation::Purge, handlers::purge),
-        (Operation::Extend, handlers::extend),
-        (Operation::Preview, handlers::preview),
-        (Operation::DeletePreviewed, handlers::delete_previewed),
-        (Operation::Metrics, handlers::metrics),
-        (Operation::PurgeQueue, handlers::purge_queue),
-        (Operation::PurgeStatus, handlers::purge_status),
-        (Operation::ListQueues, manage::list_queues),
-        (Operation::CreateQueue, manage::create_queue),
-        (Operation::GetQueue, manage::get_queue),
-        (Operation::UpdateQueue, manage::update_queue),
-        (Operation::EditQueue, manage::edit_queue),
-        (Operation::DeleteQueue, manage::delete_queue),
-        (Operation::ListConsumers, manage::list_consumers),
-        (Operation::CreateConsumer, manage::create_consumer),
-        (Operation::GetConsumer, manage::get_consumer),
-        (Operation::UpdateConsumer, manage::update_consumer),
-        (Operation::DeleteConsumer, manage::delete_consumer),
+        (Operation::Push, messages::handlers::push),
+        (Operation::Batch, messages::handlers::batch),
+        (Operation::Pull, messages::handlers::pull),
+        (Operation::Ack, messages::handlers::ack),
+        (Operation::Peek, messages::handlers::peek),
+        (Operation::Purge, messages::handlers::purge),
+        (Operation::Extend, messages::handlers::extend),
+        (Operation::Preview, messages::handlers::preview),
+        (
+            Operation::DeletePreviewed,
+            messages::handlers::delete_previewed,
+        ),
+        (Operation::Metrics, messages::handlers::metrics),
+        (Operation::PurgeQueue, messages::handlers::purge_queue),
+        (Operation::PurgeStatus, messages::handlers::purge_status),
+        (Operation::ListQueues, management::handlers::list_queues),
+        (Operation::CreateQueue, management::handlers::create_queue),
+        (Operation::GetQueue, management::handlers::get_queue),
+        (Operation::UpdateQueue, management::handlers::update_queue),
+        (Operation::EditQueue, management::handlers::edit_queue),
+        (Operation::DeleteQueue, management::handlers::delete_queue),
+        (
+            Operation::ListConsumers,
+            management::handlers::list_consumers,
+        ),
+        (
+            Operation::CreateConsumer,
+            management::handlers::create_consumer,
+        ),
+        (Operation::GetConsumer, management::handlers::get_consumer),
+        (
+            Operation::UpdateConsumer,
+            management::handlers::update_consumer,
+        ),
+        (
+            Operation::DeleteConsumer,
+            management::handlers::delete_consumer,
+        ),
     ];
     // One method router per path: `/purge`, a queue's path and its
     // consumers' serve several operations.

@@ -6,17 +6,17 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use super::account::{Policy, Registry};
-use super::queue::{DeadLetterMove, Lease, QueueState, Stored};
-use super::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 use super::{
     AckReport, At, BrokerConfig, Delivery, EXTEND_DUPLICATE, ExtendReport, LEASE_DUPLICATE,
     LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, NewMessage, Peeked, PurgeReport,
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
+use crate::state::management::resources::{Policy, Registry};
+use crate::state::messages::queue::{DeadLetterMove, Lease, QueueState, Stored};
+use crate::state::messages::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
 
-use super::refs::Names;
-use super::states::States;
+use crate::state::messages::refs::Names;
+use crate::state::queue_states::States;
 
 /// The whole emulated service: every account's queues plus token issuing.
 #[derive(Debug)]

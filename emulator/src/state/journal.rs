@@ -16,10 +16,10 @@
 
 use std::sync::Arc;
 
-use super::account::QueueRecord;
 use super::broker::Broker;
-use super::queue::{Lease, QueueState, Stored};
 use super::{At, BodyKind, len_u64};
+use crate::state::management::resources::QueueRecord;
+use crate::state::messages::queue::{Lease, QueueState, Stored};
 
 /// One row to write, in the order the changes were made.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,27 +19,22 @@
 //!
 //! - [`broker`]: the service as a whole, routing operations to queues and
 //!   dead letters between them, and the lease operations;
-//! - [`preview`]: preview and deleting previewed messages;
-//! - [`whole`]: purging a whole queue, and its status;
-//! - [`queue`]: one queue's indexes and leases;
-//! - [`refs`]: peek refs and preview ids, bounded in number and age;
-//! - [`tokens`]: message ids, lease ids, peek refs and preview ids;
+//! - [`messages`]: one queue's indexes and leases, its peek refs and
+//!   preview ids, the tokens that name them, preview and the purge of a
+//!   whole queue;
+//! - [`management`]: queues and consumers as resources, and their
+//!   operations;
 //! - [`journal`]: the changes a data directory writes, and loading them back.
 
-mod account;
 mod broker;
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
-mod by_hand;
+mod dashboard_moves;
 mod journal;
-mod manage;
-mod preview;
-mod purge_all;
-mod queue;
-mod refs;
-mod states;
+mod management;
+mod messages;
+mod queue_states;
 #[cfg(test)]
 mod tests;
-mod tokens;
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 pub(crate) mod view;
 mod watched;
@@ -47,15 +42,15 @@ mod watched;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-pub(crate) use account::{
+pub(crate) use broker::Broker;
+pub(crate) use journal::{Change, Journal};
+pub(crate) use management::operations::{Declared, SettingsChange};
+pub(crate) use management::resources::{
     AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, DEFAULT_PER_PAGE, MAX_PER_PAGE,
     MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord, QueueSettings, Springs,
     WorkerSettings, bounded, check_queue_name,
 };
-pub(crate) use broker::Broker;
-pub(crate) use journal::{Change, Journal};
-pub(crate) use manage::{Declared, SettingsChange};
-pub(crate) use tokens::RandomSource;
+pub(crate) use messages::tokens::RandomSource;
 
 /// Most peek refs, and most preview ids, remembered per queue; older ones
 /// are forgotten first so the maps cannot grow without bound however often

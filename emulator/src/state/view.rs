@@ -9,11 +9,11 @@
 
 use std::sync::Arc;
 
-use super::account::{ConsumerKind, QueueRecord};
-use super::queue::{QueueState, Stored};
 pub(crate) use super::watched::Counts;
 use super::watched::NameIndex;
 use super::{At, BodyKind, Broker};
+use crate::state::management::resources::{ConsumerKind, QueueRecord};
+use crate::state::messages::queue::{QueueState, Stored};
 
 /// One queue of the account page.
 #[derive(Debug, Clone, PartialEq, Eq)]

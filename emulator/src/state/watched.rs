@@ -50,7 +50,10 @@ pub(crate) struct NameIndex {
 }
 
 impl NameIndex {
-    pub(super) fn of(account: &str, records: &super::account::Account) -> NameIndex {
+    pub(super) fn of(
+        account: &str,
+        records: &crate::state::management::resources::Account,
+    ) -> NameIndex {
         let mut names = String::new();
         let mut entries = Vec::with_capacity(records.names.len());
         for (name, id) in &records.names {

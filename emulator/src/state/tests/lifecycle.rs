@@ -235,7 +235,7 @@ fn idle_queues_that_sprang_into_being_are_forgotten_past_the_bound() {
     b.open_for_messages("changed", 0).expect("springs");
     b.update_queue("changed", None, SettingsChange::default(), false, 0)
         .expect("a management call");
-    for i in 0..super::super::account::MAX_PRISTINE_LAX {
+    for i in 0..crate::state::management::resources::MAX_PRISTINE_LAX {
         b.open_for_messages(format!("idle{i}").as_str(), 0)
             .expect("springs");
     }
@@ -246,7 +246,10 @@ fn idle_queues_that_sprang_into_being_are_forgotten_past_the_bound() {
         b.get_queue("changed").is_ok(),
         "a management call changed it"
     );
-    let newest = format!("idle{}", super::super::account::MAX_PRISTINE_LAX - 1);
+    let newest = format!(
+        "idle{}",
+        crate::state::management::resources::MAX_PRISTINE_LAX - 1
+    );
     assert!(b.get_queue(newest.as_str()).is_ok(), "the one just sprung");
     assert!(b.registry.pristine <= 2);
     // A forgotten id springs back anew; a deleted one never does.
@@ -261,7 +264,7 @@ fn idle_queues_that_sprang_into_being_are_forgotten_past_the_bound() {
 
 #[test]
 fn requests_to_ever_new_accounts_leave_a_registry_of_bounded_size() {
-    use super::super::account::MAX_PRISTINE_LAX;
+    use crate::state::management::resources::MAX_PRISTINE_LAX;
     for tracking in [false, true] {
         let mut b = broker();
         if tracking {

@@ -11,6 +11,7 @@ mod view;
 
 use std::collections::{HashMap, HashSet};
 
+use super::messages::{queue, tokens};
 use super::*;
 
 const VIS: u64 = 30_000;

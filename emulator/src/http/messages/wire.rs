@@ -6,23 +6,23 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::super::clock::rfc3339_ms;
-use super::super::state::{BodyKind, QueueStats};
-use super::error_answer::ErrorAnswer;
+use crate::clock::rfc3339_ms;
+use crate::http::error_answer::ErrorAnswer;
+use crate::state::{BodyKind, QueueStats};
 
 // The response shapes, serialized straight to bytes: building a JSON tree
 // first copied every pulled message several times (a third of pull's cost).
 
 /// `{success, errors, messages, result}` around a result.
 #[derive(Serialize)]
-pub(super) struct Success<'a, T> {
-    pub(super) success: bool,
-    pub(super) errors: [(); 0],
-    pub(super) messages: [(); 0],
-    pub(super) result: &'a T,
+pub(crate) struct Success<'a, T> {
+    pub(crate) success: bool,
+    pub(crate) errors: [(); 0],
+    pub(crate) messages: [(); 0],
+    pub(crate) result: &'a T,
 }
 
-pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, ErrorAnswer> {
+pub(crate) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, ErrorAnswer> {
     let envelope = Success {
         success: true,
         errors: [],
@@ -35,10 +35,10 @@ pub(super) fn success<T: Serialize>(result: &T) -> Result<Vec<u8>, ErrorAnswer> 
 /// `mq_queue-metrics`: the result of `GET /metrics`, and the metrics in
 /// push and pull results.
 #[derive(Serialize)]
-pub(super) struct MetricsOut {
-    pub(super) backlog_count: u64,
-    pub(super) backlog_bytes: u64,
-    pub(super) oldest_message_timestamp_ms: u64,
+pub(crate) struct MetricsOut {
+    pub(crate) backlog_count: u64,
+    pub(crate) backlog_bytes: u64,
+    pub(crate) oldest_message_timestamp_ms: u64,
 }
 
 impl From<QueueStats> for MetricsOut {
@@ -52,12 +52,12 @@ impl From<QueueStats> for MetricsOut {
 }
 
 #[derive(Serialize)]
-pub(super) struct ResultMetadata {
-    pub(super) metrics: MetricsOut,
+pub(crate) struct ResultMetadata {
+    pub(crate) metrics: MetricsOut,
 }
 
 impl ResultMetadata {
-    pub(super) fn new(m: QueueStats) -> ResultMetadata {
+    pub(crate) fn new(m: QueueStats) -> ResultMetadata {
         ResultMetadata {
             metrics: MetricsOut::from(m),
         }
@@ -65,12 +65,12 @@ impl ResultMetadata {
 }
 
 #[derive(Serialize)]
-pub(super) struct PushResult {
-    pub(super) metadata: ResultMetadata,
+pub(crate) struct PushResult {
+    pub(crate) metadata: ResultMetadata,
 }
 
 impl PushResult {
-    pub(super) fn new(metrics: QueueStats) -> PushResult {
+    pub(crate) fn new(metrics: QueueStats) -> PushResult {
         PushResult {
             metadata: ResultMetadata::new(metrics),
         }
@@ -81,17 +81,17 @@ impl PushResult {
 /// its content type, and the delay it was pushed with, if any, as a string
 /// of seconds (`"20"`).
 #[derive(Serialize)]
-pub(super) struct MessageMetadata {
+pub(crate) struct MessageMetadata {
     #[serde(rename = "CF-sourceMessageSource")]
-    pub(super) source: &'static str,
+    pub(crate) source: &'static str,
     #[serde(rename = "CF-Content-Type")]
-    pub(super) content_type: &'static str,
+    pub(crate) content_type: &'static str,
     #[serde(rename = "CF-msg-delay-secs", skip_serializing_if = "Option::is_none")]
-    pub(super) delay_secs: Option<String>,
+    pub(crate) delay_secs: Option<String>,
 }
 
 impl MessageMetadata {
-    pub(super) fn new(kind: BodyKind, delay_ms: u64) -> MessageMetadata {
+    pub(crate) fn new(kind: BodyKind, delay_ms: u64) -> MessageMetadata {
         let delay_secs = match delay_ms {
             0 => None,
             ms if ms % 1000 == 0 => Some((ms / 1000).to_string()),
@@ -107,77 +107,77 @@ impl MessageMetadata {
 
 /// A pulled or previewed message but its body (the pull shape).
 #[derive(Serialize)]
-pub(super) struct PulledFields {
-    pub(super) id: String,
-    pub(super) attempts: u32,
-    pub(super) lease_id: String,
-    pub(super) metadata: MessageMetadata,
-    pub(super) timestamp_ms: u64,
+pub(crate) struct PulledFields {
+    pub(crate) id: String,
+    pub(crate) attempts: u32,
+    pub(crate) lease_id: String,
+    pub(crate) metadata: MessageMetadata,
+    pub(crate) timestamp_ms: u64,
 }
 
 /// The pull result but its messages.
 #[derive(Serialize)]
-pub(super) struct PullRest {
-    pub(super) message_backlog_count: u64,
-    pub(super) metadata: ResultMetadata,
+pub(crate) struct PullRest {
+    pub(crate) message_backlog_count: u64,
+    pub(crate) metadata: ResultMetadata,
 }
 
 #[derive(Serialize)]
-pub(super) struct AckResult {
+pub(crate) struct AckResult {
     #[serde(rename = "ackCount")]
-    pub(super) ack_count: u32,
+    pub(crate) ack_count: u32,
     #[serde(rename = "retryCount")]
-    pub(super) retry_count: u32,
-    pub(super) warnings: BTreeMap<String, String>,
+    pub(crate) retry_count: u32,
+    pub(crate) warnings: BTreeMap<String, String>,
 }
 
 /// A peeked message but its body.
 #[derive(Serialize)]
-pub(super) struct PeekedFields {
-    pub(super) id: String,
-    pub(super) attempts: u32,
+pub(crate) struct PeekedFields {
+    pub(crate) id: String,
+    pub(crate) attempts: u32,
     #[serde(rename = "ref")]
-    pub(super) peek_ref: String,
-    pub(super) metadata: MessageMetadata,
-    pub(super) timestamp_ms: u64,
+    pub(crate) peek_ref: String,
+    pub(crate) metadata: MessageMetadata,
+    pub(crate) timestamp_ms: u64,
 }
 
 /// The peek and preview results have nothing but their messages.
 #[derive(Serialize)]
-pub(super) struct MessagesOnly {}
+pub(crate) struct MessagesOnly {}
 
 #[derive(Serialize)]
-pub(super) struct PurgeResult {
-    pub(super) errors: [(); 0],
-    pub(super) warnings: BTreeMap<String, String>,
+pub(crate) struct PurgeResult {
+    pub(crate) errors: [(); 0],
+    pub(crate) warnings: BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
-pub(super) struct ExtendResult {
+pub(crate) struct ExtendResult {
     #[serde(rename = "extendCount")]
-    pub(super) extend_count: u32,
-    pub(super) warnings: BTreeMap<String, String>,
+    pub(crate) extend_count: u32,
+    pub(crate) warnings: BTreeMap<String, String>,
 }
 
 #[derive(Serialize)]
-pub(super) struct PreviewAckResult {
-    pub(super) warnings: BTreeMap<String, String>,
+pub(crate) struct PreviewAckResult {
+    pub(crate) warnings: BTreeMap<String, String>,
 }
 
 /// The result of `GET /purge`: both fields strings, as in Cloudflare's
 /// published schema and its SDKs.
 #[derive(Serialize)]
-pub(super) struct PurgeStatusResult {
-    pub(super) completed: &'static str,
+pub(crate) struct PurgeStatusResult {
+    pub(crate) completed: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) started_at: Option<String>,
+    pub(crate) started_at: Option<String>,
 }
 
 impl PurgeStatusResult {
     /// Purges complete at once in the emulator: one that started is
     /// completed. Never purged: `"false"` and no `started_at` (see the
     /// Assumptions in the module docs).
-    pub(super) fn new(started_ms: Option<u64>) -> PurgeStatusResult {
+    pub(crate) fn new(started_ms: Option<u64>) -> PurgeStatusResult {
         PurgeStatusResult {
             completed: if started_ms.is_some() {
                 "true"

@@ -4,8 +4,8 @@
 //! QueueState", with a separate status call); here it is done by the time the
 //! call returns, so its status says completed at once.
 
-use super::broker::{queue_or_create, schedule_sweep};
-use super::{At, Broker, PurgedQueue};
+use crate::state::broker::{queue_or_create, schedule_sweep};
+use crate::state::{At, Broker, PurgedQueue};
 
 impl Broker {
     /// Deletes every message of the queue at once, whatever its state
@@ -13,7 +13,7 @@ impl Broker {
     /// of the queue goes stale. The dead-letter count stays. Records the
     /// purge's start for [`Broker::purge_status`], which keeps the queue's
     /// state alive even when it holds nothing else, for
-    /// [`PURGE_STATUS_TTL_MS`](super::PURGE_STATUS_TTL_MS).
+    /// [`PURGE_STATUS_TTL_MS`](crate::state::PURGE_STATUS_TTL_MS).
     pub(crate) fn purge_all<'a>(&mut self, at: impl Into<At<'a>>, now_ms: u64) -> PurgedQueue {
         let at = at.into();
         // Settled first: messages a feeding queue dead-lettered before now

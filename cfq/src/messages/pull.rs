@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use crate::args::{AckArgs, ExtendArgs, PeekArgs, PullArgs, RetryArgs};
 use crate::exit::{Code, Failure};
+use crate::flag_defaults::Optionally;
 use crate::ndjson::Received;
-use crate::optional::Optionally;
 use crate::output::plural;
 use crate::session::Session;
 use crate::stderr::note;

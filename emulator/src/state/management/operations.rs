@@ -7,11 +7,11 @@
 //! pull consumer (Cloudflare's "how queues work" page: "each queue can only
 //! have one active consumer").
 
-use super::account::{
+use crate::state::management::resources::{
     AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, PullSettings, QueueRecord,
     QueueSettings, check_name_in, check_queue_name,
 };
-use super::{At, Broker};
+use crate::state::{At, Broker};
 
 /// One page of a list of queues, with what `result_info` says of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub(crate) struct Declared {
 
 impl Broker {
     /// The queue a messages request names: known, or brought into being
-    /// now if it may spring into being ([`Springs`](super::Springs)).
+    /// now if it may spring into being ([`Springs`](crate::state::Springs)).
     pub(crate) fn open_for_messages<'a>(
         &mut self,
         at: impl Into<At<'a>>,
@@ -138,7 +138,7 @@ impl Broker {
     /// the specified name, it will be created automatically". A name that
     /// may spring into being as an id does so (a lax queue, pullable);
     /// another gets a fresh id and no consumer, as on Cloudflare.
-    pub(super) fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
+    pub(crate) fn ensure_dead_letter_queue(&mut self, account: &str, name: &str, now_ms: u64) {
         if self.registry.id_of(account, name).is_some() {
             return;
         }
@@ -170,7 +170,7 @@ impl Broker {
         );
     }
 
-    /// Past [`MAX_PRISTINE_LAX`](super::account::MAX_PRISTINE_LAX) queues
+    /// Past [`MAX_PRISTINE_LAX`](crate::state::management::resources::MAX_PRISTINE_LAX) queues
     /// that sprang into being and were never changed, forgets those that
     /// hold no message state (all but `keep`): they spring back, anew, when
     /// named again. The bound then doubles past what is left, so that the
@@ -207,7 +207,7 @@ impl Broker {
             .registry
             .pristine
             .saturating_mul(2)
-            .max(super::account::MAX_PRISTINE_LAX);
+            .max(crate::state::management::resources::MAX_PRISTINE_LAX);
     }
 
     /// Marks a queue as changed by a management call: no longer forgotten

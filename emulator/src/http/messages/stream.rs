@@ -18,12 +18,12 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use serde::Serialize;
 
-use super::super::server::Conn;
-use super::super::state::BodyKind;
+use crate::server::Conn;
+use crate::state::BodyKind;
 
 /// An envelope whose result holds a `messages` array: each message's fields
 /// are serialized up front (they are small), its body piece by piece.
-pub(super) struct Listing {
+pub(crate) struct Listing {
     /// Everything up to and including `"messages":[`.
     head: Vec<u8>,
     items: Vec<Chunk>,
@@ -39,7 +39,7 @@ pub(super) struct Listing {
 }
 
 /// One message: its other fields as an unclosed JSON object, and its body.
-pub(super) struct Chunk {
+pub(crate) struct Chunk {
     fields: Vec<u8>,
     kind: BodyKind,
     body: Arc<[u8]>,
@@ -56,7 +56,7 @@ enum Stage {
 
 impl Chunk {
     /// `fields` serializes to a JSON object (every field but the body).
-    pub(super) fn new(
+    pub(crate) fn new(
         fields: &impl Serialize,
         kind: BodyKind,
         body: Arc<[u8]>,
@@ -77,7 +77,7 @@ impl Chunk {
 impl Listing {
     /// `{"success":true,...,"result":{"messages":[...]` then `rest`, the
     /// other fields of the result, which serializes to a JSON object.
-    pub(super) fn new(
+    pub(crate) fn new(
         items: Vec<Chunk>,
         rest: &impl Serialize,
         chunk: usize,
@@ -104,13 +104,13 @@ impl Listing {
         })
     }
 
-    pub(super) fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.stage == Stage::Done
     }
 
     /// The next piece of the answer, about [`Listing::chunk`] bytes long;
     /// `None` at the end.
-    pub(super) fn next_chunk(&mut self) -> Option<Bytes> {
+    pub(crate) fn next_chunk(&mut self) -> Option<Bytes> {
         let mut out = Vec::with_capacity(self.chunk.saturating_add(64));
         while out.len() < self.chunk {
             match self.stage {
@@ -225,13 +225,13 @@ fn encode_piece(
 }
 
 /// A [`Listing`] as a response body, after its first chunk.
-pub(super) struct Streamed {
+pub(crate) struct Streamed {
     first: Option<Bytes>,
     rest: Listing,
 }
 
 impl Streamed {
-    pub(super) fn new(first: Option<Bytes>, rest: Listing) -> Streamed {
+    pub(crate) fn new(first: Option<Bytes>, rest: Listing) -> Streamed {
         Streamed { first, rest }
     }
 }

@@ -1,6 +1,6 @@
 //! `metrics` and `purge` (by ref, or the whole queue).
 
-use std::io::{self, BufRead as _, IsTerminal as _, Write as _};
+use crate::confirm::confirm;
 use std::time::Duration;
 
 use cf_queues::request::PurgeConfirmation;
@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::args::{MetricsArgs, PurgeArgs};
 use crate::exit::{Code, Failure};
+use crate::messages::pull::{tokens, warn_about, warning_lines};
 use crate::output::{age, bytes, now_ms, plural};
-use crate::pull::{tokens, warn_about, warning_lines};
 use crate::session::Session;
 use crate::stderr::note;
 
@@ -40,7 +40,7 @@ pub async fn metrics(session: &Session, args: &MetricsArgs) -> Result<Code, Fail
         && session.out.terminal
         && !session.out.json()
     {
-        return crate::watch::live(session, every).await;
+        return crate::messages::watch::live(session, every).await;
     }
     loop {
         match session.queue.metrics().await {
@@ -91,7 +91,7 @@ fn print_metrics(session: &Session, m: &Metrics) -> Result<(), Failure> {
 struct Purged<'a> {
     queue: &'a str,
     refs: usize,
-    warnings: Vec<crate::pull::WarningLine<'a>>,
+    warnings: Vec<crate::messages::pull::WarningLine<'a>>,
     errors: &'a [String],
 }
 
@@ -197,28 +197,4 @@ fn report_purge(
         ))?;
     }
     Ok(Code::Ok)
-}
-
-/// Asks to type `expected` (`what` names it: "the queue id"), after
-/// `warning`. Reads stdin whether or not it is a terminal, so that a script
-/// can confirm by piping the answer; `--yes` skips this. `purge --all`,
-/// `queues delete` and `consumer disable` ask so.
-pub fn confirm(warning: &str, what: &str, expected: &str, undone: &str) -> Result<(), Failure> {
-    let mut stderr = io::stderr().lock();
-    let warning = cf_queues::error::escape_controls(warning);
-    let _ = write!(stderr, "{warning}\nType {what} to confirm: ");
-    let _ = stderr.flush();
-    let mut answer = String::new();
-    let read = io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Failure::local(format_args!("cannot read the confirmation: {e}")))?;
-    if !io::stdin().is_terminal() {
-        let _ = writeln!(stderr);
-    }
-    if read == 0 || answer.trim() != expected {
-        return Err(Failure::local(format_args!("not confirmed; {undone}"))
-            .with_hint(format_args!("type {what} exactly, or pass --yes")));
-    }
-    Ok(())
 }

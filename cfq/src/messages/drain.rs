@@ -26,9 +26,9 @@ use tokio::time::Instant;
 
 use crate::args::{DrainArgs, MoveArgs};
 use crate::exit::{Code, Failure};
+use crate::messages::pull::{has_lease, warn_about};
 use crate::ndjson::Received;
 use crate::output::{line_ranges, plural};
-use crate::pull::{has_lease, warn_about};
 use crate::session::Session;
 use crate::stderr::note;
 

@@ -1,24 +1,24 @@
 //! One handler per operation. Each gets a request that already passed the
-//! shared steps of [`Incoming::read`](super::Incoming::read), and answers with the
+//! shared steps of [`Incoming::read`](crate::http::Incoming::read), and answers with the
 //! `result` envelope: serialized at once, or streamed for pull, peek and
 //! preview.
 
 use serde_json::Value;
 
-use super::super::ratelimit::QueueBucket;
-use super::super::state::Delivery;
-use super::error_answer::ErrorAnswer;
-use super::parse::{
-    Object, Pushed, Size, batch_size, delay_ms, leases, parse_message, too_large, visibility_ms,
-};
-use super::resources::QueueOut;
 use super::stream::{Chunk, Listing};
 use super::wire::{
     AckResult, ExtendResult, MessageMetadata, MessagesOnly, MetricsOut, PeekedFields,
     PreviewAckResult, PullRest, PulledFields, PurgeResult, PurgeStatusResult, PushResult,
     ResultMetadata, success,
 };
-use super::{Answer, App, Incoming};
+use crate::http::error_answer::ErrorAnswer;
+use crate::http::management::wire::QueueOut;
+use crate::http::parse::{
+    Object, Pushed, Size, batch_size, delay_ms, leases, parse_message, too_large, visibility_ms,
+};
+use crate::http::{Answer, App, Incoming};
+use crate::ratelimit::QueueBucket;
+use crate::state::Delivery;
 use crate::state::{At, Broker, PullSettings, QueueStats};
 use axum::http::StatusCode;
 use cf_queues::codes;
@@ -103,7 +103,7 @@ pub(crate) fn push_by_hand(
         .fold(0, u64::saturating_add);
     app.with_broker(|broker, now| {
         if broker.get_queue(at).is_err() {
-            return Err(super::manage::queue_not_found());
+            return Err(crate::http::management::handlers::queue_not_found());
         }
         store(app, broker, at, pushed, incoming, now)
     })?;
@@ -111,13 +111,13 @@ pub(crate) fn push_by_hand(
 }
 
 /// `POST /messages`.
-pub(super) fn push(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn push(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let pushed = parse_message(&call.request, "", None, &app.limits)?;
     push_all(app, &call, vec![pushed])
 }
 
 /// `POST /messages/batch`.
-pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let limits = &app.limits;
     let request = &call.request;
     let batch_delay = delay_ms(
@@ -168,7 +168,7 @@ pub(super) fn batch(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 /// whose delivery is paused, 409 (Cloudflare's pause-and-purge page: "Requests
 /// to pull messages will receive a 409 response, along with an error message
 /// stating `queue_delivery_paused`").
-pub(super) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn pull(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let asked_batch = batch_size(&call.request, &app.limits)?;
     let asked_visibility = visibility_ms(&call.request, &app.limits)?;
     let (deliveries, metrics) = app.with_queue(&call, |broker, now| {
@@ -218,7 +218,7 @@ fn pull_shaped(
 
 /// `POST /messages/ack`: a retry without `delay_seconds` waits the HTTP
 /// pull consumer's `retry_delay`. A queue without one answers 405.
-pub(super) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn ack(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, asked_retries) = acks_and_retries(app, &call.request)?;
     let leases = acks.len().saturating_add(asked_retries.len());
     let report = app.with_queue(&call, |broker, now| {
@@ -246,7 +246,7 @@ fn browse_batch_size(app: &App, call: &Incoming) -> Result<usize, ErrorAnswer> {
 }
 
 /// `POST /messages/peek`.
-pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = browse_batch_size(app, &call)?;
     let peeked = app.with_queue(&call, |broker, now| {
         Ok(broker.peek(call.at(), batch_size, now))
@@ -268,7 +268,7 @@ pub(super) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 }
 
 /// `POST /messages/purge`.
-pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let Some(Value::Array(items)) = call.request.get("refs") else {
         return Err(ErrorAnswer::invalid("/refs", "refs must be an array"));
     };
@@ -294,7 +294,7 @@ pub(super) fn purge(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 
 /// `POST /messages/extend`: `visibility_timeout_ms` defaults to the HTTP
 /// pull consumer's. A queue without one answers 405.
-pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let ids = lease_ids(&call.request, "extend")?;
     let asked_visibility = visibility_ms(&call.request, &app.limits)?;
     let report = app.with_queue(&call, |broker, now| {
@@ -311,7 +311,7 @@ pub(super) fn extend(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
 }
 
 /// `POST /messages/preview`.
-pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let batch_size = browse_batch_size(app, &call)?;
     let shown = app.with_queue(&call, |broker, now| {
         Ok(broker.preview(call.at(), batch_size, now))
@@ -320,7 +320,7 @@ pub(super) fn preview(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> 
 }
 
 /// `POST /messages/preview/ack`.
-pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let (acks, retries) = acks_and_retries(app, &call.request)?;
     // A previewed message retried without a delay is visible again at once.
     let retries: Vec<(String, u64)> = retries
@@ -337,7 +337,7 @@ pub(super) fn delete_previewed(app: &App, call: Incoming) -> Result<Answer, Erro
 }
 
 /// `GET /metrics`, as JSON or as one server-sent event.
-pub(super) fn metrics(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn metrics(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let metrics =
         MetricsOut::from(app.with_queue(&call, |broker, now| Ok(broker.metrics(call.at(), now)))?);
     if call.event_stream {
@@ -352,7 +352,7 @@ pub(super) fn metrics(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> 
 }
 
 /// `POST /purge`.
-pub(super) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     // Cloudflare's description marks the purge `x-forge-require-confirmation`
     // ("This operation drops every message in the queue"); the code for a
     // missing confirmation is an assumption (see "Assumptions").
@@ -371,7 +371,7 @@ pub(super) fn purge_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
 }
 
 /// `GET /purge`.
-pub(super) fn purge_status(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn purge_status(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let started = app.with_queue(&call, |broker, now| Ok(broker.purge_status(call.at(), now)))?;
     success(&PurgeStatusResult::new(started)).map(Answer::Json)
 }

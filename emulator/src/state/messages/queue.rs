@@ -4,96 +4,96 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::refs::RefBook;
-use super::tokens::KeyMap;
-use super::{
+use crate::state::messages::refs::RefBook;
+use crate::state::messages::tokens::KeyMap;
+use crate::state::{
     BodyKind, DELIVERED_AGAIN, LEASE_UNKNOWN, LEASED_ELSEWHERE, PURGE_STATUS_TTL_MS, QueueStats,
     RELEASED_BY_RETRY, SHRINK_ABOVE, len_u64,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Lease {
-    pub(super) key: u128,
-    pub(super) expiry_ms: u64,
+pub(crate) struct Lease {
+    pub(crate) key: u128,
+    pub(crate) expiry_ms: u64,
 }
 
 #[derive(Debug)]
-pub(super) struct Stored {
-    pub(super) kind: BodyKind,
-    pub(super) body: Arc<[u8]>,
-    pub(super) timestamp_ms: u64,
-    pub(super) attempts: u32,
+pub(crate) struct Stored {
+    pub(crate) kind: BodyKind,
+    pub(crate) body: Arc<[u8]>,
+    pub(crate) timestamp_ms: u64,
+    pub(crate) attempts: u32,
     /// Meaningful only while `lease` is `None`: the key in `QueueState::ready`.
-    pub(super) visible_at_ms: u64,
+    pub(crate) visible_at_ms: u64,
     /// The live lease, if the message is in flight.
-    pub(super) lease: Option<Lease>,
+    pub(crate) lease: Option<Lease>,
     /// Every lease id issued for this message, the live one included: a
     /// stale lease stays usable while its message exists, and all of them
     /// leave `QueueState::leases` when it is deleted.
-    pub(super) issued: Vec<u128>,
+    pub(crate) issued: Vec<u128>,
     /// Counts the changes that make preview ids stale: deliveries (by a
     /// pull, or by an extension taking an expired lease back) and retries.
-    pub(super) generation: u64,
+    pub(crate) generation: u64,
     /// Whether a retry gave the message back since its last delivery, so
     /// that the last lease can no longer take it back by an extension.
-    pub(super) released: bool,
+    pub(crate) released: bool,
     /// The delay it was pushed with, for its `CF-msg-delay-secs`.
-    pub(super) delay_ms: u64,
+    pub(crate) delay_ms: u64,
 }
 
 /// A message on its way to a dead-letter queue.
 #[derive(Debug)]
-pub(super) struct DeadLetterMove {
-    pub(super) kind: BodyKind,
-    pub(super) body: Arc<[u8]>,
-    pub(super) timestamp_ms: u64,
-    pub(super) visible_at_ms: u64,
+pub(crate) struct DeadLetterMove {
+    pub(crate) kind: BodyKind,
+    pub(crate) body: Arc<[u8]>,
+    pub(crate) timestamp_ms: u64,
+    pub(crate) visible_at_ms: u64,
     /// The delay it was pushed with (0 for a dead-lettered message, which
     /// enters its new queue at once).
-    pub(super) delay_ms: u64,
+    pub(crate) delay_ms: u64,
 }
 
 /// One queue. Every message sits in exactly one of `ready` (unleased, keyed by
 /// the time it becomes visible) or `inflight` (leased, keyed by lease expiry),
 /// so pulls and expiries only walk the entries they act upon.
 #[derive(Debug, Default)]
-pub(super) struct QueueState {
-    pub(super) messages: KeyMap<u64, Stored>,
-    pub(super) ready: BTreeSet<(u64, u64)>,
-    pub(super) inflight: BTreeSet<(u64, u64)>,
+pub(crate) struct QueueState {
+    pub(crate) messages: KeyMap<u64, Stored>,
+    pub(crate) ready: BTreeSet<(u64, u64)>,
+    pub(crate) inflight: BTreeSet<(u64, u64)>,
     /// Every lease id issued for a message that still exists -> its seq.
-    pub(super) leases: KeyMap<u128, u64>,
+    pub(crate) leases: KeyMap<u128, u64>,
     /// (push timestamp, seq) so the oldest message is found in O(log n).
-    pub(super) oldest: BTreeSet<(u64, u64)>,
-    pub(super) bytes: u64,
-    pub(super) dead_lettered: u64,
-    pub(super) refs: RefBook,
-    pub(super) previews: RefBook,
+    pub(crate) oldest: BTreeSet<(u64, u64)>,
+    pub(crate) bytes: u64,
+    pub(crate) dead_lettered: u64,
+    pub(crate) refs: RefBook,
+    pub(crate) previews: RefBook,
     /// When the broker's sweep will next trim this queue's refs and preview
     /// ids, if it is scheduled to.
-    pub(super) sweep_due_ms: Option<u64>,
+    pub(crate) sweep_due_ms: Option<u64>,
     /// When this queue's state was created (Unix ms), for the queue object
     /// a purge of the whole queue answers with.
-    pub(super) created_ms: u64,
+    pub(crate) created_ms: u64,
     /// When the last purge of the whole queue started, if one did.
-    pub(super) purged_at_ms: Option<u64>,
+    pub(crate) purged_at_ms: Option<u64>,
     /// Whether changes are journaled for a data directory: only then do
     /// `touched`, `cleared` and `meta_dirty` fill, so that the in-memory
     /// emulator keeps nothing it would never drain.
-    pub(super) tracking: bool,
+    pub(crate) tracking: bool,
     /// Messages stored, changed or deleted since the journal last took
     /// them, each with whether its body is new (may repeat; the journal
     /// reads each one's current state).
-    pub(super) touched: Vec<(u64, bool)>,
+    pub(crate) touched: Vec<(u64, bool)>,
     /// Every message was deleted at once since the journal last looked.
-    pub(super) cleared: bool,
+    pub(crate) cleared: bool,
     /// `created_ms`, `dead_lettered` or `purged_at_ms` changed.
-    pub(super) meta_dirty: bool,
+    pub(crate) meta_dirty: bool,
 }
 
 impl QueueState {
     /// An empty queue whose state starts at `now_ms`.
-    pub(super) fn new(now_ms: u64, tracking: bool) -> QueueState {
+    pub(crate) fn new(now_ms: u64, tracking: bool) -> QueueState {
         QueueState {
             created_ms: now_ms,
             tracking,
@@ -104,13 +104,13 @@ impl QueueState {
 
     /// Notes that message `seq` must be written (or deleted) again; its
     /// body too when `body` (a new message), otherwise its header only.
-    pub(super) fn touch(&mut self, seq: u64, body: bool) {
+    pub(crate) fn touch(&mut self, seq: u64, body: bool) {
         if self.tracking {
             self.touched.push((seq, body));
         }
     }
 
-    pub(super) fn metrics(&self) -> QueueStats {
+    pub(crate) fn metrics(&self) -> QueueStats {
         QueueStats {
             backlog_count: len_u64(self.messages.len()),
             backlog_bytes: self.bytes,
@@ -122,7 +122,7 @@ impl QueueState {
     /// ref or preview id either), no dead-letter count and no purge status.
     /// Such a queue is dropped, so that a stream of new queue ids costs
     /// nothing once they are empty.
-    pub(super) fn is_reclaimable(&self) -> bool {
+    pub(crate) fn is_reclaimable(&self) -> bool {
         self.messages.is_empty()
             && self.refs.is_empty()
             && self.previews.is_empty()
@@ -130,7 +130,7 @@ impl QueueState {
             && self.purged_at_ms.is_none()
     }
 
-    pub(super) fn insert(&mut self, seq: u64, moved: DeadLetterMove) {
+    pub(crate) fn insert(&mut self, seq: u64, moved: DeadLetterMove) {
         self.touch(seq, true);
         self.bytes = self.bytes.saturating_add(len_u64(moved.body.len()));
         self.oldest.insert((moved.timestamp_ms, seq));
@@ -157,7 +157,7 @@ impl QueueState {
     /// page: messages "older than the queue message retention period"
     /// expire, delivered or not). Their leases, refs and preview ids go
     /// stale; they are not dead-lettered.
-    pub(super) fn drop_older_than(&mut self, cutoff_ms: u64) {
+    pub(crate) fn drop_older_than(&mut self, cutoff_ms: u64) {
         while let Some(&(timestamp_ms, seq)) = self.oldest.first() {
             if timestamp_ms > cutoff_ms {
                 break;
@@ -167,7 +167,7 @@ impl QueueState {
     }
 
     /// Deletes a message from every index, and forgets all its lease ids.
-    pub(super) fn remove(&mut self, seq: u64) -> Option<Stored> {
+    pub(crate) fn remove(&mut self, seq: u64) -> Option<Stored> {
         let stored = self.messages.remove(&seq)?;
         self.touch(seq, false);
         match stored.lease {
@@ -202,7 +202,7 @@ impl QueueState {
 
     /// Drops a message that ran out of attempts, counting it and keeping its
     /// content when a dead-letter queue will receive it.
-    pub(super) fn dead_letter(
+    pub(crate) fn dead_letter(
         &mut self,
         seq: u64,
         visible_at_ms: u64,
@@ -227,7 +227,7 @@ impl QueueState {
     /// Ends every lease that expired by `now_ms`: the message becomes visible
     /// at its expiry time, or is dead-lettered if out of attempts. The lease
     /// id goes stale but stays known while the message exists.
-    pub(super) fn expire(
+    pub(crate) fn expire(
         &mut self,
         now_ms: u64,
         max_retries: u32,
@@ -261,7 +261,7 @@ impl QueueState {
     /// was delivered to another consumer", and says nothing of late retries,
     /// so a late retry must not pull a message out from under its current
     /// holder.
-    pub(super) fn retry(
+    pub(crate) fn retry(
         &mut self,
         key: u128,
         seq: u64,
@@ -301,7 +301,7 @@ impl QueueState {
     /// Makes message `seq` visible at `visible_at_ms`, ending its lease if
     /// it has one (a retry by hand: no attempt used, never dead-lettered);
     /// `false` when there is no such message.
-    pub(super) fn make_visible(&mut self, seq: u64, visible_at_ms: u64) -> bool {
+    pub(crate) fn make_visible(&mut self, seq: u64, visible_at_ms: u64) -> bool {
         let Some(stored) = self.messages.get_mut(&seq) else {
             return false;
         };
@@ -324,8 +324,8 @@ impl QueueState {
     }
 
     /// Extends lease `key` of message `seq` until `expiry_ms`, keeping its
-    /// attempts; see [`Broker::extend`](super::Broker::extend) for the rules.
-    pub(super) fn extend(
+    /// attempts; see [`Broker::extend`](crate::state::Broker::extend) for the rules.
+    pub(crate) fn extend(
         &mut self,
         key: u128,
         seq: u64,
@@ -357,7 +357,7 @@ impl QueueState {
 
     /// Puts a previewed, unleased message back after `delay_ms`, keeping
     /// its attempts: it was not delivered.
-    pub(super) fn delay_previewed(&mut self, seq: u64, delay_ms: u64, now_ms: u64) {
+    pub(crate) fn delay_previewed(&mut self, seq: u64, delay_ms: u64, now_ms: u64) {
         let Some(stored) = self.messages.get_mut(&seq) else {
             return;
         };
@@ -374,7 +374,7 @@ impl QueueState {
 
     /// Deletes every message at once, with its leases, refs and preview
     /// ids, and gives back the memory they held. Returns how many there were.
-    pub(super) fn clear(&mut self) -> u64 {
+    pub(crate) fn clear(&mut self) -> u64 {
         let purged = len_u64(self.messages.len());
         self.messages = KeyMap::default();
         self.ready = BTreeSet::new();
@@ -395,7 +395,7 @@ impl QueueState {
     /// Forgets refs and preview ids beyond the cap or TTL, and all of them
     /// once the queue is empty (they could only name deleted messages); and
     /// the status of a purge older than [`PURGE_STATUS_TTL_MS`].
-    pub(super) fn trim_refs(&mut self, now_ms: u64) {
+    pub(crate) fn trim_refs(&mut self, now_ms: u64) {
         let drained = self.messages.is_empty();
         self.refs.trim(now_ms, drained);
         self.previews.trim(now_ms, drained);
@@ -410,7 +410,7 @@ impl QueueState {
 
     /// When the oldest ref or preview id left expires, or the purge status
     /// is forgotten, if there is any of them.
-    pub(super) fn next_ref_expiry(&self) -> Option<u64> {
+    pub(crate) fn next_ref_expiry(&self) -> Option<u64> {
         let purge = self
             .purged_at_ms
             .map(|at| at.saturating_add(PURGE_STATUS_TTL_MS));

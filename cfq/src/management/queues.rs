@@ -6,15 +6,15 @@ use cf_queues::resources::{ConsumerInfo, QueueSettings};
 use cf_queues::response::QueueInfo;
 use serde::Serialize;
 
-use crate::admin::confirm;
 use crate::args::{CreateArgs, DeleteArgs, InfoArgs, ListArgs, UpdateArgs};
+use crate::confirm::confirm;
 use crate::exit::{Code, Failure};
-use crate::optional::Optionally;
+use crate::flag_defaults::Optionally;
 use crate::output::Output;
 use crate::session::{Account, Session};
+use crate::shell_words::command_line;
+use crate::shell_words::{QueueFlag, queue_words};
 use crate::stderr::note;
-use crate::words::command_line;
-use crate::words::{QueueFlag, queue_words};
 
 /// A queue as `list`, `info`, `create` and `update` print it in JSON: the
 /// API's own field names, the durations in seconds as the API has them.

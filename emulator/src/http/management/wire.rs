@@ -6,18 +6,18 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::clock::rfc3339_ms;
-use super::super::state::{
+use crate::clock::rfc3339_ms;
+use crate::http::error_answer::ErrorAnswer;
+use crate::http::parse::Object;
+use crate::state::{
     ConsumerKind, ConsumerSpec, MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord,
     SettingsChange, WorkerSettings, bounded,
 };
-use super::error_answer::ErrorAnswer;
-use super::parse::Object;
 
 /// `mq_queue`: a queue with its settings and consumer. The emulator knows
 /// no producers (Workers bound to the queue): the list is empty.
 #[derive(Serialize)]
-pub(super) struct QueueOut<'a> {
+pub(crate) struct QueueOut<'a> {
     queue_id: &'a str,
     queue_name: &'a str,
     created_on: String,
@@ -37,7 +37,7 @@ struct SettingsOut {
 }
 
 impl<'a> QueueOut<'a> {
-    pub(super) fn new(record: &'a QueueRecord) -> QueueOut<'a> {
+    pub(crate) fn new(record: &'a QueueRecord) -> QueueOut<'a> {
         let consumers: Vec<ConsumerOut<'a>> = record
             .consumer
             .iter()
@@ -63,7 +63,7 @@ impl<'a> QueueOut<'a> {
 
 /// A consumer: `mq_http-consumer-response` or `mq_worker-consumer-response`.
 #[derive(Serialize)]
-pub(super) struct ConsumerOut<'a> {
+pub(crate) struct ConsumerOut<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     consumer_id: &'a str,
@@ -103,9 +103,9 @@ enum ConsumerSettingsOut {
 }
 
 impl<'a> ConsumerOut<'a> {
-    pub(super) fn new(
+    pub(crate) fn new(
         record: &'a QueueRecord,
-        consumer: &'a super::super::state::ConsumerRecord,
+        consumer: &'a crate::state::ConsumerRecord,
     ) -> ConsumerOut<'a> {
         let (script_name, service, settings) = match &consumer.spec.kind {
             ConsumerKind::HttpPull(s) => (
@@ -150,12 +150,12 @@ impl<'a> ConsumerOut<'a> {
 
 /// `result_info` of a list of queues.
 #[derive(Serialize)]
-pub(super) struct ResultInfo {
-    pub(super) count: usize,
-    pub(super) page: usize,
-    pub(super) per_page: usize,
-    pub(super) total_count: usize,
-    pub(super) total_pages: usize,
+pub(crate) struct ResultInfo {
+    pub(crate) count: usize,
+    pub(crate) page: usize,
+    pub(crate) per_page: usize,
+    pub(crate) total_count: usize,
+    pub(crate) total_pages: usize,
 }
 
 /// A whole number of a body within bounds; `None` when absent or `null`.
@@ -190,7 +190,7 @@ fn whole_u32(
 }
 
 /// An optional string field.
-pub(super) fn string<'a>(
+pub(crate) fn string<'a>(
     object: &'a Object,
     key: &str,
     pointer: &str,

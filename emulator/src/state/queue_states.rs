@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 
 use super::At;
-use super::queue::QueueState;
+use crate::state::messages::queue::QueueState;
 
 /// The queue states of one account, by queue id.
 pub(super) type Queues = HashMap<String, QueueState>;

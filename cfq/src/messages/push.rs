@@ -32,10 +32,10 @@ use crate::exit::{Code, Context, Failure, may_have_landed};
 use crate::ndjson::{Line, Lines, NumberedLine};
 use crate::output::{line_ranges, plural};
 use crate::session::Session;
+use crate::shell_words::command_line;
+use crate::shell_words::{QueueFlag, queue_id_words};
 use crate::signals::Interrupts;
 use crate::stderr::note;
-use crate::words::command_line;
-use crate::words::{QueueFlag, queue_id_words};
 
 pub async fn push(session: &Session, args: &PushArgs) -> Result<Code, Failure> {
     if let Some(file) = &args.file {

@@ -1,6 +1,6 @@
 //! One handler per management operation: queues and their consumers,
 //! created, read, changed and deleted. Each gets a request that passed the
-//! shared steps of [`Incoming::read`](super::Incoming::read) (the queue of
+//! shared steps of [`Incoming::read`](crate::http::Incoming::read) (the queue of
 //! the path, if any, exists).
 
 use std::collections::HashMap;
@@ -9,13 +9,13 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::super::state::{
+use super::wire::{ConsumerOut, QueueOut, ResultInfo, consumer_spec, settings_change, string};
+use crate::http::error_answer::ErrorAnswer;
+use crate::http::messages::wire::success;
+use crate::http::{Answer, App, Incoming};
+use crate::state::{
     AccountError, DEFAULT_PER_PAGE, MAX_PER_PAGE, QueueRecord, SettingsChange, bounded,
 };
-use super::error_answer::ErrorAnswer;
-use super::resources::{ConsumerOut, QueueOut, ResultInfo, consumer_spec, settings_change, string};
-use super::wire::success;
-use super::{Answer, App, Incoming};
 use cf_queues::codes;
 
 impl From<AccountError> for ErrorAnswer {
@@ -106,7 +106,7 @@ fn page_number(
 }
 
 /// `GET /accounts/{account_id}/queues?page&per_page&name`.
-pub(super) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let query = &call.query;
     let page = page_number(query, "page", u64::from(u32::MAX))?.unwrap_or(1);
     let per_page = page_number(query, "per_page", MAX_PER_PAGE as u64)?.unwrap_or(DEFAULT_PER_PAGE);
@@ -132,7 +132,7 @@ pub(super) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
 }
 
 /// `POST /accounts/{account_id}/queues`.
-pub(super) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let name = string(&call.request, "queue_name", "/queue_name")?
         .ok_or_else(|| ErrorAnswer::invalid("/queue_name", "queue_name is required"))?;
     let settings = settings_change(&call.request)?;
@@ -142,7 +142,7 @@ pub(super) fn create_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAns
 }
 
 /// `GET .../queues/{queue_id}`.
-pub(super) fn get_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn get_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let record = app.with_broker(|broker, _| broker.get_queue(call.at()))?;
     queue_answer(&record)
 }
@@ -157,23 +157,23 @@ fn update(app: &App, call: &Incoming, replace: bool) -> Result<Answer, ErrorAnsw
 }
 
 /// `PUT .../queues/{queue_id}`: settings left out are reset.
-pub(super) fn update_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn update_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     update(app, &call, true)
 }
 
 /// `PATCH .../queues/{queue_id}`: settings left out are kept.
-pub(super) fn edit_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn edit_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     update(app, &call, false)
 }
 
 /// `DELETE .../queues/{queue_id}`.
-pub(super) fn delete_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn delete_queue(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     app.with_broker(|broker, _| broker.delete_queue(call.at()))?;
     deleted()
 }
 
 /// `GET .../queues/{queue_id}/consumers`.
-pub(super) fn list_consumers(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn list_consumers(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let record = app.with_broker(|broker, _| broker.get_queue(call.at()))?;
     let consumers: Vec<ConsumerOut<'_>> = record
         .consumer
@@ -187,7 +187,7 @@ pub(super) fn list_consumers(app: &App, call: Incoming) -> Result<Answer, ErrorA
 fn consumer_answer(
     app: &App,
     call: &Incoming,
-    change: impl FnOnce(&mut super::super::state::Broker, u64) -> Result<(), AccountError>,
+    change: impl FnOnce(&mut crate::state::Broker, u64) -> Result<(), AccountError>,
 ) -> Result<Answer, ErrorAnswer> {
     let record = app.with_broker(|broker, now| {
         change(broker, now)?;
@@ -201,7 +201,7 @@ fn consumer_answer(
 }
 
 /// `POST .../queues/{queue_id}/consumers`.
-pub(super) fn create_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn create_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let spec = consumer_spec(&call.request)?;
     consumer_answer(app, &call, |broker, now| {
         broker.create_consumer(call.at(), spec, now).map(drop)
@@ -209,7 +209,7 @@ pub(super) fn create_consumer(app: &App, call: Incoming) -> Result<Answer, Error
 }
 
 /// `GET .../consumers/{consumer_id}`.
-pub(super) fn get_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn get_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let id = call.consumer.clone().unwrap_or_default();
     consumer_answer(app, &call, |broker, _| {
         broker.get_consumer(call.at(), &id).map(drop)
@@ -217,7 +217,7 @@ pub(super) fn get_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAns
 }
 
 /// `PUT .../consumers/{consumer_id}`.
-pub(super) fn update_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn update_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let spec = consumer_spec(&call.request)?;
     let id = call.consumer.clone().unwrap_or_default();
     consumer_answer(app, &call, |broker, now| {
@@ -226,7 +226,7 @@ pub(super) fn update_consumer(app: &App, call: Incoming) -> Result<Answer, Error
 }
 
 /// `DELETE .../consumers/{consumer_id}`.
-pub(super) fn delete_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
+pub(crate) fn delete_consumer(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let id = call.consumer.clone().unwrap_or_default();
     app.with_broker(|broker, now| broker.delete_consumer(call.at(), &id, now))?;
     deleted()

@@ -6,11 +6,11 @@
 //! delivered, they are instantly deleted from this queue and do not affect
 //! metrics".
 
-use super::broker::{delivery, queue_mut, schedule_sweep};
-use super::queue::QueueState;
-use super::refs::{Named, Names};
-use super::tokens::parse_token;
-use super::{
+use crate::state::broker::{delivery, queue_mut, schedule_sweep};
+use crate::state::messages::queue::QueueState;
+use crate::state::messages::refs::{Named, Names};
+use crate::state::messages::tokens::parse_token;
+use crate::state::{
     At, Broker, Delivery, MAX_PREALLOC, PREVIEW_STALE, PREVIEW_UNKNOWN, PreviewedReport, REF_GONE,
 };
 
@@ -21,7 +21,7 @@ impl Broker {
     /// comes with a fresh preview id (as its `lease_id`) for
     /// [`Broker::delete_previewed`]; it is good while the message stays as
     /// it was shown (no delivery, retry or deletion since), for at most
-    /// [`PEEK_REF_TTL_MS`](super::PEEK_REF_TTL_MS).
+    /// [`PEEK_REF_TTL_MS`](crate::state::PEEK_REF_TTL_MS).
     pub(crate) fn preview<'a>(
         &mut self,
         at: impl Into<At<'a>>,
@@ -34,7 +34,7 @@ impl Broker {
     /// Up to `batch_size` visible, unleased messages in delivery order,
     /// leasing none, each under a fresh name from `names` (in the
     /// `lease_id` field): the one walk behind peek and preview.
-    pub(super) fn show(
+    pub(crate) fn show(
         &mut self,
         at: At<'_>,
         batch_size: usize,

@@ -4,8 +4,8 @@
 //! directory it is journaled (and a move between two queues is committed
 //! as one change: both queues, or neither).
 
-use super::queue::DeadLetterMove;
 use super::{At, Broker};
+use crate::state::messages::queue::DeadLetterMove;
 
 impl Broker {
     /// Deletes the messages of the queue at `at` whose sequence numbers are

@@ -33,7 +33,7 @@ const POOL_BYTES: usize = 4096;
 
 /// The splitmix64 output function: a bijection on `u64`, so distinct inputs
 /// always give distinct outputs, which keeps message ids unique.
-pub(super) fn mix(x: u64) -> u64 {
+pub(crate) fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -55,7 +55,7 @@ const JWE_PREFIX: &str = "eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2Q0JDLUhTNTEyIn0..";
 
 /// The length of a token: the prefix, a 16-byte IV, a 32-byte ciphertext
 /// and a 32-byte tag (A256CBC-HS512's), base64url-encoded and joined by dots.
-pub(super) const TOKEN_LEN: usize = JWE_PREFIX.len() + 22 + 1 + 43 + 1 + 43;
+pub(crate) const TOKEN_LEN: usize = JWE_PREFIX.len() + 22 + 1 + 43 + 1 + 43;
 
 /// Derived bytes after the IV: not secret (the key is), only random-looking.
 fn derived(token: u128, out: &mut [u8; 64]) {
@@ -68,7 +68,7 @@ fn derived(token: u128, out: &mut [u8; 64]) {
 }
 
 /// A token as clients see it: a compact JWE of [`TOKEN_LEN`] characters.
-pub(super) fn token_string(token: u128) -> String {
+pub(crate) fn token_string(token: u128) -> String {
     let mut tail = [0u8; 64];
     derived(token, &mut tail);
     let mut out = String::with_capacity(TOKEN_LEN);
@@ -84,7 +84,7 @@ pub(super) fn token_string(token: u128) -> String {
 /// The key of a token [`token_string`] made; anything else (another
 /// length, another header, a changed character anywhere) is rejected, so
 /// every token has a single spelling.
-pub(super) fn parse_token(token: &str) -> Option<u128> {
+pub(crate) fn parse_token(token: &str) -> Option<u128> {
     if token.len() != TOKEN_LEN {
         return None;
     }
@@ -99,7 +99,7 @@ pub(super) fn parse_token(token: &str) -> Option<u128> {
 /// up but never choose the keys inserted, so SipHash's flooding resistance
 /// buys nothing here.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct TokenKeyHasher(u64);
+pub(crate) struct TokenKeyHasher(u64);
 
 impl Hasher for TokenKeyHasher {
     fn finish(&self) -> u64 {
@@ -121,8 +121,8 @@ impl Hasher for TokenKeyHasher {
     }
 }
 
-pub(super) type KeyBuild = BuildHasherDefault<TokenKeyHasher>;
-pub(super) type KeyMap<K, V> = HashMap<K, V, KeyBuild>;
+pub(crate) type KeyBuild = BuildHasherDefault<TokenKeyHasher>;
+pub(crate) type KeyMap<K, V> = HashMap<K, V, KeyBuild>;
 
 /// Fills a buffer with random bytes.
 type Fill = Box<dyn FnMut(&mut [u8]) + Send>;
@@ -160,7 +160,7 @@ impl RandomSource {
         })
     }
 
-    pub(super) fn u128(&mut self) -> u128 {
+    pub(crate) fn u128(&mut self) -> u128 {
         if self.used + 16 > POOL_BYTES {
             (self.fill)(&mut self.pool[..]);
             self.used = 0;
@@ -171,7 +171,7 @@ impl RandomSource {
         u128::from_le_bytes(word)
     }
 
-    pub(super) fn u64(&mut self) -> u64 {
+    pub(crate) fn u64(&mut self) -> u64 {
         self.u128() as u64
     }
 }
@@ -184,16 +184,16 @@ impl fmt::Debug for RandomSource {
 
 /// Issues every token.
 #[derive(Debug)]
-pub(super) struct Tokens {
-    pub(super) message_key: u64,
-    pub(super) next_seq: u64,
+pub(crate) struct Tokens {
+    pub(crate) message_key: u64,
+    pub(crate) next_seq: u64,
     random: RandomSource,
     /// Whether queue states journal their changes (a data directory).
-    pub(super) tracking: bool,
+    pub(crate) tracking: bool,
 }
 
 impl Tokens {
-    pub(super) fn new(mut random: RandomSource) -> Self {
+    pub(crate) fn new(mut random: RandomSource) -> Self {
         Tokens {
             message_key: random.u64(),
             next_seq: 0,
@@ -204,7 +204,7 @@ impl Tokens {
 
     /// Broker-wide sequence number: orders messages (FIFO tie-break) and keys
     /// them; never reused, so stale refs can never alias a newer message.
-    pub(super) fn seq(&mut self) -> u64 {
+    pub(crate) fn seq(&mut self) -> u64 {
         let seq = self.next_seq;
         self.next_seq = seq.wrapping_add(1);
         seq
@@ -213,7 +213,7 @@ impl Tokens {
     /// A fresh lease id or peek ref, not yet a key of `taken`. A repeat has
     /// a chance of 2^-128, but checking costs one lookup and makes
     /// uniqueness certain.
-    pub(super) fn fresh<V>(&mut self, taken: &KeyMap<u128, V>) -> u128 {
+    pub(crate) fn fresh<V>(&mut self, taken: &KeyMap<u128, V>) -> u128 {
         loop {
             let token = self.random.u128();
             if !taken.contains_key(&token) {
@@ -224,7 +224,7 @@ impl Tokens {
 
     /// A fresh resource id (a queue's or a consumer's): 32 lowercase hex
     /// digits of 128 random bits, as Cloudflare's ids look.
-    pub(super) fn resource_id(&mut self) -> String {
+    pub(crate) fn resource_id(&mut self) -> String {
         let random = self.random.u128();
         let mut out = String::with_capacity(32);
         push_hex(&mut out, (random >> 64) as u64);
@@ -234,7 +234,7 @@ impl Tokens {
 
     /// Derived from the sequence number rather than stored, which saves
     /// memory per queued message.
-    pub(super) fn message_id(&self, seq: u64) -> String {
+    pub(crate) fn message_id(&self, seq: u64) -> String {
         let head = mix(seq ^ self.message_key);
         let mut out = String::with_capacity(32);
         push_hex(&mut out, head);

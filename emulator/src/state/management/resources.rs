@@ -1,7 +1,7 @@
 //! Queues and consumers as resources: each account's queues with their
 //! names, ids, settings and consumer, apart from the messages they hold
-//! ([`queue`](super::queue)). The management operations are in
-//! [`manage`](super::manage); this file holds the model, how a queue comes
+//! ([`queue`](crate::state::messages::queue)). The management operations are in
+//! [`manage`](crate::state::management::operations); this file holds the model, how a queue comes
 //! into being, and what a queue's consumer decides about delivery.
 //!
 //! A queue exists here once it was created (by the API, a configuration
@@ -29,7 +29,7 @@ pub(crate) const MAX_PER_PAGE: usize = 1000;
 /// idle ones: a client naming a new queue id in every request must not
 /// make it grow without bound. (Cloudflare allows 10,000 queues per
 /// account.)
-pub(super) const MAX_PRISTINE_LAX: usize = 10_000;
+pub(crate) const MAX_PRISTINE_LAX: usize = 10_000;
 
 /// What queues may spring into being on a messages request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -42,7 +42,7 @@ pub(crate) enum Springs {
 }
 
 impl Springs {
-    pub(super) fn allows(&self, id: &str) -> bool {
+    pub(crate) fn allows(&self, id: &str) -> bool {
         match self {
             Springs::Any => true,
             Springs::Only(ids) => ids.contains(id),
@@ -178,9 +178,9 @@ pub(crate) struct QueueRecord {
     pub consumer: Option<ConsumerRecord>,
     /// It sprang into being and was never changed since: the registry may
     /// forget it while it holds no message ([`MAX_PRISTINE_LAX`]).
-    pub(super) pristine: bool,
+    pub(crate) pristine: bool,
     /// Creation order, for listing.
-    pub(super) order: u64,
+    pub(crate) order: u64,
 }
 
 impl QueueRecord {
@@ -213,38 +213,38 @@ pub(crate) enum AccountError {
 
 /// The queues of one account.
 #[derive(Debug, Default)]
-pub(super) struct Account {
-    pub(super) queues: HashMap<String, QueueRecord>,
+pub(crate) struct Account {
+    pub(crate) queues: HashMap<String, QueueRecord>,
     /// Counts the changes to the set of names (a queue created, deleted or
     /// renamed), so that an index of them knows when it is stale.
-    pub(super) names_changed: u64,
+    pub(crate) names_changed: u64,
     /// Name -> id: names are unique in an account.
-    pub(super) names: HashMap<String, String>,
+    pub(crate) names: HashMap<String, String>,
     /// Creation order -> id.
-    pub(super) order: BTreeMap<u64, String>,
+    pub(crate) order: BTreeMap<u64, String>,
     /// Ids deleted, which never spring back into being.
-    pub(super) deleted: HashSet<String>,
+    pub(crate) deleted: HashSet<String>,
     /// Dead-letter queue name -> the queues whose consumer names it, so that
     /// a dead-letter queue is brought up to date before it is observed.
-    pub(super) dlq_sources: HashMap<String, BTreeSet<String>>,
+    pub(crate) dlq_sources: HashMap<String, BTreeSet<String>>,
 }
 
 impl Account {
     /// The name of a queue, its id when it has no record (message state
     /// only, as in the broker's unit tests).
-    pub(super) fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
+    pub(crate) fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
         self.queues.get(id).map_or(id, |q| q.name.as_str())
     }
 
     /// Whether it holds nothing: no queue, and none deleted (whose ids must
     /// be kept so that they never spring back).
-    pub(super) fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.queues.is_empty() && self.deleted.is_empty()
     }
 
     /// Inserts a record, indexing its name, order and dead-letter queue
     /// (the registry notes it for the journal: [`Registry::insert`]).
-    pub(super) fn insert(&mut self, record: QueueRecord) {
+    pub(crate) fn insert(&mut self, record: QueueRecord) {
         self.names_changed = self.names_changed.wrapping_add(1);
         self.names.insert(record.name.clone(), record.id.clone());
         self.order.insert(record.order, record.id.clone());
@@ -262,7 +262,7 @@ impl Account {
     }
 
     /// Removes a record and its indexes; `None` if there was none.
-    pub(super) fn remove(&mut self, id: &str) -> Option<QueueRecord> {
+    pub(crate) fn remove(&mut self, id: &str) -> Option<QueueRecord> {
         let record = self.queues.remove(id)?;
         self.names_changed = self.names_changed.wrapping_add(1);
         self.names.remove(&record.name);
@@ -272,7 +272,7 @@ impl Account {
     }
 
     /// Forgets that `record`'s consumer feeds a dead-letter queue.
-    pub(super) fn unlink_dlq(&mut self, record: &QueueRecord) {
+    pub(crate) fn unlink_dlq(&mut self, record: &QueueRecord) {
         let Some(dlq) = record
             .consumer
             .as_ref()
@@ -292,32 +292,32 @@ impl Account {
 /// What a queue's consumer decides about delivery, when its leases run
 /// out or are retried.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Policy {
-    pub(super) max_retries: u32,
+pub(crate) struct Policy {
+    pub(crate) max_retries: u32,
     /// The NAME of the queue its exhausted messages go to, resolved to
     /// an id (or created) only when a message goes there
-    /// ([`Broker::deliver_dead_letters`](super::Broker)).
-    pub(super) dead_letter: Option<String>,
+    /// ([`Broker::deliver_dead_letters`](crate::state::Broker)).
+    pub(crate) dead_letter: Option<String>,
     /// Messages pushed longer ago than this are gone.
-    pub(super) retention_ms: u64,
+    pub(crate) retention_ms: u64,
 }
 
 /// Every account's queues, and how new ones spring into being.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    pub(super) accounts: HashMap<String, Account>,
-    pub(super) springs: Springs,
-    pub(super) next_order: u64,
+    pub(crate) accounts: HashMap<String, Account>,
+    pub(crate) springs: Springs,
+    pub(crate) next_order: u64,
     /// Records that are [`QueueRecord::pristine`].
-    pub(super) pristine: usize,
+    pub(crate) pristine: usize,
     /// Above this many pristine records, the idle ones are forgotten.
-    pub(super) sweep_above: usize,
+    pub(crate) sweep_above: usize,
     /// Whether changes are noted for a data directory's journal.
-    pub(super) tracking: bool,
+    pub(crate) tracking: bool,
     /// Account -> ids whose record changed since the journal last took
-    /// them ([`Broker::take_journal`](super::Broker::take_journal)): only
+    /// them ([`Broker::take_journal`](crate::state::Broker::take_journal)): only
     /// what was touched is looked at, never every account.
-    pub(super) dirty: HashMap<String, BTreeSet<String>>,
+    pub(crate) dirty: HashMap<String, BTreeSet<String>>,
 }
 
 impl Registry {
@@ -333,7 +333,7 @@ impl Registry {
         self.accounts.get(account)?.queues.get(id)
     }
 
-    pub(super) fn record_mut(&mut self, account: &str, id: &str) -> Option<&mut QueueRecord> {
+    pub(crate) fn record_mut(&mut self, account: &str, id: &str) -> Option<&mut QueueRecord> {
         if !self.accounts.get(account)?.queues.contains_key(id) {
             return None;
         }
@@ -361,7 +361,7 @@ impl Registry {
     }
 
     /// Inserts a record into its account (created if needed).
-    pub(super) fn insert(&mut self, account: &str, record: QueueRecord) {
+    pub(crate) fn insert(&mut self, account: &str, record: QueueRecord) {
         self.note(account, &record.id);
         self.accounts
             .entry(account.to_owned())
@@ -370,7 +370,7 @@ impl Registry {
     }
 
     /// Removes a record and its indexes; `None` if there was none.
-    pub(super) fn remove(&mut self, account: &str, id: &str) -> Option<QueueRecord> {
+    pub(crate) fn remove(&mut self, account: &str, id: &str) -> Option<QueueRecord> {
         let record = self.accounts.get_mut(account)?.remove(id)?;
         self.note(account, id);
         Some(record)
@@ -385,7 +385,7 @@ impl Registry {
             .map(String::as_str)
     }
 
-    pub(super) fn next_order(&mut self) -> u64 {
+    pub(crate) fn next_order(&mut self) -> u64 {
         let order = self.next_order;
         self.next_order = order.wrapping_add(1);
         order
@@ -395,7 +395,7 @@ impl Registry {
     /// never deleted, and not another queue's name (a lax queue is named
     /// after its id, so that would make two queues of one name; Cloudflare
     /// answers 404 to a name used as an id, and so does the emulator).
-    pub(super) fn may_spring(&self, account: &str, id: &str) -> bool {
+    pub(crate) fn may_spring(&self, account: &str, id: &str) -> bool {
         if !self.springs.allows(id) {
             return false;
         }
@@ -407,7 +407,7 @@ impl Registry {
     /// The delivery policy of queue `id`: its consumer's, the lax defaults
     /// for a queue without a record, Cloudflare's defaults for a queue
     /// without a consumer.
-    pub(super) fn policy(
+    pub(crate) fn policy(
         &self,
         account: &str,
         id: &str,

@@ -5,14 +5,14 @@ use std::time::Duration;
 use cf_queues::resources::{ConsumerInfo, HttpPullConsumer, HttpPullSettings, WorkerConsumer};
 use serde::Serialize;
 
-use crate::admin::confirm;
 use crate::args::{ConsumerInfoArgs, DisableArgs, EnableArgs};
+use crate::confirm::confirm;
 use crate::exit::{Code, Failure};
-use crate::optional::Optionally;
+use crate::flag_defaults::Optionally;
 use crate::session::Session;
+use crate::shell_words::QueueFlag;
+use crate::shell_words::{command_line, looks_like_id};
 use crate::stderr::note;
-use crate::words::QueueFlag;
-use crate::words::{command_line, looks_like_id};
 
 /// A queue's consumer as `consumer enable` and `consumer info` print it in
 /// JSON: the API's field names (`type`, `dead_letter_queue`, `settings`
