@@ -139,28 +139,20 @@ impl Limits {
     }
 
     pub(crate) fn check_batch(&self, count: usize, bytes: usize) -> Result<()> {
+        let refused = |reason: String| Err(Error::invalid("messages", reason));
         if count == 0 {
-            return Err(Error::invalid(
-                "messages",
-                "a batch needs at least one message",
-            ));
+            return refused("a batch needs at least one message".to_owned());
         }
         if count > self.max_batch_messages {
-            return Err(Error::invalid(
-                "messages",
-                format!(
-                    "{count} messages exceed the limit of {} per batch",
-                    self.max_batch_messages
-                ),
+            let most = self.max_batch_messages;
+            return refused(format!(
+                "{count} messages exceed the limit of {most} per batch"
             ));
         }
         if bytes > self.max_batch_bytes {
-            return Err(Error::invalid(
-                "messages",
-                format!(
-                    "batch of {bytes} bytes exceeds the limit of {} bytes",
-                    self.max_batch_bytes
-                ),
+            let most = self.max_batch_bytes;
+            return refused(format!(
+                "batch of {bytes} bytes exceeds the limit of {most} bytes"
             ));
         }
         Ok(())

@@ -10,6 +10,11 @@
 //!   conventions: `receive` (a pull), `process` (a handler call, for one
 //!   message or a batch), `settle` (an ack), `extend` (lease extensions)
 //!   and `send` (the producer's batch).
+//!
+//! Each span keeps the target it had when the task that opens it wrote it
+//! (`cf_queues::call` for the call and its attempt, `cf_queues::attempt`
+//! for the exchange, `cf_queues::consumer::puller` for `receive`, and so
+//! on): a filter written for them keeps working.
 
 #[cfg(feature = "consumer")]
 use crate::PulledMessage;
@@ -21,6 +26,7 @@ const MESSAGING_SYSTEM: &str = "cloudflare_queues";
 /// The span of one call, around all its attempts and waits.
 pub(crate) fn call(operation_id: &str, queue_id: &str) -> tracing::Span {
     tracing::info_span!(
+        target: "cf_queues::call",
         "cf_queues",
         operation = operation_id,
         queue_id = %queue_id,
@@ -30,26 +36,32 @@ pub(crate) fn call(operation_id: &str, queue_id: &str) -> tracing::Span {
 
 /// The retry loop's span of one attempt of a call.
 pub(crate) fn attempt(attempt: u32) -> tracing::Span {
-    tracing::debug_span!("attempt", attempt)
+    tracing::debug_span!(target: "cf_queues::call", "attempt", attempt)
 }
 
 /// The hook's span of one attempt's exchange: its status and duration
 /// recorded once known.
 pub(crate) fn exchange() -> tracing::Span {
     tracing::debug_span!(
+        target: "cf_queues::attempt",
         "attempt",
         status = tracing::field::Empty,
         duration_ms = tracing::field::Empty
     )
 }
 
-/// A messaging span after OpenTelemetry's conventions: its name (also
+/// A messaging span after OpenTelemetry's conventions: its target, its name (also
 /// `messaging.operation.type`), kind, queue, operation name and the fields
 /// of its own.
 #[cfg(any(feature = "consumer", feature = "producer"))]
 macro_rules! messaging_span {
-    ($name:literal, $kind:literal, $queue:expr, $operation:literal, $($field:tt)*) => {
+    // A handler's span, for one message or a batch.
+    (process, $queue:expr, $($field:tt)*) => {
+        messaging_span!("cf_queues::consumer::driver", "process", "consumer", $queue, "process", $($field)*)
+    };
+    ($target:literal, $name:literal, $kind:literal, $queue:expr, $operation:literal, $($field:tt)*) => {
         tracing::info_span!(
+            target: $target,
             $name,
             otel.name = %format_args!(concat!($name, " {}"), $queue),
             otel.kind = $kind,
@@ -67,6 +79,7 @@ macro_rules! messaging_span {
 #[cfg(feature = "consumer")]
 pub(crate) fn receive(queue: &str) -> tracing::Span {
     messaging_span!(
+        "cf_queues::consumer::puller",
         "receive",
         "client",
         queue,
@@ -79,10 +92,8 @@ pub(crate) fn receive(queue: &str) -> tracing::Span {
 #[cfg(feature = "consumer")]
 pub(crate) fn process(queue: &str, message: &PulledMessage) -> tracing::Span {
     messaging_span!(
-        "process",
-        "consumer",
+        process,
         queue,
-        "process",
         messaging.message.id = %message.id,
         messaging.cloudflare_queues.attempts = message.attempts
     )
@@ -91,19 +102,14 @@ pub(crate) fn process(queue: &str, message: &PulledMessage) -> tracing::Span {
 /// The span of one batch handler call.
 #[cfg(feature = "consumer")]
 pub(crate) fn process_batch(queue: &str, count: usize) -> tracing::Span {
-    messaging_span!(
-        "process",
-        "consumer",
-        queue,
-        "process",
-        messaging.batch.message_count = count
-    )
+    messaging_span!(process, queue, messaging.batch.message_count = count)
 }
 
 /// The span of one ack call of the consumer's, for `count` settlements.
 #[cfg(feature = "consumer")]
 pub(crate) fn settle(queue: &str, count: usize) -> tracing::Span {
     messaging_span!(
+        "cf_queues::consumer::flush",
         "settle",
         "client",
         queue,
@@ -119,6 +125,7 @@ pub(crate) fn settle(queue: &str, count: usize) -> tracing::Span {
 #[cfg(feature = "consumer")]
 pub(crate) fn extend(queue: &str, count: usize) -> tracing::Span {
     messaging_span!(
+        "cf_queues::consumer::lease_keeper",
         "extend",
         "client",
         queue,
@@ -131,6 +138,7 @@ pub(crate) fn extend(queue: &str, count: usize) -> tracing::Span {
 #[cfg(feature = "producer")]
 pub(crate) fn send(queue: &str, count: u64) -> tracing::Span {
     messaging_span!(
+        "cf_queues::producer::worker",
         "send",
         "producer",
         queue,

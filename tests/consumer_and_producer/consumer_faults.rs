@@ -20,7 +20,7 @@ use cf_queues_testkit::clients::{push_texts, queue};
 use cf_queues_testkit::emulators::{emulator, emulator_on_tokio_time};
 use cf_queues_testkit::gate::Gate;
 use cf_queues_testkit::scripted::scripted;
-use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled};
+use cf_queues_testkit::wire::{acked, failure, lease_ids, pulled, pulled_once};
 
 const MS: Duration = Duration::from_millis(1);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -117,15 +117,13 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
     let mut pulls = 0;
     let mut acks = 0;
     let server = scripted(move |operation, body| match operation {
-        "pull" => {
-            pulls += 1;
-            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                &[("a", Some("la")), ("b", Some("lb")), ("c", Some("lc"))]
-            } else {
-                &[]
-            };
-            (200, pulled(messages))
-        }
+        "pull" => (
+            200,
+            pulled_once(
+                &mut pulls,
+                &[("a", Some("la")), ("b", Some("lb")), ("c", Some("lc"))],
+            ),
+        ),
         "ack" => {
             acks += 1;
             if acks == 1 {
@@ -159,15 +157,7 @@ async fn warnings_on_a_resent_flush_are_not_counted_as_lost_leases() {
     // A warning on a first send means the lease was lost.
     let mut pulls = 0;
     let server = scripted(move |operation, body| match operation {
-        "pull" => {
-            pulls += 1;
-            let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                &[("d", Some("ld"))]
-            } else {
-                &[]
-            };
-            (200, pulled(messages))
-        }
+        "pull" => (200, pulled_once(&mut pulls, &[("d", Some("ld"))])),
         "ack" => (200, acked(body, &["ld"])),
         _ => (404, failure(7003, "No route for the URI")),
     })
@@ -284,15 +274,7 @@ async fn an_extension_answered_without_a_count_keeps_the_lease() {
         let mut pulls = 0;
         let reply = answer.clone();
         let server = scripted(move |operation, body| match operation {
-            "pull" => {
-                pulls += 1;
-                let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                    &[("a", Some("lease-a"))]
-                } else {
-                    &[]
-                };
-                (200, pulled(messages))
-            }
+            "pull" => (200, pulled_once(&mut pulls, &[("a", Some("lease-a"))])),
             "extend" => (200, cf_queues_testkit::wire::success(reply.clone())),
             "ack" => (200, acked(body, &[])),
             _ => (404, failure(7003, "No route for the URI")),

@@ -49,6 +49,13 @@ fn own_queue(emulator: &EmulatorHandle) -> Queue {
         .expect("queue id")
 }
 
+/// Two replicas started together on a queue of 40,000 messages.
+async fn two_replicas() -> (EmulatorHandle, Replica, Replica) {
+    let emulator = limited_queue(40_000).await;
+    let (a, b) = (Replica::start(&emulator), Replica::start(&emulator));
+    (emulator, a, b)
+}
+
 /// One replica: its consumer running, its monitor, and how to stop it.
 struct Replica {
     monitor: ConsumerMonitor,
@@ -138,9 +145,7 @@ async fn window(emulator: &EmulatorHandle, replicas: &[&Replica], seconds: u64) 
 
 #[tokio::test(start_paused = true)]
 async fn replicas_that_start_and_stop_at_different_times_share_the_allowance() {
-    let emulator = limited_queue(40_000).await;
-    let a = Replica::start(&emulator);
-    let b = Replica::start(&emulator);
+    let (emulator, a, b) = two_replicas().await;
     // Two replicas: they read the backlog falling at their combined pace
     // and settle under the limit together, without a refusal.
     tokio::time::sleep(5 * SECOND).await;
@@ -213,9 +218,7 @@ async fn replicas_given_their_share_by_hand_are_never_refused() {
 
 #[tokio::test(start_paused = true)]
 async fn replicas_with_messages_pushed_meanwhile_go_by_their_refusals() {
-    let emulator = limited_queue(40_000).await;
-    let a = Replica::start(&emulator);
-    let b = Replica::start(&emulator);
+    let (emulator, a, b) = two_replicas().await;
     // A fifth of the limit pushed meanwhile, as a Worker would: the backlog
     // falls by less than the replicas take, so its fall is not their pace.
     let (_, pushed) = tokio::join!(
@@ -259,9 +262,7 @@ fn rogue(emulator: &EmulatorHandle, stop: &CancellationToken) -> Vec<JoinHandle<
 
 #[tokio::test(start_paused = true)]
 async fn replicas_recover_after_one_that_does_not_pace_stops() {
-    let emulator = limited_queue(40_000).await;
-    let a = Replica::start(&emulator);
-    let b = Replica::start(&emulator);
+    let (emulator, a, b) = two_replicas().await;
     tokio::time::sleep(10 * SECOND).await;
     let stop = CancellationToken::new();
     let loops = rogue(&emulator, &stop);

@@ -17,7 +17,7 @@ use cf_queues::{Message, PullOptions};
 use cf_queues_emulator::{Fault, Operation};
 use cf_queues_testkit::emulators::emulator_on_tokio_time;
 use cf_queues_testkit::scripted::{Answer, scripted_answers};
-use cf_queues_testkit::wire::{acked, failure, pulled, success};
+use cf_queues_testkit::wire::{acked, failure, pulled, pulled_once, success};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -220,15 +220,13 @@ async fn acks_refused_with_any_retry_after_are_accounted_for_at_shutdown() {
             let server = scripted_answers(move |operation, _| {
                 seen.note(operation);
                 match operation {
-                    "pull" => {
-                        pulls += 1;
-                        let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                            &[("a", Some("la")), ("b", Some("lb")), ("c", Some("lc"))]
-                        } else {
-                            &[]
-                        };
-                        Answer::new(200, pulled(messages))
-                    }
+                    "pull" => Answer::new(
+                        200,
+                        pulled_once(
+                            &mut pulls,
+                            &[("a", Some("la")), ("b", Some("lb")), ("c", Some("lc"))],
+                        ),
+                    ),
                     "ack" => refused(status, code, retry_after),
                     _ => Answer::new(404, failure(7003, "No route for the URI")),
                 }
@@ -269,15 +267,10 @@ async fn an_extension_refused_with_any_retry_after_never_holds_the_acks() {
         let server = scripted_answers(move |operation, body| {
             seen.note(operation);
             match operation {
-                "pull" => {
-                    pulls += 1;
-                    let messages: &[(&str, Option<&str>)] = if pulls == 1 {
-                        &[("a", Some("la")), ("b", Some("lb"))]
-                    } else {
-                        &[]
-                    };
-                    Answer::new(200, pulled(messages))
-                }
+                "pull" => Answer::new(
+                    200,
+                    pulled_once(&mut pulls, &[("a", Some("la")), ("b", Some("lb"))]),
+                ),
                 "extend" => {
                     extensions += 1;
                     if extensions == 1 {

@@ -132,12 +132,10 @@ pub async fn drain(session: &Session, args: &DrainArgs) -> Result<Code, Failure>
     if session.out.json() {
         session.out.json_line(&report)?;
     } else {
-        session.out.line(&format!(
-            "drained {} from {} into {}",
-            plural(report.drained, "message"),
-            report.queue,
-            report.file
-        ))?;
+        let (drained, queue, file) = (plural(report.drained, "message"), report.queue, report.file);
+        session
+            .out
+            .line(&format!("drained {drained} from {queue} into {file}"))?;
         if !report.not_pushable_lines.is_empty() {
             session.out.line(&format!(
                 "{} in the file cannot be pushed back over HTTP (bytes, v8 or non-object JSON): lines {}",
@@ -489,12 +487,10 @@ fn print_moved(session: &Session, report: &MoveOutcome<'_>) -> Result<(), Failur
     if session.out.json() {
         return session.out.json_line(report);
     }
-    session.out.line(&format!(
-        "moved {} from {} to {}",
-        plural(report.moved, "message"),
-        report.from,
-        report.to
-    ))?;
+    let (moved, from, to) = (plural(report.moved, "message"), report.from, report.to);
+    session
+        .out
+        .line(&format!("moved {moved} from {from} to {to}"))?;
     if let Some(reason) = &report.stopped {
         session.out.line(&format!("stopped early: {reason}"))?;
     }

@@ -284,6 +284,15 @@ mod tests {
         }
     }
 
+    /// A history of these samples, oldest first.
+    fn history_of(samples: impl IntoIterator<Item = Sample>) -> History {
+        let mut history = History::default();
+        for sample in samples {
+            history.push(sample);
+        }
+        history
+    }
+
     #[test]
     fn a_sparkline_spans_its_lowest_to_its_highest_value() {
         assert_eq!(sparkline(&[0.0, 7.0, 3.5, 1.0]), "▁█▅▂");
@@ -293,9 +302,7 @@ mod tests {
 
     #[test]
     fn a_frame_shows_the_figures_their_change_and_their_history() {
-        let mut history = History::default();
-        history.push(sample(0, 100, 5_000, 10.0));
-        history.push(sample(2, 120, 6_000, 12.0));
+        let history = history_of([sample(0, 100, 5_000, 10.0), sample(2, 120, 6_000, 12.0)]);
         let lines = frame("orders", Duration::from_secs(2), &history, "Ctrl-C to stop");
         assert_eq!(
             lines,
@@ -325,10 +332,7 @@ mod tests {
 
     #[test]
     fn the_history_keeps_the_last_samples_only() {
-        let mut history = History::default();
-        for i in 0..(SAMPLES as u64 + 5) {
-            history.push(sample(i, i, 0, 0.0));
-        }
+        let history = history_of((0..(SAMPLES as u64 + 5)).map(|i| sample(i, i, 0, 0.0)));
         assert_eq!(history.samples.len(), SAMPLES);
         assert_eq!(history.samples.front().map(|s| s.count), Some(5));
         assert_eq!(history.rate(|s| s.count as f64), Some(1.0));
@@ -336,9 +340,7 @@ mod tests {
 
     #[test]
     fn a_queue_emptied_shows_no_age_and_a_falling_backlog() {
-        let mut history = History::default();
-        history.push(sample(0, 10, 100, 30.0));
-        history.push(sample(1, 0, 0, 0.0));
+        let history = history_of([sample(0, 10, 100, 30.0), sample(1, 0, 0, 0.0)]);
         let lines = frame("q", Duration::from_secs(1), &history, "");
         assert!(lines[1].contains("-10/s"), "{lines:?}");
         assert!(

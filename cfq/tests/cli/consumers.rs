@@ -72,14 +72,14 @@ async fn from_nothing_to_a_running_consumer_by_name() {
 
     // Before HTTP pull is enabled: the API's 405 (exit 5), and the hint.
     let early = cfq_run(served.cfq(), &["pull", "--queue", "orders"]).await;
-    early.expect_code(5);
-    for needed in [
-        "HTTP 405",
-        "hint: HTTP pull is not enabled on queue orders: `cfq consumer enable --queue orders` \
+    early.expect_stderr_all(
+        5,
+        &[
+            "HTTP 405",
+            "hint: HTTP pull is not enabled on queue orders: `cfq consumer enable --queue orders` \
          enables it (or `wrangler queues consumer http add orders`",
-    ] {
-        assert!(early.stderr.contains(needed), "{needed}: {early:?}");
-    }
+        ],
+    );
 
     let enabled = cfq_run(
         served.cfq(),
@@ -425,14 +425,14 @@ async fn a_worker_consumer_is_shown_and_never_replaced() {
     );
 
     let refused = consumer(&emulator, &["enable", "-q", "emails", "--max-retries", "1"]).await;
-    refused.expect_code(5);
-    for needed in [
-        "consumed by the Worker \"mailer\"",
-        "nothing was changed",
-        "hint: `cfq consumer info --queue emails` shows the queue's consumer",
-    ] {
-        assert!(refused.stderr.contains(needed), "{needed}: {refused:?}");
-    }
+    refused.expect_stderr_all(
+        5,
+        &[
+            "consumed by the Worker \"mailer\"",
+            "nothing was changed",
+            "hint: `cfq consumer info --queue emails` shows the queue's consumer",
+        ],
+    );
     let kept = consumer(&emulator, &["disable", "-q", "emails"]).await;
     kept.expect_code(0);
     assert_eq!(kept.one()["disabled"], false);

@@ -97,14 +97,14 @@ async fn a_queue_is_named_by_its_name_or_its_id() {
     // An unknown name: exit 4, with the command that lists and the one
     // that creates.
     let neither = info(&emulator, &["--queue", "no-such-queue"]).await;
-    neither.expect_code(4);
-    for needed in [
-        "error: no queue is named \"no-such-queue\" in this account",
-        "`cfq queues list` shows its queues",
-        "`cfq queues create no-such-queue` creates it",
-    ] {
-        assert!(neither.stderr.contains(needed), "{needed}: {neither:?}");
-    }
+    neither.expect_stderr_all(
+        4,
+        &[
+            "error: no queue is named \"no-such-queue\" in this account",
+            "`cfq queues list` shows its queues",
+            "`cfq queues create no-such-queue` creates it",
+        ],
+    );
     assert!(!neither.stderr.contains("did you mean"), "{neither:?}");
 
     // Before the command, and from CFQ_QUEUE (the --queue reading).

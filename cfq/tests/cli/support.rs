@@ -165,6 +165,16 @@ impl Run {
         assert!(self.stderr.contains(said), "{self:?}");
         self
     }
+
+    /// Exited with `code`, saying every one of `needed` on stderr.
+    #[track_caller]
+    pub fn expect_stderr_all(&self, code: i32, needed: &[&str]) -> &Run {
+        self.expect_code(code);
+        for needed in needed {
+            assert!(self.stderr.contains(needed), "{needed}: {self:?}");
+        }
+        self
+    }
 }
 
 impl From<Output> for Run {

@@ -312,6 +312,14 @@ mod tests {
 
         /// The count falls `per_second` for `seconds`; each answer brings
         /// this replica `got` messages.
+        /// The price a fresh replica reads after the count fell at
+        /// `per_second` for `seconds`, `got` of each 40 ms its own pulls.
+        fn price_after(per_second: f64, got: usize, seconds: f64) -> Option<f64> {
+            let (mut fall, mut queue) = (Fall::default(), Queue::new());
+            queue.falls(&mut fall, per_second, got, seconds);
+            fall.price()
+        }
+
         fn falls(&mut self, fall: &mut Fall, per_second: f64, got: usize, seconds: f64) {
             let step = (per_second * 0.04).round() as i64;
             for _ in 0..(seconds / 0.04).round() as usize {
@@ -362,14 +370,10 @@ mod tests {
 
     #[test]
     fn a_replica_that_pulls_what_the_count_loses_aims_at_its_own_allowance() {
-        let (mut fall, mut queue) = (Fall::default(), Queue::new());
         // 192 of the 194 lost each 40 ms are this replica's.
-        queue.falls(&mut fall, 4_850.0, 192, 3.0);
-        let price = fall.price().expect("a price");
+        let price = Queue::price_after(4_850.0, 192, 3.0).expect("a price");
         assert!(price < 0.0, "under its allowance of 4,900: {price}");
-        let (mut fall, mut queue) = (Fall::default(), Queue::new());
-        queue.falls(&mut fall, 4_850.0, 96, 3.0);
-        let price = fall.price().expect("a price");
+        let price = Queue::price_after(4_850.0, 96, 3.0).expect("a price");
         assert!(price > 0.0, "one of two, over 95.5 % of the limit: {price}");
     }
 

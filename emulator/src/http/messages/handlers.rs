@@ -3,6 +3,8 @@
 //! `result` envelope: serialized at once, or streamed for pull, peek and
 //! preview.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::stream::{Chunk, Listing};
@@ -19,7 +21,7 @@ use crate::http::parse::{
 use crate::http::{Answer, App, Incoming};
 use crate::ratelimit::QueueBucket;
 use crate::state::Delivery;
-use crate::state::{At, Broker, PullSettings, QueueStats};
+use crate::state::{At, BodyKind, Broker, PullSettings, QueueStats};
 use axum::http::StatusCode;
 use cf_queues::codes;
 
@@ -200,8 +202,7 @@ fn pull_shaped(
     deliveries: Vec<Delivery>,
     rest: &impl serde::Serialize,
 ) -> Result<Answer, ErrorAnswer> {
-    let mut items = Vec::with_capacity(deliveries.len());
-    for d in deliveries {
+    let messages = deliveries.into_iter().map(|d| {
         let fields = PulledFields {
             metadata: MessageMetadata::new(d.kind, d.delay_ms),
             id: d.id,
@@ -209,7 +210,21 @@ fn pull_shaped(
             lease_id: d.lease_id,
             timestamp_ms: d.timestamp_ms,
         };
-        items.push(Chunk::new(&fields, d.kind, d.body).map_err(ErrorAnswer::internal)?);
+        (fields, d.kind, d.body)
+    });
+    listed(app, call, messages, rest)
+}
+
+/// Messages, each with its fields, streamed as a listing followed by `rest`.
+fn listed<F: serde::Serialize>(
+    app: &App,
+    call: Incoming,
+    messages: impl ExactSizeIterator<Item = (F, BodyKind, Arc<[u8]>)>,
+    rest: &impl serde::Serialize,
+) -> Result<Answer, ErrorAnswer> {
+    let mut items = Vec::with_capacity(messages.len());
+    for (fields, kind, body) in messages {
+        items.push(Chunk::new(&fields, kind, body).map_err(ErrorAnswer::internal)?);
     }
     Listing::new(items, rest, app.chunk_bytes, call.conn)
         .map(Answer::Listing)
@@ -251,8 +266,7 @@ pub(crate) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
     let peeked = app.with_queue(&call, |broker, now| {
         Ok(broker.peek(call.at(), batch_size, now))
     })?;
-    let mut items = Vec::with_capacity(peeked.len());
-    for p in peeked {
+    let messages = peeked.into_iter().map(|p| {
         let fields = PeekedFields {
             metadata: MessageMetadata::new(p.kind, p.delay_ms),
             id: p.id,
@@ -260,11 +274,9 @@ pub(crate) fn peek(app: &App, call: Incoming) -> Result<Answer, ErrorAnswer> {
             peek_ref: p.peek_ref,
             timestamp_ms: p.timestamp_ms,
         };
-        items.push(Chunk::new(&fields, p.kind, p.body).map_err(ErrorAnswer::internal)?);
-    }
-    Listing::new(items, &MessagesOnly {}, app.chunk_bytes, call.conn)
-        .map(Answer::Listing)
-        .map_err(ErrorAnswer::internal)
+        (fields, p.kind, p.body)
+    });
+    listed(app, call, messages, &MessagesOnly {})
 }
 
 /// `POST /messages/purge`.
