@@ -1,7 +1,7 @@
-//! [`Bucket`]: the one token bucket of the client's rate control, behind the
-//! pacing by the server's headers (the token's budget), the client-side
-//! [`RateLimits`](super::RateLimits), and a consumer's share of the queue's
-//! allowance.
+//! [`Bucket`]: the one bucket behind all three scopes of flow control: the
+//! pacing by the token's budget (`token_budget/`), the client's caps
+//! ([`RateLimits`](crate::ratelimit::RateLimits)), and a consumer's share of
+//! the queue's allowance (`consumer/allowance/`).
 //!
 //! A bucket lends: a reservation is always granted, and the caller waits
 //! for the time the bucket takes to refill past it, so that calls queue in

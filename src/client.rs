@@ -284,8 +284,8 @@ impl ClientBuilder {
         /// override it with [`Queue::with_retry`](crate::Queue::with_retry).
         retry(retry: RetryPolicy) => self.retry;
 
-        /// How long one call may take in all: the client-side rate-limit wait,
-        /// the waits for the pacing by the server's headers, every attempt and
+        /// How long one call may take in all: the wait for the client's caps,
+        /// the waits for the token's budget, every attempt and
         /// every retry wait (default: no limit beyond the
         /// per-attempt timeout). A retry wait that would end past it is not
         /// started, and the call returns its last real error; an attempt still
@@ -295,8 +295,8 @@ impl ClientBuilder {
 
         /// How calls are paced and limited (default [`RateLimits::default`]:
         /// paced by the server's `Ratelimit` headers, so that the client never
-        /// triggers Cloudflare's five-minute block on its own, and no
-        /// client-side limit). [`RateLimits::none`] turns all of it off;
+        /// triggers Cloudflare's five-minute block on its own, and none of
+        /// the client's caps). [`RateLimits::none`] turns all of it off;
         /// [`RateLimits::cloudflare`] adds the documented limits on the
         /// client's side.
         rate_limits(limits: RateLimits) => self.rate_limits;

@@ -145,7 +145,7 @@
 //! the server's `Ratelimit` headers (see [`ratelimit`]), and a call whose budget comes back only
 //! after longer than the retry policy waits (Cloudflare's five-minute block) fails at once with
 //! `Error::RateLimited` and its `retry_after()`, unsent; `ratelimit::RateLimits::cloudflare()` adds
-//! client-side limits that never let more through in any window than they allow: 1,200 push requests
+//! the client's caps, which never let more through in any window than they allow: 1,200 push requests
 //! per 5 minutes, 5,000 messages per second per queue. `limits::Limits` holds the documented limits
 //! checked before sending, and can be changed for other servers.
 //!

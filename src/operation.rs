@@ -305,7 +305,7 @@ impl Operation {
         !matches!(self, Operation::Pull | Operation::Ack | Operation::Extend)
     }
 
-    /// Whether the operation sends messages, so client-side push rate limits apply.
+    /// Whether the operation sends messages, so the client's caps on pushes apply.
     pub(crate) const fn is_push(self) -> bool {
         matches!(self, Operation::Push | Operation::Batch)
     }

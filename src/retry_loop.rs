@@ -1,4 +1,4 @@
-//! The one path every call takes: client-side rate limit, the pacing by
+//! The one path every call takes: the client's caps, the pacing by
 //! the server's rate-limit headers before each attempt, attempts, retry
 //! waits, all inside one deadline.
 //!
@@ -70,7 +70,7 @@ pub(crate) struct Call<'a> {
     pub queue_id: &'a str,
     pub retry: &'a RetryPolicy,
     pub deadline: Option<Duration>,
-    /// Client-side push limits, for pushes.
+    /// The client's caps on pushes.
     pub caps: Option<&'a ClientCaps>,
     /// The pacing by the server's headers, unless turned off.
     pub pacer: Option<&'a Arc<Pacer>>,
@@ -247,7 +247,7 @@ impl Call<'_> {
             })
     }
 
-    /// Waits for the client-side push limits, unless the wait would outlast the deadline.
+    /// Waits for the client's caps on pushes, unless the wait would outlast the deadline.
     async fn throttle(&self, ends: Option<Instant>) -> Result<()> {
         let Some(caps) = self.caps.filter(|_| self.operation.is_push()) else {
             return Ok(());
@@ -265,7 +265,10 @@ impl Call<'_> {
         if !fits(ends, wait) {
             return Err(self.timeout(0));
         }
-        tracing::debug!(wait_ms = wait.as_millis() as u64, "client-side rate limit");
+        tracing::debug!(
+            wait_ms = wait.as_millis() as u64,
+            "waiting for the client's caps"
+        );
         tokio::time::sleep(wait).await;
         // Waited for: the request that follows uses the reservation.
         std::mem::forget(reserved);

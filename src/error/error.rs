@@ -96,7 +96,7 @@ pub enum Error {
     /// The call did not finish within its deadline
     /// ([`ClientBuilder::deadline`](crate::ClientBuilder::deadline),
     /// [`Queue::with_deadline`](crate::Queue::with_deadline)): an attempt or
-    /// a client-side rate-limit wait was still running when it passed.
+    /// a wait for the client's caps was still running when it passed.
     #[error(
         "{operation} did not finish within the deadline of {deadline:?}{}{}",
         after_attempts(*attempts),
@@ -109,7 +109,7 @@ pub enum Error {
         /// The deadline in force.
         deadline: Duration,
         /// How many requests were sent, the cut-off one included (0 when
-        /// the deadline passed in the client-side rate-limit wait).
+        /// the deadline passed in the wait for the client's caps).
         attempts: u32,
         /// When the cut-off attempt was a retry: the failure of the attempt
         /// before it, the error the caller would have got without the retry.

@@ -104,7 +104,7 @@ impl Flow {
 type Ready = (OwnedSemaphorePermit, Option<Pass>);
 
 /// Waits until a batch may go now: a slot under the flow's limit, a
-/// permit, the client-side limits and the pacing by the token's budget (as
+/// permit, the client's caps and the pacing by the token's budget (as
 /// long as that takes: the producer holds its batches through a block).
 /// Takes the pass only as it returns, so it may be dropped (a message came
 /// in) and started again without spending anything.

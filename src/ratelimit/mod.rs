@@ -87,7 +87,7 @@ pub struct RateLimits {
 }
 
 impl Default for RateLimits {
-    /// Pacing by the server's headers, no client-side limit.
+    /// Pacing by the token's budget, none of the client's caps.
     fn default() -> Self {
         RateLimits {
             headers: true,

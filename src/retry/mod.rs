@@ -82,7 +82,7 @@
 //! # Timeouts and the deadline
 //!
 //! Timeouts: 60 s per attempt and 5 s to connect by default (`timeout`, `connect_timeout`), and an
-//! optional overall `deadline`, owned by one place: it covers the client-side rate-limit wait, every
+//! optional overall `deadline`, owned by one place: it covers the wait for the client's caps, every
 //! attempt and every retry wait, and a wait that cannot finish inside it is never started (the call
 //! returns its last real error instead). When a retry is itself cut off by the deadline, the
 //! `Error::Timeout` keeps the failure that caused the retry (`last_error`, also its `source()`).
