@@ -602,6 +602,40 @@ mod settings_and_counters {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_queue_limit_or_allowance_of_zero_is_refused_naming_the_setting() {
+        let emulator = emulator().await;
+        for (built, setting) in [
+            (
+                Consumer::builder(queue(&emulator, "nolimit"))
+                    .queue_limit(0)
+                    .build(),
+                "queue_limit",
+            ),
+            (
+                Consumer::builder(queue(&emulator, "noallowance"))
+                    .queue_allowance(0)
+                    .build(),
+                "queue_allowance",
+            ),
+        ] {
+            match built {
+                Err(cf_queues::Error::InvalidInput { field, reason, .. }) => {
+                    assert_eq!(
+                        (field.as_str(), reason.as_str()),
+                        (setting, "must be at least 1")
+                    );
+                }
+                other => panic!("{setting} 0: {:?}", other.err()),
+            }
+        }
+        Consumer::builder(queue(&emulator, "limited"))
+            .queue_limit(1)
+            .queue_allowance(1)
+            .build()
+            .expect("the least of each");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_visibility_timeout_of_a_few_milliseconds_is_refused() {
         let emulator = emulator().await;
         let built = Consumer::builder(queue(&emulator, "short"))
