@@ -1,9 +1,11 @@
-//! [`Queue`]: the operations on one queue.
+//! [`Queue`]: the handle on one queue that both areas of the API use; its
+//! operations are written by area, the messages' in `messages/` and the
+//! management's in `management/`.
 //!
 //! Every method takes the same path: check the input against the client's
 //! [`Limits`](crate::limits::Limits), build the generated request, run it through
-//! the one call path (rate limit, attempts, retries, deadline), unwrap the
-//! envelope into a typed result.
+//! the one call path (`retry_loop.rs`: the caps, the pacing, attempts,
+//! retries, deadline), unwrap the envelope into a typed result.
 
 use std::time::Duration;
 

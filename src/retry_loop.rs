@@ -1,6 +1,6 @@
-//! The one path every call takes: the client's caps, the pacing by
-//! the server's rate-limit headers before each attempt, attempts, retry
-//! waits, all inside one deadline.
+//! The one path every call takes, and its retry loop: the wait for the
+//! client's caps, the pacing by the token's budget before each attempt,
+//! the attempts and the waits between them, all inside one deadline.
 //!
 //! # Where retries live, and why here
 //!
