@@ -59,9 +59,9 @@ pub struct Queue {
     pub(crate) client: Client,
     pub(crate) queue_id: String,
     /// The name, when the handle was obtained by name or by creating it.
-    pub(crate) name: Option<String>,
-    pub(crate) retry: Option<RetryPolicy>,
-    pub(crate) deadline: Option<Option<Duration>>,
+    name: Option<String>,
+    retry: Option<RetryPolicy>,
+    deadline: Option<Option<Duration>>,
 }
 
 // The client hands out queues here, beside the queue it makes: the
@@ -196,7 +196,7 @@ impl Queue {
     /// the largest legal answer, so that leased messages are never dropped
     /// unread. A cap set by the user that is lower fails here, before the
     /// messages are leased.
-    pub(crate) fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
+    fn messages_response_cap(&self, batch_size: Option<u32>) -> Result<usize> {
         let batch_size = batch_size.unwrap_or(SERVER_DEFAULT_BATCH_SIZE);
         let needed = self.client.limits().max_messages_response_bytes(batch_size);
         match self.client.max_response_bytes() {
@@ -260,7 +260,7 @@ impl Queue {
 
     /// Checks retries (an id and an optional delay, at most 24 hours) and
     /// builds their wire entries, with the delay in whole seconds.
-    pub(crate) fn retry_entries<'a, W>(
+    fn retry_entries<'a, W>(
         &self,
         retries: impl IntoIterator<Item = (&'a str, Option<Duration>)>,
         entry: impl Fn(String, Option<u32>) -> Result<W>,

@@ -318,16 +318,21 @@ async fn a_lost_lease_is_recorded() {
     assert_no_secret(&f, &emulator);
 }
 
+/// An emulator with Cloudflare's limits: every answer carries the token's
+/// `Ratelimit`, which the token gauge reads.
+async fn limited_emulator() -> cf_queues_emulator::EmulatorHandle {
+    cf_queues_testkit::emulators::emulator_with(|emulator| {
+        emulator.rate_limits(cf_queues_emulator::RateLimitModel::cloudflare())
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_producers_batch_is_recorded() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _recording = metrics::set_default_local_recorder(&recorder);
-    // Cloudflare's limits: every answer carries the token's `Ratelimit`.
-    let emulator = cf_queues_testkit::emulators::emulator_with(|emulator| {
-        emulator.rate_limits(cf_queues_emulator::RateLimitModel::cloudflare())
-    })
-    .await;
+    let emulator = limited_emulator().await;
     let queue = cf_queues_testkit::clients::queue(&emulator, "produced");
     let producer = Producer::builder(queue)
         .linger(Duration::from_secs(60))
@@ -433,10 +438,7 @@ async fn gauges_of_two_instances_are_told_apart() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     let _recording = metrics::set_default_local_recorder(&recorder);
-    let emulator = cf_queues_testkit::emulators::emulator_with(|emulator| {
-        emulator.rate_limits(cf_queues_emulator::RateLimitModel::cloudflare())
-    })
-    .await;
+    let emulator = limited_emulator().await;
     let named = |name: &'static str| {
         cf_queues_testkit::clients::configured_client(&emulator, |builder| builder.instance(name))
     };
