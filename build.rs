@@ -13,9 +13,10 @@ use std::{env, fs, path::PathBuf, process::ExitCode};
 use serde_yaml::{Mapping, Value};
 
 /// The fragment's files; the first gives the merged description its `info`.
-const SPECS: [&str; 2] = [
+const SPECS: [&str; 3] = [
     "openapi/queues-messages.yaml",
     "openapi/queues-management.yaml",
+    "openapi/queues-event-subscriptions.yaml",
 ];
 
 fn main() -> ExitCode {

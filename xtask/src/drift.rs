@@ -20,10 +20,16 @@ pub const PREFIX: &str = "/accounts/{account_id}/queues/{queue_id}";
 /// each with everything below it.
 const SCOPE: [&str; 4] = ["/messages", "/metrics", "/purge", "/consumers"];
 /// The paths in scope by themselves, not for what is below them: the
-/// account's queues and the queue itself. Published operations outside
-/// these and [`SCOPE`] are ignored, so the check also works on Cloudflare's
-/// whole description.
-const WHOLE: [&str; 2] = ["/accounts/{account_id}/queues", PREFIX];
+/// account's queues, the queue itself, and the account's event
+/// subscriptions and each one. Published operations outside these and
+/// [`SCOPE`] are ignored, so the check also works on Cloudflare's whole
+/// description.
+const WHOLE: [&str; 4] = [
+    "/accounts/{account_id}/queues",
+    PREFIX,
+    "/accounts/{account_id}/event_subscriptions/subscriptions",
+    "/accounts/{account_id}/event_subscriptions/subscriptions/{subscription_id}",
+];
 
 /// The scope in words, for the report's header.
 pub fn scope_label() -> String {

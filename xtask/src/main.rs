@@ -31,7 +31,8 @@ usage:
       Compares the fragment with a copy of Cloudflare's published description.
       Each side may be several files, merged into one description: the published
       files may repeat a component only identically; the fragment's files (default:
-      openapi/queues-messages.yaml and openapi/queues-management.yaml, merged as
+      openapi/queues-messages.yaml, openapi/queues-management.yaml and
+      openapi/queues-event-subscriptions.yaml, merged as
       build.rs merges them) may define a path or component only once. Every
       difference not explained by the exceptions file (default:
       openapi/drift-exceptions.yaml) fails the check.
@@ -141,9 +142,10 @@ fn repo_root() -> PathBuf {
 }
 
 /// The fragment's files, in the order build.rs merges them.
-const FRAGMENT_FILES: [&str; 2] = [
+const FRAGMENT_FILES: [&str; 3] = [
     "openapi/queues-messages.yaml",
     "openapi/queues-management.yaml",
+    "openapi/queues-event-subscriptions.yaml",
 ];
 
 struct DriftArgs {
@@ -418,7 +420,7 @@ mod tests {
     }
 
     #[test]
-    fn drift_takes_several_published_files_and_defaults_to_both_fragment_files() {
+    fn drift_takes_several_published_files_and_defaults_to_every_fragment_file() {
         let parsed = parse_drift_args(&args(&["q.json", "m.json", "--strict"])).unwrap();
         assert_eq!(
             parsed.published,
@@ -431,6 +433,7 @@ mod tests {
             vec![
                 root.join("openapi/queues-messages.yaml"),
                 root.join("openapi/queues-management.yaml"),
+                root.join("openapi/queues-event-subscriptions.yaml"),
             ]
         );
     }
