@@ -57,6 +57,7 @@ envelope!(
     PurgeStatusEnvelope => PurgeStatusResult,
     QueueEnvelope => QueueDetails,
     ConsumerEnvelope => QueueConsumer,
+    EventSubscriptionEnvelope => EventSubscription,
 );
 
 /// The envelopes whose `result` is a list (or, for a deletion, nothing of
@@ -81,28 +82,50 @@ list_envelope!(
     DeleteEnvelope => Value,
 );
 
-/// One page of the queue list: the queues and where the page stands, which
-/// the list envelope carries beside `result`.
-#[derive(Debug, Default)]
-pub(crate) struct QueuePage {
-    pub queues: Vec<types::QueueDetails>,
+/// One page of a list: its items and where the page stands, which the
+/// list envelope carries beside `result`.
+#[derive(Debug)]
+pub(crate) struct Page<T> {
+    pub items: Vec<T>,
     pub info: Option<types::ResultInfo>,
 }
 
-impl Envelope for types::QueueListEnvelope {
-    type Result = QueuePage;
-    fn into_parts(self) -> Parts<Self::Result> {
-        Parts {
-            success: self.success,
-            errors: self.errors.unwrap_or_default(),
-            messages: self.messages.unwrap_or_default(),
-            result: Some(QueuePage {
-                queues: self.result.unwrap_or_default(),
-                info: self.result_info,
-            }),
+impl<T> Default for Page<T> {
+    fn default() -> Self {
+        Page {
+            items: Vec::new(),
+            info: None,
         }
     }
 }
+
+/// One page of the queue list.
+pub(crate) type QueuePage = Page<types::QueueDetails>;
+
+/// The envelopes of a paged list: `result` (`null` or absent decodes as
+/// empty) and `result_info`.
+macro_rules! page_envelope {
+    ($($envelope:ident => $item:ident),* $(,)?) => {$(
+        impl Envelope for types::$envelope {
+            type Result = Page<types::$item>;
+            fn into_parts(self) -> Parts<Self::Result> {
+                Parts {
+                    success: self.success,
+                    errors: self.errors.unwrap_or_default(),
+                    messages: self.messages.unwrap_or_default(),
+                    result: Some(Page {
+                        items: self.result.unwrap_or_default(),
+                        info: self.result_info,
+                    }),
+                }
+            }
+        }
+    )*};
+}
+page_envelope!(
+    QueueListEnvelope => QueueDetails,
+    EventSubscriptionListEnvelope => EventSubscription,
+);
 
 pub(crate) type RawOutcome<E> =
     std::result::Result<ResponseValue<E>, progenitor_client::Error<types::FailureEnvelope>>;

@@ -17,6 +17,7 @@ use crate::messages::wire::{peeked, previewed};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::{ConsumerInfo, QueueSettings};
+use crate::event_subscriptions::EventSubscription;
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo,
@@ -80,7 +81,7 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
             reads::<types::PurgeStatusEnvelope, PurgeStatus>(operation, status, body)
         }
         Operation::ListQueues => decode::<types::QueueListEnvelope>(operation, status, body)
-            .map(|page| page.queues.into_iter().for_each(|q| drop(queue_info(q))))
+            .map(|page| page.items.into_iter().for_each(|q| drop(queue_info(q))))
             .is_ok(),
         Operation::CreateQueue
         | Operation::GetQueue
@@ -96,6 +97,21 @@ pub fn decode_as(operation: Operation, status: u16, body: &[u8]) -> bool {
         }
         Operation::DeleteQueue | Operation::DeleteConsumer => {
             decode::<types::DeleteEnvelope>(operation, status, body).is_ok()
+        }
+        Operation::ListEventSubscriptions => {
+            decode::<types::EventSubscriptionListEnvelope>(operation, status, body)
+                .map(|page| {
+                    page.items
+                        .into_iter()
+                        .for_each(|s| drop(EventSubscription::from(s)))
+                })
+                .is_ok()
+        }
+        Operation::CreateEventSubscription
+        | Operation::GetEventSubscription
+        | Operation::UpdateEventSubscription
+        | Operation::DeleteEventSubscription => {
+            reads::<types::EventSubscriptionEnvelope, EventSubscription>(operation, status, body)
         }
     }
 }
@@ -257,7 +273,11 @@ mod tests {
     #[test]
     fn every_operation_decodes_an_empty_success_and_no_failure() {
         let empty = envelope(json!({}));
-        let lists = [Operation::ListQueues, Operation::ListConsumers];
+        let lists = [
+            Operation::ListQueues,
+            Operation::ListConsumers,
+            Operation::ListEventSubscriptions,
+        ];
         // An empty list answer is `[]`; `{}` where a list belongs is a decode error.
         assert_eq!(
             decode_response(200, &empty),

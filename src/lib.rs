@@ -119,7 +119,8 @@
 //! | [`limits`] | [`Limits`](limits::Limits) and the documented limits as constants: sizes and counts of input, never rates |
 //! | [`ratelimit`] | [`RateLimits`](ratelimit::RateLimits): the pacing by the token's budget (on by default) and the client's caps on pushes; [`TokenBudget`](ratelimit::TokenBudget) |
 //! | [`resources`] | [`QueueSettings`](resources::QueueSettings), [`HttpPullSettings`](resources::HttpPullSettings), [`ConsumerInfo`](resources::ConsumerInfo), [`HttpPullConsumer`](resources::HttpPullConsumer), [`WorkerConsumer`](resources::WorkerConsumer): queues and consumers as resources |
-//! | [`operation`] | [`Operation`](operation::Operation): the twenty-three operations, named once |
+//! | [`event_subscriptions`] | [`EventSource`](event_subscriptions::EventSource), [`EventSubscription`](event_subscriptions::EventSubscription), [`NewEventSubscription`](event_subscriptions::NewEventSubscription), [`EventSubscriptionChange`](event_subscriptions::EventSubscriptionChange), the documented [`events`](event_subscriptions::events): other products' events into a queue |
+//! | [`operation`] | [`Operation`](operation::Operation): the twenty-eight operations, named once |
 //! | [`codes`] | Cloudflare's error codes, named |
 //! | [`raw`] | the generated client and wire types |
 //! | [`consumer`], [`producer`] | the consumer and the producer (features of the same names) |
@@ -217,6 +218,7 @@ pub mod consumer;
 mod counters;
 mod envelope;
 pub mod error;
+pub mod event_subscriptions;
 mod hook_state;
 mod hooks;
 mod instance;

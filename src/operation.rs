@@ -1,11 +1,13 @@
-//! [`Operation`]: the twenty-three operations of Cloudflare's published
+//! [`Operation`]: the twenty-eight operations of Cloudflare's published
 //! Queues API that the crate covers (twelve on a queue's messages, eleven
-//! managing queues and their consumers), named once for the whole crate.
+//! managing queues and their consumers, five on event subscriptions), named
+//! once for the whole crate.
 
 use std::fmt;
 
-/// One operation of the Queues API: on a queue's messages, or managing
-/// queues and their consumers.
+/// One operation of the Queues API: on a queue's messages, managing queues
+/// and their consumers, or on the event subscriptions that send other
+/// products' events into a queue.
 ///
 /// Errors name the operation they come from, the retry rules read whether
 /// it is safe to repeat, and the emulator aims faults at one.
@@ -66,13 +68,27 @@ pub enum Operation {
     UpdateConsumer,
     /// `DELETE .../consumers/{consumer_id}`: delete a consumer.
     DeleteConsumer,
+    /// `GET /accounts/{account_id}/event_subscriptions/subscriptions`: one
+    /// page of the account's event subscriptions.
+    ListEventSubscriptions,
+    /// `POST .../event_subscriptions/subscriptions`: subscribe a queue to
+    /// a source's events.
+    CreateEventSubscription,
+    /// `GET .../subscriptions/{subscription_id}`: one event subscription.
+    GetEventSubscription,
+    /// `PATCH .../subscriptions/{subscription_id}`: change a subscription's
+    /// name, events, destination or whether it is enabled.
+    UpdateEventSubscription,
+    /// `DELETE .../subscriptions/{subscription_id}`: delete a subscription.
+    DeleteEventSubscription,
 }
 
 impl Operation {
-    /// Every operation: [`Operation::MESSAGES`], then [`Operation::MANAGEMENT`].
-    pub const ALL: [Operation; 23] = {
-        // Joined from the two lists, so that each operation is listed once.
-        let mut all = [Operation::Push; 23];
+    /// Every operation: [`Operation::MESSAGES`], then
+    /// [`Operation::MANAGEMENT`], then [`Operation::EVENT_SUBSCRIPTIONS`].
+    pub const ALL: [Operation; 28] = {
+        // Joined from the three lists, so that each operation is listed once.
+        let mut all = [Operation::Push; 28];
         let mut i = 0;
         while i < Operation::MESSAGES.len() {
             all[i] = Operation::MESSAGES[i];
@@ -82,6 +98,11 @@ impl Operation {
         while j < Operation::MANAGEMENT.len() {
             all[i + j] = Operation::MANAGEMENT[j];
             j += 1;
+        }
+        let mut k = 0;
+        while k < Operation::EVENT_SUBSCRIPTIONS.len() {
+            all[i + j + k] = Operation::EVENT_SUBSCRIPTIONS[k];
+            k += 1;
         }
         all
     };
@@ -120,6 +141,17 @@ impl Operation {
         Operation::DeleteConsumer,
     ];
 
+    /// The operations on event subscriptions, under
+    /// `/accounts/{account_id}/event_subscriptions/subscriptions`, in the
+    /// order of Cloudflare's published description of them.
+    pub const EVENT_SUBSCRIPTIONS: [Operation; 5] = [
+        Operation::ListEventSubscriptions,
+        Operation::CreateEventSubscription,
+        Operation::GetEventSubscription,
+        Operation::UpdateEventSubscription,
+        Operation::DeleteEventSubscription,
+    ];
+
     /// The `operationId` of the operation in the crate's OpenAPI fragment,
     /// which is also the name of its method in [`raw::Client`](crate::raw::Client).
     pub const fn operation_id(self) -> &'static str {
@@ -147,6 +179,11 @@ impl Operation {
             Operation::GetConsumer => "get_consumer",
             Operation::UpdateConsumer => "update_consumer",
             Operation::DeleteConsumer => "delete_consumer",
+            Operation::ListEventSubscriptions => "list_event_subscriptions",
+            Operation::CreateEventSubscription => "create_event_subscription",
+            Operation::GetEventSubscription => "get_event_subscription",
+            Operation::UpdateEventSubscription => "update_event_subscription",
+            Operation::DeleteEventSubscription => "delete_event_subscription",
         }
     }
 
@@ -165,17 +202,22 @@ impl Operation {
             | Operation::ListQueues
             | Operation::GetQueue
             | Operation::ListConsumers
-            | Operation::GetConsumer => "GET",
+            | Operation::GetConsumer
+            | Operation::ListEventSubscriptions
+            | Operation::GetEventSubscription => "GET",
             Operation::UpdateQueue | Operation::UpdateConsumer => "PUT",
-            Operation::EditQueue => "PATCH",
-            Operation::DeleteQueue | Operation::DeleteConsumer => "DELETE",
+            Operation::EditQueue | Operation::UpdateEventSubscription => "PATCH",
+            Operation::DeleteQueue
+            | Operation::DeleteConsumer
+            | Operation::DeleteEventSubscription => "DELETE",
             _ => "POST",
         }
     }
 
     /// The path template, as in Cloudflare's published description (below
     /// the API's base URL `https://api.cloudflare.com/client/v4`), with
-    /// `{account_id}`, `{queue_id}` and `{consumer_id}` for the parameters.
+    /// `{account_id}`, `{queue_id}`, `{consumer_id}` and `{subscription_id}`
+    /// for the parameters.
     pub const fn path(self) -> &'static str {
         match self {
             Operation::Push => "/accounts/{account_id}/queues/{queue_id}/messages",
@@ -204,13 +246,21 @@ impl Operation {
             Operation::GetConsumer | Operation::UpdateConsumer | Operation::DeleteConsumer => {
                 "/accounts/{account_id}/queues/{queue_id}/consumers/{consumer_id}"
             }
+            Operation::ListEventSubscriptions | Operation::CreateEventSubscription => {
+                "/accounts/{account_id}/event_subscriptions/subscriptions"
+            }
+            Operation::GetEventSubscription
+            | Operation::UpdateEventSubscription
+            | Operation::DeleteEventSubscription => {
+                "/accounts/{account_id}/event_subscriptions/subscriptions/{subscription_id}"
+            }
         }
     }
 
     /// Whether the operation works on a queue's messages (one of
-    /// [`Operation::MESSAGES`]) rather than managing queues and consumers.
+    /// [`Operation::MESSAGES`]).
     pub const fn is_messages(self) -> bool {
-        !self.is_management()
+        !self.is_management() && !self.is_event_subscription()
     }
 
     /// Whether the operation manages queues or consumers (one of
@@ -229,6 +279,19 @@ impl Operation {
                 | Operation::GetConsumer
                 | Operation::UpdateConsumer
                 | Operation::DeleteConsumer
+        )
+    }
+
+    /// Whether the operation works on event subscriptions (one of
+    /// [`Operation::EVENT_SUBSCRIPTIONS`]).
+    pub const fn is_event_subscription(self) -> bool {
+        matches!(
+            self,
+            Operation::ListEventSubscriptions
+                | Operation::CreateEventSubscription
+                | Operation::GetEventSubscription
+                | Operation::UpdateEventSubscription
+                | Operation::DeleteEventSubscription
         )
     }
 
@@ -258,6 +321,11 @@ impl Operation {
             Operation::GetConsumer => "get consumer",
             Operation::UpdateConsumer => "update consumer",
             Operation::DeleteConsumer => "delete consumer",
+            Operation::ListEventSubscriptions => "list event subscriptions",
+            Operation::CreateEventSubscription => "create event subscription",
+            Operation::GetEventSubscription => "get event subscription",
+            Operation::UpdateEventSubscription => "update event subscription",
+            Operation::DeleteEventSubscription => "delete event subscription",
         }
     }
 
@@ -265,8 +333,9 @@ impl Operation {
     ///
     /// A push repeated after a lost answer can duplicate a message, and a
     /// purge of the whole queue repeated later deletes what was pushed in
-    /// between. A create or delete of a queue or consumer repeated after it
-    /// landed fails (the name is taken, the queue is gone) where the first
+    /// between. A create or delete of a queue, consumer or event
+    /// subscription repeated after it landed fails (the name or the source
+    /// is taken, the queue is gone) where the first
     /// succeeded: the client reads back what happened instead of repeating
     /// it. The others are safe: a repeated ack or purge by ref finds its
     /// leases or refs used and reports them as warnings, and a repeated
@@ -281,6 +350,8 @@ impl Operation {
                 | Operation::DeleteQueue
                 | Operation::CreateConsumer
                 | Operation::DeleteConsumer
+                | Operation::CreateEventSubscription
+                | Operation::DeleteEventSubscription
         )
     }
 
@@ -349,26 +420,45 @@ mod tests {
                 Operation::DeleteQueue,
                 Operation::CreateConsumer,
                 Operation::DeleteConsumer,
+                Operation::CreateEventSubscription,
+                Operation::DeleteEventSubscription,
             ]
         );
     }
 
     #[test]
-    fn all_is_messages_then_management_and_each_is_one_or_the_other() {
+    fn all_is_messages_then_management_then_subscriptions_and_each_is_one_of_them() {
         let joined: Vec<Operation> = Operation::MESSAGES
             .into_iter()
             .chain(Operation::MANAGEMENT)
+            .chain(Operation::EVENT_SUBSCRIPTIONS)
             .collect();
         assert_eq!(joined, Operation::ALL);
         for op in Operation::MESSAGES {
-            assert!(op.is_messages() && !op.is_management(), "{op}");
+            assert!(
+                op.is_messages() && !op.is_management() && !op.is_event_subscription(),
+                "{op}"
+            );
             assert!(
                 op.path()
                     .starts_with("/accounts/{account_id}/queues/{queue_id}/")
             );
         }
         for op in Operation::MANAGEMENT {
-            assert!(op.is_management() && !op.is_messages(), "{op}");
+            assert!(
+                op.is_management() && !op.is_messages() && !op.is_event_subscription(),
+                "{op}"
+            );
+        }
+        for op in Operation::EVENT_SUBSCRIPTIONS {
+            assert!(
+                op.is_event_subscription() && !op.is_messages() && !op.is_management(),
+                "{op}"
+            );
+            assert!(
+                op.path()
+                    .starts_with("/accounts/{account_id}/event_subscriptions/subscriptions")
+            );
         }
     }
 

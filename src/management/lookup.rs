@@ -1,7 +1,10 @@
-//! Resolving a queue name to its id, and paging through the queue list:
-//! the decisions, apart from the calls, so that each rule has a test.
+//! Resolving a queue name to its id, and paging through a list (the
+//! queues, the event subscriptions): the decisions, apart from the calls,
+//! so that each rule has a test.
 
-use crate::envelope::QueuePage;
+use std::future::Future;
+
+use crate::envelope::{Page, QueuePage};
 use crate::error::{Error, Result};
 use crate::message::known_u32;
 use crate::operation::Operation;
@@ -23,13 +26,13 @@ pub(crate) enum Next {
 
 /// Whether the list goes on after page `number`: not after an empty page,
 /// nor after the last page `result_info` names, nor past [`MAX_PAGES`].
-pub(crate) fn after_page(number: u32, page: &QueuePage) -> Next {
+pub(crate) fn after_page<T>(number: u32, page: &Page<T>) -> Next {
     let last = page
         .info
         .as_ref()
         .and_then(|info| known_u32(info.total_pages))
         .filter(|pages| *pages > 0);
-    if page.queues.is_empty() || last.is_some_and(|last| number >= last) || number >= MAX_PAGES {
+    if page.items.is_empty() || last.is_some_and(|last| number >= last) || number >= MAX_PAGES {
         Next::Done
     } else {
         Next::Page(number + 1)
@@ -39,7 +42,35 @@ pub(crate) fn after_page(number: u32, page: &QueuePage) -> Next {
 /// The queue ids of a page, to tell a page served again (a server that
 /// ignores `page` and gives no `result_info`) from the next one.
 pub(crate) fn page_ids(page: &QueuePage) -> Vec<Option<String>> {
-    page.queues.iter().map(|q| q.queue_id.clone()).collect()
+    page.items.iter().map(|q| q.queue_id.clone()).collect()
+}
+
+/// Every item of a list, read page by page from page 1 with `read` until
+/// [`after_page`] ends it or a page comes again with the same ids (`id`
+/// of each item): a server that ignores `page` and gives no `result_info`
+/// would otherwise be read [`MAX_PAGES`] times.
+pub(crate) async fn every_page<T, F, Fut>(mut read: F, id: fn(&T) -> Option<String>) -> Result<Vec<T>>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<Page<T>>>,
+{
+    let mut items = Vec::new();
+    let mut number = 1;
+    let mut previous: Option<Vec<Option<String>>> = None;
+    loop {
+        let page = read(number).await?;
+        let ids: Vec<Option<String>> = page.items.iter().map(id).collect();
+        if previous.as_ref() == Some(&ids) {
+            return Ok(items);
+        }
+        let next = after_page(number, &page);
+        items.extend(page.items);
+        match next {
+            Next::Page(n) => number = n,
+            Next::Done => return Ok(items),
+        }
+        previous = Some(ids);
+    }
 }
 
 /// The lookup of one name through the pages of a filtered list.
@@ -64,7 +95,7 @@ impl<'a> NameLookup<'a> {
     /// matches count, and the list is paged on only then, until a match.
     pub(crate) fn read(&mut self, number: u32, page: &QueuePage) -> Result<Next> {
         let mut others = false;
-        for queue in &page.queues {
+        for queue in &page.items {
             if queue.queue_name.as_deref() != Some(self.name) {
                 others = true;
                 continue;
@@ -118,7 +149,7 @@ mod tests {
 
     fn page(names: &[(&str, &str)], total_pages: Option<f64>) -> QueuePage {
         QueuePage {
-            queues: names
+            items: names
                 .iter()
                 .map(|(name, id)| types::QueueDetails {
                     queue_name: Some((*name).to_owned()),
@@ -181,7 +212,7 @@ mod tests {
         let mut lookup = NameLookup::new("orders");
         let mut odd = page(&[("orders", "")], None);
         assert!(matches!(lookup.read(1, &odd), Err(Error::Decode { .. })));
-        odd.queues[0].queue_id = None;
+        odd.items[0].queue_id = None;
         assert!(matches!(lookup.read(1, &odd), Err(Error::Decode { .. })));
     }
 

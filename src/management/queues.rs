@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use super::lookup::{NameLookup, Next, after_page, page_ids};
+use super::lookup::{NameLookup, Next, every_page, page_ids};
 use super::server_clock::ServerClock;
 use super::wire::{self as management, shows_applied};
 use crate::client::Client;
@@ -93,25 +93,12 @@ impl Client {
     ///
     /// Reading changes nothing; dropping the future is safe.
     pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
-        let mut queues = Vec::new();
-        let mut number = 1;
-        let mut previous: Option<Vec<Option<String>>> = None;
-        loop {
-            let page = self.list_page(number, None, None).await?;
-            let ids = page_ids(&page);
-            if previous.as_ref() == Some(&ids) {
-                // The same page again: a server that ignores `page` and
-                // gives no `result_info` would otherwise be read 1,000 times.
-                return Ok(queues);
-            }
-            let next = after_page(number, &page);
-            queues.extend(page.queues.into_iter().map(QueueInfo::from));
-            match next {
-                Next::Page(n) => number = n,
-                Next::Done => return Ok(queues),
-            }
-            previous = Some(ids);
-        }
+        let queues = every_page(
+            |number| self.list_page(number, None, None),
+            |q: &types::QueueDetails| q.queue_id.clone(),
+        )
+        .await?;
+        Ok(queues.into_iter().map(QueueInfo::from).collect())
     }
 
     /// Creates a queue of this name (`POST /queues` with `{"queue_name"}`)
@@ -288,7 +275,7 @@ impl Client {
     }
 
     /// The call settings of an account-wide call (no queue id yet).
-    fn account_call(&self, operation: Operation) -> Call<'_> {
+    pub(crate) fn account_call(&self, operation: Operation) -> Call<'_> {
         Call {
             operation,
             queue_id: "",

@@ -1,0 +1,187 @@
+//! [`EventSource`]: where a subscription's events come from.
+
+use serde_json::{Map, Value};
+
+/// Where an event subscription's events come from: a Cloudflare product,
+/// or one resource of it, told apart on the wire by `type`.
+///
+/// The nine sources of Cloudflare's published description, with the field
+/// each names its resource by; [`EventSource::Other`] keeps a source this
+/// crate does not know (Cloudflare adds them: newer wrangler releases offer
+/// `artifacts` and `email.sending`) whole, exactly as it was answered, so
+/// reading a subscription never fails on one.
+///
+/// ```
+/// use cf_queues::event_subscriptions::EventSource;
+/// let source = EventSource::WorkflowsWorkflow { workflow_name: "checkout".into() };
+/// assert_eq!(source.type_name(), "workflows.workflow");
+/// assert_eq!(source.resource(), Some("checkout"));
+/// assert_eq!(EventSource::Kv.resource(), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventSource {
+    /// `images`: Cloudflare Images (no Cloudflare page documents its events).
+    Images,
+    /// `kv`: Workers KV, its namespaces.
+    Kv,
+    /// `r2`: R2, its buckets.
+    R2,
+    /// `superSlurper`: Super Slurper, R2's data migrations.
+    SuperSlurper,
+    /// `vectorize`: Vectorize, its indexes.
+    Vectorize,
+    /// `workersAi.model`: the batch jobs of one Workers AI model.
+    WorkersAiModel {
+        /// The model, such as `@cf/meta/llama-3.1-8b-instruct`.
+        model_name: String,
+    },
+    /// `workersBuilds.worker`: the builds of one Worker.
+    WorkersBuildsWorker {
+        /// The Worker's name.
+        worker_name: String,
+    },
+    /// `workers.script`: one Worker script (no Cloudflare page documents
+    /// its events, and wrangler does not offer it).
+    WorkersScript {
+        /// The script's tag.
+        script_tag: String,
+    },
+    /// `workflows.workflow`: the instances of one Workflow.
+    WorkflowsWorkflow {
+        /// The Workflow's name.
+        workflow_name: String,
+    },
+    /// A source this crate does not know, or a known one answered without
+    /// the field that names its resource: the object as it came, `type`
+    /// included. It cannot be sent: creating a subscription to it is an
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput).
+    Other(Map<String, Value>),
+}
+
+/// The `type` of each known source, in the published description's order.
+pub const SOURCE_TYPES: [&str; 9] = [
+    "images",
+    "kv",
+    "r2",
+    "superSlurper",
+    "vectorize",
+    "workersAi.model",
+    "workersBuilds.worker",
+    "workers.script",
+    "workflows.workflow",
+];
+
+impl EventSource {
+    /// The source's `type` on the wire: `kv`, `workersAi.model`, ...; for
+    /// [`EventSource::Other`], its `type` if it is a string, else `""`.
+    pub fn type_name(&self) -> &str {
+        match self {
+            EventSource::Images => "images",
+            EventSource::Kv => "kv",
+            EventSource::R2 => "r2",
+            EventSource::SuperSlurper => "superSlurper",
+            EventSource::Vectorize => "vectorize",
+            EventSource::WorkersAiModel { .. } => "workersAi.model",
+            EventSource::WorkersBuildsWorker { .. } => "workersBuilds.worker",
+            EventSource::WorkersScript { .. } => "workers.script",
+            EventSource::WorkflowsWorkflow { .. } => "workflows.workflow",
+            EventSource::Other(fields) => fields.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    /// The resource the source names (a model, a Worker, a script, a
+    /// Workflow), as wrangler's `Resource` column shows it; `None` for the
+    /// sources of a whole product and for [`EventSource::Other`].
+    pub fn resource(&self) -> Option<&str> {
+        match self {
+            EventSource::WorkersAiModel { model_name: name }
+            | EventSource::WorkersBuildsWorker { worker_name: name }
+            | EventSource::WorkersScript { script_tag: name }
+            | EventSource::WorkflowsWorkflow { workflow_name: name } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The source read from the object an answer carries: a known `type`
+    /// with the field its resource needs (a string) is that variant, and
+    /// fields it does not name are dropped; anything else is kept whole in
+    /// [`EventSource::Other`].
+    pub fn from_fields(fields: Map<String, Value>) -> EventSource {
+        let field = |name: &str| fields.get(name).and_then(Value::as_str).map(str::to_owned);
+        let known = match fields.get("type").and_then(Value::as_str) {
+            Some("images") => Some(EventSource::Images),
+            Some("kv") => Some(EventSource::Kv),
+            Some("r2") => Some(EventSource::R2),
+            Some("superSlurper") => Some(EventSource::SuperSlurper),
+            Some("vectorize") => Some(EventSource::Vectorize),
+            Some("workersAi.model") => {
+                field("model_name").map(|model_name| EventSource::WorkersAiModel { model_name })
+            }
+            Some("workersBuilds.worker") => field("worker_name")
+                .map(|worker_name| EventSource::WorkersBuildsWorker { worker_name }),
+            Some("workers.script") => {
+                field("script_tag").map(|script_tag| EventSource::WorkersScript { script_tag })
+            }
+            Some("workflows.workflow") => field("workflow_name")
+                .map(|workflow_name| EventSource::WorkflowsWorkflow { workflow_name }),
+            _ => None,
+        };
+        known.unwrap_or(EventSource::Other(fields))
+    }
+
+    /// The name of the field that names the source's resource, if it has one.
+    pub(crate) fn resource_field(&self) -> Option<&'static str> {
+        match self {
+            EventSource::WorkersAiModel { .. } => Some("model_name"),
+            EventSource::WorkersBuildsWorker { .. } => Some("worker_name"),
+            EventSource::WorkersScript { .. } => Some("script_tag"),
+            EventSource::WorkflowsWorkflow { .. } => Some("workflow_name"),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn every_known_type_reads_back_as_its_variant_with_its_field() {
+        for name in SOURCE_TYPES {
+            let source = EventSource::from_fields(fields(json!({
+                "type": name, "model_name": "model_name", "worker_name": "worker_name",
+                "script_tag": "script_tag", "workflow_name": "workflow_name"
+            })));
+            assert_eq!(source.type_name(), name);
+            assert!(!matches!(source, EventSource::Other(_)), "{name}");
+            // Each resource holds its own field's name.
+            assert_eq!(source.resource(), source.resource_field(), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_type_or_a_missing_resource_is_kept_whole() {
+        let email = fields(json!({"type": "email.sending", "zone_id": "z", "domain": "d.example"}));
+        assert_eq!(
+            EventSource::from_fields(email.clone()),
+            EventSource::Other(email)
+        );
+        let bare = fields(json!({"type": "workersAi.model"}));
+        let read = EventSource::from_fields(bare.clone());
+        assert_eq!(read, EventSource::Other(bare));
+        assert_eq!(read.type_name(), "workersAi.model");
+        assert_eq!(read.resource(), None);
+        let numeric = fields(json!({"type": 7}));
+        assert_eq!(EventSource::from_fields(numeric).type_name(), "");
+        assert_eq!(EventSource::from_fields(Map::new()).type_name(), "");
+    }
+}
