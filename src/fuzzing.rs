@@ -9,6 +9,7 @@ use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
 
 use crate::envelope::{Envelope, RawOutcome, finish};
+use crate::event_subscriptions::EventSubscription;
 use crate::hooks::Exchange;
 use crate::management::server_clock::rfc3339_unix_ms;
 use crate::management::wire::shows_applied;
@@ -17,7 +18,6 @@ use crate::messages::wire::{peeked, previewed};
 use crate::operation::Operation;
 use crate::raw::types;
 use crate::resources::{ConsumerInfo, QueueSettings};
-use crate::event_subscriptions::EventSubscription;
 use crate::response::{
     AckOutcome, ExtendOutcome, Metrics, PreviewedOutcome, PulledBatch, PurgeOutcome, PurgeStatus,
     PushReceipt, QueueInfo,

@@ -44,6 +44,10 @@ const QUEUE_META: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("q
 const RECORDS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("records");
 /// (account, queue id) of queues deleted by the API.
 const DELETED: TableDefinition<(&str, &str), ()> = TableDefinition::new("deleted");
+/// (account, subscription id) -> the event subscription as JSON. Created
+/// when a directory is opened, so that one written before subscriptions
+/// existed opens as it is (no new format version).
+const SUBSCRIPTIONS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("subscriptions");
 /// "message_key", "next_seq".
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
@@ -168,6 +172,7 @@ impl DataDir {
             txn.open_table(QUEUE_META).map_err(storage)?;
             txn.open_table(RECORDS).map_err(storage)?;
             txn.open_table(DELETED).map_err(storage)?;
+            txn.open_table(SUBSCRIPTIONS).map_err(storage)?;
             txn.open_table(META).map_err(storage)?;
         }
         txn.commit().map_err(storage)?;
@@ -215,6 +220,11 @@ impl DataDir {
         each_row(&txn, DELETED, |(account, id), ()| {
             broker.restore_deleted(account, id);
             Ok(())
+        })?;
+        each_row(&txn, SUBSCRIPTIONS, |(account, id), record| {
+            broker
+                .restore_subscription(account, record)
+                .map_err(|why| bad(&format!("event subscription {id}"), why))
         })?;
         each_row(&txn, QUEUE_META, |(account, id), meta| {
             let restored = broker.restore_meta(account, id, meta, now_ms);
@@ -434,6 +444,7 @@ fn write(db: &Database, group: &[Journal], message_key: u64) -> io::Result<()> {
         let mut queue_meta = txn.open_table(QUEUE_META).map_err(storage)?;
         let mut records = txn.open_table(RECORDS).map_err(storage)?;
         let mut deleted = txn.open_table(DELETED).map_err(storage)?;
+        let mut subscriptions = txn.open_table(SUBSCRIPTIONS).map_err(storage)?;
         let mut meta = txn.open_table(META).map_err(storage)?;
         let mut next_seq = 0;
         for journal in group {
@@ -514,6 +525,24 @@ fn write(db: &Database, group: &[Journal], message_key: u64) -> io::Result<()> {
                             .map_err(storage)?;
                         deleted
                             .insert((account.as_str(), id.as_str()), ())
+                            .map_err(storage)?;
+                    }
+                    Change::Subscription {
+                        account,
+                        id,
+                        record: Some(row),
+                    } => {
+                        subscriptions
+                            .insert((account.as_str(), id.as_str()), row.as_slice())
+                            .map_err(storage)?;
+                    }
+                    Change::Subscription {
+                        account,
+                        id,
+                        record: None,
+                    } => {
+                        subscriptions
+                            .remove((account.as_str(), id.as_str()))
                             .map_err(storage)?;
                     }
                 }

@@ -57,5 +57,5 @@ mod source;
 mod subscription;
 mod wire;
 
-pub use source::{EventSource, SOURCE_TYPES};
+pub use source::{EventSource, SOURCE_TYPES, resource_field_of};
 pub use subscription::{EventSubscription, EventSubscriptionChange, NewEventSubscription};

@@ -325,7 +325,10 @@ impl Queue {
         match created.len() {
             1 => Ok(created.remove(0)),
             found => {
-                tracing::debug!(found, "no one subscription of that name and source was created by this create (or cannot be told)");
+                tracing::debug!(
+                    found,
+                    "no one subscription of that name and source was created by this create (or cannot be told)"
+                );
                 if let Some(s) = created.first() {
                     tracing::debug!(subscription = id_or_unknown(s), "one of them");
                 }

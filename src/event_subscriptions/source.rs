@@ -72,6 +72,26 @@ pub const SOURCE_TYPES: [&str; 9] = [
     "workflows.workflow",
 ];
 
+/// The field that names the resource of a source of this `type`
+/// (`model_name` for `workersAi.model`, `worker_name`, `script_tag`,
+/// `workflow_name`); `None` for a source of a whole product or an unknown
+/// type. The one place that pairs them, for the client and the emulator.
+///
+/// ```
+/// use cf_queues::event_subscriptions::resource_field_of;
+/// assert_eq!(resource_field_of("workflows.workflow"), Some("workflow_name"));
+/// assert_eq!(resource_field_of("kv"), None);
+/// ```
+pub fn resource_field_of(type_name: &str) -> Option<&'static str> {
+    match type_name {
+        "workersAi.model" => Some("model_name"),
+        "workersBuilds.worker" => Some("worker_name"),
+        "workers.script" => Some("script_tag"),
+        "workflows.workflow" => Some("workflow_name"),
+        _ => None,
+    }
+}
+
 impl EventSource {
     /// The source's `type` on the wire: `kv`, `workersAi.model`, ...; for
     /// [`EventSource::Other`], its `type` if it is a string, else `""`.
@@ -98,7 +118,9 @@ impl EventSource {
             EventSource::WorkersAiModel { model_name: name }
             | EventSource::WorkersBuildsWorker { worker_name: name }
             | EventSource::WorkersScript { script_tag: name }
-            | EventSource::WorkflowsWorkflow { workflow_name: name } => Some(name),
+            | EventSource::WorkflowsWorkflow {
+                workflow_name: name,
+            } => Some(name),
             _ => None,
         }
     }
@@ -108,23 +130,27 @@ impl EventSource {
     /// fields it does not name are dropped; anything else is kept whole in
     /// [`EventSource::Other`].
     pub fn from_fields(fields: Map<String, Value>) -> EventSource {
-        let field = |name: &str| fields.get(name).and_then(Value::as_str).map(str::to_owned);
-        let known = match fields.get("type").and_then(Value::as_str) {
-            Some("images") => Some(EventSource::Images),
-            Some("kv") => Some(EventSource::Kv),
-            Some("r2") => Some(EventSource::R2),
-            Some("superSlurper") => Some(EventSource::SuperSlurper),
-            Some("vectorize") => Some(EventSource::Vectorize),
-            Some("workersAi.model") => {
-                field("model_name").map(|model_name| EventSource::WorkersAiModel { model_name })
+        let type_name = fields.get("type").and_then(Value::as_str).unwrap_or("");
+        let resource = resource_field_of(type_name)
+            .and_then(|field| fields.get(field))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let known = match (type_name, resource) {
+            ("images", _) => Some(EventSource::Images),
+            ("kv", _) => Some(EventSource::Kv),
+            ("r2", _) => Some(EventSource::R2),
+            ("superSlurper", _) => Some(EventSource::SuperSlurper),
+            ("vectorize", _) => Some(EventSource::Vectorize),
+            ("workersAi.model", Some(model_name)) => {
+                Some(EventSource::WorkersAiModel { model_name })
             }
-            Some("workersBuilds.worker") => field("worker_name")
-                .map(|worker_name| EventSource::WorkersBuildsWorker { worker_name }),
-            Some("workers.script") => {
-                field("script_tag").map(|script_tag| EventSource::WorkersScript { script_tag })
+            ("workersBuilds.worker", Some(worker_name)) => {
+                Some(EventSource::WorkersBuildsWorker { worker_name })
             }
-            Some("workflows.workflow") => field("workflow_name")
-                .map(|workflow_name| EventSource::WorkflowsWorkflow { workflow_name }),
+            ("workers.script", Some(script_tag)) => Some(EventSource::WorkersScript { script_tag }),
+            ("workflows.workflow", Some(workflow_name)) => {
+                Some(EventSource::WorkflowsWorkflow { workflow_name })
+            }
             _ => None,
         };
         known.unwrap_or(EventSource::Other(fields))
@@ -133,11 +159,8 @@ impl EventSource {
     /// The name of the field that names the source's resource, if it has one.
     pub(crate) fn resource_field(&self) -> Option<&'static str> {
         match self {
-            EventSource::WorkersAiModel { .. } => Some("model_name"),
-            EventSource::WorkersBuildsWorker { .. } => Some("worker_name"),
-            EventSource::WorkersScript { .. } => Some("script_tag"),
-            EventSource::WorkflowsWorkflow { .. } => Some("workflow_name"),
-            _ => None,
+            EventSource::Other(_) => None,
+            known => resource_field_of(known.type_name()),
         }
     }
 }

@@ -42,7 +42,12 @@ pub(crate) fn update_request(
         ));
     }
     Ok(types::UpdateEventSubscriptionRequest {
-        name: change.name.as_deref().map(check_name).transpose()?.map(str::to_owned),
+        name: change
+            .name
+            .as_deref()
+            .map(check_name)
+            .transpose()?
+            .map(str::to_owned),
         enabled: change.enabled,
         events: match &change.events {
             Some(events) => check_events(events)?.to_vec(),
@@ -126,13 +131,11 @@ fn source_request(source: &EventSource) -> Result<types::EventSourceRequest> {
             type_: types::EventSourceWorkersAiModelType::WorkersAiModel,
         }
         .into(),
-        EventSource::WorkersBuildsWorker { worker_name } => {
-            types::EventSourceWorkersBuildsWorker {
-                worker_name: owned(worker_name),
-                type_: types::EventSourceWorkersBuildsWorkerType::WorkersBuildsWorker,
-            }
-            .into()
+        EventSource::WorkersBuildsWorker { worker_name } => types::EventSourceWorkersBuildsWorker {
+            worker_name: owned(worker_name),
+            type_: types::EventSourceWorkersBuildsWorkerType::WorkersBuildsWorker,
         }
+        .into(),
         EventSource::WorkersScript { script_tag } => types::EventSourceWorkersScript {
             script_tag: owned(script_tag),
             type_: types::EventSourceWorkersScriptType::WorkersScript,
@@ -242,17 +245,36 @@ mod tests {
             create_request(&new, queue, "d".into(), &limits())
         };
         let none: [&str; 0] = [];
-        assert_eq!(refused(create(NewEventSubscription::new(EventSource::Kv, none), "q")).0, "events");
         assert_eq!(
-            refused(create(NewEventSubscription::new(EventSource::Kv, ["a", " "]), "q")).0,
+            refused(create(
+                NewEventSubscription::new(EventSource::Kv, none),
+                "q"
+            ))
+            .0,
+            "events"
+        );
+        assert_eq!(
+            refused(create(
+                NewEventSubscription::new(EventSource::Kv, ["a", " "]),
+                "q"
+            ))
+            .0,
             "events[1]"
         );
         assert_eq!(
-            refused(create(NewEventSubscription::new(EventSource::Kv, ["a"]).name(""), "q")).0,
+            refused(create(
+                NewEventSubscription::new(EventSource::Kv, ["a"]).name(""),
+                "q"
+            ))
+            .0,
             "name"
         );
         assert_eq!(
-            refused(create(NewEventSubscription::new(EventSource::Kv, ["a"]), "not/an id")).0,
+            refused(create(
+                NewEventSubscription::new(EventSource::Kv, ["a"]),
+                "not/an id"
+            ))
+            .0,
             "destination.queue_id"
         );
         let blank = EventSource::WorkflowsWorkflow {
@@ -265,14 +287,21 @@ mod tests {
         let email = reads(json!({"type": "email.sending", "zone_id": "z"}));
         let (field, reason) = refused(create(NewEventSubscription::new(email, ["a"]), "q"));
         assert_eq!(field, "source");
-        assert!(reason.contains("\"email.sending\"") && reason.contains("workflows.workflow"), "{reason}");
+        assert!(
+            reason.contains("\"email.sending\"") && reason.contains("workflows.workflow"),
+            "{reason}"
+        );
         assert_eq!(
             refused(update_request(&EventSubscriptionChange::new(), &limits())).0,
             "change"
         );
         let no_events: [&str; 0] = [];
         assert_eq!(
-            refused(update_request(&EventSubscriptionChange::new().events(no_events), &limits())).0,
+            refused(update_request(
+                &EventSubscriptionChange::new().events(no_events),
+                &limits()
+            ))
+            .0,
             "events"
         );
     }
@@ -281,7 +310,10 @@ mod tests {
     fn an_update_sends_only_the_fields_set() {
         let change = EventSubscriptionChange::new().enabled(false);
         let body = update_request(&change, &limits()).expect("valid");
-        assert_eq!(serde_json::to_value(&body).expect("serializes"), json!({"enabled": false}));
+        assert_eq!(
+            serde_json::to_value(&body).expect("serializes"),
+            json!({"enabled": false})
+        );
         let change = EventSubscriptionChange::new()
             .name("renamed")
             .events(["a"])

@@ -49,7 +49,10 @@ pub(crate) fn page_ids(page: &QueuePage) -> Vec<Option<String>> {
 /// [`after_page`] ends it or a page comes again with the same ids (`id`
 /// of each item): a server that ignores `page` and gives no `result_info`
 /// would otherwise be read [`MAX_PAGES`] times.
-pub(crate) async fn every_page<T, F, Fut>(mut read: F, id: fn(&T) -> Option<String>) -> Result<Vec<T>>
+pub(crate) async fn every_page<T, F, Fut>(
+    mut read: F,
+    id: fn(&T) -> Option<String>,
+) -> Result<Vec<T>>
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<Page<T>>>,

@@ -27,6 +27,8 @@ use serde_json::{Value, json};
 mod consumers;
 #[path = "wire_resources_create.rs"]
 mod create;
+#[path = "wire_event_subscriptions.rs"]
+mod event_subscriptions;
 #[path = "wire_resources_faults.rs"]
 mod faults;
 #[path = "wire_http_pull.rs"]

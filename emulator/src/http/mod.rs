@@ -5,6 +5,7 @@
 mod auth;
 mod body;
 mod error_answer;
+mod event_subscriptions;
 mod json;
 mod management;
 mod messages;
@@ -262,7 +263,7 @@ impl From<ErrorAnswer> for Refusal {
 type Handler = fn(&App, Incoming) -> Result<Answer, ErrorAnswer>;
 
 pub(crate) fn router(app: Arc<App>) -> Router {
-    let routes: [(Operation, Handler); 23] = [
+    let routes: [(Operation, Handler); 28] = [
         (Operation::Push, messages::handlers::push),
         (Operation::Batch, messages::handlers::batch),
         (Operation::Pull, messages::handlers::pull),
@@ -300,6 +301,26 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         (
             Operation::DeleteConsumer,
             management::handlers::delete_consumer,
+        ),
+        (
+            Operation::ListEventSubscriptions,
+            event_subscriptions::handlers::list_event_subscriptions,
+        ),
+        (
+            Operation::CreateEventSubscription,
+            event_subscriptions::handlers::create_event_subscription,
+        ),
+        (
+            Operation::GetEventSubscription,
+            event_subscriptions::handlers::get_event_subscription,
+        ),
+        (
+            Operation::UpdateEventSubscription,
+            event_subscriptions::handlers::update_event_subscription,
+        ),
+        (
+            Operation::DeleteEventSubscription,
+            event_subscriptions::handlers::delete_event_subscription,
         ),
     ];
     // One method router per path: `/purge`, a queue's path and its
@@ -470,7 +491,9 @@ struct Incoming {
     queue: String,
     /// The consumer named in the path, if any.
     consumer: Option<String>,
-    /// The query parameters (only the list of queues reads any).
+    /// The event subscription named in the path, if any.
+    subscription: Option<String>,
+    /// The query parameters (the lists of queues and of event subscriptions read them).
     query: HashMap<String, String>,
     /// The JSON body; `{}` when the body was empty.
     request: Object,
@@ -561,6 +584,7 @@ impl Incoming {
             account: ids.account,
             queue: ids.queue,
             consumer: ids.consumer,
+            subscription: ids.subscription,
             query,
             request,
             conn: parts.extensions.get::<Arc<Conn>>().cloned(),
@@ -594,6 +618,7 @@ impl Incoming {
             account: params.remove("account_id").unwrap_or_default(),
             queue: params.remove("queue_id").unwrap_or_default(),
             consumer: params.remove("consumer_id"),
+            subscription: params.remove("subscription_id"),
         };
         auth::authenticate(app.auth.as_ref(), &parts.headers)?;
         let has_queue = op.path().contains("{queue_id}");
@@ -601,6 +626,7 @@ impl Incoming {
             Some(("account_id", &ids.account)),
             has_queue.then_some(("queue_id", &ids.queue)),
             ids.consumer.as_ref().map(|c| ("consumer_id", c)),
+            ids.subscription.as_ref().map(|s| ("subscription_id", s)),
         ];
         for (field, id) in named.into_iter().flatten() {
             app.limits.check_id(field, id).map_err(|e| {
@@ -652,6 +678,7 @@ struct PathIds {
     account: String,
     queue: String,
     consumer: Option<String>,
+    subscription: Option<String>,
 }
 
 /// Whether `Accept` lists `text/event-stream` with a quality above 0.

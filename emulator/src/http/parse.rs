@@ -1,8 +1,10 @@
 //! Reading the fields of a request body, with Cloudflare's error codes.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
-use super::super::state::{BodyKind, NewMessage};
+use super::super::state::{BodyKind, NewMessage, bounded};
 use super::error_answer::ErrorAnswer;
 use cf_queues::codes;
 use cf_queues::limits::Limits;
@@ -241,4 +243,19 @@ pub(super) fn leases<'a>(
         }
     }
     Ok(leases)
+}
+
+/// A whole query parameter of at least 1.
+pub(crate) fn page_number(
+    query: &HashMap<String, String>,
+    key: &str,
+    max: u64,
+) -> Result<Option<usize>, ErrorAnswer> {
+    let Some(text) = query.get(key) else {
+        return Ok(None);
+    };
+    let value: f64 = text.trim().parse().unwrap_or(f64::NAN);
+    bounded(key, value, 1, max)
+        .map(|v| Some(usize::try_from(v).unwrap_or(usize::MAX)))
+        .map_err(|message| ErrorAnswer::bad_request(codes::JSON_REQUEST_BODY_INVALID, message))
 }

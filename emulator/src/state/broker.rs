@@ -11,6 +11,7 @@ use super::{
     LEASE_UNKNOWN, MAX_PREALLOC, MESSAGE_ALREADY_RETRIED, NewMessage, Peeked, PurgeReport,
     QueueStats, REF_GONE, REF_UNKNOWN,
 };
+use crate::state::event_subscriptions::records::Subscriptions;
 use crate::state::management::resources::{Policy, Registry};
 use crate::state::messages::queue::{DeadLetterMove, Lease, QueueState, Stored};
 use crate::state::messages::tokens::{KeyBuild, RandomSource, Tokens, parse_token, token_string};
@@ -28,6 +29,8 @@ pub(crate) struct Broker {
     pub(super) accounts: States,
     /// Every account's queues as resources: names, settings, consumers.
     pub(super) registry: Registry,
+    /// Every account's event subscriptions.
+    pub(super) subscriptions: Subscriptions,
     pub(super) tokens: Tokens,
     /// (due ms, account, queue) for each queue whose peek refs will need
     /// trimming: one entry per queue holding refs, so refs expire even in a
@@ -58,6 +61,7 @@ impl Broker {
         }
         Broker {
             registry: Registry::new(config.springs.clone()),
+            subscriptions: Subscriptions::default(),
             config,
             feeders,
             accounts: States::default(),

@@ -12,12 +12,14 @@
 //! What is not written, because a restart rebuilds it: leases (they end
 //! with a crash; the messages are loaded as leased until the load time, so
 //! the next touch expires them by the usual rule), peek refs and preview
-//! ids, the name and order indexes of the registry.
+//! ids, the name and order indexes of the registry. Event subscriptions
+//! are written as queue records are, one JSON row each.
 
 use std::sync::Arc;
 
 use super::broker::Broker;
 use super::{At, BodyKind, len_u64};
+use crate::state::event_subscriptions::records::SubscriptionRecord;
 use crate::state::management::resources::QueueRecord;
 use crate::state::messages::queue::{Lease, QueueState, Stored};
 
@@ -48,6 +50,12 @@ pub(crate) enum Change {
     },
     /// A queue deleted by the API: its id never springs back.
     Deleted { account: String, id: String },
+    /// An event subscription as JSON, or `None`: deleted.
+    Subscription {
+        account: String,
+        id: String,
+        record: Option<Vec<u8>>,
+    },
 }
 
 /// A message as stored: its header, and its body when it is new (a pull
@@ -183,6 +191,7 @@ impl Broker {
             q.touched.extend(q.messages.keys().map(|&seq| (seq, true)));
         });
         self.registry.tracking = true;
+        self.subscriptions.track_all();
         for (id, account) in &self.registry.accounts {
             let ids = account.queues.keys().chain(&account.deleted).cloned();
             self.registry
@@ -290,6 +299,19 @@ impl Broker {
                 changes.push(change);
             }
         }
+        for (account, ids) in std::mem::take(&mut self.subscriptions.dirty) {
+            for id in ids {
+                let record = self
+                    .subscriptions
+                    .get(&account, &id)
+                    .map(|record| serde_json::to_vec(record).unwrap_or_default());
+                changes.push(Change::Subscription {
+                    account: account.clone(),
+                    id,
+                    record,
+                });
+            }
+        }
         Journal {
             changes,
             next_seq: self.tokens.next_seq,
@@ -322,6 +344,13 @@ impl Broker {
         }
         self.registry.next_order = self.registry.next_order.max(record.order.saturating_add(1));
         entry.insert(record);
+        Ok(())
+    }
+
+    /// Restores an event subscription from its JSON row.
+    pub(crate) fn restore_subscription(&mut self, account: &str, row: &[u8]) -> Result<(), String> {
+        let record: SubscriptionRecord = serde_json::from_slice(row).map_err(|e| e.to_string())?;
+        self.subscriptions.restore(account, record);
         Ok(())
     }
 
@@ -422,6 +451,8 @@ impl Broker {
         self.tokens.tracking = true;
         self.registry.tracking = true;
         self.registry.dirty.clear();
+        self.subscriptions.tracking = true;
+        self.subscriptions.dirty.clear();
         self.accounts.clear_lent();
     }
 }

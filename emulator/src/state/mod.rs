@@ -29,6 +29,7 @@
 mod broker;
 #[cfg_attr(not(feature = "dashboard"), allow(dead_code))]
 mod dashboard_moves;
+mod event_subscriptions;
 mod journal;
 mod management;
 mod messages;
@@ -43,6 +44,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub(crate) use broker::Broker;
+pub(crate) use event_subscriptions::operations::{
+    ListQuery, NewSubscription, Order, SubscriptionChange,
+};
+pub(crate) use event_subscriptions::records::SubscriptionRecord;
 pub(crate) use journal::{Change, Journal};
 pub(crate) use management::operations::{Declared, SettingsChange};
 pub(crate) use management::resources::{

@@ -3,19 +3,17 @@
 //! shared steps of [`Incoming::read`](crate::http::Incoming::read) (the queue of
 //! the path, if any, exists).
 
-use std::collections::HashMap;
-
 use axum::http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::wire::{ConsumerOut, QueueOut, ResultInfo, consumer_spec, settings_change, string};
 use crate::http::error_answer::ErrorAnswer;
+use crate::http::event_subscriptions::handlers::{source_taken, subscription_not_found};
 use crate::http::messages::wire::success;
+use crate::http::parse::page_number;
 use crate::http::{Answer, App, Incoming};
-use crate::state::{
-    AccountError, DEFAULT_PER_PAGE, MAX_PER_PAGE, QueueRecord, SettingsChange, bounded,
-};
+use crate::state::{AccountError, DEFAULT_PER_PAGE, MAX_PER_PAGE, QueueRecord, SettingsChange};
 use cf_queues::codes;
 
 impl From<AccountError> for ErrorAnswer {
@@ -47,6 +45,8 @@ impl From<AccountError> for ErrorAnswer {
                 "workers.api.error.consumer_exists: a queue has one consumer; delete it first",
             ),
             AccountError::Invalid { pointer, message } => ErrorAnswer::invalid(&pointer, message),
+            AccountError::SubscriptionNotFound => subscription_not_found(),
+            AccountError::SourceTaken { subscription } => source_taken(&subscription),
         }
     }
 }
@@ -88,21 +88,6 @@ fn queue_answer(record: &QueueRecord) -> Result<Answer, ErrorAnswer> {
 /// The answer of a deletion: `result: null`.
 fn deleted() -> Result<Answer, ErrorAnswer> {
     success(&Value::Null).map(Answer::Json)
-}
-
-/// A whole query parameter of at least 1.
-fn page_number(
-    query: &HashMap<String, String>,
-    key: &str,
-    max: u64,
-) -> Result<Option<usize>, ErrorAnswer> {
-    let Some(text) = query.get(key) else {
-        return Ok(None);
-    };
-    let value: f64 = text.trim().parse().unwrap_or(f64::NAN);
-    bounded(key, value, 1, max)
-        .map(|v| Some(usize::try_from(v).unwrap_or(usize::MAX)))
-        .map_err(|message| ErrorAnswer::bad_request(codes::JSON_REQUEST_BODY_INVALID, message))
 }
 
 /// `GET /accounts/{account_id}/queues?page&per_page&name`.

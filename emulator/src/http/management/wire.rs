@@ -205,7 +205,8 @@ pub(crate) fn string<'a>(
     }
 }
 
-fn object<'a>(parent: &'a Object, key: &str) -> Result<Option<&'a Object>, ErrorAnswer> {
+/// An optional object field.
+pub(crate) fn object<'a>(parent: &'a Object, key: &str) -> Result<Option<&'a Object>, ErrorAnswer> {
     match parent.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(o)) => Ok(Some(o)),

@@ -343,14 +343,15 @@ impl Broker {
         Ok(record.clone())
     }
 
-    /// Deletes a queue with every message it holds; its id never springs
-    /// back into being.
+    /// Deletes a queue with every message it holds and the event
+    /// subscriptions into it; its id never springs back into being.
     pub(crate) fn delete_queue<'a>(&mut self, at: impl Into<At<'a>>) -> Result<(), AccountError> {
         let at = at.into();
         let record = self
             .registry
             .remove(at.account, at.queue)
             .ok_or(AccountError::QueueNotFound)?;
+        self.delete_subscriptions_into(at.account, at.queue);
         if let Some(account) = self.registry.accounts.get_mut(at.account) {
             account.deleted.insert(record.id.clone());
         }

@@ -209,6 +209,10 @@ pub(crate) enum AccountError {
     ConsumerExists,
     /// A field out of its bounds, with its JSON pointer.
     Invalid { pointer: String, message: String },
+    /// No event subscription of that id.
+    SubscriptionNotFound,
+    /// The account has a subscription to that source already (this one).
+    SourceTaken { subscription: String },
 }
 
 /// The queues of one account.

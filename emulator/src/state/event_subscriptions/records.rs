@@ -1,0 +1,109 @@
+//! Event subscriptions as account resources: the model, and where each
+//! account's are kept, noting for a data directory's journal which
+//! changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// An event subscription: the events of `source` delivered into the queue
+/// `queue_id`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SubscriptionRecord {
+    pub id: String,
+    pub name: String,
+    pub enabled: bool,
+    /// The source as kept: its `type` and, for a source of one resource,
+    /// the field that names it (`model_name`, ...). Two subscriptions with
+    /// the same map subscribe to the same source.
+    pub source: BTreeMap<String, String>,
+    /// The destination queue's id.
+    pub queue_id: String,
+    pub events: Vec<String>,
+    pub created_ms: u64,
+    pub modified_ms: u64,
+}
+
+impl SubscriptionRecord {
+    /// The source's `type`.
+    pub(crate) fn source_type(&self) -> &str {
+        self.source.get("type").map_or("", String::as_str)
+    }
+}
+
+/// Every account's subscriptions.
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions {
+    /// Account -> id -> subscription.
+    accounts: HashMap<String, BTreeMap<String, SubscriptionRecord>>,
+    /// Whether changes are noted for a data directory's journal.
+    pub(crate) tracking: bool,
+    /// Account -> ids changed since the journal last took them.
+    pub(crate) dirty: HashMap<String, BTreeSet<String>>,
+}
+
+impl Subscriptions {
+    pub(crate) fn get(&self, account: &str, id: &str) -> Option<&SubscriptionRecord> {
+        self.accounts.get(account)?.get(id)
+    }
+
+    /// The subscription, noted as changed: a mutable borrow is taken to
+    /// change it.
+    pub(crate) fn get_mut(&mut self, account: &str, id: &str) -> Option<&mut SubscriptionRecord> {
+        self.get(account, id)?;
+        self.note(account, id);
+        self.accounts.get_mut(account)?.get_mut(id)
+    }
+
+    pub(crate) fn insert(&mut self, account: &str, record: SubscriptionRecord) {
+        self.note(account, &record.id);
+        self.accounts
+            .entry(account.to_owned())
+            .or_default()
+            .insert(record.id.clone(), record);
+    }
+
+    pub(crate) fn remove(&mut self, account: &str, id: &str) -> Option<SubscriptionRecord> {
+        let subscriptions = self.accounts.get_mut(account)?;
+        let record = subscriptions.remove(id)?;
+        if subscriptions.is_empty() {
+            self.accounts.remove(account);
+        }
+        self.note(account, id);
+        Some(record)
+    }
+
+    /// The account's subscriptions, by id.
+    pub(crate) fn of_account(&self, account: &str) -> impl Iterator<Item = &SubscriptionRecord> {
+        self.accounts
+            .get(account)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+    }
+
+    /// Restores a subscription from a data directory, not noted.
+    pub(crate) fn restore(&mut self, account: &str, record: SubscriptionRecord) {
+        self.accounts
+            .entry(account.to_owned())
+            .or_default()
+            .insert(record.id.clone(), record);
+    }
+
+    /// Notes every subscription as changed: a data directory starts.
+    pub(crate) fn track_all(&mut self) {
+        self.tracking = true;
+        for (account, subscriptions) in &self.accounts {
+            self.dirty
+                .entry(account.clone())
+                .or_default()
+                .extend(subscriptions.keys().cloned());
+        }
+    }
+
+    fn note(&mut self, account: &str, id: &str) {
+        if self.tracking {
+            self.dirty
+                .entry(account.to_owned())
+                .or_default()
+                .insert(id.to_owned());
+        }
+    }
+}
