@@ -33,6 +33,11 @@
 //! dead_letter_queue = "orders-dlq"   # a queue NAME; created if missing
 //! settings = { batch_size = 10, max_retries = 5, retry_delay = 30, visibility_timeout_ms = 60000 }
 //!
+//! [[queues.subscriptions]]  # other products' events into the queue
+//! events = ["instance.errored", "instance.terminated"]
+//! source = { type = "workflows.workflow", workflow_name = "checkout" }
+//! # name = "orders workflows.workflow"  (the default); enabled = true
+//!
 //! [[queues]]
 //! queue_name = "orders-dlq"
 //! consumer = { type = "http_pull" }
@@ -48,7 +53,11 @@
 //! `max_retries` 0 to 100, `retry_delay` and `delivery_delay` 0 to 86,400
 //! s, `visibility_timeout_ms` 1 to 43,200,000, `message_retention_period`
 //! 60 to 1,209,600 s, a Worker's `max_concurrency` 1 to 250 and
-//! `max_wait_time_ms` 0 to 60,000. A queue name is Cloudflare's: 1 to 63
+//! `max_wait_time_ms` 0 to 60,000. An event subscription needs at least one
+//! event and a source `type` of the published description, with the field
+//! that names its resource (`model_name`, `worker_name`, `script_tag`,
+//! `workflow_name`) and no other; at most one per source in the account.
+//! A queue name is Cloudflare's: 1 to 63
 //! lowercase letters, digits and dashes, starting and ending with a letter
 //! or digit; a `queue_id` is 1 to 32 ASCII letters and digits. Errors name
 //! the file, the line and the field.
@@ -59,6 +68,7 @@
 //! [`Emulator::dead_letter_queue`](crate::Emulator::dead_letter_queue)
 //! (by the queue's id), which are shorthands for exactly that.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,9 +78,10 @@ use serde::Deserialize;
 use super::latency::Latency;
 use super::ratelimit::RateLimitModel;
 use super::state::{
-    ConsumerKind, ConsumerSpec, Declared, MAX_RETENTION_S, MIN_RETENTION_S, PullSettings,
-    QueueSettings, WorkerSettings, check_queue_name,
+    ConsumerKind, ConsumerSpec, Declared, MAX_RETENTION_S, MIN_RETENTION_S, NewSubscription,
+    PullSettings, QueueSettings, WorkerSettings, check_queue_name,
 };
+use cf_queues::event_subscriptions::{SOURCE_TYPES, resource_field_of};
 
 /// The emulator's account, declared: read from TOML with
 /// [`EmulatorConfig::from_toml`] or [`Emulator::config_file`](crate::Emulator::config_file),
@@ -120,6 +131,67 @@ pub struct QueueConfig {
     pub settings: QueueSettingsConfig,
     /// Its consumer, if any: without one, pulls get 405.
     pub consumer: Option<ConsumerConfig>,
+    /// The event subscriptions into it.
+    #[serde(default)]
+    pub subscriptions: Vec<SubscriptionConfig>,
+}
+
+/// An event subscription into a declared queue, with the API's fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SubscriptionConfig {
+    /// Its name; wrangler's default (the queue's name, a space, the
+    /// source's type) when left out.
+    pub name: Option<String>,
+    /// Whether it delivers events (the default).
+    pub enabled: Option<bool>,
+    /// Its source: `type`, and the field that names the resource.
+    pub source: BTreeMap<String, String>,
+    /// The event types it delivers; at least one.
+    pub events: Vec<String>,
+}
+
+impl SubscriptionConfig {
+    /// A subscription to these events of `source`.
+    pub fn new(source: BTreeMap<String, String>, events: Vec<String>) -> SubscriptionConfig {
+        SubscriptionConfig {
+            source,
+            events,
+            ..SubscriptionConfig::default()
+        }
+    }
+
+    /// What the API would refuse in it, as the API checks it.
+    fn check(&self) -> Result<(), String> {
+        if self.events.is_empty() || self.events.iter().any(|e| e.trim().is_empty()) {
+            return Err("events must hold at least one event type, none empty".to_owned());
+        }
+        if self.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            return Err("name must not be empty".to_owned());
+        }
+        let kind = self.source.get("type").map_or("", String::as_str);
+        if !SOURCE_TYPES.contains(&kind) {
+            return Err(format!(
+                "source.type {kind:?} is not one of {}",
+                SOURCE_TYPES.join(", ")
+            ));
+        }
+        let field = resource_field_of(kind);
+        if let Some(field) = field
+            && self.source.get(field).is_none_or(|v| v.trim().is_empty())
+        {
+            return Err(format!("source.{field} is required for a {kind} source"));
+        }
+        if let Some(other) = self
+            .source
+            .keys()
+            .find(|k| k.as_str() != "type" && Some(k.as_str()) != field)
+        {
+            return Err(format!("source.{other} is not a field of a {kind} source"));
+        }
+        Ok(())
+    }
 }
 
 impl QueueConfig {
@@ -399,6 +471,11 @@ impl EmulatorConfig {
             if let Some(consumer) = &queue.consumer {
                 consumer.check(&queue.queue_name).map_err(|why| (i, why))?;
             }
+            for (j, subscription) in queue.subscriptions.iter().enumerate() {
+                subscription
+                    .check()
+                    .map_err(|why| (i, format!("subscriptions[{j}]: {why}")))?;
+            }
         }
         Ok(())
     }
@@ -433,6 +510,17 @@ impl EmulatorConfig {
                             .unwrap_or(defaults.retention_s),
                     },
                     consumer: queue.consumer.as_ref().map(|c| c.spec(max_retries, by_id)),
+                    subscriptions: queue
+                        .subscriptions
+                        .iter()
+                        .map(|s| NewSubscription {
+                            name: s.name.clone(),
+                            enabled: s.enabled.unwrap_or(true),
+                            source: s.source.clone(),
+                            queue_id: String::new(),
+                            events: s.events.clone(),
+                        })
+                        .collect(),
                 }
             })
             .collect()

@@ -67,6 +67,12 @@ pub fn queues(rest: &str) -> String {
     format!("/accounts/{EMULATOR_ACCOUNT_ID}/queues{rest}")
 }
 
+/// `/accounts/{account}/event_subscriptions/subscriptions` of the
+/// emulator's account, then `rest`.
+pub fn subscriptions(rest: &str) -> String {
+    format!("/accounts/{EMULATOR_ACCOUNT_ID}/event_subscriptions/subscriptions{rest}")
+}
+
 /// The path of `rest` (`"/messages"`, `"/messages/pull"`, ...) on `queue`
 /// of the emulator's account.
 pub fn queue_path(queue: &str, rest: &str) -> String {

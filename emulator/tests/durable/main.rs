@@ -95,6 +95,76 @@ async fn messages_queues_and_attempts_survive_a_restart_and_old_leases_still_ack
     handle.shutdown().await.expect("shutdown");
 }
 
+/// Event subscriptions are kept as queue records are: a created one, a
+/// changed one and a deletion each survive a restart, as does the deletion
+/// of the subscriptions into a deleted queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_subscriptions_survive_a_restart() {
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e).await;
+    let path = "/event_subscriptions/subscriptions";
+    let mut ids = Vec::new();
+    for (name, source) in [("orders", "kv"), ("billing", "r2"), ("models", "vectorize")] {
+        let (status, created) = raw.post("/queues", json!({"queue_name": name})).await;
+        assert_eq!(status, 200, "{created}");
+        let queue = created["result"]["queue_id"].as_str().unwrap().to_owned();
+        let body = json!({"source": {"type": source}, "events": ["x.created"],
+                          "destination": {"type": "queues.queue", "queue_id": queue}});
+        let (status, subscribed) = raw.post(path, body).await;
+        assert_eq!(status, 200, "{subscribed}");
+        ids.push((
+            queue,
+            subscribed["result"]["id"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let (orders_sub, billing_sub, models_sub) = (&ids[0].1, &ids[1].1, &ids[2].1);
+    let (status, _) = raw
+        .call(
+            Method::PATCH,
+            &format!("{path}/{orders_sub}"),
+            json!({"enabled": false}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = raw
+        .call(
+            Method::DELETE,
+            &format!("{path}/{billing_sub}"),
+            json!(null),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = raw
+        .call(
+            Method::DELETE,
+            &format!("/queues/{}", ids[2].0),
+            json!(null),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, before) = raw.call(Method::GET, path, json!(null)).await;
+    handle.shutdown().await.expect("shutdown");
+
+    let handle = start_on(dir.path(), |e| e).await;
+    let raw = Raw::new(&handle);
+    let (status, after) = raw.call(Method::GET, path, json!(null)).await;
+    assert_eq!(status, 200);
+    assert_eq!(after["result"], before["result"]);
+    let kept: Vec<(&str, bool)> = after["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| (s["id"].as_str().unwrap_or(""), s["enabled"] == json!(true)))
+        .collect();
+    assert_eq!(kept, [(orders_sub.as_str(), false)]);
+    for gone in [billing_sub, models_sub] {
+        let (status, _) = raw
+            .call(Method::GET, &format!("{path}/{gone}"), json!(null))
+            .await;
+        assert_eq!(status, 404, "{gone}");
+    }
+    handle.shutdown().await.expect("shutdown");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_letters_and_purge_status_survive_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -11,7 +11,9 @@ use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, EmulatorHandle, ManualCl
 use serde_json::{Value, json};
 
 use cf_queues_testkit::emulators::{START_MS, emulator_on_manual_clock as emulator_with};
-use cf_queues_testkit::raw_http::{Answer, create, enable_http_pull, is_hex32, pull, push, queues};
+use cf_queues_testkit::raw_http::{
+    Answer, create, enable_http_pull, is_hex32, pull, push, queues, subscriptions,
+};
 
 use crate::support::{get, http_pull_queue, patch, post, text};
 
@@ -297,6 +299,10 @@ type = "http_pull"
 dead_letter_queue = "orders-dlq"
 settings = { batch_size = 2, max_retries = 1, retry_delay = 7, visibility_timeout_ms = 1000 }
 
+[[queues.subscriptions]]
+events = ["instance.errored"]
+source = { type = "workflows.workflow", workflow_name = "checkout" }
+
 [[queues]]
 queue_name = "orders-dlq"
 consumer = { type = "http_pull" }
@@ -336,6 +342,20 @@ async fn a_configuration_file_declares_queues_that_keep_their_ids_across_restart
         assert_eq!(
             queue["consumers"][0]["dead_letter_queue"],
             json!("orders-dlq")
+        );
+        let declared = get(&emulator, &subscriptions(&format!("?queue_id={id}"))).await;
+        let declared = &Answer::result(&declared)[0];
+        assert_eq!(
+            (&declared["name"], &declared["enabled"], &declared["events"]),
+            (
+                &json!("orders workflows.workflow"),
+                &json!(true),
+                &json!(["instance.errored"])
+            )
+        );
+        assert_eq!(
+            declared["source"],
+            json!({"type": "workflows.workflow", "workflow_name": "checkout"})
         );
         let emails = emulator.queue_id("emails").expect("declared");
         let worker = get(&emulator, &queues(&format!("/{emails}/consumers"))).await;
@@ -461,6 +481,32 @@ fn configuration_errors_name_the_line_and_the_field() {
         (
             "[[queues]]\nqueue_name = \"a\"\nconsumer = { type = \"http_pull\", dead_letter_queue = \"a\" }\n",
             &["queues[0]", "own dead-letter queue"],
+        ),
+        (
+            "[[queues]]\nqueue_name = \"a\"\n[[queues.subscriptions]]\nevents = []\nsource = { type = \"kv\" }\n",
+            &["queues[0]", "subscriptions[0]", "at least one event"],
+        ),
+        (
+            "[[queues]]\nqueue_name = \"a\"\n[[queues.subscriptions]]\nevents = [\"x\"]\nsource = { type = \"kv.namespace\" }\n",
+            &[
+                "subscriptions[0]",
+                "source.type \"kv.namespace\" is not one of",
+            ],
+        ),
+        (
+            "[[queues]]\nqueue_name = \"a\"\n[[queues.subscriptions]]\nevents = [\"x\"]\nsource = { type = \"workflows.workflow\" }\n",
+            &["subscriptions[0]", "source.workflow_name is required"],
+        ),
+        (
+            "[[queues]]\nqueue_name = \"a\"\n[[queues.subscriptions]]\nevents = [\"x\"]\nsource = { type = \"r2\", bucket = \"b\" }\n",
+            &[
+                "subscriptions[0]",
+                "source.bucket is not a field of a r2 source",
+            ],
+        ),
+        (
+            "[[queues]]\nqueue_name = \"a\"\n[[queues.subscriptions]]\nevents = [\"x\"]\nsource = { type = \"r2\" }\nqueue = \"b\"\n",
+            &["line 6", "queue"],
         ),
     ];
     for (text, says) in cases {

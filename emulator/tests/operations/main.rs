@@ -6,6 +6,7 @@
 mod account;
 mod account_settings;
 mod distance;
+mod event_subscriptions;
 mod leases_and_queue;
 mod leases_and_queue_wire;
 mod rate_limits;

@@ -11,7 +11,7 @@ use crate::state::management::resources::{
     AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, PullSettings, QueueRecord,
     QueueSettings, check_name_in, check_queue_name,
 };
-use crate::state::{At, Broker};
+use crate::state::{At, Broker, NewSubscription};
 
 /// One page of a list of queues, with what `result_info` says of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +56,8 @@ pub(crate) struct Declared {
     pub name: String,
     pub settings: QueueSettings,
     pub consumer: Option<ConsumerSpec>,
+    /// The event subscriptions into it (their `queue_id` is set when it is declared).
+    pub subscriptions: Vec<NewSubscription>,
 }
 
 impl Broker {
@@ -529,6 +531,17 @@ impl Broker {
             order,
         };
         self.registry.insert(account, record);
+        for (j, mut subscription) in declared.subscriptions.into_iter().enumerate() {
+            subscription.queue_id = id.clone();
+            self.create_subscription(account, subscription, now_ms)
+                .map_err(|why| match why {
+                    AccountError::SourceTaken { .. } => format!(
+                        "subscriptions[{j}]: another subscription of the account has its \
+                         source (at most one per source)"
+                    ),
+                    other => format!("subscriptions[{j}]: {other:?}"),
+                })?;
+        }
         Ok(id)
     }
 
