@@ -6,9 +6,13 @@ use std::time::Duration;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 mod emulator;
+mod event_subscriptions;
 mod management;
 
 pub use emulator::{EmulatorArgs, RateLimitsChoice};
+pub use event_subscriptions::{
+    SubscriptionInfoArgs, SubscriptionListArgs, SubscriptionsArgs, SubscriptionsCommand,
+};
 pub use management::{
     ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
     EnableArgs, InfoArgs, ListArgs, QueuesArgs, QueuesCommand, UpdateArgs,
@@ -301,6 +305,8 @@ pub enum Command {
     Queues(QueuesArgs),
     /// Enable, show and disable a queue's HTTP pull consumer
     Consumer(ConsumerArgs),
+    /// List and show the event subscriptions that send other products' events into queues
+    Subscriptions(SubscriptionsArgs),
     /// Run a local emulator of the Queues messages API
     #[command(long_about = EMULATOR_LONG)]
     Emulator(EmulatorArgs),
@@ -327,6 +333,7 @@ impl Command {
             Command::Move(a) => Some(&a.global),
             Command::Queues(a) => Some(a.command.global()),
             Command::Consumer(a) => Some(a.command.global()),
+            Command::Subscriptions(a) => Some(a.command.global()),
             Command::Emulator(_) | Command::Completions(_) => None,
         }
     }

@@ -7,6 +7,7 @@
 mod args;
 mod confirm;
 mod emulator;
+mod event_subscriptions;
 mod exit;
 mod flag_defaults;
 mod management;
@@ -22,7 +23,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser as _};
 
-use args::{Cli, Command, ConsumerCommand, Global, QueueRef, QueuesCommand};
+use args::{Cli, Command, ConsumerCommand, Global, QueueRef, QueuesCommand, SubscriptionsCommand};
 use exit::{Code, Failure};
 use output::Output;
 use session::{Account, Session};
@@ -92,6 +93,14 @@ fn global_options(cli: &Cli) -> Result<Global, Failure> {
              `cfq queues create`",
         ));
     }
+    if let Command::Subscriptions(subscriptions) = &cli.command
+        && !subscriptions.command.takes_queue()
+        && cli.top_queue().is_some()
+    {
+        return Err(Failure::usage(
+            "--queue, --queue-id and --queue-name do not apply to `cfq subscriptions info`",
+        ));
+    }
     match cli.command.global() {
         Some(after) => Ok(cli.global.merged(after)),
         None if cli.global.is_empty() && cli.top_queue().is_none() => Ok(Global::default()),
@@ -149,6 +158,17 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
             ConsumerCommand::Enable(args) => on_queue!(management::consumers::enable, args),
             ConsumerCommand::Disable(args) => on_queue!(management::consumers::disable, args),
             ConsumerCommand::Info(args) => on_queue!(management::consumers::info, args),
+        },
+        Command::Subscriptions(subscriptions) => match subscriptions.command {
+            // Without a queue, the account's: CFQ_QUEUE does not narrow a list.
+            SubscriptionsCommand::List(args) => match args.target.given().or(top_queue.clone()) {
+                Some(queue) => {
+                    let session = Session::open(global, Some(queue), out).await?;
+                    event_subscriptions::list_of_queue(&session, &args).await
+                }
+                None => event_subscriptions::list(&account()?, &args).await,
+            },
+            SubscriptionsCommand::Info(args) => event_subscriptions::info(&account()?, &args).await,
         },
         Command::Emulator(args) => emulator::serve(args).await,
         Command::Completions(args) => {

@@ -156,6 +156,30 @@ impl EventSource {
         known.unwrap_or(EventSource::Other(fields))
     }
 
+    /// The source as the API writes it: `type` and, for a source of one
+    /// resource, the field that names it; an [`EventSource::Other`] as it
+    /// came.
+    ///
+    /// ```
+    /// use cf_queues::event_subscriptions::EventSource;
+    /// let source = EventSource::WorkersBuildsWorker { worker_name: "api".into() };
+    /// assert_eq!(
+    ///     serde_json::Value::Object(source.fields()),
+    ///     serde_json::json!({"type": "workersBuilds.worker", "worker_name": "api"})
+    /// );
+    /// ```
+    pub fn fields(&self) -> Map<String, Value> {
+        if let EventSource::Other(fields) = self {
+            return fields.clone();
+        }
+        let mut fields = Map::new();
+        fields.insert("type".to_owned(), Value::from(self.type_name()));
+        if let (Some(field), Some(resource)) = (self.resource_field(), self.resource()) {
+            fields.insert(field.to_owned(), Value::from(resource));
+        }
+        fields
+    }
+
     /// The name of the field that names the source's resource, if it has one.
     pub(crate) fn resource_field(&self) -> Option<&'static str> {
         match self {
@@ -185,6 +209,7 @@ mod tests {
                 "script_tag": "script_tag", "workflow_name": "workflow_name"
             })));
             assert_eq!(source.type_name(), name);
+            assert_eq!(EventSource::from_fields(source.fields()), source, "{name}");
             assert!(!matches!(source, EventSource::Other(_)), "{name}");
             // Each resource holds its own field's name.
             assert_eq!(source.resource(), source.resource_field(), "{name}");

@@ -8,6 +8,7 @@ mod consumers;
 mod dashboard;
 mod data_dir;
 mod drain;
+mod event_subscriptions;
 mod messages;
 mod resources;
 #[cfg(unix)]
