@@ -433,6 +433,248 @@ for call, name in (
         body = e.body if isinstance(e.body, dict) else {}
         check((body.get("errors") or [{}])[0].get("code") == 10104, f"{name} after queues.delete: 404/10104")
 
+# Event subscriptions (SDK: queues.subscriptions.create/list/get/update/delete):
+# account resources, each into a queue; on queues of their own.
+import itertools
+import re
+import time
+
+SUBSCRIPTION_KEYS = {"id", "name", "enabled", "source", "destination", "events", "created_at", "modified_at"}
+LIST_KEYS = {"success", "errors", "messages", "result", "result_info"}
+RESULT_INFO_KEYS = {"count", "page", "per_page", "total_count", "total_pages"}
+MS_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+AI_SOURCE = {"type": "workersAi.model", "model_name": "@cf/meta/llama-3.1-8b-instruct"}
+AI_EVENTS = ["batch.queued", "batch.succeeded", "batch.failed"]
+KV_EVENTS = ["namespace.created", "namespace.deleted"]
+WF_SOURCE = {"type": "workflows.workflow", "workflow_name": "sdk-flow"}
+WF_EVENTS = ["instance.queued", "instance.completed"]
+subscriptions = queues.subscriptions
+
+
+def to_queue(queue_id):
+    return {"type": "queues.queue", "queue_id": queue_id}
+
+
+def stamp(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def check_subscription(result, name, source, queue_id, events):
+    check(set(result) == SUBSCRIPTION_KEYS, f"{name}: subscription keys {sorted(result)}")
+    check(is_hex32(result.get("id")), f"{name}: a 32-hex id {result.get('id')!r}")
+    check(isinstance(result.get("name"), str) and result["name"], f"{name}: a name {result.get('name')!r}")
+    check(isinstance(result.get("enabled"), bool), f"{name}: enabled a boolean {result.get('enabled')!r}")
+    check(result.get("source") == source, f"{name}: source {result.get('source')}")
+    check(result.get("destination") == to_queue(queue_id), f"{name}: destination {result.get('destination')}")
+    check(result.get("events") == events, f"{name}: events {result.get('events')}")
+    for key in ("created_at", "modified_at"):
+        check(isinstance(result.get(key), str) and MS_STAMP.match(result[key]) is not None, f"{name}: {key} RFC 3339 with ms and Z {result.get(key)!r}")
+
+
+def error_code(error):
+    body = error.body if isinstance(error.body, dict) else {}
+    return (body.get("errors") or [{}])[0].get("code")
+
+
+def listed_ids(name, **query):
+    """The ids of every page the SDK iterates, at most 20 (an endless list stops there)."""
+    ids = [s.id for s in itertools.islice(subscriptions.list(account_id=ACCOUNT, **query), 20)]
+    check(len(ids) < 20, f"{name}: the SDK's pages end")
+    return ids
+
+
+def raw_list(name, **query):
+    """The raw JSON of one list page, its envelope and result_info keys checked."""
+    body = json.loads(subscriptions.with_raw_response.list(account_id=ACCOUNT, **query).http_response.text)
+    check(set(body) == LIST_KEYS, f"{name}: envelope keys {sorted(body)}")
+    check(body.get("success") is True and body.get("errors") == [] and body.get("messages") == [], f"{name}: success envelope")
+    check(set(body.get("result_info", {})) == RESULT_INFO_KEYS, f"{name}: result_info keys {sorted(body.get('result_info', {}))}")
+    return body
+
+
+SQ = envelope(queues.with_raw_response.create(account_id=ACCOUNT, queue_name="sdk-subs"), "subscriptions: queue").get("queue_id", "")
+SQB = envelope(queues.with_raw_response.create(account_id=ACCOUNT, queue_name="sdk-subs-b"), "subscriptions: second queue").get("queue_id", "")
+check(listed_ids("subscriptions.list before any") == [], "subscriptions.list: none before any is created")
+
+# create: a Workers AI model's, named and enabled by default
+raw_ai = subscriptions.with_raw_response.create(account_id=ACCOUNT, source=AI_SOURCE, destination=to_queue(SQ), events=AI_EVENTS)
+ai = envelope(raw_ai, "subscriptions.create")
+check_subscription(ai, "subscriptions.create", AI_SOURCE, SQ, AI_EVENTS)
+check(ai.get("name") == "sdk-subs workersAi.model", f"subscriptions.create: default name, the queue's and the source type {ai.get('name')!r}")
+check(ai.get("enabled") is True, "subscriptions.create: enabled by default")
+check(ai.get("created_at") == ai.get("modified_at"), "subscriptions.create: modified_at is created_at")
+AI_ID = ai.get("id", "")
+model = raw_ai.parse()
+check(model is not None and model.id == AI_ID and model.name == ai.get("name"), "subscriptions.create: SDK model parses")
+check(model is not None and getattr(model.source, "ai_model_name", None) == AI_SOURCE["model_name"], "subscriptions.create: SDK reads model_name as ai_model_name")
+check(model is not None and model.source.type == "workersAi.model" and model.destination.queue_id == SQ, "subscriptions.create: SDK model's source and destination")
+check(model is not None and isinstance(model.created_at, datetime) and model.created_at == stamp(ai["created_at"]), "subscriptions.create: SDK reads created_at as a datetime")
+check(model is not None and isinstance(model.modified_at, datetime) and model.events == AI_EVENTS, "subscriptions.create: SDK reads modified_at and events")
+
+# create: KV, named, disabled (a few ms later: creation order shows in created_at)
+time.sleep(0.01)
+raw_kv = subscriptions.with_raw_response.create(
+    account_id=ACCOUNT, name="kv-changes", enabled=False, source={"type": "kv"}, destination=to_queue(SQ), events=KV_EVENTS
+)
+kv = envelope(raw_kv, "subscriptions.create kv")
+check_subscription(kv, "subscriptions.create kv", {"type": "kv"}, SQ, KV_EVENTS)
+check(kv.get("name") == "kv-changes" and kv.get("enabled") is False, f"subscriptions.create kv: name and enabled as sent {kv.get('name')!r} {kv.get('enabled')!r}")
+check(kv.get("id") != AI_ID, "subscriptions.create kv: a new id")
+KV_ID = kv.get("id", "")
+model = raw_kv.parse()
+check(model is not None and model.enabled is False and model.source.type == "kv", "subscriptions.create kv: SDK model parses")
+
+# create: a workflow's, into the second queue
+time.sleep(0.01)
+wf = envelope(
+    subscriptions.with_raw_response.create(account_id=ACCOUNT, source=WF_SOURCE, destination=to_queue(SQB), events=WF_EVENTS),
+    "subscriptions.create workflow",
+)
+check_subscription(wf, "subscriptions.create workflow", WF_SOURCE, SQB, WF_EVENTS)
+check(wf.get("name") == "sdk-subs-b workflows.workflow", f"subscriptions.create workflow: default name {wf.get('name')!r}")
+WF_ID = wf.get("id", "")
+check(stamp(ai["created_at"]) < stamp(kv["created_at"]) < stamp(wf["created_at"]), "subscriptions.create: created_at in creation order")
+
+# list: by name by default, every field as created, result_info exact
+body = raw_list("subscriptions.list")
+check(body.get("result") == [kv, ai, wf], f"subscriptions.list: the three as created, by name {[s.get('name') for s in body.get('result', [])]}")
+check(body.get("result_info") == {"count": 3, "page": 1, "per_page": 20, "total_count": 3, "total_pages": 1}, f"subscriptions.list: result_info {body.get('result_info')}")
+parsed = subscriptions.with_raw_response.list(account_id=ACCOUNT).parse()
+check([s.id for s in parsed.result] == [KV_ID, AI_ID, WF_ID], "subscriptions.list: SDK page parses")
+check(parsed.result_info is not None and parsed.result_info.total_count == 3, "subscriptions.list: SDK reads result_info")
+check(getattr(parsed.result[1].source, "ai_model_name", None) == AI_SOURCE["model_name"], "subscriptions.list: SDK reads ai_model_name")
+body = raw_list("subscriptions.list page 2 of 2", page=2, per_page=2)
+check([s.get("id") for s in body.get("result", [])] == [WF_ID], "subscriptions.list page 2 of 2: the last one")
+check(body.get("result_info") == {"count": 1, "page": 2, "per_page": 2, "total_count": 3, "total_pages": 2}, f"subscriptions.list page 2 of 2: result_info {body.get('result_info')}")
+body = raw_list("subscriptions.list past the end", page=4, per_page=1)
+check(body.get("result") == [], f"subscriptions.list past the end: empty {body.get('result')}")
+check(body.get("result_info") == {"count": 0, "page": 4, "per_page": 1, "total_count": 3, "total_pages": 3}, f"subscriptions.list past the end: result_info {body.get('result_info')}")
+check(listed_ids("subscriptions.list per_page=1", per_page=1) == [KV_ID, AI_ID, WF_ID], "subscriptions.list per_page=1: auto-pagination yields all three")
+check(listed_ids("subscriptions.list by queue", extra_query={"queue_id": SQ}) == [KV_ID, AI_ID], "subscriptions.list by queue: the first queue's two")
+check(listed_ids("subscriptions.list by second queue", extra_query={"queue_id": SQB}) == [WF_ID], "subscriptions.list by queue: the second queue's one")
+body = raw_list("subscriptions.list by queue raw", extra_query={"queue_id": SQ})
+check(body.get("result_info", {}).get("total_count") == 2 and body.get("result_info", {}).get("count") == 2, f"subscriptions.list by queue: result_info {body.get('result_info')}")
+check(listed_ids("subscriptions.list created_at asc", order="created_at", direction="asc") == [AI_ID, KV_ID, WF_ID], "subscriptions.list order=created_at: creation order")
+check(listed_ids("subscriptions.list created_at desc", order="created_at", direction="desc") == [WF_ID, KV_ID, AI_ID], "subscriptions.list order=created_at desc: reverse creation order")
+check(listed_ids("subscriptions.list name desc", direction="desc") == [WF_ID, AI_ID, KV_ID], "subscriptions.list direction=desc: by name, reversed")
+check(listed_ids("subscriptions.list enabled", order="enabled")[0] == KV_ID, "subscriptions.list order=enabled: the disabled one first")
+check(listed_ids("subscriptions.list source", order="source") == [KV_ID, AI_ID, WF_ID], "subscriptions.list order=source: by source type")
+
+# get: the subscription as created; an unknown id is 404/7003
+raw_get = subscriptions.with_raw_response.get(AI_ID, account_id=ACCOUNT)
+check(envelope(raw_get, "subscriptions.get") == ai, "subscriptions.get: the subscription as created")
+model = raw_get.parse()
+check(model is not None and model.id == AI_ID and getattr(model.source, "ai_model_name", None) == AI_SOURCE["model_name"], "subscriptions.get: SDK model parses")
+try:
+    subscriptions.get("0" * 32, account_id=ACCOUNT)
+    check(False, "subscriptions.get unknown: an error")
+except cf.NotFoundError as e:
+    check(e.status_code == 404 and error_code(e) == 7003, f"subscriptions.get unknown: 404/7003 {e.body}")
+
+# update: disable and rename; the source and events kept, modified_at moves
+time.sleep(0.01)
+raw_update = subscriptions.with_raw_response.update(AI_ID, account_id=ACCOUNT, enabled=False, name="sdk-subs ai")
+updated = envelope(raw_update, "subscriptions.update")
+check_subscription(updated, "subscriptions.update", AI_SOURCE, SQ, AI_EVENTS)
+check(updated.get("id") == AI_ID and updated.get("name") == "sdk-subs ai" and updated.get("enabled") is False, f"subscriptions.update: renamed and disabled {updated.get('name')!r} {updated.get('enabled')!r}")
+check(updated.get("created_at") == ai.get("created_at"), "subscriptions.update: created_at kept")
+check(stamp(updated["modified_at"]) >= stamp(ai["created_at"]), "subscriptions.update: modified_at >= created_at")
+check(stamp(updated["modified_at"]) > stamp(ai["modified_at"]), f"subscriptions.update: modified_at moved {updated.get('modified_at')}")
+model = raw_update.parse()
+check(model is not None and model.enabled is False and model.name == "sdk-subs ai" and isinstance(model.modified_at, datetime), "subscriptions.update: SDK model parses")
+check(envelope(subscriptions.with_raw_response.get(AI_ID, account_id=ACCOUNT), "subscriptions.get after update") == updated, "subscriptions.update: get reads the change")
+time.sleep(0.01)
+same = envelope(subscriptions.with_raw_response.update(AI_ID, account_id=ACCOUNT, enabled=False, name="sdk-subs ai"), "subscriptions.update unchanged")
+check(same == updated, f"subscriptions.update changing nothing: modified_at kept {same.get('modified_at')} {updated.get('modified_at')}")
+events = envelope(subscriptions.with_raw_response.update(AI_ID, account_id=ACCOUNT, events=["batch.failed"]), "subscriptions.update events")
+check(events.get("events") == ["batch.failed"] and events.get("name") == "sdk-subs ai" and events.get("enabled") is False, f"subscriptions.update events: only events changed {events}")
+AI_EVENTS = ["batch.failed"]
+
+# update: a new destination moves the subscription to the other queue
+moved = envelope(subscriptions.with_raw_response.update(KV_ID, account_id=ACCOUNT, destination=to_queue(SQB)), "subscriptions.update destination")
+check_subscription(moved, "subscriptions.update destination", {"type": "kv"}, SQB, KV_EVENTS)
+check(moved.get("id") == KV_ID and moved.get("name") == "kv-changes" and moved.get("enabled") is False, "subscriptions.update destination: the rest kept")
+check(listed_ids("subscriptions.list by queue after move", extra_query={"queue_id": SQ}) == [AI_ID], "subscriptions.update destination: gone from the first queue's list")
+check(listed_ids("subscriptions.list by second queue after move", extra_query={"queue_id": SQB}) == [KV_ID, WF_ID], "subscriptions.update destination: in the second queue's list")
+try:
+    subscriptions.update(KV_ID, account_id=ACCOUNT, destination=to_queue("f" * 32))
+    check(False, "subscriptions.update to an unknown queue: an error")
+except cf.NotFoundError as e:
+    check(e.status_code == 404 and error_code(e) == 10104, f"subscriptions.update to an unknown queue: 404/10104 {e.body}")
+check(envelope(subscriptions.with_raw_response.get(KV_ID, account_id=ACCOUNT), "subscriptions.get after refused update") == moved, "subscriptions.update to an unknown queue: nothing changed")
+try:
+    subscriptions.update("0" * 32, account_id=ACCOUNT, enabled=True)
+    check(False, "subscriptions.update unknown: an error")
+except cf.NotFoundError as e:
+    check(e.status_code == 404 and error_code(e) == 7003, f"subscriptions.update unknown: 404/7003 {e.body}")
+
+# refusals: nothing created by any
+try:
+    subscriptions.create(account_id=ACCOUNT, source={"type": "r2"}, destination=to_queue(SQ), events=[])
+    check(False, "subscriptions.create without events: an error")
+except cf.BadRequestError as e:
+    check(failure_code(e, "subscriptions.create without events", "/events") == 10207, "subscriptions.create without events: 10207")
+try:
+    subscriptions.create(account_id=ACCOUNT, source={"type": "workersAi.model"}, destination=to_queue(SQ), events=AI_EVENTS)
+    check(False, "subscriptions.create without model_name: an error")
+except cf.BadRequestError as e:
+    check(failure_code(e, "subscriptions.create without model_name", "/source/model_name") == 10207, "subscriptions.create without model_name: 10207")
+try:
+    subscriptions.create(account_id=ACCOUNT, source={"type": "r2"}, destination=to_queue("f" * 32), events=["bucket.created"])
+    check(False, "subscriptions.create into an unknown queue: an error")
+except cf.NotFoundError as e:
+    check(e.status_code == 404 and error_code(e) == 10104, f"subscriptions.create into an unknown queue: 404/10104 {e.body}")
+try:
+    subscriptions.create(account_id=ACCOUNT, source=dict(AI_SOURCE), destination=to_queue(SQB), events=AI_EVENTS)
+    check(False, "subscriptions.create to a source taken: an error")
+except cf.APIStatusError as e:
+    check(e.status_code == 405 and error_code(e) == 10026, f"subscriptions.create to a source taken: 405/10026 {e.status_code} {e.body}")
+check(listed_ids("subscriptions.list after refusals") == [KV_ID, AI_ID, WF_ID], "subscriptions.create refused: nothing created")
+other = subscriptions.create(
+    account_id=ACCOUNT, source={"type": "workersAi.model", "model_name": "@cf/other"}, destination=to_queue(SQB), events=AI_EVENTS
+)
+check(other is not None and other.id not in (AI_ID, KV_ID, WF_ID) and other.source.ai_model_name == "@cf/other", "subscriptions.create: another model of the same type is another source")
+
+# delete: answers the subscription as it was; then it is gone
+raw_delete = subscriptions.with_raw_response.delete(other.id, account_id=ACCOUNT)
+check(envelope(raw_delete, "subscriptions.delete other").get("id") == other.id, "subscriptions.delete: the other model's")
+raw_delete = subscriptions.with_raw_response.delete(WF_ID, account_id=ACCOUNT)
+check(envelope(raw_delete, "subscriptions.delete") == wf, "subscriptions.delete: the subscription as it was")
+model = raw_delete.parse()
+check(model is not None and model.id == WF_ID and model.source.type == "workflows.workflow", "subscriptions.delete: SDK model parses")
+for call, name in (
+    (lambda: subscriptions.get(WF_ID, account_id=ACCOUNT), "subscriptions.get"),
+    (lambda: subscriptions.delete(WF_ID, account_id=ACCOUNT), "subscriptions.delete"),
+):
+    try:
+        call()
+        check(False, f"{name} after subscriptions.delete: an error")
+    except cf.NotFoundError as e:
+        check(e.status_code == 404 and error_code(e) == 7003, f"{name} after subscriptions.delete: 404/7003 {e.body}")
+check(listed_ids("subscriptions.list after delete") == [KV_ID, AI_ID], "subscriptions.delete: gone from the list")
+again = subscriptions.create(account_id=ACCOUNT, source=WF_SOURCE, destination=to_queue(SQ), events=WF_EVENTS)
+check(again is not None and again.id != WF_ID and again.destination.queue_id == SQ, "subscriptions.delete: the source is free again")
+
+# deleting a queue deletes the subscriptions into it, and frees their sources
+queues.delete(SQB, account_id=ACCOUNT)
+try:
+    subscriptions.get(KV_ID, account_id=ACCOUNT)
+    check(False, "subscriptions.get after its queue's deletion: an error")
+except cf.NotFoundError as e:
+    check(e.status_code == 404 and error_code(e) == 7003, f"subscriptions.get after its queue's deletion: 404/7003 {e.body}")
+check(listed_ids("subscriptions.list after queue delete") == [AI_ID, again.id], "queues.delete: the other queue's subscriptions kept")
+freed = subscriptions.create(account_id=ACCOUNT, source={"type": "kv"}, destination=to_queue(SQ), events=KV_EVENTS)
+check(freed is not None and freed.id != KV_ID and freed.name == "sdk-subs kv", "queues.delete: the deleted subscription's source is free")
+queues.delete(SQ, account_id=ACCOUNT)
+for sid in (AI_ID, again.id, freed.id):
+    try:
+        subscriptions.get(sid, account_id=ACCOUNT)
+        check(False, "subscriptions.get after the last queue's deletion: an error")
+    except cf.NotFoundError as e:
+        check(e.status_code == 404, f"subscriptions.get after the last queue's deletion: 404 {e.status_code}")
+body = raw_list("subscriptions.list at the end")
+check(body.get("result") == [] and body.get("result_info", {}).get("total_count") == 0, f"subscriptions.list: none left {body}")
+
 # failures: the SDK maps status codes to its exception classes
 
 try:
