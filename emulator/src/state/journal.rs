@@ -350,6 +350,7 @@ impl Broker {
     /// Restores an event subscription from its JSON row.
     pub(crate) fn restore_subscription(&mut self, account: &str, row: &[u8]) -> Result<(), String> {
         let record: SubscriptionRecord = serde_json::from_slice(row).map_err(|e| e.to_string())?;
+        self.registry.next_order = self.registry.next_order.max(record.order.saturating_add(1));
         self.subscriptions.restore(account, record);
         Ok(())
     }

@@ -79,10 +79,8 @@ impl Broker {
             .filter(|s| query.queue_id.as_ref().is_none_or(|q| &s.queue_id == q))
             .collect();
         kept.sort_by(|a, b| {
-            // Ties in creation order, then by id: a stable page for every order.
-            let by = compare(query.order, a, b)
-                .then(a.created_ms.cmp(&b.created_ms))
-                .then(a.id.cmp(&b.id));
+            // Ties in creation order: a stable page for every order.
+            let by = compare(query.order, a, b).then(a.order.cmp(&b.order));
             if query.descending { by.reverse() } else { by }
         });
         let total_count = kept.len();
@@ -135,6 +133,7 @@ impl Broker {
             events: new.events,
             created_ms: now_ms,
             modified_ms: now_ms,
+            order: self.registry.next_order(),
         };
         self.subscriptions.insert(account, record.clone());
         Ok(record)

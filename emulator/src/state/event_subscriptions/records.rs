@@ -20,6 +20,10 @@ pub(crate) struct SubscriptionRecord {
     pub events: Vec<String>,
     pub created_ms: u64,
     pub modified_ms: u64,
+    /// Creation order, which breaks ties of the list's order: two
+    /// subscriptions created in one millisecond list as they were made.
+    #[serde(default)]
+    pub order: u64,
 }
 
 impl SubscriptionRecord {
