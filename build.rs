@@ -1,11 +1,11 @@
 //! Generates the raw client (`cf_queues::raw`) from the OpenAPI fragment.
 //!
-//! The fragment is two files, one per part of Cloudflare's API (as its
+//! The fragment is three files, one per part of Cloudflare's API (as its
 //! published description is kept in `../shared/cloudflare-openapi/`): the
-//! messages operations and the management of queues and consumers. They are
-//! merged here into one description, so that the raw client is one client
-//! and the second file can use the first's shared schemas. Editing either
-//! file and running `cargo build` is the whole regeneration workflow: the
+//! messages operations, the management of queues and consumers, and event
+//! subscriptions. They are merged here into one description, so that the
+//! raw client is one client and the later files can use the first's shared
+//! schemas. Editing any file and running `cargo build` is the whole regeneration workflow: the
 //! output goes to `OUT_DIR` and is never committed.
 
 use std::{env, fs, path::PathBuf, process::ExitCode};
@@ -75,7 +75,7 @@ fn generate() -> Result<(), String> {
 }
 
 /// Adds `doc`'s paths and components to `into`. A path or component defined
-/// in both is an error: one name means one thing across the two files.
+/// in both is an error: one name means one thing across the files.
 fn merge(into: &mut Value, doc: Value) -> Result<(), String> {
     let Value::Mapping(mut doc) = doc else {
         return Err("not a mapping".into());

@@ -2,7 +2,8 @@
 //! Cloudflare account: the crate `cf-queues-emulator`.
 //!
 //! It serves the twelve operations of Cloudflare's published Queues
-//! messages API and the eleven that manage queues and their consumers, at
+//! messages API, the eleven that manage queues and their consumers and the
+//! five on event subscriptions (stored; no product emits events yet), at
 //! Cloudflare's paths, with or without the `/client/v4` prefix, with
 //! Cloudflare's envelopes, field names, error codes and semantics: delays,
 //! leases that expire, late acks, retries, lease extension, `max_retries`

@@ -5,7 +5,7 @@
 
 use super::source::{EventSource, SOURCE_TYPES};
 use super::subscription::{EventSubscription, EventSubscriptionChange, NewEventSubscription};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, built};
 use crate::limits::Limits;
 use crate::raw::types;
 
@@ -21,13 +21,14 @@ pub(crate) fn create_request(
         Some(name) => check_name(name)?.to_owned(),
         None => default_name,
     };
-    Ok(types::CreateEventSubscriptionRequest {
-        name: Some(name),
-        enabled: new.enabled,
-        source: source_request(&new.source)?,
-        destination: destination(queue_id, limits)?,
-        events: check_events(&new.events)?.to_vec(),
-    })
+    built(
+        types::CreateEventSubscriptionRequest::builder()
+            .name(Some(name))
+            .enabled(new.enabled)
+            .source(source_request(&new.source)?)
+            .destination(destination(queue_id, limits)?)
+            .events(check_events(&new.events)?.to_vec()),
+    )
 }
 
 /// `PATCH .../subscriptions/{id}`: the fields `change` sets.
@@ -41,24 +42,23 @@ pub(crate) fn update_request(
             "no field to change was given (name, enabled, events or destination)",
         ));
     }
-    Ok(types::UpdateEventSubscriptionRequest {
-        name: change
-            .name
-            .as_deref()
-            .map(check_name)
-            .transpose()?
-            .map(str::to_owned),
-        enabled: change.enabled,
-        events: match &change.events {
-            Some(events) => check_events(events)?.to_vec(),
-            None => Vec::new(),
-        },
-        destination: change
-            .queue_id
-            .as_deref()
-            .map(|id| destination(id, limits))
-            .transpose()?,
-    })
+    let name = change.name.as_deref().map(check_name).transpose()?;
+    let events = match &change.events {
+        Some(events) => check_events(events)?.to_vec(),
+        None => Vec::new(),
+    };
+    let destination = change
+        .queue_id
+        .as_deref()
+        .map(|id| destination(id, limits))
+        .transpose()?;
+    built(
+        types::UpdateEventSubscriptionRequest::builder()
+            .name(name.map(str::to_owned))
+            .enabled(change.enabled)
+            .events(events)
+            .destination(destination),
+    )
 }
 
 /// A name is any text but an empty one (wrangler's default holds a space,
@@ -86,10 +86,11 @@ fn check_events(events: &[String]) -> Result<&[String]> {
 
 fn destination(queue_id: &str, limits: &Limits) -> Result<types::EventDestination> {
     limits.check_id("destination.queue_id", queue_id)?;
-    Ok(types::EventDestination {
-        queue_id: queue_id.to_owned(),
-        type_: types::EventDestinationType::QueuesQueue,
-    })
+    built(
+        types::EventDestination::builder()
+            .queue_id(queue_id.to_owned())
+            .type_(types::EventDestinationType::QueuesQueue),
+    )
 }
 
 /// The source as the create request's union holds it; the field naming
@@ -104,48 +105,57 @@ fn source_request(source: &EventSource) -> Result<types::EventSourceRequest> {
             format!("must not be empty for a {} source", source.type_name()),
         ));
     }
-    let owned = |name: &String| name.clone();
     Ok(match source {
-        EventSource::Images => types::EventSourceImages {
-            type_: types::EventSourceImagesType::Images,
-        }
+        EventSource::Images => built::<types::EventSourceImages, _>(
+            types::EventSourceImages::builder().type_(types::EventSourceImagesType::Images),
+        )?
         .into(),
-        EventSource::Kv => types::EventSourceKv {
-            type_: types::EventSourceKvType::Kv,
-        }
+        EventSource::Kv => built::<types::EventSourceKv, _>(
+            types::EventSourceKv::builder().type_(types::EventSourceKvType::Kv),
+        )?
         .into(),
-        EventSource::R2 => types::EventSourceR2 {
-            type_: types::EventSourceR2Type::R2,
-        }
+        EventSource::R2 => built::<types::EventSourceR2, _>(
+            types::EventSourceR2::builder().type_(types::EventSourceR2Type::R2),
+        )?
         .into(),
-        EventSource::SuperSlurper => types::EventSourceSuperSlurper {
-            type_: types::EventSourceSuperSlurperType::SuperSlurper,
-        }
+        EventSource::SuperSlurper => built::<types::EventSourceSuperSlurper, _>(
+            types::EventSourceSuperSlurper::builder()
+                .type_(types::EventSourceSuperSlurperType::SuperSlurper),
+        )?
         .into(),
-        EventSource::Vectorize => types::EventSourceVectorize {
-            type_: types::EventSourceVectorizeType::Vectorize,
-        }
+        EventSource::Vectorize => built::<types::EventSourceVectorize, _>(
+            types::EventSourceVectorize::builder()
+                .type_(types::EventSourceVectorizeType::Vectorize),
+        )?
         .into(),
-        EventSource::WorkersAiModel { model_name } => types::EventSourceWorkersAiModel {
-            model_name: owned(model_name),
-            type_: types::EventSourceWorkersAiModelType::WorkersAiModel,
-        }
+        EventSource::WorkersAiModel { model_name } => built::<types::EventSourceWorkersAiModel, _>(
+            types::EventSourceWorkersAiModel::builder()
+                .model_name(model_name.clone())
+                .type_(types::EventSourceWorkersAiModelType::WorkersAiModel),
+        )?
         .into(),
-        EventSource::WorkersBuildsWorker { worker_name } => types::EventSourceWorkersBuildsWorker {
-            worker_name: owned(worker_name),
-            type_: types::EventSourceWorkersBuildsWorkerType::WorkersBuildsWorker,
+        EventSource::WorkersBuildsWorker { worker_name } => {
+            built::<types::EventSourceWorkersBuildsWorker, _>(
+                types::EventSourceWorkersBuildsWorker::builder()
+                    .worker_name(worker_name.clone())
+                    .type_(types::EventSourceWorkersBuildsWorkerType::WorkersBuildsWorker),
+            )?
+            .into()
         }
+        EventSource::WorkersScript { script_tag } => built::<types::EventSourceWorkersScript, _>(
+            types::EventSourceWorkersScript::builder()
+                .script_tag(script_tag.clone())
+                .type_(types::EventSourceWorkersScriptType::WorkersScript),
+        )?
         .into(),
-        EventSource::WorkersScript { script_tag } => types::EventSourceWorkersScript {
-            script_tag: owned(script_tag),
-            type_: types::EventSourceWorkersScriptType::WorkersScript,
+        EventSource::WorkflowsWorkflow { workflow_name } => {
+            built::<types::EventSourceWorkflowsWorkflow, _>(
+                types::EventSourceWorkflowsWorkflow::builder()
+                    .workflow_name(workflow_name.clone())
+                    .type_(types::EventSourceWorkflowsWorkflowType::WorkflowsWorkflow),
+            )?
+            .into()
         }
-        .into(),
-        EventSource::WorkflowsWorkflow { workflow_name } => types::EventSourceWorkflowsWorkflow {
-            workflow_name: owned(workflow_name),
-            type_: types::EventSourceWorkflowsWorkflowType::WorkflowsWorkflow,
-        }
-        .into(),
         EventSource::Other(_) => {
             return Err(Error::invalid(
                 "source",

@@ -1,6 +1,6 @@
 //! One description from several files, so that the drift check compares
-//! what build.rs generates from (the fragment is two files) with what
-//! Cloudflare publishes (kept as two files as well).
+//! what build.rs generates from (the fragment is three files) with what
+//! Cloudflare publishes (kept as three files as well).
 //!
 //! The first file is the base: its `openapi`, `info`, `servers` and
 //! `security` stay; the others add their `paths` and `components`, as
