@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::args::{SubscriptionInfoArgs, SubscriptionListArgs};
 use crate::exit::{Code, Failure};
-use crate::output::Output;
+use crate::output::{Output, text, yes_no};
 use crate::session::{Account, Session};
 use crate::stderr::note;
 
@@ -132,17 +132,4 @@ pub async fn info(account: &Account, args: &SubscriptionInfoArgs) -> Result<Code
         out.line(&format!("{key:<10} {value}"))?;
     }
     Ok(Code::Ok)
-}
-
-fn text(value: Option<&str>) -> String {
-    value.filter(|v| !v.is_empty()).unwrap_or("-").to_owned()
-}
-
-fn yes_no(value: Option<bool>) -> String {
-    match value {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "-",
-    }
-    .to_owned()
 }

@@ -198,6 +198,21 @@ pub fn line_ranges(lines: &[u64]) -> String {
     parts.join(", ")
 }
 
+/// A table cell of a text the API may leave out or empty: `-` then.
+pub fn text(value: Option<&str>) -> String {
+    value.filter(|v| !v.is_empty()).unwrap_or("-").to_owned()
+}
+
+/// A table cell of a flag the API may leave out: `yes`, `no` or `-`.
+pub fn yes_no(value: Option<bool>) -> String {
+    match value {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    }
+    .to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

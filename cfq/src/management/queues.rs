@@ -10,7 +10,7 @@ use crate::args::{CreateArgs, DeleteArgs, InfoArgs, ListArgs, UpdateArgs};
 use crate::confirm::confirm;
 use crate::exit::{Code, Failure};
 use crate::flag_defaults::Optionally;
-use crate::output::Output;
+use crate::output::{Output, text, yes_no};
 use crate::session::{Account, Session};
 use crate::shell_words::command_line;
 use crate::shell_words::{QueueFlag, queue_words};
@@ -277,22 +277,9 @@ fn consumer_kind(info: &QueueInfo) -> String {
     }
 }
 
-fn text(value: Option<&str>) -> String {
-    value.filter(|v| !v.is_empty()).unwrap_or("-").to_owned()
-}
-
 fn duration(value: Option<Duration>) -> String {
     value.map_or_else(
         || "-".to_owned(),
         |d| humantime::format_duration(d).to_string(),
     )
-}
-
-fn yes_no(value: Option<bool>) -> String {
-    match value {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "-",
-    }
-    .to_owned()
 }

@@ -99,6 +99,18 @@ pub(super) const PREVIEW_UNKNOWN: &str = "preview id unknown or expired";
 pub(super) const PREVIEW_STALE: &str =
     "message was delivered, retried or deleted since it was previewed; preview it again";
 
+/// One page of a list (the queues, the event subscriptions), with what
+/// `result_info` says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Page<T> {
+    pub items: Vec<T>,
+    pub page: usize,
+    pub per_page: usize,
+    /// What the list holds on every page.
+    pub total_count: usize,
+    pub total_pages: usize,
+}
+
 /// Where an operation applies: a queue of an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct At<'a> {

@@ -3,11 +3,10 @@
 //! queue in the path, so no queue is checked before the body is read.
 
 use axum::http::StatusCode;
-use serde::Serialize;
 
 use super::wire::{SubscriptionOut, new_subscription, subscription_change};
 use crate::http::error_answer::ErrorAnswer;
-use crate::http::management::wire::ResultInfo;
+use crate::http::management::wire::page_answer;
 use crate::http::messages::wire::success;
 use crate::http::parse::page_number;
 use crate::http::{Answer, App, Incoming};
@@ -44,16 +43,6 @@ pub(crate) fn source_taken(subscription: &str) -> ErrorAnswer {
     )
 }
 
-/// `{success, errors, messages, result, result_info}` of a list.
-#[derive(Serialize)]
-struct ListEnvelope<'a> {
-    success: bool,
-    errors: [(); 0],
-    messages: [(); 0],
-    result: Vec<SubscriptionOut<'a>>,
-    result_info: ResultInfo,
-}
-
 fn answer(record: &SubscriptionRecord) -> Result<Answer, ErrorAnswer> {
     success(&SubscriptionOut::new(record)).map(Answer::Json)
 }
@@ -87,26 +76,7 @@ pub(crate) fn list_event_subscriptions(app: &App, call: Incoming) -> Result<Answ
         per_page: page_number(query, "per_page", MAX_PER_PAGE)?.unwrap_or(DEFAULT_PER_PAGE),
     };
     let listed = app.with_broker(|broker, _| broker.list_subscriptions(&call.account, &list));
-    let envelope = ListEnvelope {
-        success: true,
-        errors: [],
-        messages: [],
-        result: listed
-            .subscriptions
-            .iter()
-            .map(SubscriptionOut::new)
-            .collect(),
-        result_info: ResultInfo {
-            count: listed.subscriptions.len(),
-            page: listed.page,
-            per_page: listed.per_page,
-            total_count: listed.total_count,
-            total_pages: listed.total_pages,
-        },
-    };
-    serde_json::to_vec(&envelope)
-        .map(Answer::Json)
-        .map_err(ErrorAnswer::internal)
+    page_answer(&listed, SubscriptionOut::new)
 }
 
 fn refused_query(key: &str, allowed: &str) -> ErrorAnswer {

@@ -4,10 +4,9 @@
 //! the path, if any, exists).
 
 use axum::http::StatusCode;
-use serde::Serialize;
 use serde_json::Value;
 
-use super::wire::{ConsumerOut, QueueOut, ResultInfo, consumer_spec, settings_change, string};
+use super::wire::{ConsumerOut, QueueOut, consumer_spec, page_answer, settings_change, string};
 use crate::http::error_answer::ErrorAnswer;
 use crate::http::event_subscriptions::handlers::{source_taken, subscription_not_found};
 use crate::http::messages::wire::success;
@@ -71,16 +70,6 @@ pub(crate) fn queue_not_found() -> ErrorAnswer {
     )
 }
 
-/// `{success, errors, messages, result, result_info}` of a list.
-#[derive(Serialize)]
-struct ListEnvelope<'a> {
-    success: bool,
-    errors: [(); 0],
-    messages: [(); 0],
-    result: Vec<QueueOut<'a>>,
-    result_info: ResultInfo,
-}
-
 fn queue_answer(record: &QueueRecord) -> Result<Answer, ErrorAnswer> {
     success(&QueueOut::new(record)).map(Answer::Json)
 }
@@ -98,22 +87,7 @@ pub(crate) fn list_queues(app: &App, call: Incoming) -> Result<Answer, ErrorAnsw
     let name = query.get("name").map(String::as_str);
     let listed =
         app.with_broker(|broker, _| broker.list_queues(&call.account, name, page, per_page));
-    let envelope = ListEnvelope {
-        success: true,
-        errors: [],
-        messages: [],
-        result: listed.queues.iter().map(QueueOut::new).collect(),
-        result_info: ResultInfo {
-            count: listed.queues.len(),
-            page: listed.page,
-            per_page: listed.per_page,
-            total_count: listed.total_count,
-            total_pages: listed.total_pages,
-        },
-    };
-    serde_json::to_vec(&envelope)
-        .map(Answer::Json)
-        .map_err(ErrorAnswer::internal)
+    page_answer(&listed, QueueOut::new)
 }
 
 /// `POST /accounts/{account_id}/queues`.

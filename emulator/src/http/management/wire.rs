@@ -7,10 +7,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::clock::rfc3339_ms;
+use crate::http::Answer;
 use crate::http::error_answer::ErrorAnswer;
 use crate::http::parse::Object;
 use crate::state::{
-    ConsumerKind, ConsumerSpec, MAX_RETENTION_S, MIN_RETENTION_S, PullSettings, QueueRecord,
+    ConsumerKind, ConsumerSpec, MAX_RETENTION_S, MIN_RETENTION_S, Page, PullSettings, QueueRecord,
     SettingsChange, WorkerSettings, bounded,
 };
 
@@ -148,14 +149,46 @@ impl<'a> ConsumerOut<'a> {
     }
 }
 
-/// `result_info` of a list of queues.
+/// A page of a list as answered: `{success, errors, messages, result,
+/// result_info}`, for the queues and the event subscriptions alike.
+pub(crate) fn page_answer<'a, R, T: Serialize>(
+    listed: &'a Page<R>,
+    out: impl Fn(&'a R) -> T,
+) -> Result<Answer, ErrorAnswer> {
+    #[derive(Serialize)]
+    struct PageEnvelope<T> {
+        success: bool,
+        errors: [(); 0],
+        messages: [(); 0],
+        result: Vec<T>,
+        result_info: ResultInfo,
+    }
+    let envelope = PageEnvelope {
+        success: true,
+        errors: [],
+        messages: [],
+        result: listed.items.iter().map(out).collect(),
+        result_info: ResultInfo {
+            count: listed.items.len(),
+            page: listed.page,
+            per_page: listed.per_page,
+            total_count: listed.total_count,
+            total_pages: listed.total_pages,
+        },
+    };
+    serde_json::to_vec(&envelope)
+        .map(Answer::Json)
+        .map_err(ErrorAnswer::internal)
+}
+
+/// `result_info` of a list.
 #[derive(Serialize)]
-pub(crate) struct ResultInfo {
-    pub(crate) count: usize,
-    pub(crate) page: usize,
-    pub(crate) per_page: usize,
-    pub(crate) total_count: usize,
-    pub(crate) total_pages: usize,
+struct ResultInfo {
+    count: usize,
+    page: usize,
+    per_page: usize,
+    total_count: usize,
+    total_pages: usize,
 }
 
 /// A whole number of a body within bounds; `None` when absent or `null`.

@@ -13,8 +13,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use super::records::SubscriptionRecord;
-use crate::state::Broker;
 use crate::state::management::resources::AccountError;
+use crate::state::{Broker, Page};
 
 /// A subscription to create, its fields checked for shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,21 +57,14 @@ pub(crate) struct ListQuery {
     pub per_page: usize,
 }
 
-/// One page of subscriptions, with what `result_info` says of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SubscriptionPage {
-    pub subscriptions: Vec<SubscriptionRecord>,
-    pub page: usize,
-    pub per_page: usize,
-    /// The subscriptions the filter keeps, on every page.
-    pub total_count: usize,
-    pub total_pages: usize,
-}
-
 impl Broker {
     /// One page of the account's subscriptions; a page past the end is
     /// empty (the SDK pages until it gets one).
-    pub(crate) fn list_subscriptions(&self, account: &str, query: &ListQuery) -> SubscriptionPage {
+    pub(crate) fn list_subscriptions(
+        &self,
+        account: &str,
+        query: &ListQuery,
+    ) -> Page<SubscriptionRecord> {
         let per_page = query.per_page.max(1);
         let mut kept: Vec<&SubscriptionRecord> = self
             .subscriptions
@@ -85,8 +78,8 @@ impl Broker {
         });
         let total_count = kept.len();
         let skip = query.page.saturating_sub(1).saturating_mul(per_page);
-        SubscriptionPage {
-            subscriptions: kept
+        Page {
+            items: kept
                 .into_iter()
                 .skip(skip)
                 .take(per_page)

@@ -11,19 +11,7 @@ use crate::state::management::resources::{
     AccountError, ConsumerKind, ConsumerRecord, ConsumerSpec, PullSettings, QueueRecord,
     QueueSettings, check_name_in, check_queue_name,
 };
-use crate::state::{At, Broker, NewSubscription};
-
-/// One page of a list of queues, with what `result_info` says of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ListPage {
-    pub queues: Vec<QueueRecord>,
-    pub page: usize,
-    pub per_page: usize,
-    /// Queues of the account, whatever the filter (as Cloudflare's
-    /// description has it: "without any search parameters").
-    pub total_count: usize,
-    pub total_pages: usize,
-}
+use crate::state::{At, Broker, NewSubscription, Page};
 
 /// The settings an update of a queue writes; `None` keeps (PATCH) or
 /// resets (PUT) a setting.
@@ -226,14 +214,16 @@ impl Broker {
     }
 
     /// One page of the account's queues in creation order, only those
-    /// named `name` when it is given (an exact match).
+    /// named `name` when it is given (an exact match); `total_count` counts
+    /// the account's queues, whatever the filter (as Cloudflare's
+    /// description has it: "without any search parameters").
     pub(crate) fn list_queues(
         &self,
         account: &str,
         name: Option<&str>,
         page: usize,
         per_page: usize,
-    ) -> ListPage {
+    ) -> Page<QueueRecord> {
         let per_page = per_page.max(1);
         let queues = self.registry.accounts.get(account);
         let total_count = queues.map_or(0, |a| a.queues.len());
@@ -257,8 +247,8 @@ impl Broker {
                 .cloned()
                 .collect(),
         };
-        ListPage {
-            queues: listed,
+        Page {
+            items: listed,
             page,
             per_page,
             total_count,
