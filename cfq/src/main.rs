@@ -164,11 +164,13 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
             SubscriptionsCommand::List(args) => match args.target.given().or(top_queue.clone()) {
                 Some(queue) => {
                     let session = Session::open(global, Some(queue), out).await?;
-                    event_subscriptions::list_of_queue(&session, &args).await
+                    event_subscriptions::subscriptions::list_of_queue(&session, &args).await
                 }
-                None => event_subscriptions::list(&account()?, &args).await,
+                None => event_subscriptions::subscriptions::list(&account()?, &args).await,
             },
-            SubscriptionsCommand::Info(args) => event_subscriptions::info(&account()?, &args).await,
+            SubscriptionsCommand::Info(args) => {
+                event_subscriptions::subscriptions::info(&account()?, &args).await
+            }
         },
         Command::Emulator(args) => emulator::serve(args).await,
         Command::Completions(args) => {

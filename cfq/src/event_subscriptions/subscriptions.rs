@@ -1,6 +1,5 @@
 //! `cfq subscriptions`: the account's event subscriptions, listed (all,
-//! or one queue's) and shown. Laid out beside the messages and management
-//! areas, as in the client and the emulator.
+//! or one queue's) and shown.
 
 use cf_queues::event_subscriptions::EventSubscription;
 use serde::Serialize;

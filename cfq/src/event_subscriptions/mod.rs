@@ -1,0 +1,5 @@
+//! The event subscriptions area's commands: `cfq subscriptions`
+//! (`subscriptions.rs`). Laid out as the client's and the emulator's
+//! `event_subscriptions/`, beside the messages and management areas.
+
+pub mod subscriptions;
