@@ -11,7 +11,9 @@ mod management;
 
 pub use emulator::{EmulatorArgs, RateLimitsChoice};
 pub use event_subscriptions::{
-    SubscriptionInfoArgs, SubscriptionListArgs, SubscriptionsArgs, SubscriptionsCommand,
+    EventsArgs, EventsCommand, EventsEmitArgs, EventsListArgs, SubscriptionCreateArgs,
+    SubscriptionDeleteArgs, SubscriptionInfoArgs, SubscriptionListArgs, SubscriptionUpdateArgs,
+    SubscriptionsArgs, SubscriptionsCommand,
 };
 pub use management::{
     ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
@@ -305,8 +307,11 @@ pub enum Command {
     Queues(QueuesArgs),
     /// Enable, show and disable a queue's HTTP pull consumer
     Consumer(ConsumerArgs),
-    /// List and show the event subscriptions that send other products' events into queues
+    /// List, show, create, update and delete the event subscriptions that send other products'
+    /// events into queues
     Subscriptions(SubscriptionsArgs),
+    /// The documented events of each source; emit one into the subscribed queues (emulator)
+    Events(EventsArgs),
     /// Run a local emulator of the Queues messages API
     #[command(long_about = EMULATOR_LONG)]
     Emulator(EmulatorArgs),
@@ -334,6 +339,7 @@ impl Command {
             Command::Queues(a) => Some(a.command.global()),
             Command::Consumer(a) => Some(a.command.global()),
             Command::Subscriptions(a) => Some(a.command.global()),
+            Command::Events(a) => Some(a.command.global()),
             Command::Emulator(_) | Command::Completions(_) => None,
         }
     }

@@ -23,7 +23,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser as _};
 
-use args::{Cli, Command, ConsumerCommand, Global, QueueRef, QueuesCommand, SubscriptionsCommand};
+use args::{
+    Cli, Command, ConsumerCommand, EventsCommand, Global, QueueRef, QueuesCommand,
+    SubscriptionsCommand,
+};
 use exit::{Code, Failure};
 use output::Output;
 use session::{Account, Session};
@@ -98,7 +101,8 @@ fn global_options(cli: &Cli) -> Result<Global, Failure> {
         && cli.top_queue().is_some()
     {
         return Err(Failure::usage(
-            "--queue, --queue-id and --queue-name do not apply to `cfq subscriptions info`",
+            "--queue, --queue-id and --queue-name apply only to `cfq subscriptions list` and \
+             `cfq subscriptions create`",
         ));
     }
     match cli.command.global() {
@@ -170,6 +174,21 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
             },
             SubscriptionsCommand::Info(args) => {
                 event_subscriptions::subscriptions::info(&account()?, &args).await
+            }
+            SubscriptionsCommand::Create(args) => {
+                on_queue!(event_subscriptions::subscriptions::create, args)
+            }
+            SubscriptionsCommand::Update(args) => {
+                event_subscriptions::subscriptions::update(&account()?, &args).await
+            }
+            SubscriptionsCommand::Delete(args) => {
+                event_subscriptions::subscriptions::delete(&account()?, &args).await
+            }
+        },
+        Command::Events(events) => match events.command {
+            EventsCommand::List(args) => event_subscriptions::events::list(out, &args),
+            EventsCommand::Emit(args) => {
+                event_subscriptions::events::emit(&account()?, &args).await
             }
         },
         Command::Emulator(args) => emulator::serve(args).await,

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::http::App;
+use super::http::{App, EmitRequest, emit};
 use super::latency::Latency;
 use super::ratelimit::{RateLimitModel, RateLimiter};
 use super::server::{ServerMonitor, ServerState, ServerStats};
@@ -27,6 +27,98 @@ pub enum WorkerBody {
     /// A V8 structured clone (`CF-Content-Type: v8`), which only Workers can decode.
     V8(Vec<u8>),
 }
+
+/// An event to emit with [`EmulatorHandle::emit_event`]: a documented
+/// event of a source (see the [catalogue](crate::catalogue)), with its
+/// payload as documented unless told otherwise.
+///
+/// ```
+/// use cf_queues_emulator::EventToEmit;
+/// let event = EventToEmit::new("workflows.workflow", "instance.errored")
+///     .resource("checkout")
+///     .field("instanceId", "inst-1");
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EventToEmit {
+    request: EmitRequest,
+}
+
+impl EventToEmit {
+    /// The event `event` (`bucket.created`) of the source of type `source` (`r2`).
+    pub fn new(source: impl Into<String>, event: impl Into<String>) -> EventToEmit {
+        EventToEmit {
+            request: EmitRequest {
+                source: source.into(),
+                event: event.into(),
+                ..EmitRequest::default()
+            },
+        }
+    }
+
+    /// Only into the subscriptions to this resource of the source (a
+    /// model, a Worker, a script, a Workflow); without it, into every
+    /// subscription to a source of that type.
+    pub fn resource(mut self, resource: impl Into<String>) -> EventToEmit {
+        self.request.resource = Some(resource.into());
+        self
+    }
+
+    /// The whole payload, instead of the documented example's.
+    pub fn payload(mut self, payload: serde_json::Map<String, serde_json::Value>) -> EventToEmit {
+        self.request.payload = Some(payload);
+        self
+    }
+
+    /// One field of the payload, set over the example's (or `payload`'s).
+    pub fn field(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> EventToEmit {
+        self.request.fields.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// Where an emitted event went: one message into one subscription's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventDelivered {
+    /// The subscription that delivered it (the message's `metadata.eventSubscriptionId`).
+    pub subscription_id: String,
+    /// The queue it went into.
+    pub queue_id: String,
+}
+
+/// Why an event was not emitted (or not everywhere).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmitError {
+    status: u16,
+    message: String,
+}
+
+impl EmitError {
+    /// The status the emulator's route answers it with: 400 for an event
+    /// the catalogue does not have, 404 when no enabled subscription
+    /// matches, 429 when a queue's backlog is full.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// What happened, for a person; it names what the catalogue has when
+    /// the event is not in it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for EmitError {}
 
 /// A running emulator. Dropping it stops the server (within the shutdown
 /// grace period, in the background).
@@ -234,6 +326,56 @@ impl EmulatorHandle {
                 broker.push(at, vec![message], now);
             }
         });
+    }
+
+    /// Emits an event into [`EMULATOR_ACCOUNT_ID`]: one message, in the
+    /// shape Cloudflare documents, into the queue of every enabled event
+    /// subscription to its source whose events list it, through the path
+    /// of a push (kept in a data directory, counted, within the queue's
+    /// backlog limit). The message's `metadata.eventSubscriptionId` names
+    /// the subscription that delivered it.
+    ///
+    /// ```no_run
+    /// # async fn demo(emulator: cf_queues_emulator::EmulatorHandle) -> Result<(), Box<dyn std::error::Error>> {
+    /// use cf_queues_emulator::EventToEmit;
+    /// let delivered = emulator.emit_event(EventToEmit::new("r2", "bucket.created").field("name", "photos"))?;
+    /// println!("into {} queue(s)", delivered.len());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`EmitError`]: an event the [catalogue](crate::catalogue) does not
+    /// have (the error names the source's events), no enabled subscription
+    /// that it reaches (nothing was emitted), or a queue whose backlog is
+    /// full (the queues before it got their message).
+    pub fn emit_event(&self, event: EventToEmit) -> Result<Vec<EventDelivered>, EmitError> {
+        self.emit_event_in(EMULATOR_ACCOUNT_ID, event)
+    }
+
+    /// [`EmulatorHandle::emit_event`] in another account.
+    ///
+    /// # Errors
+    ///
+    /// As [`EmulatorHandle::emit_event`].
+    pub fn emit_event_in(
+        &self,
+        account: &str,
+        event: EventToEmit,
+    ) -> Result<Vec<EventDelivered>, EmitError> {
+        match emit(&self.app, account, &event.request) {
+            Ok(delivered) => Ok(delivered
+                .into_iter()
+                .map(|d| EventDelivered {
+                    subscription_id: d.subscription_id,
+                    queue_id: d.queue_id,
+                })
+                .collect()),
+            Err(failure) => Err(EmitError {
+                status: failure.status(),
+                message: failure.text(),
+            }),
+        }
     }
 
     /// Stops accepting connections, lets the requests in flight finish

@@ -3,7 +3,8 @@
 //!
 //! It serves the twelve operations of Cloudflare's published Queues
 //! messages API, the eleven that manage queues and their consumers and the
-//! five on event subscriptions (stored; no product emits events yet), at
+//! five on event subscriptions (with other products' events emitted on
+//! request: [`EmulatorHandle::emit_event`], the [`catalogue`]), at
 //! Cloudflare's paths, with or without the `/client/v4` prefix, with
 //! Cloudflare's envelopes, field names, error codes and semantics: delays,
 //! leases that expire, late acks, retries, lease extension, `max_retries`
@@ -71,6 +72,8 @@ pub mod semantics {
     };
 }
 mod builder;
+#[doc = include_str!("catalogue.md")]
+pub mod catalogue;
 mod clock;
 pub mod config;
 #[cfg(feature = "dashboard")]
@@ -97,7 +100,7 @@ struct ReadmeDoctests;
 pub use builder::Emulator;
 pub use clock::{EmulatorClock, ManualClock, TokioClock};
 pub use faults::Fault;
-pub use handle::{EmulatorHandle, WorkerBody};
+pub use handle::{EmitError, EmulatorHandle, EventDelivered, EventToEmit, WorkerBody};
 pub use latency::Latency;
 pub use ratelimit::RateLimitModel;
 pub use server::{ServerMonitor, ServerStats};

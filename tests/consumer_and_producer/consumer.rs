@@ -554,3 +554,115 @@ async fn a_batch_handler_settles_each_message_of_a_pull() {
     assert_eq!((summary.handled, summary.settle_requests), (10, 1));
     assert_eq!(emulator.metrics("batched").backlog_count, 5);
 }
+
+/// A Workflow's event, as Cloudflare documents it, read by a consumer.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+struct WorkflowEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    source: WorkflowSource,
+    payload: WorkflowPayload,
+    metadata: EventMetadata,
+}
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkflowSource {
+    #[serde(rename = "type")]
+    kind: String,
+    workflow_name: String,
+}
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WorkflowPayload {
+    version_id: String,
+    instance_id: String,
+}
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventMetadata {
+    account_id: String,
+    event_subscription_id: String,
+    event_schema_version: u32,
+    event_timestamp: String,
+}
+
+/// Events the emulator emits reach a consumer like any message, and
+/// decode into the types a consumer of Cloudflare's events would write.
+#[tokio::test(start_paused = true)]
+async fn emitted_events_are_consumed_and_decoded_into_typed_events() {
+    use cf_queues::event_subscriptions::{EventSource, NewEventSubscription, events};
+    use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EventToEmit};
+
+    let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
+    let client = emulator.client().expect("client");
+    let queue = client
+        .create_queue("workflow-events")
+        .await
+        .expect("created");
+    queue
+        .enable_http_pull(cf_queues::resources::HttpPullSettings::new())
+        .await
+        .expect("HTTP pull");
+    let source = EventSource::WorkflowsWorkflow {
+        workflow_name: "checkout".into(),
+    };
+    let subscription = queue
+        .create_event_subscription(NewEventSubscription::new(source, events::workflows::ALL))
+        .await
+        .expect("subscribed");
+    for (event, instance) in [("instance.started", "i-1"), ("instance.errored", "i-2")] {
+        let emit = EventToEmit::new("workflows.workflow", event).field("instanceId", instance);
+        assert_eq!(emulator.emit_event(emit).expect("emitted").len(), 1);
+    }
+
+    let seen: Arc<Mutex<Vec<WorkflowEvent>>> = Arc::default();
+    let consumer = Consumer::builder(queue.clone())
+        .build()
+        .expect("valid settings");
+    let noted = Arc::clone(&seen);
+    let running = Running::start(consumer, move |message| {
+        let noted = Arc::clone(&noted);
+        async move {
+            let event: WorkflowEvent = message.body().json()?;
+            noted.lock().expect("lock").push(event);
+            Ok::<_, BodyError>(Verdict::Ack)
+        }
+    });
+    eventually("both events handled", STEP, Duration::from_secs(10), || {
+        seen.lock().expect("lock").len() == 2
+    })
+    .await;
+    let summary = running.finish().await;
+    assert_eq!((summary.handled, summary.acked), (2, 2));
+    let mut seen = std::mem::take(&mut *seen.lock().expect("lock"));
+    seen.sort_by(|a, b| a.kind.cmp(&b.kind));
+    let id = subscription.id.unwrap_or_default();
+    let expected = |kind: &str, instance: &str| WorkflowEvent {
+        kind: format!("cf.workflows.workflow.{kind}"),
+        source: WorkflowSource {
+            kind: "workflows.workflow".into(),
+            workflow_name: "checkout".into(),
+        },
+        payload: WorkflowPayload {
+            version_id: "v1".into(),
+            instance_id: instance.into(),
+        },
+        metadata: EventMetadata {
+            account_id: EMULATOR_ACCOUNT_ID.into(),
+            event_subscription_id: id.clone(),
+            event_schema_version: 1,
+            event_timestamp: seen[0].metadata.event_timestamp.clone(),
+        },
+    };
+    assert_eq!(
+        seen,
+        [
+            expected("instance.errored", "i-2"),
+            expected("instance.started", "i-1")
+        ]
+    );
+    assert!(seen[0].metadata.event_timestamp.ends_with('Z'));
+}

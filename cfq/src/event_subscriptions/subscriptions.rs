@@ -1,14 +1,20 @@
 //! `cfq subscriptions`: the account's event subscriptions, listed (all,
-//! or one queue's) and shown.
+//! or one queue's), shown, created, changed and deleted.
 
-use cf_queues::event_subscriptions::EventSubscription;
+use cf_queues::event_subscriptions::{
+    EventSource, EventSubscription, EventSubscriptionChange, NewEventSubscription,
+    resource_field_of,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::args::{SubscriptionInfoArgs, SubscriptionListArgs};
+use crate::args::{
+    QueueRef, SubscriptionCreateArgs, SubscriptionDeleteArgs, SubscriptionInfoArgs,
+    SubscriptionListArgs, SubscriptionUpdateArgs,
+};
 use crate::exit::{Code, Failure};
 use crate::output::{Output, text, yes_no};
-use crate::session::{Account, Session};
+use crate::session::{Account, Session, resolve};
 use crate::stderr::note;
 
 /// A subscription as `list` and `info` print it in JSON: the API's own
@@ -110,12 +116,102 @@ fn print_list(
 /// One subscription by its id.
 pub async fn info(account: &Account, args: &SubscriptionInfoArgs) -> Result<Code, Failure> {
     let subscription = account.answer(account.client.event_subscription(&args.id).await)?;
+    print_one(account.out, &subscription)
+}
+
+/// A subscription into the session's queue.
+pub async fn create(session: &Session, args: &SubscriptionCreateArgs) -> Result<Code, Failure> {
+    let source = source_of(&args.source, args.resource.as_deref())?;
+    let events = args.events.iter().map(|e| e.trim().to_owned());
+    let mut new = NewEventSubscription::new(source, events.filter(|e| !e.is_empty()));
+    if let Some(name) = &args.name {
+        new = new.name(name);
+    }
+    if args.disabled {
+        new = new.enabled(false);
+    }
+    let created = session.answer(session.queue.create_event_subscription(new).await)?;
+    print_one(session.out, &created)
+}
+
+/// The source a type and a resource name: the resource is required by the
+/// sources of one resource (as wrangler's flags are), and refused by the
+/// others.
+fn source_of(kind: &str, resource: Option<&str>) -> Result<EventSource, Failure> {
+    let mut fields = Map::new();
+    fields.insert("type".to_owned(), Value::from(kind));
+    match (resource_field_of(kind), resource) {
+        (Some(field), Some(resource)) => {
+            fields.insert(field.to_owned(), Value::from(resource));
+        }
+        (Some(field), None) => {
+            return Err(Failure::usage(format_args!(
+                "--resource is required for a {kind} source (its {field})"
+            )));
+        }
+        (None, Some(_)) => {
+            return Err(Failure::usage(format_args!(
+                "--resource does not apply to a {kind} source, which names no resource"
+            )));
+        }
+        (None, None) => {}
+    }
+    Ok(EventSource::from_fields(fields))
+}
+
+/// Changes the fields given of a subscription.
+pub async fn update(account: &Account, args: &SubscriptionUpdateArgs) -> Result<Code, Failure> {
+    let mut change = EventSubscriptionChange::new();
+    if let Some(name) = &args.name {
+        change = change.name(name);
+    }
+    if let Some(events) = &args.events {
+        change = change.events(events.iter().map(|e| e.trim().to_owned()));
+    }
+    if args.enable || args.disable {
+        change = change.enabled(args.enable);
+    }
+    if let Some(to) = &args.to {
+        let queue = resolve(&account.client, &QueueRef::Either(to.clone())).await?;
+        change = change.destination(queue.id());
+    }
+    let changed = account.answer(
+        account
+            .client
+            .update_event_subscription(&args.id, change)
+            .await,
+    )?;
+    print_one(account.out, &changed)
+}
+
+#[derive(Debug, Serialize)]
+struct Deleted<'a> {
+    id: &'a str,
+    deleted: bool,
+}
+
+/// Deletes a subscription; nothing it delivered is touched.
+pub async fn delete(account: &Account, args: &SubscriptionDeleteArgs) -> Result<Code, Failure> {
+    account.answer(account.client.delete_event_subscription(&args.id).await)?;
     let out = account.out;
     if out.json() {
-        out.json_line(&SubscriptionLine::of(&subscription))?;
+        out.json_line(&Deleted {
+            id: &args.id,
+            deleted: true,
+        })?;
+    } else {
+        out.line(&format!("deleted event subscription {}", args.id))?;
+    }
+    Ok(Code::Ok)
+}
+
+/// One subscription: a JSON line, or its fields one a line for people.
+fn print_one(out: Output, subscription: &EventSubscription) -> Result<Code, Failure> {
+    if out.json() {
+        out.json_line(&SubscriptionLine::of(subscription))?;
         return Ok(Code::Ok);
     }
-    let s = &subscription;
+    let s = subscription;
     let fields = [
         ("name", text(s.name.as_deref())),
         ("id", text(s.id.as_deref())),

@@ -2,7 +2,7 @@
 //! or one queue's), as JSON lines with the API's fields and as a table,
 //! and a subscription that does not exist.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::{emulator_from_toml, run_cfq};
 
@@ -92,4 +92,210 @@ async fn subscriptions_are_listed_by_account_or_queue_and_shown_by_id() {
     .await;
     empty.expect_stderr(0, "no event subscriptions into queue quiet");
     assert_eq!(empty.stdout, "");
+}
+
+/// Queues by name, as elsewhere: a subscription created, changed (its
+/// queue moved by name) and deleted; an event emitted into it and pulled;
+/// the catalogue listed; a miss and an unknown event said plainly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
+    let emulator = emulator_from_toml(
+        "[[queues]]\nqueue_name = \"builds\"\nconsumer = { type = \"http_pull\" }\n\
+         [[queues]]\nqueue_name = \"other\"\nconsumer = { type = \"http_pull\" }\n",
+    )
+    .await;
+    let json = ["--output", "json"];
+    let created = run_cfq(
+        &emulator,
+        json.iter().copied().chain([
+            "subscriptions",
+            "create",
+            "-q",
+            "builds",
+            "--source",
+            "workersBuilds.worker",
+            "--resource",
+            "api",
+            "--events",
+            "build.failed,build.succeeded",
+        ]),
+    )
+    .await;
+    created.expect_code(0);
+    let subscription = created.one();
+    assert_eq!(subscription["name"], "builds workersBuilds.worker");
+    assert_eq!(
+        subscription["source"],
+        json!({"type": "workersBuilds.worker", "worker_name": "api"})
+    );
+    assert_eq!(
+        subscription["events"],
+        json!(["build.failed", "build.succeeded"])
+    );
+    let id = subscription["id"].as_str().unwrap_or_default().to_owned();
+
+    let no_resource = run_cfq(
+        &emulator,
+        [
+            "subscriptions",
+            "create",
+            "-q",
+            "builds",
+            "--source",
+            "workflows.workflow",
+            "--events",
+            "instance.errored",
+        ],
+    )
+    .await;
+    no_resource.expect_stderr(2, "--resource is required for a workflows.workflow source");
+
+    // The catalogue, whole and by source.
+    let listed = run_cfq(&emulator, ["--output", "json", "events", "list"]).await;
+    listed.expect_code(0);
+    assert_eq!(listed.json().len(), 25);
+    let builds = run_cfq(
+        &emulator,
+        [
+            "--output",
+            "json",
+            "events",
+            "list",
+            "--source",
+            "workersBuilds.worker",
+        ],
+    )
+    .await;
+    let names: Vec<Value> = builds.json().iter().map(|e| e["event"].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            json!("build.started"),
+            json!("build.failed"),
+            json!("build.canceled"),
+            json!("build.succeeded")
+        ]
+    );
+
+    // Emitted into the queue, then pulled.
+    let emitted = run_cfq(
+        &emulator,
+        json.iter().copied().chain([
+            "events",
+            "emit",
+            "--source",
+            "workersBuilds.worker",
+            "--event",
+            "build.failed",
+            "--field",
+            "buildOutcome=failure",
+            "--field",
+            "attempt=2",
+        ]),
+    )
+    .await;
+    emitted.expect_code(0);
+    let builds_id = emulator.queue_id("builds").unwrap_or_default();
+    assert_eq!(
+        emitted.one(),
+        json!({"type": "cf.workersBuilds.worker.build.failed", "subscription_id": id, "queue_id": builds_id})
+    );
+    let pulled = run_cfq(
+        &emulator,
+        ["--output", "json", "pull", "-q", "builds", "--ack"],
+    )
+    .await;
+    pulled.expect_code(0);
+    let event = &pulled.one()["body"];
+    assert_eq!(event["type"], "cf.workersBuilds.worker.build.failed");
+    assert_eq!(
+        event["source"],
+        json!({"type": "workersBuilds.worker", "workerName": "api"})
+    );
+    assert_eq!(
+        (
+            &event["payload"]["buildOutcome"],
+            &event["payload"]["attempt"]
+        ),
+        (&json!("failure"), &json!(2))
+    );
+    assert_eq!(event["metadata"]["eventSubscriptionId"], json!(id));
+
+    // An event the subscription does not list; one the source does not have.
+    let missed = run_cfq(
+        &emulator,
+        [
+            "events",
+            "emit",
+            "--source",
+            "workersBuilds.worker",
+            "--event",
+            "build.started",
+        ],
+    )
+    .await;
+    missed.expect_stderr(4, "no enabled event subscription");
+    let wrong = run_cfq(
+        &emulator,
+        [
+            "events",
+            "emit",
+            "--source",
+            "r2",
+            "--event",
+            "build.started",
+        ],
+    )
+    .await;
+    wrong.expect_stderr(2, "bucket.created, bucket.deleted");
+
+    // Moved to another queue by name, disabled, then deleted.
+    let moved = run_cfq(
+        &emulator,
+        json.iter().copied().chain([
+            "subscriptions",
+            "update",
+            id.as_str(),
+            "--to",
+            "other",
+            "--disable",
+            "--name",
+            "paused builds",
+        ]),
+    )
+    .await;
+    moved.expect_code(0);
+    let moved = moved.one();
+    assert_eq!(
+        moved["destination"]["queue_id"],
+        json!(emulator.queue_id("other"))
+    );
+    assert_eq!(
+        (&moved["enabled"], &moved["name"]),
+        (&json!(false), &json!("paused builds"))
+    );
+    let disabled = run_cfq(
+        &emulator,
+        [
+            "events",
+            "emit",
+            "--source",
+            "workersBuilds.worker",
+            "--event",
+            "build.failed",
+        ],
+    )
+    .await;
+    disabled.expect_stderr(4, "1 disabled");
+    let deleted = run_cfq(
+        &emulator,
+        json.iter()
+            .copied()
+            .chain(["subscriptions", "delete", id.as_str()]),
+    )
+    .await;
+    deleted.expect_code(0);
+    assert_eq!(deleted.one(), json!({"id": id, "deleted": true}));
+    let gone = run_cfq(&emulator, ["subscriptions", "info", id.as_str()]).await;
+    gone.expect_code(4);
 }

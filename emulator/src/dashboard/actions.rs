@@ -19,7 +19,10 @@ use serde_json::{Map, Value, json};
 use super::access::Denied;
 use super::{Dashboard, answer, pages, refused};
 use crate::EMULATOR_ACCOUNT_ID;
-use crate::http::{ErrorAnswer, Object, consumer_spec, push_by_hand, settings_change};
+use crate::http::{
+    EmitRequest, ErrorAnswer, Object, consumer_spec, emit as emit_event, push_by_hand,
+    settings_change,
+};
 use crate::latency::Latency;
 use crate::random::random_hex;
 use crate::ratelimit::{RateLimitModel, RateLimiter};
@@ -309,6 +312,55 @@ pub(super) async fn send(
                 "Sent {}{}.",
                 plural(sent, "message"),
                 delay.map_or_else(String::new, |s| format!(", delayed {s}s"))
+            ))
+        },
+    )
+    .await
+}
+
+/// Emits an event of a source one of the queue's subscriptions has: the
+/// form's `event` is `source|resource|event`, its `payload` a JSON object
+/// or empty (the documented example's).
+pub(super) async fn emit(
+    State(d): State<Arc<Dashboard>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    act(
+        &d,
+        &headers,
+        &body,
+        &queue_page(&id),
+        "Nothing emitted",
+        |form| {
+            let chosen = form.text("event");
+            let mut parts = chosen.splitn(3, '|');
+            let (Some(source), Some(resource), Some(event)) =
+                (parts.next(), parts.next(), parts.next())
+            else {
+                return Err("choose an event".to_owned());
+            };
+            let payload = match form.get("payload").map(str::trim).filter(|p| !p.is_empty()) {
+                None => None,
+                Some(text) => match serde_json::from_str(text) {
+                    Ok(Value::Object(payload)) => Some(payload),
+                    Ok(_) => return Err("the payload must be a JSON object".to_owned()),
+                    Err(e) => return Err(format!("the payload is not JSON: {e}")),
+                },
+            };
+            let request = EmitRequest {
+                source: source.to_owned(),
+                resource: (!resource.is_empty()).then(|| resource.to_owned()),
+                event: event.to_owned(),
+                payload,
+                fields: Map::new(),
+            };
+            let delivered =
+                emit_event(&d.app, EMULATOR_ACCOUNT_ID, &request).map_err(|e| e.text())?;
+            Ok(format!(
+                "Emitted cf.{source}.{event} into {}.",
+                plural(delivered.len(), "queue")
             ))
         },
     )

@@ -68,6 +68,7 @@ pub(crate) fn router(app: Arc<App>, server: Arc<ServerState>, open: bool) -> (Ro
         .route("/_dashboard/api/queues/{id}/series", get(series_points))
         .route("/_dashboard/queues", post(actions::create))
         .route("/_dashboard/queues/{id}/send", post(actions::send))
+        .route("/_dashboard/queues/{id}/emit", post(actions::emit))
         .route("/_dashboard/queues/{id}/messages", post(actions::messages))
         .route("/_dashboard/queues/{id}/settings", post(actions::settings))
         .route("/_dashboard/queues/{id}/delivery", post(actions::delivery))
@@ -282,6 +283,7 @@ async fn queue(
     let skip = (page - 1).saturating_mul(pages::PAGE_ROWS);
     let (count, messages) = broker.message_rows(at, now_ms, skip, pages::PAGE_ROWS);
     let sources = broker.dead_letter_sources(EMULATOR_ACCOUNT_ID, &record.name);
+    let subscriptions = broker.subscriptions_into(EMULATOR_ACCOUNT_ID, &record.id);
     drop(broker);
     let token = d.access.form_token(&headers).unwrap_or_default();
     let done = query.note.as_deref().and_then(|id| d.notes.take(id));
@@ -295,6 +297,7 @@ async fn queue(
         &token,
         done.as_deref(),
         &sources,
+        &subscriptions,
     ))
 }
 

@@ -3,10 +3,11 @@
 
 use std::fmt::Write as _;
 
+use crate::catalogue;
 use crate::request_log::Entry;
 use crate::state::BodyKind;
 use crate::state::view::{MessageRow, QueueRow, SortBy, Standing};
-use crate::state::{ConsumerKind, QueueRecord};
+use crate::state::{ConsumerKind, QueueRecord, SubscriptionRecord};
 
 /// Rows a page of a list shows.
 pub(crate) const PAGE_ROWS: usize = 100;
@@ -312,6 +313,7 @@ pub(crate) fn queue(
     token: &str,
     done: Option<&str>,
     sources: &[(String, String)],
+    subscriptions: &[SubscriptionRecord],
 ) -> String {
     let mut main = String::with_capacity(8192 + messages.len() * 700);
     let base = format!("/_dashboard/queues/{}", url(&record.id));
@@ -356,6 +358,7 @@ pub(crate) fn queue(
 <button type="submit">Send</button></div></form></section>"#
     );
     main.push_str(&settings(record, &base, &token));
+    main.push_str(&event_subscriptions(subscriptions, &base, &token));
     let _ = write!(
         main,
         r#"<section aria-labelledby="messages-title"><h2 id="messages-title">Messages</h2><p class="note">Listed without leasing them or using an attempt, oldest first: {message_count} in all.</p>
@@ -408,6 +411,77 @@ pub(crate) fn queue(
         name = esc(&record.name),
     );
     page(&record.name, "queue", &main)
+}
+
+/// The queue's event subscriptions, and a form that emits an event of a
+/// source an enabled one subscribes to.
+fn event_subscriptions(subscriptions: &[SubscriptionRecord], base: &str, token: &str) -> String {
+    let mut out = String::from(
+        r#"<section aria-labelledby="subscriptions-title"><h2 id="subscriptions-title">Event subscriptions</h2>"#,
+    );
+    if subscriptions.is_empty() {
+        out.push_str("<p>None: no other product's events come into this queue. Create one with <code>cfq subscriptions create</code> or <code>wrangler queues subscription create</code>.</p></section>");
+        return out;
+    }
+    out.push_str(r#"<div class="scroll" tabindex="0" role="region" aria-label="Event subscriptions"><table><caption class="sr">The event subscriptions into this queue</caption><thead><tr><th scope="col">Name</th><th scope="col">Source</th><th scope="col">Events</th><th scope="col">Enabled</th></tr></thead><tbody>"#);
+    let mut options = String::new();
+    for s in subscriptions {
+        let source = s
+            .source
+            .iter()
+            .map(|(k, v)| {
+                if k == "type" {
+                    v.clone()
+                } else {
+                    format!("{k} {v}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = write!(
+            out,
+            r#"<tr><td>{name}<br><code>{id}</code></td><td>{source}</td><td>{events}</td><td>{enabled}</td></tr>"#,
+            name = esc(&s.name),
+            id = esc(&s.id),
+            source = esc(&source),
+            events = esc(&s.events.join(", ")),
+            enabled = if s.enabled { "yes" } else { "no" },
+        );
+        if !s.enabled {
+            continue;
+        }
+        let resource = s
+            .source
+            .iter()
+            .find(|(k, _)| k.as_str() != "type")
+            .map_or("", |(_, v)| v.as_str());
+        for event in &s.events {
+            if catalogue::find(s.source_type(), event).is_ok() {
+                let value = format!("{}|{resource}|{event}", s.source_type());
+                let _ = write!(
+                    options,
+                    r#"<option value="{}">{}</option>"#,
+                    esc(&value),
+                    esc(&format!("cf.{}.{event}", s.source_type())),
+                );
+            }
+        }
+    }
+    out.push_str("</tbody></table></div>");
+    if options.is_empty() {
+        out.push_str("<p>No enabled subscription names an event Cloudflare documents: none can be emitted.</p></section>");
+        return out;
+    }
+    let _ = write!(
+        out,
+        r#"<form method="post" action="{base}/emit" class="stack" id="emit-form">{token}<h3>Emit an event</h3>
+<p class="note">One message in Cloudflare's documented shape into the queue of every enabled subscription to the source whose events list it, this one included.</p>
+<div class="filter"><label for="emit-event">Event</label> <select id="emit-event" name="event">{options}</select></div>
+<label for="emit-payload">Payload (a JSON object; empty: the documented example's)</label>
+<textarea id="emit-payload" name="payload" rows="3"></textarea>
+<div class="filter"><button type="submit">Emit</button></div></form></section>"#
+    );
+    out
 }
 
 fn settings(record: &QueueRecord, base: &str, token: &str) -> String {

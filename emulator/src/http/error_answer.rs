@@ -29,7 +29,6 @@ pub(crate) enum ErrorAnswer {
 
 impl ErrorAnswer {
     /// What it says, for a person: its message and, for a field, where.
-    #[cfg(feature = "dashboard")]
     pub(crate) fn text(&self) -> String {
         match self {
             ErrorAnswer::Api {
@@ -50,6 +49,15 @@ impl ErrorAnswer {
             ErrorAnswer::Api { code, .. } => Some(*code),
             ErrorAnswer::RateLimited(refused) => Some(refused.code),
             ErrorAnswer::Injected(_) => None,
+        }
+    }
+
+    /// The HTTP status it answers with.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            ErrorAnswer::Api { status, .. } => status.as_u16(),
+            ErrorAnswer::Injected(fault) => fault.status.unwrap_or(500),
+            ErrorAnswer::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS.as_u16(),
         }
     }
 

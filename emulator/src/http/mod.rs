@@ -34,6 +34,7 @@ use super::server::Conn;
 use super::state::{At, Broker};
 use super::store::Store;
 pub(crate) use auth::AcceptedAuth;
+pub(crate) use event_subscriptions::emit::{EmitRequest, emit};
 #[cfg(feature = "dashboard")]
 pub(crate) use management::wire::{consumer_spec, settings_change};
 #[cfg(feature = "dashboard")]
@@ -339,6 +340,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
                 });
             router.route(path, methods)
         });
+    let operations = operations.route(
+        event_subscriptions::emit::ROUTE,
+        axum::routing::post(event_subscriptions::emit::route),
+    );
     Router::new()
         .merge(operations.clone())
         .nest("/client/v4", operations)

@@ -44,6 +44,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub(crate) use broker::Broker;
+pub(crate) use event_subscriptions::emit::event_message;
 pub(crate) use event_subscriptions::operations::{
     ListQuery, NewSubscription, Order, SubscriptionChange,
 };

@@ -68,6 +68,54 @@ pub async fn send_from_the_page(browser: &Browser, emulator: &EmulatorHandle) ->
     })
 }
 
+/// The queue page lists its event subscriptions, and its form emits an
+/// event of one of them: the message arrives in Cloudflare's shape, with
+/// the payload typed in.
+pub async fn emit_from_the_page(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
+    use cf_queues::event_subscriptions::{EventSource, NewEventSubscription};
+    let queue = emulator.client()?.create_queue("namespaces").await?;
+    queue.enable_http_pull(HttpPullSettings::new()).await?;
+    let new =
+        NewEventSubscription::new(EventSource::Kv, ["namespace.created", "namespace.deleted"]);
+    let subscription = queue.create_event_subscription(new).await?;
+    open_queue(browser, emulator, queue.id()).await?;
+    let listed = browser
+        .text("section[aria-labelledby='subscriptions-title'] table")
+        .await?;
+    ensure(
+        listed.contains("namespaces kv") && listed.contains("namespace.created, namespace.deleted"),
+        || format!("the subscriptions listed: {listed:?}"),
+    )?;
+    browser
+        .execute(
+            "document.getElementById('emit-event').value = 'kv||namespace.deleted'",
+            json!([]),
+        )
+        .await?;
+    browser
+        .type_into("#emit-payload", r#"{"id": "ns-1", "name": "sessions"}"#)
+        .await?;
+    let said = submit(browser, "#emit-form button").await?;
+    ensure(
+        said == "Emitted cf.kv.namespace.deleted into 1 queue.",
+        || format!("note {said:?}"),
+    )?;
+    let batch = queue.pull(PullOptions::new().batch_size(10)).await?;
+    let bodies: Vec<serde_json::Value> = batch
+        .messages
+        .iter()
+        .map(|m| m.body().json::<serde_json::Value>())
+        .collect::<std::result::Result<_, _>>()?;
+    let expected_id = subscription.id.clone().unwrap_or_default();
+    ensure(
+        bodies.len() == 1
+            && bodies[0]["type"] == "cf.kv.namespace.deleted"
+            && bodies[0]["payload"] == json!({"id": "ns-1", "name": "sessions"})
+            && bodies[0]["metadata"]["eventSubscriptionId"] == json!(expected_id),
+        || format!("{bodies:?}"),
+    )
+}
+
 pub async fn delete_and_retry_selected(browser: &Browser, emulator: &EmulatorHandle) -> Result<()> {
     let queue = emulator.client()?.create_queue("chosen").await?;
     queue.enable_http_pull(HttpPullSettings::new()).await?;

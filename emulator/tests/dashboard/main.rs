@@ -126,6 +126,10 @@ async fn run_all(chromium: &std::path::Path, driver: &std::path::Path) -> usize 
         actions::send_from_the_page(&browser, &emulator)
     );
     check!(
+        "an_event_is_emitted_from_the_queue_page",
+        actions::emit_from_the_page(&browser, &emulator)
+    );
+    check!(
         "deletes_and_retries_selected_messages",
         actions::delete_and_retry_selected(&browser, &emulator)
     );

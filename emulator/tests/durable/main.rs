@@ -165,6 +165,44 @@ async fn event_subscriptions_survive_a_restart() {
     handle.shutdown().await.expect("shutdown");
 }
 
+/// An emitted event is a message like any other: kept in the directory
+/// before the emit returns, there after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emitted_event_survives_a_restart() {
+    let (dir, handle, raw) = on_a_fresh_dir(|e| e).await;
+    let (status, created) = raw.post("/queues", json!({"queue_name": "buckets"})).await;
+    assert_eq!(status, 200, "{created}");
+    let queue = created["result"]["queue_id"].as_str().unwrap().to_owned();
+    let body = json!({"source": {"type": "r2"}, "events": ["bucket.created"],
+                      "destination": {"type": "queues.queue", "queue_id": queue}});
+    let (status, _) = raw.post("/event_subscriptions/subscriptions", body).await;
+    assert_eq!(status, 200);
+    let (status, _) = raw
+        .post(
+            &format!("/queues/{queue}/consumers"),
+            json!({"type": "http_pull"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let emit = cf_queues_emulator::EventToEmit::new("r2", "bucket.created").field("name", "photos");
+    assert_eq!(handle.emit_event(emit).expect("emitted").len(), 1);
+    handle.shutdown().await.expect("shutdown");
+
+    let handle = start_on(dir.path(), |e| e).await;
+    let client = handle.client().expect("client");
+    let pulled = client
+        .queue(&queue)
+        .expect("an id")
+        .pull(cf_queues::PullOptions::new().batch_size(10))
+        .await
+        .expect("pulled");
+    assert_eq!(pulled.messages.len(), 1);
+    let message: serde_json::Value = pulled.messages[0].body().json().expect("the event's JSON");
+    assert_eq!(message["type"], "cf.r2.bucket.created");
+    assert_eq!(message["payload"]["name"], "photos");
+    handle.shutdown().await.expect("shutdown");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_letters_and_purge_status_survive_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -7,6 +7,7 @@ mod account;
 mod account_settings;
 mod distance;
 mod event_subscriptions;
+mod events;
 mod leases_and_queue;
 mod leases_and_queue_wire;
 mod rate_limits;

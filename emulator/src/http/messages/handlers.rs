@@ -84,9 +84,9 @@ fn store(
     Ok(broker.push(at, messages, now))
 }
 
-/// Messages pushed by hand (the dashboard): each an object as a batch's
-/// messages are, checked and stored as a push's; how many were stored.
-#[cfg(feature = "dashboard")]
+/// Messages pushed by hand (the dashboard, an emitted event): each an
+/// object as a batch's messages are, checked and stored as a push's; how
+/// many were stored.
 pub(crate) fn push_by_hand(
     app: &App,
     at: At<'_>,

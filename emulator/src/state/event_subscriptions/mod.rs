@@ -1,10 +1,8 @@
 //! The event subscriptions area: subscriptions as account resources
-//! (`records.rs`), and the operations that create, list, read, change and
-//! delete them (`operations.rs`). Laid out as the client's
-//! `event_subscriptions/`.
-//!
-//! Subscriptions are stored resources only here: no product emits events
-//! into them yet.
+//! (`records.rs`), the operations that create, list, read, change and
+//! delete them (`operations.rs`), and the events emitted into them on
+//! request (`emit.rs`). Laid out as the client's `event_subscriptions/`.
 
+pub(crate) mod emit;
 pub(crate) mod operations;
 pub(crate) mod records;

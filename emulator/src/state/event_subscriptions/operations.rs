@@ -194,6 +194,18 @@ impl Broker {
             .ok_or(AccountError::SubscriptionNotFound)
     }
 
+    /// The subscriptions into `queue`, by name (the dashboard's queue page).
+    pub(crate) fn subscriptions_into(&self, account: &str, queue: &str) -> Vec<SubscriptionRecord> {
+        let query = ListQuery {
+            queue_id: Some(queue.to_owned()),
+            order: Order::Name,
+            descending: false,
+            page: 1,
+            per_page: usize::MAX,
+        };
+        self.list_subscriptions(account, &query).items
+    }
+
     /// Deletes the subscriptions into a queue that is being deleted: none
     /// is left naming a queue that does not exist, and the source is free
     /// for a subscription into another.
