@@ -304,13 +304,17 @@ pub enum Command {
     #[command(name = "move", long_about = MOVE_LONG)]
     Move(MoveArgs),
     /// List, show, create, update and delete queues
+    #[command(long_about = management::QUEUES_LONG)]
     Queues(QueuesArgs),
     /// Enable, show and disable a queue's HTTP pull consumer
+    #[command(long_about = management::CONSUMER_LONG)]
     Consumer(ConsumerArgs),
     /// List, show, create, update and delete the event subscriptions that send other products'
     /// events into queues
+    #[command(long_about = event_subscriptions::SUBSCRIPTIONS_LONG)]
     Subscriptions(SubscriptionsArgs),
     /// The documented events of each source; emit one into the subscribed queues (emulator)
+    #[command(long_about = event_subscriptions::events_long())]
     Events(EventsArgs),
     /// Run a local emulator of the Queues messages API
     #[command(long_about = EMULATOR_LONG)]

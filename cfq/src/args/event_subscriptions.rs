@@ -7,7 +7,7 @@ use clap::{ArgGroup, Args, Subcommand};
 
 use super::{Global, Target};
 
-const SUBSCRIPTIONS_LONG: &str = "\
+pub(super) const SUBSCRIPTIONS_LONG: &str = "\
 List, show, create, update and delete the account's event subscriptions: each sends the events \
 of another Cloudflare product (R2, KV, Workers AI, Workers Builds, Workflows, Vectorize, Super \
 Slurper, ...) as messages into a queue, which pulls them like any other message.
@@ -29,7 +29,7 @@ payload the documented example's unless --payload or --field say otherwise. It w
 the emulator only (its own route); Cloudflare's products emit their own.";
 
 #[derive(Debug, Args)]
-#[command(long_about = SUBSCRIPTIONS_LONG, arg_required_else_help = true)]
+#[command(arg_required_else_help = true)]
 pub struct SubscriptionsArgs {
     #[command(subcommand)]
     pub command: SubscriptionsCommand,
@@ -166,7 +166,7 @@ pub struct SubscriptionDeleteArgs {
 
 /// `cfq events --help`: the text, then the catalogue's sources and events,
 /// read from the one place they are kept.
-fn events_long() -> String {
+pub(super) fn events_long() -> String {
     let mut text = EVENTS_LONG.to_owned();
     text.push_str("\n\nThe documented events, by source:");
     for source in documented_sources() {
@@ -182,7 +182,7 @@ fn events_long() -> String {
 }
 
 #[derive(Debug, Args)]
-#[command(long_about = events_long(), arg_required_else_help = true)]
+#[command(arg_required_else_help = true)]
 pub struct EventsArgs {
     #[command(subcommand)]
     pub command: EventsCommand,

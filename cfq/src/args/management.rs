@@ -7,7 +7,7 @@ use clap::{ArgGroup, Args, Subcommand};
 
 use super::{Global, Target, parse_delay, parse_duration};
 
-const QUEUES_LONG: &str = "\
+pub(super) const QUEUES_LONG: &str = "\
 List, show, create, update and delete the account's queues.
 
 A queue is named by --queue (a name, or an id of 32 lowercase hex digits), --queue-id or --queue-name, \
@@ -25,7 +25,7 @@ rule Cloudflare states when it refuses a name). Settings given are set right aft
 a queue created without them has Cloudflare's defaults (no delay, 4 days of retention). A new \
 queue has no consumer: enable HTTP pull with `cfq consumer enable --queue NAME` before pulling.";
 
-const CONSUMER_LONG: &str = "\
+pub(super) const CONSUMER_LONG: &str = "\
 Enable, show and disable the HTTP pull consumer of a queue, which pulling, acknowledging and \
 extending leases over HTTP need.
 
@@ -56,7 +56,7 @@ lease extensions then fail until it is enabled again, and its settings are lost.
 kept. Asks to type the queue's name first, unless --yes.";
 
 #[derive(Debug, Args)]
-#[command(long_about = QUEUES_LONG, arg_required_else_help = true)]
+#[command(arg_required_else_help = true)]
 pub struct QueuesArgs {
     #[command(subcommand)]
     pub command: QueuesCommand,
@@ -181,7 +181,7 @@ pub struct DeleteArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(long_about = CONSUMER_LONG, arg_required_else_help = true)]
+#[command(arg_required_else_help = true)]
 pub struct ConsumerArgs {
     #[command(subcommand)]
     pub command: ConsumerCommand,
