@@ -177,6 +177,13 @@ async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
         ]
     );
 
+    // The shell completes sources and events from the catalogue.
+    let completions = run_cfq(&emulator, ["completions", "bash"]).await;
+    completions.expect_code(0);
+    for word in ["workersBuilds.worker", "build.failed", "instance.errored", "namespace.created"] {
+        assert!(completions.stdout.contains(word), "{word} is not completed");
+    }
+
     // Emitted into the queue, then pulled.
     let emitted = run_cfq(
         &emulator,
