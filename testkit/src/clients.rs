@@ -35,6 +35,20 @@ pub fn queue(emulator: &EmulatorHandle, id: &str) -> Queue {
     one_request_per_call(emulator.client_builder().expect("builder"), id)
 }
 
+/// A queue created by name on `emulator` through the client (no retries),
+/// with HTTP pull enabled: a queue as an owner sets one up.
+pub async fn created_pull_queue(emulator: &EmulatorHandle, name: &str) -> Queue {
+    let queue = client(emulator, RetryPolicy::none())
+        .create_queue(name)
+        .await
+        .expect("created");
+    queue
+        .enable_http_pull(cf_queues::resources::HttpPullSettings::new())
+        .await
+        .expect("HTTP pull enabled");
+    queue
+}
+
 /// A client on `emulator` that retries by `retry`.
 pub fn client(emulator: &EmulatorHandle, retry: RetryPolicy) -> Client {
     emulator

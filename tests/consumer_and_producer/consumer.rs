@@ -597,15 +597,7 @@ async fn emitted_events_are_consumed_and_decoded_into_typed_events() {
     use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EventToEmit};
 
     let (emulator, _clock) = cf_queues_testkit::emulators::emulator_on_tokio_time().await;
-    let client = emulator.client().expect("client");
-    let queue = client
-        .create_queue("workflow-events")
-        .await
-        .expect("created");
-    queue
-        .enable_http_pull(cf_queues::resources::HttpPullSettings::new())
-        .await
-        .expect("HTTP pull");
+    let queue = cf_queues_testkit::clients::created_pull_queue(&emulator, "workflow-events").await;
     let source = EventSource::WorkflowsWorkflow {
         workflow_name: "checkout".into(),
     };

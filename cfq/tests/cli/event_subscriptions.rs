@@ -4,7 +4,18 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{emulator_from_toml, run_cfq};
+use cf_queues_emulator::EmulatorHandle;
+
+use crate::support::{Run, emulator_from_toml, run_cfq};
+
+/// `cfq events emit --source SOURCE --event EVENT`, with a table's output.
+async fn emit(emulator: &EmulatorHandle, source: &str, event: &str) -> Run {
+    run_cfq(
+        emulator,
+        ["events", "emit", "--source", source, "--event", event],
+    )
+    .await
+}
 
 /// Two queues, each with a subscription declared in the configuration.
 const DECLARED: &str = r#"
@@ -180,7 +191,12 @@ async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
     // The shell completes sources and events from the catalogue.
     let completions = run_cfq(&emulator, ["completions", "bash"]).await;
     completions.expect_code(0);
-    for word in ["workersBuilds.worker", "build.failed", "instance.errored", "namespace.created"] {
+    for word in [
+        "workersBuilds.worker",
+        "build.failed",
+        "instance.errored",
+        "namespace.created",
+    ] {
         assert!(completions.stdout.contains(word), "{word} is not completed");
     }
 
@@ -229,31 +245,9 @@ async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
     assert_eq!(event["metadata"]["eventSubscriptionId"], json!(id));
 
     // An event the subscription does not list; one the source does not have.
-    let missed = run_cfq(
-        &emulator,
-        [
-            "events",
-            "emit",
-            "--source",
-            "workersBuilds.worker",
-            "--event",
-            "build.started",
-        ],
-    )
-    .await;
+    let missed = emit(&emulator, "workersBuilds.worker", "build.started").await;
     missed.expect_stderr(4, "no enabled event subscription");
-    let wrong = run_cfq(
-        &emulator,
-        [
-            "events",
-            "emit",
-            "--source",
-            "r2",
-            "--event",
-            "build.started",
-        ],
-    )
-    .await;
+    let wrong = emit(&emulator, "r2", "build.started").await;
     wrong.expect_stderr(2, "bucket.created, bucket.deleted");
 
     // Moved to another queue by name, disabled, then deleted.
@@ -281,18 +275,7 @@ async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
         (&moved["enabled"], &moved["name"]),
         (&json!(false), &json!("paused builds"))
     );
-    let disabled = run_cfq(
-        &emulator,
-        [
-            "events",
-            "emit",
-            "--source",
-            "workersBuilds.worker",
-            "--event",
-            "build.failed",
-        ],
-    )
-    .await;
+    let disabled = emit(&emulator, "workersBuilds.worker", "build.failed").await;
     disabled.expect_stderr(4, "1 disabled");
     let deleted = run_cfq(
         &emulator,

@@ -11,23 +11,10 @@ use cf_queues::event_subscriptions::{
 };
 use cf_queues::retry::RetryPolicy;
 use cf_queues::{PullOptions, Queue};
-use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EmulatorHandle, EventToEmit, catalogue};
-use cf_queues_testkit::clients::client;
+use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, EventToEmit, catalogue};
+use cf_queues_testkit::clients::{client, created_pull_queue};
 use cf_queues_testkit::emulators::emulator_on_manual_clock;
 use cf_queues_testkit::raw_http::{Answer, Method, call, call_with};
-
-/// A queue named `name` with HTTP pull, on `emulator`.
-async fn pull_queue(emulator: &EmulatorHandle, name: &str) -> Queue {
-    let queue = client(emulator, RetryPolicy::none())
-        .create_queue(name)
-        .await
-        .expect("created");
-    queue
-        .enable_http_pull(cf_queues::resources::HttpPullSettings::new())
-        .await
-        .expect("HTTP pull");
-    queue
-}
 
 /// Every message of `queue`, as JSON, acknowledged.
 async fn bodies(queue: &Queue) -> Vec<Value> {
@@ -56,9 +43,9 @@ fn workflow(name: &str) -> EventSource {
 #[tokio::test]
 async fn an_emitted_event_reaches_the_subscriptions_of_its_source_in_cloudflares_shape() {
     let (emulator, _clock) = emulator_on_manual_clock(|e| e).await;
-    let checkout = pull_queue(&emulator, "checkout-events").await;
-    let refunds = pull_queue(&emulator, "refunds-events").await;
-    let buckets = pull_queue(&emulator, "bucket-events").await;
+    let checkout = created_pull_queue(&emulator, "checkout-events").await;
+    let refunds = created_pull_queue(&emulator, "refunds-events").await;
+    let buckets = created_pull_queue(&emulator, "bucket-events").await;
     let subscribe = |queue: &Queue, source: EventSource, names: &[&str]| {
         let new = NewEventSubscription::new(source, names.iter().copied());
         let queue = queue.clone();
@@ -141,7 +128,7 @@ async fn an_emitted_event_reaches_the_subscriptions_of_its_source_in_cloudflares
 #[tokio::test]
 async fn a_disabled_subscription_gets_nothing_and_a_miss_says_why() {
     let (emulator, _clock) = emulator_on_manual_clock(|e| e).await;
-    let queue = pull_queue(&emulator, "kv-events").await;
+    let queue = created_pull_queue(&emulator, "kv-events").await;
     let created = queue
         .create_event_subscription(NewEventSubscription::new(
             EventSource::Kv,
@@ -203,7 +190,7 @@ async fn a_disabled_subscription_gets_nothing_and_a_miss_says_why() {
 #[tokio::test]
 async fn the_emulators_route_emits_with_the_apis_credentials() {
     let (emulator, _clock) = emulator_on_manual_clock(|e| e).await;
-    let queue = pull_queue(&emulator, "vectors").await;
+    let queue = created_pull_queue(&emulator, "vectors").await;
     queue
         .create_event_subscription(NewEventSubscription::new(
             EventSource::Vectorize,
