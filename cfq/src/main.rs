@@ -96,6 +96,12 @@ fn global_options(cli: &Cli) -> Result<Global, Failure> {
              `cfq queues create`",
         ));
     }
+    if matches!(cli.command, Command::Events(_)) && cli.top_queue().is_some() {
+        return Err(Failure::usage(
+            "--queue, --queue-id and --queue-name do not apply to `cfq events`: an event goes \
+             into every subscribed queue (narrow it with --resource)",
+        ));
+    }
     if let Command::Subscriptions(subscriptions) = &cli.command
         && !subscriptions.command.takes_queue()
         && cli.top_queue().is_some()

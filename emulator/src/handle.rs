@@ -100,7 +100,8 @@ pub struct EmitError {
 impl EmitError {
     /// The status the emulator's route answers it with: 400 for an event
     /// the catalogue does not have, 404 when no enabled subscription
-    /// matches, 429 when a queue's backlog is full.
+    /// matches, 429 when a queue's backlog is full, 503 when the data
+    /// directory failed (and any status of an injected fault).
     pub fn status(&self) -> u16 {
         self.status
     }
@@ -332,8 +333,12 @@ impl EmulatorHandle {
     /// shape Cloudflare documents, into the queue of every enabled event
     /// subscription to its source whose events list it, through the path
     /// of a push (kept in a data directory, counted, within the queue's
-    /// backlog limit). The message's `metadata.eventSubscriptionId` names
-    /// the subscription that delivered it.
+    /// backlog limit: every queue's room is checked first, and the emit
+    /// delivers everywhere or nowhere). The message's
+    /// `metadata.eventSubscriptionId` names the subscription that
+    /// delivered it. Like the handle's other methods, it hands its change
+    /// to a data directory's store without waiting for the commit (the
+    /// route `cfq events emit` uses answers after it).
     ///
     /// ```no_run
     /// # async fn demo(emulator: cf_queues_emulator::EmulatorHandle) -> Result<(), Box<dyn std::error::Error>> {
@@ -347,8 +352,8 @@ impl EmulatorHandle {
     ///
     /// [`EmitError`]: an event the [catalogue](crate::catalogue) does not
     /// have (the error names the source's events), no enabled subscription
-    /// that it reaches (nothing was emitted), or a queue whose backlog is
-    /// full (the queues before it got their message).
+    /// that it reaches, or a queue whose backlog is full: nothing was
+    /// emitted; a data directory that failed.
     pub fn emit_event(&self, event: EventToEmit) -> Result<Vec<EventDelivered>, EmitError> {
         self.emit_event_in(EMULATOR_ACCOUNT_ID, event)
     }
@@ -363,8 +368,17 @@ impl EmulatorHandle {
         account: &str,
         event: EventToEmit,
     ) -> Result<Vec<EventDelivered>, EmitError> {
+        if let Some(why) = self.app.store_failed() {
+            return Err(EmitError {
+                status: 503,
+                message: format!(
+                    "the emulator's data directory failed ({why}); nothing changes any more"
+                ),
+            });
+        }
         match emit(&self.app, account, &event.request) {
-            Ok(delivered) => Ok(delivered
+            Ok(emitted) => Ok(emitted
+                .delivered
                 .into_iter()
                 .map(|d| EventDelivered {
                     subscription_id: d.subscription_id,

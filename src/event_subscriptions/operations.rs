@@ -10,7 +10,7 @@ use super::subscription::{EventSubscription, EventSubscriptionChange, NewEventSu
 use super::wire::{self, id_or_unknown};
 use crate::client::Client;
 use crate::envelope::Page;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::management::ServerClock;
 use crate::management::lookup::every_page;
 use crate::operation::Operation;
@@ -76,7 +76,7 @@ impl Client {
                     .send()
             })
             .await?;
-        Ok(subscription.into())
+        identified(Operation::GetEventSubscription, subscription)
     }
 
     /// Changes the fields `change` sets and keeps the others (`PATCH
@@ -121,7 +121,7 @@ impl Client {
                     .send()
             })
             .await?;
-        Ok(subscription.into())
+        identified(Operation::UpdateEventSubscription, subscription)
     }
 
     /// Deletes the event subscription (`DELETE .../subscriptions/{id}`):
@@ -302,8 +302,12 @@ impl Queue {
                     .send()
             })
             .await;
+        // A success without an id landed too: found as a lost answer is.
         let error = match created {
-            Ok(subscription) => return Ok(subscription.into()),
+            Ok(answer) => match identified(Operation::CreateEventSubscription, answer) {
+                Ok(subscription) => return Ok(subscription),
+                Err(unidentified) => unidentified,
+            },
             Err(error) if error.may_have_landed() => error,
             Err(error) => return Err(error),
         };
@@ -336,6 +340,23 @@ impl Queue {
             }
         }
     }
+}
+
+/// The subscription a create, read or change answered, which must carry its
+/// id: a success without one (`result: null`, say) is a decode error, not
+/// a subscription of nothing.
+fn identified(operation: Operation, answer: types::EventSubscription) -> Result<EventSubscription> {
+    let subscription = EventSubscription::from(answer);
+    if subscription.id.is_none() {
+        return Err(Error::Decode {
+            operation,
+            status: 200,
+            reason: "the answer carries no event subscription (no id)".to_owned(),
+            snippet: String::new(),
+            attempts: 1,
+        });
+    }
+    Ok(subscription)
 }
 
 /// Whether an answered source is the one asked for.

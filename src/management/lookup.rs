@@ -63,7 +63,9 @@ where
     loop {
         let page = read(number).await?;
         let ids: Vec<Option<String>> = page.items.iter().map(id).collect();
-        if previous.as_ref() == Some(&ids) {
+        // Only ids tell one page from another: items without them never
+        // make a page look served twice.
+        if ids.iter().all(Option::is_some) && previous.as_ref() == Some(&ids) {
             return Ok(items);
         }
         let next = after_page(number, &page);

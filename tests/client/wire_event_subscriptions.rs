@@ -393,3 +393,41 @@ async fn a_lost_delete_is_resolved_by_reading_back() {
         assert_calls(&read_back, &[(&delete, 1), (&get, 1), (&others, 0)]).await;
     }
 }
+
+/// A success that carries no subscription is not one: a read or a change
+/// answered with `result: null` is a decode error, and a create answered
+/// so is resolved as a lost answer is (it landed: the queue's
+/// subscriptions are read back and the one it made adopted).
+#[tokio::test]
+async fn a_success_without_a_subscription_is_not_one() {
+    let server = MockServer::start_async().await;
+    let path = subscriptions_path(&format!("/{SUBSCRIPTION}"));
+    let empty = success(Value::Null);
+    let get = answering(&server, GET, path, 200, empty.clone()).await;
+    let now = SystemTime::now();
+    let create = create_mock(&server, kv_request(), (200, empty), now).await;
+    let made = subscription(
+        SUBSCRIPTION,
+        &format!("{QUEUE} kv"),
+        json!({"type": "kv"}),
+        &rfc3339(now + Duration::from_millis(200)),
+    );
+    let query = [("page", "1"), ("per_page", "100"), ("queue_id", QUEUE)];
+    let lookup = page_mock(&server, &query, listed(json!([made]), 1, 1), now).await;
+    let others = catch_all(&server).await;
+    let error = client(&server, Auth::Token)
+        .event_subscription(SUBSCRIPTION)
+        .await
+        .expect_err("no subscription");
+    assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+    let created = queue(&server, Auth::Token)
+        .create_event_subscription(kv())
+        .await
+        .expect("adopted");
+    assert_eq!(created.id.as_deref(), Some(SUBSCRIPTION));
+    assert_calls(
+        "calls",
+        &[(&get, 1), (&create, 1), (&lookup, 1), (&others, 0)],
+    )
+    .await;
+}

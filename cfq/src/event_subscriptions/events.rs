@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use cf_queues::Credentials;
+use cf_queues::event_subscriptions::resource_field_of;
 use cf_queues_emulator::catalogue;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -89,6 +90,18 @@ struct Delivered {
 pub async fn emit(account: &Account, args: &EventsEmitArgs) -> Result<Code, Failure> {
     // Checked here first, naming the source's events: nothing is sent.
     catalogue::find(&args.source, &args.event).map_err(Failure::usage)?;
+    match (&args.resource, resource_field_of(&args.source)) {
+        (Some(resource), _) if resource.trim().is_empty() => {
+            return Err(Failure::usage("--resource must not be empty"));
+        }
+        (Some(_), None) => {
+            return Err(Failure::usage(format_args!(
+                "--resource does not apply to a {} source, which names no resource",
+                args.source
+            )));
+        }
+        _ => {}
+    }
     let mut body = Map::new();
     body.insert("source".to_owned(), Value::from(args.source.as_str()));
     body.insert("event".to_owned(), Value::from(args.event.as_str()));
@@ -121,11 +134,22 @@ pub async fn emit(account: &Account, args: &EventsEmitArgs) -> Result<Code, Fail
         Failure::new(Code::Network, format_args!("cannot reach the emulator at {url}: {e}"))
             .with_hint("`cfq events emit` works against `cfq emulator`, whose base URL it takes from --base-url or CLOUDFLARE_BASE_URL")
     };
-    let response = request.send().await.map_err(network)?;
+    let mut response = request.send().await.map_err(network)?;
     let status = response.status().as_u16();
-    let bytes = response.bytes().await.map_err(network)?;
-    let answered: Option<Answered> =
-        serde_json::from_slice(&bytes[..bytes.len().min(MAX_ANSWER_BYTES)]).ok();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(network)? {
+        if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(Failure::new(
+                Code::Api,
+                format_args!(
+                    "{url} answered HTTP {status} with more than {MAX_ANSWER_BYTES} bytes"
+                ),
+            )
+            .with_hint("`cfq events emit` works against `cfq emulator` only"));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let answered: Option<Answered> = serde_json::from_slice(&bytes).ok();
     match answered {
         Some(Answered {
             success: Some(true),
@@ -165,10 +189,11 @@ fn print_emitted(out: Output, emitted: &Emitted) -> Result<Code, Failure> {
         }
         return Ok(Code::Ok);
     }
+    let count = emitted.delivered.len();
     out.line(&format!(
-        "emitted {} into {} queue(s)",
+        "emitted {}: {count} message{} delivered",
         emitted.message_type,
-        emitted.delivered.len()
+        if count == 1 { "" } else { "s" }
     ))?;
     let rows: Vec<Vec<String>> = emitted
         .delivered

@@ -17,8 +17,9 @@ use crate::output::{Output, text, yes_no};
 use crate::session::{Account, Session, resolve};
 use crate::stderr::note;
 
-/// A subscription as `list` and `info` print it in JSON: the API's own
-/// object, field for field.
+/// A subscription as `list`, `info`, `create` and `update` print it in
+/// JSON: the API's fields, with the source as the client reads it (its
+/// type and resource; an unknown source whole).
 #[derive(Debug, Serialize)]
 struct SubscriptionLine<'a> {
     id: Option<&'a str>,

@@ -249,6 +249,36 @@ async fn subscriptions_are_made_by_queue_name_and_events_emitted_into_them() {
     missed.expect_stderr(4, "no enabled event subscription");
     let wrong = emit(&emulator, "r2", "build.started").await;
     wrong.expect_stderr(2, "bucket.created, bucket.deleted");
+    let narrowed = run_cfq(
+        &emulator,
+        [
+            "--queue",
+            "builds",
+            "events",
+            "emit",
+            "--source",
+            "kv",
+            "--event",
+            "namespace.created",
+        ],
+    )
+    .await;
+    narrowed.expect_stderr(2, "do not apply to `cfq events`");
+    let resource = run_cfq(
+        &emulator,
+        [
+            "events",
+            "emit",
+            "--source",
+            "kv",
+            "--event",
+            "namespace.created",
+            "--resource",
+            "x",
+        ],
+    )
+    .await;
+    resource.expect_stderr(2, "--resource does not apply to a kv source");
 
     // Moved to another queue by name, disabled, then deleted.
     let moved = run_cfq(

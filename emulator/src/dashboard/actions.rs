@@ -319,8 +319,8 @@ pub(super) async fn send(
 }
 
 /// Emits an event of a source one of the queue's subscriptions has: the
-/// form's `event` is `source|resource|event`, its `payload` a JSON object
-/// or empty (the documented example's).
+/// form's `event` is `subscription id|event` (ids and event names hold no
+/// `|`), its `payload` a JSON object or empty (the documented example's).
 pub(super) async fn emit(
     State(d): State<Arc<Dashboard>>,
     headers: HeaderMap,
@@ -335,12 +335,14 @@ pub(super) async fn emit(
         "Nothing emitted",
         |form| {
             let chosen = form.text("event");
-            let mut parts = chosen.splitn(3, '|');
-            let (Some(source), Some(resource), Some(event)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
+            let Some((id, event)) = chosen.split_once('|') else {
                 return Err("choose an event".to_owned());
             };
+            let subscription = d
+                .app
+                .with_broker(|broker, _| broker.get_subscription(EMULATOR_ACCOUNT_ID, id))
+                .map_err(|_| "the subscription is gone".to_owned())?;
+            let resource = subscription.resource().map(str::to_owned);
             let payload = match form.get("payload").map(str::trim).filter(|p| !p.is_empty()) {
                 None => None,
                 Some(text) => match serde_json::from_str(text) {
@@ -350,17 +352,18 @@ pub(super) async fn emit(
                 },
             };
             let request = EmitRequest {
-                source: source.to_owned(),
-                resource: (!resource.is_empty()).then(|| resource.to_owned()),
+                source: subscription.source_type().to_owned(),
+                resource,
                 event: event.to_owned(),
                 payload,
                 fields: Map::new(),
             };
-            let delivered =
+            let emitted =
                 emit_event(&d.app, EMULATOR_ACCOUNT_ID, &request).map_err(|e| e.text())?;
             Ok(format!(
-                "Emitted cf.{source}.{event} into {}.",
-                plural(delivered.len(), "queue")
+                "Emitted {}: {} delivered.",
+                emitted.message_type,
+                plural(emitted.delivered.len(), "message")
             ))
         },
     )

@@ -450,19 +450,13 @@ fn event_subscriptions(subscriptions: &[SubscriptionRecord], base: &str, token: 
         if !s.enabled {
             continue;
         }
-        let resource = s
-            .source
-            .iter()
-            .find(|(k, _)| k.as_str() != "type")
-            .map_or("", |(_, v)| v.as_str());
         for event in &s.events {
-            if catalogue::find(s.source_type(), event).is_ok() {
-                let value = format!("{}|{resource}|{event}", s.source_type());
+            if let Ok(documented) = catalogue::find(s.source_type(), event) {
                 let _ = write!(
                     options,
                     r#"<option value="{}">{}</option>"#,
-                    esc(&value),
-                    esc(&format!("cf.{}.{event}", s.source_type())),
+                    esc(&format!("{}|{event}", s.id)),
+                    esc(&documented.message_type()),
                 );
             }
         }

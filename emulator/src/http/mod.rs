@@ -486,6 +486,35 @@ fn respond(answer: Result<Answer, Refusal>) -> Response {
     }
 }
 
+/// A request's whole body, or its refusal: too large (413 with
+/// `too_large`, the code of the operation's size), too slow (408) or cut
+/// short (400), each with the body left unread.
+async fn read_body(app: &App, body: Body, too_large: u32) -> Result<bytes::Bytes, Refusal> {
+    let failure = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
+        Read::Complete(bytes) => return Ok(bytes),
+        Read::TooLarge => {
+            let message = format!("request body exceeds {} bytes", app.max_body_bytes);
+            ErrorAnswer::new(StatusCode::PAYLOAD_TOO_LARGE, too_large, message)
+        }
+        Read::TimedOut => ErrorAnswer::new(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::CLIENT_DISCONNECTED,
+            format!(
+                "ClientDisconnected: the request body did not arrive within {:?}",
+                app.body_timeout
+            ),
+        ),
+        Read::Broken => ErrorAnswer::bad_request(
+            codes::CLIENT_DISCONNECTED,
+            "ClientDisconnected: the request body was cut short",
+        ),
+    };
+    Err(Refusal {
+        failure,
+        unread: true,
+    })
+}
+
 /// A request that passed the steps every operation shares.
 struct Incoming {
     /// The operation asked for.
@@ -529,44 +558,12 @@ impl Incoming {
                 return Err(Refusal { failure, unread });
             }
         };
-        let bytes = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
-            Read::Complete(bytes) => bytes,
-            Read::TooLarge => {
-                let code = if op == Operation::Batch {
-                    codes::BATCH_SIZE_OUT_OF_BOUNDS
-                } else {
-                    codes::MESSAGE_SIZE_OUT_OF_BOUNDS
-                };
-                let message = format!("request body exceeds {} bytes", app.max_body_bytes);
-                return Err(Refusal {
-                    failure: ErrorAnswer::new(StatusCode::PAYLOAD_TOO_LARGE, code, message),
-                    unread: true,
-                });
-            }
-            Read::TimedOut => {
-                let message = format!(
-                    "ClientDisconnected: the request body did not arrive within {:?}",
-                    app.body_timeout
-                );
-                return Err(Refusal {
-                    failure: ErrorAnswer::new(
-                        StatusCode::REQUEST_TIMEOUT,
-                        codes::CLIENT_DISCONNECTED,
-                        message,
-                    ),
-                    unread: true,
-                });
-            }
-            Read::Broken => {
-                return Err(Refusal {
-                    failure: ErrorAnswer::bad_request(
-                        codes::CLIENT_DISCONNECTED,
-                        "ClientDisconnected: the request body was cut short",
-                    ),
-                    unread: true,
-                });
-            }
+        let too_large = if op == Operation::Batch {
+            codes::BATCH_SIZE_OUT_OF_BOUNDS
+        } else {
+            codes::MESSAGE_SIZE_OUT_OF_BOUNDS
         };
+        let bytes = read_body(app, body, too_large).await?;
         // An absent body reads as `{}`: every field of pull, peek and ack is optional.
         let request: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
             Value::Object(Map::new())

@@ -88,8 +88,8 @@ pub async fn emit_from_the_page(browser: &Browser, emulator: &EmulatorHandle) ->
     )?;
     browser
         .execute(
-            "document.getElementById('emit-event').value = 'kv||namespace.deleted'",
-            json!([]),
+            "document.getElementById('emit-event').value = arguments[0] + '|namespace.deleted'",
+            json!([subscription.id.clone().unwrap_or_default()]),
         )
         .await?;
     browser
@@ -97,7 +97,7 @@ pub async fn emit_from_the_page(browser: &Browser, emulator: &EmulatorHandle) ->
         .await?;
     let said = submit(browser, "#emit-form button").await?;
     ensure(
-        said == "Emitted cf.kv.namespace.deleted into 1 queue.",
+        said == "Emitted cf.kv.namespace.deleted: 1 message delivered.",
         || format!("note {said:?}"),
     )?;
     let batch = queue.pull(PullOptions::new().batch_size(10)).await?;

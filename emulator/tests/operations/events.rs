@@ -250,3 +250,36 @@ async fn the_emulators_route_emits_with_the_apis_credentials() {
         "nothing emitted without credentials"
     );
 }
+
+/// An emit checks every queue's room before it pushes anything: one queue
+/// whose backlog is full refuses the whole emit (429, 10251), and the
+/// other queue gets nothing either.
+#[tokio::test]
+async fn an_emit_delivers_everywhere_or_nowhere() {
+    let (emulator, _clock) = emulator_on_manual_clock(|e| e.max_backlog_bytes(2_000)).await;
+    let roomy = created_pull_queue(&emulator, "roomy").await;
+    let full = created_pull_queue(&emulator, "full").await;
+    for (queue, name) in [(&roomy, "checkout"), (&full, "refunds")] {
+        let new = NewEventSubscription::new(workflow(name), ["instance.errored"]);
+        queue
+            .create_event_subscription(new)
+            .await
+            .expect("subscribed");
+    }
+    full.push(cf_queues::Message::text("x".repeat(1_900)))
+        .await
+        .expect("pushed");
+    let refused = emulator
+        .emit_event(EventToEmit::new("workflows.workflow", "instance.errored"))
+        .expect_err("a full queue");
+    assert_eq!(refused.status(), 429, "{refused}");
+    assert_eq!(
+        emulator.metrics(roomy.id()).backlog_count,
+        0,
+        "nothing half-emitted"
+    );
+    assert_eq!(emulator.metrics(full.id()).backlog_count, 1);
+    // The one with room alone, by its resource.
+    let one = EventToEmit::new("workflows.workflow", "instance.errored").resource("checkout");
+    assert_eq!(emulator.emit_event(one).expect("emitted").len(), 1);
+}

@@ -5,18 +5,18 @@
 //! and the dashboard. Every message goes through the path of a push: its
 //! queue's limits, the journal, the counts.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::super::body::{self, Read};
-use super::super::messages::handlers::push_by_hand;
+use super::super::messages::handlers::{check_room, parse_by_hand, store};
 use super::super::messages::wire::success;
-use super::super::{Answer, App, Refusal, auth, refuse, respond};
+use super::super::{Answer, App, Refusal, auth, read_body, refuse, respond};
 use crate::catalogue;
 use crate::http::error_answer::ErrorAnswer;
 use crate::http::management::wire::string;
@@ -50,15 +50,24 @@ pub(crate) struct Delivered {
     pub queue_id: String,
 }
 
+/// What an emit did: the messages' `type`, and where each went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Emitted {
+    pub message_type: String,
+    pub delivered: Vec<Delivered>,
+}
+
 /// Emits `request` in `account`: one message into the queue of every
-/// enabled subscription it reaches, in the order of their ids. A queue
-/// that refuses its message (its backlog full) stops the emit there, and
-/// the messages already delivered stay delivered.
+/// enabled subscription it reaches, in the order of their ids, all under
+/// one lock of the broker: a subscription deleted, disabled or moved, or a
+/// queue deleted, is seen before or after the whole emit, never in its
+/// middle; and every queue's room is checked before anything is pushed,
+/// so that an emit delivers everywhere or nowhere.
 pub(crate) fn emit(
     app: &App,
     account: &str,
     request: &EmitRequest,
-) -> Result<Vec<Delivered>, ErrorAnswer> {
+) -> Result<Emitted, ErrorAnswer> {
     let documented = catalogue::find(&request.source, &request.event)
         .map_err(|why| ErrorAnswer::invalid("/event", why))?;
     let mut payload = match &request.payload {
@@ -70,53 +79,77 @@ pub(crate) fn emit(
     };
     payload.extend(request.fields.clone());
     let resource = request.resource.as_deref();
-    let targets = app.with_broker(|broker, _| {
-        broker.event_targets(account, &request.source, resource, &request.event)
-    });
-    if targets.enabled.is_empty() {
-        let of = match resource {
-            Some(resource) => format!("{} {resource}", request.source),
-            None => request.source.clone(),
-        };
-        let disabled = match targets.disabled {
-            0 => String::new(),
-            n => format!(" ({n} disabled: a disabled subscription delivers nothing)"),
-        };
-        return Err(ErrorAnswer::new(
-            StatusCode::NOT_FOUND,
-            codes::NO_ROUTE,
-            format!(
-                "no enabled event subscription of the account has the source {of} and the \
-                 event {}{disabled}; nothing was emitted",
-                request.event
-            ),
-        ));
-    }
-    let mut delivered = Vec::with_capacity(targets.enabled.len());
-    for subscription in &targets.enabled {
-        let now = app.clock.now_ms();
-        let message = event_message(
-            documented,
-            subscription,
-            account,
-            Value::Object(payload.clone()),
-            now,
-        );
-        let item = match json!({"body": message, "content_type": "json"}) {
-            Value::Object(item) => item,
-            _ => Object::new(),
-        };
-        let at = At {
-            account,
-            queue: &subscription.queue_id,
-        };
-        push_by_hand(app, at, std::iter::once(Ok(item)))?;
-        delivered.push(Delivered {
-            subscription_id: subscription.id.clone(),
-            queue_id: subscription.queue_id.clone(),
-        });
-    }
-    Ok(delivered)
+    let delivered = app.with_broker(|broker, now| {
+        let targets = broker.event_targets(account, &request.source, resource, &request.event);
+        if targets.enabled.is_empty() {
+            return Err(nothing_reached(request, targets.disabled));
+        }
+        let mut parsed = Vec::with_capacity(targets.enabled.len());
+        let mut incoming: HashMap<&str, u64> = HashMap::new();
+        for subscription in &targets.enabled {
+            let message = event_message(
+                documented,
+                subscription,
+                account,
+                Value::Object(payload.clone()),
+                now,
+            );
+            let mut item = Object::new();
+            item.insert("body".to_owned(), message);
+            item.insert("content_type".to_owned(), Value::from("json"));
+            let (pushed, bytes) = parse_by_hand(app, std::iter::once(Ok(item)))?;
+            let queue = subscription.queue_id.as_str();
+            let total = incoming.entry(queue).or_default();
+            *total = total.saturating_add(bytes);
+            parsed.push((subscription, pushed, bytes));
+        }
+        for (&queue, &bytes) in &incoming {
+            check_room(app, broker, At { account, queue }, bytes, now)?;
+        }
+        let mut delivered = Vec::with_capacity(parsed.len());
+        for (subscription, pushed, bytes) in parsed {
+            let at = At {
+                account,
+                queue: &subscription.queue_id,
+            };
+            store(app, broker, at, pushed, bytes, now)?;
+            delivered.push(Delivered {
+                subscription_id: subscription.id.clone(),
+                queue_id: subscription.queue_id.clone(),
+            });
+        }
+        Ok(delivered)
+    })?;
+    Ok(Emitted {
+        message_type: documented.message_type(),
+        delivered,
+    })
+}
+
+/// 404 for an emit that reaches no queue, saying how many disabled
+/// subscriptions would have matched.
+fn nothing_reached(request: &EmitRequest, disabled: usize) -> ErrorAnswer {
+    let of = match &request.resource {
+        Some(resource) => {
+            let shown: String = resource.chars().take(80).collect();
+            format!("{} {shown}", request.source)
+        }
+        None => request.source.clone(),
+    };
+    let disabled = match disabled {
+        0 => String::new(),
+        1 => " (1 disabled subscription would have: a disabled one delivers nothing)".to_owned(),
+        n => format!(" ({n} disabled subscriptions would have: a disabled one delivers nothing)"),
+    };
+    ErrorAnswer::new(
+        StatusCode::NOT_FOUND,
+        codes::NO_ROUTE,
+        format!(
+            "no enabled event subscription of the account has the source {of} and the event \
+             {}{disabled}; nothing was emitted",
+            request.event
+        ),
+    )
 }
 
 /// The body of the route: `{source, event, resource?, payload?, fields?}`.
@@ -153,7 +186,7 @@ fn emit_request(request: &Object) -> Result<EmitRequest, ErrorAnswer> {
 #[derive(Serialize)]
 struct EmitResult<'a> {
     #[serde(rename = "type")]
-    message_type: String,
+    message_type: &'a str,
     delivered: &'a [Delivered],
 }
 
@@ -178,15 +211,9 @@ pub(crate) async fn route(State(app): State<Arc<App>>, request: Request) -> Resp
         Ok(account) => account,
         Err(failure) => return refuse(&app, failure, body).await,
     };
-    let answer = match body::read(body, app.max_body_bytes, app.body_timeout, true).await {
-        Read::Complete(bytes) => answer(&app, &account, &bytes).map_err(Refusal::from),
-        _ => Err(Refusal {
-            failure: ErrorAnswer::bad_request(
-                codes::CLIENT_DISCONNECTED,
-                "ClientDisconnected: the request body did not arrive whole",
-            ),
-            unread: true,
-        }),
+    let answer = match read_body(&app, body, codes::MESSAGE_SIZE_OUT_OF_BOUNDS).await {
+        Ok(bytes) => answer(&app, &account, &bytes).map_err(Refusal::from),
+        Err(refused) => Err(refused),
     };
     respond(app.settled(answer).await)
 }
@@ -207,11 +234,10 @@ fn answer(app: &App, account: &str, bytes: &[u8]) -> Result<Answer, ErrorAnswer>
             ));
         }
     };
-    let request = emit_request(&request)?;
-    let delivered = emit(app, account, &request)?;
+    let emitted = emit(app, account, &emit_request(&request)?)?;
     success(&EmitResult {
-        message_type: format!("cf.{}.{}", request.source, request.event),
-        delivered: &delivered,
+        message_type: &emitted.message_type,
+        delivered: &emitted.delivered,
     })
     .map(Answer::Json)
 }

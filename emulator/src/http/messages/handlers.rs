@@ -54,16 +54,15 @@ fn push_all(app: &App, call: &Incoming, pushed: Vec<Pushed>) -> Result<Answer, E
     success(&PushResult::new(metrics)).map(Answer::Json)
 }
 
-/// Stores parsed messages of `incoming` body bytes in the queue at `at`,
-/// within the backlog's cap, each delayed by its own delay or the queue's.
-fn store(
+/// Refuses `incoming` more body bytes in the queue at `at` beyond the
+/// backlog's cap (429 with 10251).
+pub(crate) fn check_room(
     app: &App,
     broker: &mut Broker,
     at: At<'_>,
-    pushed: Vec<Pushed>,
     incoming: u64,
     now: u64,
-) -> Result<QueueStats, ErrorAnswer> {
+) -> Result<(), ErrorAnswer> {
     let held = broker.metrics(at, now).backlog_bytes;
     if held.saturating_add(incoming) > app.max_backlog_bytes {
         return Err(ErrorAnswer::new(
@@ -76,12 +75,44 @@ fn store(
             ),
         ));
     }
+    Ok(())
+}
+
+/// Stores parsed messages of `incoming` body bytes in the queue at `at`,
+/// within the backlog's cap, each delayed by its own delay or the queue's.
+pub(crate) fn store(
+    app: &App,
+    broker: &mut Broker,
+    at: At<'_>,
+    pushed: Vec<Pushed>,
+    incoming: u64,
+    now: u64,
+) -> Result<QueueStats, ErrorAnswer> {
+    check_room(app, broker, at, incoming, now)?;
     let queue_delay_ms = u64::from(broker.access(at).1.delivery_delay_s) * 1000;
     let messages = pushed
         .into_iter()
         .map(|p| p.with_queue_delay(queue_delay_ms))
         .collect();
     Ok(broker.push(at, messages, now))
+}
+
+/// Messages given as a batch's objects, checked and made as a push makes
+/// them, one at a time (never every object at once): the messages and
+/// their body bytes.
+pub(crate) fn parse_by_hand(
+    app: &App,
+    items: impl Iterator<Item = Result<Object, ErrorAnswer>>,
+) -> Result<(Vec<Pushed>, u64), ErrorAnswer> {
+    let pushed = items
+        .enumerate()
+        .map(|(i, item)| parse_message(&item?, &format!("/messages/{i}"), None, &app.limits))
+        .collect::<Result<Vec<Pushed>, ErrorAnswer>>()?;
+    let incoming: u64 = pushed
+        .iter()
+        .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
+        .fold(0, u64::saturating_add);
+    Ok((pushed, incoming))
 }
 
 /// Messages pushed by hand (the dashboard, an emitted event): each an
@@ -92,17 +123,8 @@ pub(crate) fn push_by_hand(
     at: At<'_>,
     items: impl Iterator<Item = Result<Object, ErrorAnswer>>,
 ) -> Result<usize, ErrorAnswer> {
-    // Each made, checked and kept as the bytes it is stored as, one at a
-    // time: never every object at once.
-    let pushed = items
-        .enumerate()
-        .map(|(i, item)| parse_message(&item?, &format!("/messages/{i}"), None, &app.limits))
-        .collect::<Result<Vec<Pushed>, ErrorAnswer>>()?;
+    let (pushed, incoming) = parse_by_hand(app, items)?;
     let count = pushed.len();
-    let incoming: u64 = pushed
-        .iter()
-        .map(|p| u64::try_from(p.message.body.len()).unwrap_or(u64::MAX))
-        .fold(0, u64::saturating_add);
     app.with_broker(|broker, now| {
         if broker.get_queue(at).is_err() {
             return Err(crate::http::management::handlers::queue_not_found());

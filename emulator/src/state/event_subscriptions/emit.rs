@@ -38,7 +38,7 @@ impl Broker {
         };
         let matching = self.subscriptions.of_account(account).filter(|s| {
             s.source_type() == source
-                && resource.is_none_or(|r| resource_of(s) == Some(r))
+                && resource.is_none_or(|r| s.resource() == Some(r))
                 && s.events.iter().any(|e| e == event)
         });
         for subscription in matching {
@@ -50,15 +50,6 @@ impl Broker {
         }
         targets
     }
-}
-
-/// The resource a subscription's source names, if it names one.
-fn resource_of(subscription: &SubscriptionRecord) -> Option<&str> {
-    subscription
-        .source
-        .iter()
-        .find(|(key, _)| key.as_str() != "type")
-        .map(|(_, value)| value.as_str())
 }
 
 /// The message `subscription` delivers for `documented`: its `type`; its

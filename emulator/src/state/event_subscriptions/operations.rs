@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::records::SubscriptionRecord;
 use crate::state::management::resources::AccountError;
-use crate::state::{Broker, Page};
+use crate::state::{At, Broker, Page};
 
 /// A subscription to create, its fields checked for shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +117,11 @@ impl Broker {
         let name = new
             .name
             .unwrap_or_else(|| format!("{} {source_type}", queue.name));
+        // A lax queue idle for long is forgotten: not one a subscription names.
+        self.keep(At {
+            account,
+            queue: &new.queue_id,
+        });
         let record = SubscriptionRecord {
             id: self.tokens.resource_id(),
             name,
@@ -153,10 +158,11 @@ impl Broker {
         now_ms: u64,
     ) -> Result<SubscriptionRecord, AccountError> {
         let current = self.get_subscription(account, id)?;
-        if let Some(queue) = &change.queue_id
-            && self.registry.record(account, queue).is_none()
-        {
-            return Err(AccountError::QueueNotFound);
+        if let Some(queue) = &change.queue_id {
+            if self.registry.record(account, queue).is_none() {
+                return Err(AccountError::QueueNotFound);
+            }
+            self.keep(At { account, queue });
         }
         let mut changed = current.clone();
         if let Some(name) = change.name {

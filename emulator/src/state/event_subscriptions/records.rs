@@ -31,6 +31,15 @@ impl SubscriptionRecord {
     pub(crate) fn source_type(&self) -> &str {
         self.source.get("type").map_or("", String::as_str)
     }
+
+    /// The resource its source names (a model, a Worker, a script, a
+    /// Workflow), if it names one: the one field beside `type`.
+    pub(crate) fn resource(&self) -> Option<&str> {
+        self.source
+            .iter()
+            .find(|(key, _)| key.as_str() != "type")
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 /// Every account's subscriptions.

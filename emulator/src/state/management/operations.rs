@@ -203,12 +203,24 @@ impl Broker {
     /// Marks a queue as changed by a management call: no longer forgotten
     /// when idle.
     fn touch(&mut self, at: At<'_>, now_ms: u64) {
-        let Some(record) = self.registry.record_mut(at.account, at.queue) else {
+        self.keep(at);
+        if let Some(record) = self.registry.record_mut(at.account, at.queue) {
+            record.modified_ms = now_ms;
+        }
+    }
+
+    /// Keeps a queue that sprang into being when it is idle (an event
+    /// subscription names it), without changing it.
+    pub(crate) fn keep(&mut self, at: At<'_>) {
+        let pristine = self
+            .registry
+            .record(at.account, at.queue)
+            .is_some_and(|record| record.pristine);
+        if !pristine {
             return;
-        };
-        let was_pristine = std::mem::replace(&mut record.pristine, false);
-        record.modified_ms = now_ms;
-        if was_pristine {
+        }
+        if let Some(record) = self.registry.record_mut(at.account, at.queue) {
+            record.pristine = false;
             self.registry.pristine = self.registry.pristine.saturating_sub(1);
         }
     }
