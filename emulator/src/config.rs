@@ -79,9 +79,8 @@ use super::latency::Latency;
 use super::ratelimit::RateLimitModel;
 use super::state::{
     ConsumerKind, ConsumerSpec, Declared, MAX_RETENTION_S, MIN_RETENTION_S, NewSubscription,
-    PullSettings, QueueSettings, WorkerSettings, check_queue_name,
+    PullSettings, QueueSettings, WorkerSettings, check_queue_name, checked_source,
 };
-use cf_queues::event_subscriptions::{SOURCE_TYPES, resource_field_of};
 
 /// The emulator's account, declared: read from TOML with
 /// [`EmulatorConfig::from_toml`] or [`Emulator::config_file`](crate::Emulator::config_file),
@@ -170,26 +169,12 @@ impl SubscriptionConfig {
         if self.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
             return Err("name must not be empty".to_owned());
         }
-        let kind = self.source.get("type").map_or("", String::as_str);
-        if !SOURCE_TYPES.contains(&kind) {
-            return Err(format!(
-                "source.type {kind:?} is not one of {}",
-                SOURCE_TYPES.join(", ")
-            ));
-        }
-        let field = resource_field_of(kind);
-        if let Some(field) = field
-            && self.source.get(field).is_none_or(|v| v.trim().is_empty())
-        {
-            return Err(format!("source.{field} is required for a {kind} source"));
-        }
-        if let Some(other) = self
+        let fields = self
             .source
-            .keys()
-            .find(|k| k.as_str() != "type" && Some(k.as_str()) != field)
-        {
-            return Err(format!("source.{other} is not a field of a {kind} source"));
-        }
+            .iter()
+            .map(|(key, value)| (key.as_str(), Some(value.as_str())))
+            .collect();
+        checked_source(&fields).map_err(|refused| refused.why)?;
         Ok(())
     }
 }

@@ -126,12 +126,20 @@ impl EventSource {
     }
 
     /// The source read from the object an answer carries: a known `type`
-    /// with the field its resource needs (a string) is that variant, and
-    /// fields it does not name are dropped; anything else is kept whole in
+    /// with exactly the field its resource needs (a string) is that
+    /// variant; anything else (an unknown type, a missing field, a field
+    /// more, which may be a new shape of a known source) is kept whole in
     /// [`EventSource::Other`].
     pub fn from_fields(fields: Map<String, Value>) -> EventSource {
         let type_name = fields.get("type").and_then(Value::as_str).unwrap_or("");
-        let resource = resource_field_of(type_name)
+        let field = resource_field_of(type_name);
+        if fields
+            .keys()
+            .any(|k| k != "type" && Some(k.as_str()) != field)
+        {
+            return EventSource::Other(fields);
+        }
+        let resource = field
             .and_then(|field| fields.get(field))
             .and_then(Value::as_str)
             .map(str::to_owned);
@@ -204,10 +212,11 @@ mod tests {
     #[test]
     fn every_known_type_reads_back_as_its_variant_with_its_field() {
         for name in SOURCE_TYPES {
-            let source = EventSource::from_fields(fields(json!({
-                "type": name, "model_name": "model_name", "worker_name": "worker_name",
-                "script_tag": "script_tag", "workflow_name": "workflow_name"
-            })));
+            let mut given = fields(json!({"type": name}));
+            if let Some(field) = resource_field_of(name) {
+                given.insert(field.to_owned(), Value::from(field));
+            }
+            let source = EventSource::from_fields(given);
             assert_eq!(source.type_name(), name);
             assert_eq!(EventSource::from_fields(source.fields()), source, "{name}");
             assert!(!matches!(source, EventSource::Other(_)), "{name}");
@@ -228,6 +237,11 @@ mod tests {
         assert_eq!(read, EventSource::Other(bare));
         assert_eq!(read.type_name(), "workersAi.model");
         assert_eq!(read.resource(), None);
+        let more = fields(json!({"type": "r2", "bucket_name": "photos"}));
+        assert_eq!(
+            EventSource::from_fields(more.clone()),
+            EventSource::Other(more)
+        );
         let numeric = fields(json!({"type": 7}));
         assert_eq!(EventSource::from_fields(numeric).type_name(), "");
         assert_eq!(EventSource::from_fields(Map::new()).type_name(), "");

@@ -48,7 +48,7 @@ pub(crate) use event_subscriptions::emit::event_message;
 pub(crate) use event_subscriptions::operations::{
     ListQuery, NewSubscription, Order, SubscriptionChange,
 };
-pub(crate) use event_subscriptions::records::SubscriptionRecord;
+pub(crate) use event_subscriptions::records::{SubscriptionRecord, checked_source};
 pub(crate) use journal::{Change, Journal};
 pub(crate) use management::operations::{Declared, SettingsChange};
 pub(crate) use management::resources::{

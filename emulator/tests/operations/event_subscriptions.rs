@@ -224,6 +224,10 @@ async fn bad_bodies_are_refused_with_the_field_and_nothing_is_created() {
             "/source/script_tag",
         ),
         (
+            with("source", json!({"type": "r2", "bucket": "photos"})),
+            "/source/bucket",
+        ),
+        (
             with(
                 "source",
                 json!({"type": "workflows.workflow", "workflow_name": 7}),

@@ -12,8 +12,7 @@ use crate::clock::rfc3339_ms;
 use crate::http::error_answer::ErrorAnswer;
 use crate::http::management::wire::{object, string};
 use crate::http::parse::Object;
-use crate::state::{NewSubscription, SubscriptionChange, SubscriptionRecord};
-use cf_queues::event_subscriptions::{SOURCE_TYPES, resource_field_of};
+use crate::state::{NewSubscription, SubscriptionChange, SubscriptionRecord, checked_source};
 
 /// The only kind of destination: a queue.
 const QUEUE_DESTINATION: &str = "queues.queue";
@@ -166,40 +165,13 @@ fn queue_id(destination: &Object) -> Result<String, ErrorAnswer> {
     }
 }
 
-/// `source`: a known `type` and, for a source of one resource, the field
-/// that names it (wrangler requires `--model-name`, `--worker-name` and
-/// `--workflow-name`; `script_tag` likewise). Other fields are not kept.
+/// `source`, checked by [`checked_source`]; a field `null` is absent.
 fn source_fields(source: &Object) -> Result<BTreeMap<String, String>, ErrorAnswer> {
-    let kind = string(source, "type", "/source/type")?.unwrap_or_default();
-    if !SOURCE_TYPES.contains(&kind) {
-        return Err(ErrorAnswer::invalid(
-            "/source/type",
-            format!(
-                "unknown source type {:?}; the sources are {}",
-                shown(kind),
-                SOURCE_TYPES.join(", ")
-            ),
-        ));
-    }
-    let mut fields = BTreeMap::from([("type".to_owned(), kind.to_owned())]);
-    if let Some(field) = resource_field_of(kind) {
-        let pointer = format!("/source/{field}");
-        match string(source, field, &pointer)? {
-            Some(value) if !value.trim().is_empty() => {
-                fields.insert(field.to_owned(), value.to_owned());
-            }
-            _ => {
-                return Err(ErrorAnswer::invalid(
-                    &pointer,
-                    format!("source.{field} is required for a {kind} source"),
-                ));
-            }
-        }
-    }
-    Ok(fields)
-}
-
-/// A refused value as an error shows it: at most 80 characters.
-fn shown(text: &str) -> String {
-    text.chars().take(80).collect()
+    let fields: BTreeMap<&str, Option<&str>> = source
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(key, value)| (key.as_str(), value.as_str()))
+        .collect();
+    checked_source(&fields)
+        .map_err(|refused| ErrorAnswer::invalid(&format!("/source/{}", refused.field), refused.why))
 }

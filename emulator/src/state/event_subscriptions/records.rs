@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use cf_queues::event_subscriptions::{SOURCE_TYPES, resource_field_of};
+
 /// An event subscription: the events of `source` delivered into the queue
 /// `queue_id`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,6 +42,73 @@ impl SubscriptionRecord {
             .find(|(key, _)| key.as_str() != "type")
             .map(|(_, value)| value.as_str())
     }
+}
+
+/// Why a source is refused: its field (`type`, `model_name`, ...) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceRefusal {
+    pub field: String,
+    pub why: String,
+}
+
+/// The source of a new subscription, checked as Cloudflare's tools expect
+/// it, the one place the API and a configuration file are checked: a
+/// `type` of the published description, the field that names the
+/// resource of a source of one (wrangler requires `--model-name`,
+/// `--worker-name`, `--workflow-name`; `script_tag` likewise), and no
+/// other field. `fields` holds each field given, as text (`None`: not
+/// text).
+pub(crate) fn checked_source(
+    fields: &BTreeMap<&str, Option<&str>>,
+) -> Result<BTreeMap<String, String>, SourceRefusal> {
+    let refuse = |field: &str, why: String| SourceRefusal {
+        field: field.to_owned(),
+        why,
+    };
+    let kind = match fields.get("type") {
+        Some(Some(kind)) => *kind,
+        Some(None) => return Err(refuse("type", "source.type must be a string".to_owned())),
+        None => "",
+    };
+    if !SOURCE_TYPES.contains(&kind) {
+        let shown: String = kind.chars().take(80).collect();
+        return Err(refuse(
+            "type",
+            format!(
+                "source.type {shown:?} is not one of {}",
+                SOURCE_TYPES.join(", ")
+            ),
+        ));
+    }
+    let mut source = BTreeMap::from([("type".to_owned(), kind.to_owned())]);
+    let resource = resource_field_of(kind);
+    if let Some(field) = resource {
+        match fields.get(field) {
+            Some(Some(value)) if !value.trim().is_empty() => {
+                source.insert(field.to_owned(), (*value).to_owned());
+            }
+            Some(None) => {
+                return Err(refuse(field, format!("source.{field} must be a string")));
+            }
+            _ => {
+                return Err(refuse(
+                    field,
+                    format!("source.{field} is required for a {kind} source"),
+                ));
+            }
+        }
+    }
+    if let Some(other) = fields
+        .keys()
+        .find(|k| **k != "type" && Some(**k) != resource)
+    {
+        let shown: String = other.chars().take(80).collect();
+        return Err(refuse(
+            other,
+            format!("source.{shown} is not a field of a {kind} source"),
+        ));
+    }
+    Ok(source)
 }
 
 /// Every account's subscriptions.
