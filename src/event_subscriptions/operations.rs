@@ -5,7 +5,6 @@
 use std::num::NonZeroU64;
 use std::time::SystemTime;
 
-use super::source::EventSource;
 use super::subscription::{EventSubscription, EventSubscriptionChange, NewEventSubscription};
 use super::wire::{self, id_or_unknown};
 use crate::client::Client;
@@ -267,7 +266,7 @@ impl Queue {
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) before sending,
     /// naming the field: no event type or an empty one (`events`,
     /// `events[i]`), an empty name, an empty resource (`source.model_name`,
-    /// ...), or an [`EventSource::Other`] (`source`), which cannot be sent;
+    /// ...), or an [`EventSource::Other`](super::EventSource::Other) (`source`), which cannot be sent;
     /// an [`Error::Api`](crate::Error::Api) when the server refuses it (404
     /// for an unknown queue, 405 for a second subscription to the same
     /// source); after a lost answer, the first error when the read-back
@@ -322,7 +321,7 @@ impl Queue {
             .into_iter()
             .filter(|s| {
                 s.name == body.name
-                    && same_source(&s.source, &new.source)
+                    && s.source == new.source
                     && clock.created_since(sent, s.created_at.as_deref())
             })
             .collect();
@@ -357,9 +356,4 @@ fn identified(operation: Operation, answer: types::EventSubscription) -> Result<
         });
     }
     Ok(subscription)
-}
-
-/// Whether an answered source is the one asked for.
-fn same_source(answered: &EventSource, asked: &EventSource) -> bool {
-    answered == asked
 }
