@@ -2,7 +2,8 @@
 //! scripted TCP server, the emulator and client constructors, the wire
 //! constants and Cloudflare's envelopes, raw-HTTP calls to the emulator,
 //! pulls through the client that must succeed, a dashboard session, a
-//! seeded RNG, waiting on paused time, a TCP gate and a log sink.
+//! seeded RNG, waiting on paused time, a TCP gate, a log sink and a
+//! recording HTTP target.
 //!
 //! Test code of this repository, never published (`publish = false`): the
 //! crates' integration tests and benches take it as a dev-dependency by
@@ -22,6 +23,7 @@ pub mod gate;
 pub mod logs;
 pub mod pulls;
 pub mod raw_http;
+pub mod recording_target;
 pub mod rng;
 pub mod scripted;
 pub mod wait;
