@@ -68,6 +68,14 @@ impl Consumer {
         self.token.clone()
     }
 
+    /// A switch that pauses and resumes the consumer's pulls while it runs
+    /// (a downstream down, say); see [`PullSwitch`].
+    pub fn pull_switch(&self) -> PullSwitch {
+        PullSwitch {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// A handle reading the consumer's counters while it runs.
     pub fn monitor(&self) -> ConsumerMonitor {
         ConsumerMonitor {

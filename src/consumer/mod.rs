@@ -196,6 +196,14 @@
 //! [`Summary::unsettleable`] and delivered again after the visibility
 //! timeout; it never goes into an ack, where the API would refuse the rest.
 //!
+//! # Pausing pulls
+//!
+//! A handler whose downstream is down can hold its messages (their leases
+//! are extended, which uses no attempt) and stop the consumer leasing more
+//! meanwhile with [`Consumer::pull_switch`]: while paused, no pull starts,
+//! and the messages the others could take stay on the queue for them.
+//! `cfq relay` pauses this way while its target is down.
+//!
 //! # Shutdown
 //!
 //! Cancel the token ([`Consumer::shutdown_token`], or the one given to
@@ -240,6 +248,7 @@ mod error;
 mod flush;
 mod lease_keeper;
 mod lease_table;
+mod pull_switch;
 mod puller;
 mod retry_delay;
 mod round_trip;
@@ -251,6 +260,7 @@ mod summary;
 
 pub use builder::ConsumerBuilder;
 pub use error::ConsumerError;
+pub use pull_switch::PullSwitch;
 pub use settlement::Verdict;
 
 /// The handler's verdict under its 0.2 name.

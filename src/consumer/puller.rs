@@ -129,6 +129,9 @@ impl Puller {
             self.next_launch = end;
             return false;
         }
+        if shared.pulls_paused.load(Ordering::Acquire) {
+            return false;
+        }
         // Sizes are known only after a pull: what the pulls on their way
         // will bring is estimated from the sizes seen so far, so the byte
         // limit is soft by what they bring beyond the estimate.

@@ -44,6 +44,9 @@ pub(crate) struct ConsumerState {
     /// The puller waits for bytes in flight or settlements on their way to
     /// go down, not for slots: every settlement must wake it.
     pub wants_room: AtomicBool,
+    /// Set by a [`PullSwitch`](super::PullSwitch): no pull starts while it
+    /// is (pulls on their way still land). Cleared, it wakes `room`.
+    pub pulls_paused: AtomicBool,
     /// This replica's share of the queue's allowance of messages pulled.
     pub pulled_share: AllowanceShare,
     /// This replica's share of the queue's allowance of leases settled or
@@ -103,6 +106,7 @@ impl ConsumerState {
             free_slots,
             room: Notify::new(),
             wants_room: AtomicBool::new(false),
+            pulls_paused: AtomicBool::new(false),
             pulled_share,
             leases_share,
             round_trip: RoundTrip::default(),

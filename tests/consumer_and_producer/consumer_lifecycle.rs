@@ -13,7 +13,9 @@ use cf_queues_emulator::{Fault, Operation};
 use tokio::time::Instant;
 
 use crate::ack_now;
-use crate::support::{Running, STEP, assert_counts, assert_drained, fresh, pushed, pushed_to};
+use crate::support::{
+    Running, STEP, assert_backlog, assert_counts, assert_drained, fresh, pushed, pushed_to,
+};
 use cf_queues_testkit::clients::{LONG_LEASE, push_texts};
 use cf_queues_testkit::emulators::emulator_on_tokio_time;
 use cf_queues_testkit::wait::until;
@@ -103,6 +105,36 @@ async fn empty_pulls_back_off_to_the_cap_and_full_ones_pull_again_at_once() {
     running.until("pulled again", |s| s.pulls == 11).await;
     let summary = running.finish().await;
     assert_eq!((summary.acked, summary.empty_pulls), (250, 8));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_consumer_starts_no_pull_until_resumed() {
+    let (emulator, _clock) = emulator_on_tokio_time().await;
+    let queue = pushed_to(&emulator, "paused", 3).await;
+    let consumer = Consumer::builder(queue.clone())
+        .empty_backoff(Duration::from_millis(100), Duration::from_millis(100))
+        .build()
+        .expect("valid settings");
+    let switch = consumer.pull_switch();
+    switch.pause();
+    let running = Running::start(consumer, ack_now);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let s = running.monitor.snapshot();
+    assert_counts!(s, pulls: 0, received: 0);
+    assert_backlog(&emulator, "paused", 3);
+    switch.resume();
+    assert!(!switch.is_paused());
+    running
+        .eventually("acked", STEP, Duration::from_secs(5), |s| s.acked == 3)
+        .await;
+    // Paused again: the pulls stop, the consumer still shuts down in order.
+    switch.pause();
+    let pulls = running.monitor.snapshot().pulls;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(running.monitor.snapshot().pulls, pulls, "no pull while paused");
+    let s = running.finish().await;
+    assert_counts!(s, acked: 3, released: 0);
+    assert_drained(&emulator, "paused");
 }
 
 #[tokio::test(start_paused = true)]
