@@ -8,6 +8,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 mod emulator;
 mod event_subscriptions;
 mod management;
+mod relay;
 
 pub use emulator::{EmulatorArgs, RateLimitsChoice};
 pub use event_subscriptions::{
@@ -19,6 +20,7 @@ pub use management::{
     ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
     EnableArgs, InfoArgs, ListArgs, QueuesArgs, QueuesCommand, UpdateArgs,
 };
+pub use relay::{RelayArgs, Span};
 
 const ABOUT: &str =
     "Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP";
@@ -69,7 +71,8 @@ Exit codes:
      not pushed, messages not moved, leases or refs answered with warnings, messages that
      came without a lease id (written, pushed or printed, but not settled), a purge --all
      that started but did not complete within --timeout; also a push --file or replay
-     stopped by SIGINT or SIGTERM (it prints its summary and the command that resumes it)
+     stopped by SIGINT or SIGTERM (it prints its summary and the command that resumes it),
+     and a relay that stopped with acks or retries unsent, or on a second signal
 
 The message file format (what `drain` writes, `push --file` and `replay` read):
   UTF-8, one message per line. Blank lines are skipped. A line that is a JSON object with a
@@ -303,6 +306,9 @@ pub enum Command {
     /// Move messages from one queue to another (dead-letter redrive)
     #[command(name = "move", long_about = MOVE_LONG)]
     Move(MoveArgs),
+    /// POST each message of the queue to an HTTP service, acked on 2xx (a sidecar)
+    #[command(long_about = relay::RELAY_LONG)]
+    Relay(RelayArgs),
     /// List, show, create, update and delete queues
     #[command(long_about = management::QUEUES_LONG)]
     Queues(QueuesArgs),
@@ -340,6 +346,7 @@ impl Command {
             Command::Drain(a) => Some(&a.global),
             Command::Replay(a) => Some(&a.global),
             Command::Move(a) => Some(&a.global),
+            Command::Relay(a) => Some(&a.global),
             Command::Queues(a) => Some(a.command.global()),
             Command::Consumer(a) => Some(a.command.global()),
             Command::Subscriptions(a) => Some(a.command.global()),

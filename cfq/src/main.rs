@@ -14,6 +14,7 @@ mod management;
 mod messages;
 mod ndjson;
 mod output;
+mod relay;
 mod session;
 mod shell_words;
 mod signals;
@@ -148,6 +149,7 @@ async fn run(cli: Cli, global: &Global) -> Result<Code, Failure> {
         Command::Move(args) => {
             messages::drain::move_messages(&session(args.source().given()).await?, &args).await
         }
+        Command::Relay(args) => on_queue!(relay::relay, args),
         Command::Replay(args) => {
             // The destination is the session's queue; `--to` is required,
             // so neither the queue before the command nor CFQ_QUEUE applies.

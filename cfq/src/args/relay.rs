@@ -1,0 +1,163 @@
+//! The command line of `cfq relay`: a queue's messages POSTed to an HTTP
+//! service. Every default is the one `relay/mod.rs` documents with its
+//! reason; the manual is `RELAY_LONG` and cfq's README.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{Global, Target, parse_duration};
+
+pub(super) const RELAY_LONG: &str = "\
+POST each message of the queue to an HTTP service, with the consumer runtime's guarantees: \
+leases kept while the service works, acks batched, retries with a delay, the queue's \
+dead-letter queue at the end, a clean stop on SIGTERM, and replicas sharing the queue's \
+allowance. A sidecar for a service in any language: `cfq relay --queue orders --to \
+http://127.0.0.1:8080/orders`.
+
+The request: POST to --to, one message each, with the body decoded (json as the JSON text with \
+Content-Type: application/json, text as text/plain; charset=utf-8, bytes as \
+application/octet-stream; a body cfq cannot decode, such as v8, as application/octet-stream, \
+base64-decoded when it is base64). The message's headers:
+  Cfq-Message-Id     the message's id (as Cloudflare gives it at this delivery)
+  Cfq-Attempts       its attempts, this delivery included (1 the first time)
+  Cfq-Timestamp      when it was pushed, in Unix milliseconds
+  Cfq-Queue-Id       the queue's id;   Cfq-Queue-Name  its name (when known)
+  Cfq-Content-Type   text, json, bytes, v8, or the type the queue said
+  Cfq-Metadata       the whole metadata, as JSON (non-ASCII escaped as \\uXXXX)
+  Cfq-Meta-<key>     one per metadata entry whose key is a header name (strings
+                     percent-encoded, other values as JSON); Cfq-Metadata is exact
+--header 'Name: value' adds a header (repeatable); --header-env 'Name: VAR' adds one whose \
+value is the environment variable VAR, read at start, for secrets (never on the command line). \
+Cfq-* and the headers HTTP itself sets are refused, and so is any value holding a Cloudflare \
+credential: the Cloudflare credentials are never sent to the service. No redirect is followed; \
+the answer's body is read up to 4 KiB, for the failure line only.
+
+The answer decides:
+  2xx                          delivered: the message is acked
+  no connection, a timeout,    the service is down or busy: the relay as a whole pauses
+  429, 502, 503, 504           (--backoff, doubling; a Retry-After on 429 or 503 sets the
+                               pause, up to --max-pause), pulls nothing meanwhile, and holds
+                               the messages it has, extending their leases (no attempt used);
+                               after the pause one request probes, and the rest follow once
+                               it is answered. A message held longer than --hold is retried
+                               with --retry-delay (an attempt used).
+  any other (3xx, 4xx, 500...) this message failed: retried after --retry-delay for its
+                               attempts; the queue's max_retries and dead-letter queue decide
+                               the end
+A service down for minutes therefore costs no attempt and loses nothing.
+
+--concurrency bounds the POSTs in flight; the messages leased at once are sized from it and \
+the round trip to the API (--max-in-flight to set them), so that the relay does not hide \
+thousands of messages from other replicas while it waits for a slot. --timeout bounds each \
+POST; each message's lease is kept for --hold + --timeout + --visibility at most.
+
+Running: a start line on stderr, a line per kind of failure at most every 10 s (with counts and \
+the escaped start of the answer), and the summary on stdout at the end (JSON off a terminal). \
+SIGTERM or SIGINT stops pulling, lets the POSTs in flight finish within --grace, gives the \
+waiting messages back to the queue and flushes every ack, within --grace + 10 s; a second \
+signal stops at once and says what was left. A service that is down never ends the relay. \
+Several relays on one queue share its allowance as consumer replicas do.
+
+Exit codes: 0 a clean stop; 2 usage (a bad option, a header refused, no credentials); 3 the \
+credentials refused; 4 no such queue (or HTTP pull not enabled); 5 and 6 an API or network \
+failure that stopped the pulls; 7 acks or retries left unsent at the stop, or a second signal.";
+
+/// `cfq relay`.
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    #[command(flatten)]
+    pub target: Target,
+
+    /// The URL each message is POSTed to (http or https, no user or password in it)
+    #[arg(long, value_name = "URL", required = true)]
+    pub to: String,
+
+    /// A header for every request, 'Name: value' (repeatable)
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+
+    /// A header whose value is the environment variable VAR, 'Name: VAR' (repeatable; for secrets)
+    #[arg(long = "header-env", value_name = "NAME: VAR")]
+    pub header_envs: Vec<String>,
+
+    /// The most POSTs in flight at once
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: u32,
+
+    /// The longest one POST may take, its answer included
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub timeout: Duration,
+
+    /// The longest a message is held while the service is down or busy, before it is retried
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    pub hold: Duration,
+
+    /// The delay of a message the service refused: DURATION, or MIN..MAX doubling per attempt
+    #[arg(long, value_name = "DELAY", default_value = "1s..5m", value_parser = parse_span)]
+    pub retry_delay: Span,
+
+    /// The pause after the service was found down or busy: MIN..MAX, doubling while it lasts
+    #[arg(long, value_name = "MIN..MAX", default_value = "1s..30s", value_parser = parse_span)]
+    pub backoff: Span,
+
+    /// The longest pause a Retry-After can ask for
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub max_pause: Duration,
+
+    /// The lease of each pull, extended while a message is with the relay
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub visibility: Duration,
+
+    /// How long POSTs in flight may finish after SIGTERM [default: 15s, or --timeout + 1s if longer]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub grace: Option<Duration>,
+
+    /// The most messages leased at once [default: --concurrency + what a round trip brings]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_in_flight: Option<u32>,
+
+    #[command(flatten)]
+    pub global: Global,
+}
+
+/// A duration, or a range of them: `5s`, `1s..5m`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+/// `DURATION` (a fixed one) or `MIN..MAX`, min not above max.
+pub fn parse_span(text: &str) -> Result<Span, String> {
+    let Some((min, max)) = text.split_once("..") else {
+        let fixed = parse_duration(text)?;
+        return Ok(Span {
+            min: fixed,
+            max: fixed,
+        });
+    };
+    let (min, max) = (parse_duration(min)?, parse_duration(max)?);
+    if min > max {
+        return Err(format!("{text}: the first duration is above the second"));
+    }
+    Ok(Span { min, max })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans() {
+        let s = Duration::from_secs;
+        assert_eq!(parse_span("5s"), Ok(Span { min: s(5), max: s(5) }));
+        assert_eq!(parse_span("1s..5m"), Ok(Span { min: s(1), max: s(300) }));
+        assert_eq!(
+            parse_span("5m..1s"),
+            Err("5m..1s: the first duration is above the second".into())
+        );
+        assert!(parse_span("1s..").is_err());
+        assert!(parse_span("soon").is_err());
+    }
+}

@@ -1,0 +1,294 @@
+//! The gate every POST passes: open while the service answers, paused
+//! while it is down or busy. One per relay, so that an outage costs one
+//! pause for all, not one retry per message.
+//!
+//! Open → (a busy answer) → paused until the pause ends → one request,
+//! the probe, goes → its answer opens the gate, or pauses it again for
+//! twice as long (at most the backoff's maximum). A `Retry-After` sets
+//! the pause instead, up to `max_pause`. Only a busy answer to a request
+//! sent under the current pause's generation steps the backoff: the
+//! answers of the other requests of the same outage, sent before it
+//! began, only push its end out (with their `Retry-After`). While paused
+//! the consumer pulls nothing (its [`PullSwitch`]).
+
+use std::pin::pin;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Duration;
+
+use cf_queues::consumer::PullSwitch;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::args::Span;
+
+pub struct Gate {
+    state: Mutex<State>,
+    changed: Notify,
+    backoff: Span,
+    max_pause: Duration,
+    /// The consumer's, attached once it is built (it needs the handler,
+    /// which needs the gate).
+    switch: OnceLock<PullSwitch>,
+}
+
+struct State {
+    /// When the pause ends; `None` while open.
+    paused_until: Option<Instant>,
+    /// A probe is on its way: the others wait for its answer.
+    probing: bool,
+    /// Stepped by each pause a current answer starts.
+    generation: u64,
+    /// The next pause without a `Retry-After`.
+    next_pause: Duration,
+}
+
+/// Leave to send one request, from [`Gate::pass`]; say what its answer
+/// was with [`Pass::busy`] or [`Pass::answered`]. A pass dropped without
+/// either (its task cancelled) frees the probe's place.
+#[must_use]
+pub struct Pass<'a> {
+    gate: &'a Gate,
+    generation: u64,
+    probe: bool,
+    told: bool,
+}
+
+impl Gate {
+    pub fn new(backoff: Span, max_pause: Duration) -> Gate {
+        Gate {
+            state: Mutex::new(State {
+                paused_until: None,
+                probing: false,
+                generation: 0,
+                next_pause: backoff.min,
+            }),
+            changed: Notify::new(),
+            backoff,
+            max_pause,
+            switch: OnceLock::new(),
+        }
+    }
+
+    /// Pauses and resumes `switch`'s pulls with the gate from now on.
+    pub fn attach(&self, switch: PullSwitch) {
+        if self.is_paused() {
+            switch.pause();
+        }
+        let _ = self.switch.set(switch);
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the gate is paused (a probe on its way included).
+    pub fn is_paused(&self) -> bool {
+        self.state().paused_until.is_some()
+    }
+
+    /// How long the pause still lasts (zero while open or probing).
+    pub fn pause_left(&self) -> Duration {
+        self.state()
+            .paused_until
+            .map_or(Duration::ZERO, |until| {
+                until.saturating_duration_since(Instant::now())
+            })
+    }
+
+    /// Waits until a request may go: at once while open; after a pause,
+    /// one caller goes as the probe and the others wait for its answer.
+    ///
+    /// # Cancellation
+    ///
+    /// Safe: a caller dropped while waiting took nothing.
+    pub async fn pass(&self) -> Pass<'_> {
+        loop {
+            let mut changed = pin!(self.changed.notified());
+            changed.as_mut().enable();
+            let wake_at = {
+                let mut state = self.state();
+                match state.paused_until {
+                    None => return self.pass_of(&state, false),
+                    Some(until) if !state.probing && Instant::now() >= until => {
+                        state.probing = true;
+                        return self.pass_of(&state, true);
+                    }
+                    Some(until) => (!state.probing).then_some(until),
+                }
+            };
+            match wake_at {
+                Some(at) => {
+                    tokio::select! {
+                        () = changed => {}
+                        () = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => changed.await,
+            }
+        }
+    }
+
+    fn pass_of(&self, state: &State, probe: bool) -> Pass<'_> {
+        Pass {
+            gate: self,
+            generation: state.generation,
+            probe,
+            told: false,
+        }
+    }
+
+    fn set_paused(&self, paused: bool) {
+        if let Some(switch) = self.switch.get() {
+            if paused {
+                switch.pause();
+            } else {
+                switch.resume();
+            }
+        }
+        self.changed.notify_waiters();
+    }
+}
+
+impl Pass<'_> {
+    /// The answer said the service is down or busy: pauses the gate (a
+    /// current answer) or pushes the pause's end out (a stale one with a
+    /// `Retry-After`). The pause that follows, when it starts one.
+    pub fn busy(mut self, retry_after: Option<Duration>) -> Option<Duration> {
+        self.told = true;
+        let gate = self.gate;
+        let now = Instant::now();
+        let asked = retry_after.map(|wait| wait.min(gate.max_pause));
+        let mut state = gate.state();
+        if self.probe {
+            state.probing = false;
+        }
+        if self.generation != state.generation {
+            if let (Some(until), Some(asked)) = (state.paused_until, asked) {
+                state.paused_until = Some(until.max(now + asked));
+            }
+            drop(state);
+            gate.changed.notify_waiters();
+            return None;
+        }
+        let pause = asked.unwrap_or(state.next_pause);
+        state.next_pause = state
+            .next_pause
+            .saturating_mul(2)
+            .clamp(gate.backoff.min, gate.backoff.max);
+        state.generation += 1;
+        state.paused_until = Some(now + pause);
+        drop(state);
+        gate.set_paused(true);
+        Some(pause)
+    }
+
+    /// Any other answer (2xx, or one that refuses this message alone): the
+    /// service is up, so the gate opens and the backoff starts over.
+    pub fn answered(mut self) {
+        self.told = true;
+        let gate = self.gate;
+        let mut state = gate.state();
+        let was_paused = state.paused_until.take().is_some();
+        state.probing = false;
+        state.next_pause = gate.backoff.min;
+        drop(state);
+        if was_paused {
+            gate.set_paused(false);
+        }
+    }
+}
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if self.probe && !self.told {
+            self.gate.state().probing = false;
+            self.gate.changed.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn gate() -> Gate {
+        let backoff = Span {
+            min: SECOND,
+            max: 4 * SECOND,
+        };
+        Gate::new(backoff, 10 * SECOND)
+    }
+
+    /// When the next pass is given, from now.
+    async fn next_pass(gate: &Gate) -> (Duration, bool) {
+        let started = Instant::now();
+        let pass = gate.pass().await;
+        let probe = pass.probe;
+        // Not told: the probe's place is freed on drop.
+        drop(pass);
+        (started.elapsed(), probe)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_until_busy_then_a_probe_after_a_doubling_pause() {
+        let gate = gate();
+        assert_eq!(next_pass(&gate).await, (Duration::ZERO, false));
+        let mut pauses = Vec::new();
+        for _ in 0..4 {
+            let pass = gate.pass().await;
+            pauses.push(pass.busy(None).expect("a current answer pauses"));
+        }
+        assert_eq!(pauses, [SECOND, 2 * SECOND, 4 * SECOND, 4 * SECOND]);
+        assert!(gate.is_paused());
+        gate.pass().await.answered();
+        assert!(!gate.is_paused());
+        assert_eq!(next_pass(&gate).await, (Duration::ZERO, false));
+        // The backoff started over.
+        assert_eq!(gate.pass().await.busy(None), Some(SECOND));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_probe_at_a_time_and_the_others_follow_its_answer() {
+        let gate = gate();
+        let before = gate.pass().await;
+        gate.pass().await.busy(None);
+        let probe = gate.pass().await;
+        assert!(probe.probe);
+        let waiting = async {
+            let started = Instant::now();
+            let pass = gate.pass().await;
+            (started.elapsed(), pass.probe)
+        };
+        let answering = async {
+            tokio::time::sleep(3 * SECOND).await;
+            // A stale busy answer neither steps the backoff nor frees the waiters.
+            assert_eq!(before.busy(None), None);
+            tokio::time::sleep(2 * SECOND).await;
+            probe.answered();
+        };
+        let (waited, ()) = tokio::join!(waiting, answering);
+        assert_eq!(waited, (5 * SECOND, false), "went when the probe was answered");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_after_sets_the_pause_within_its_cap_and_stale_ones_extend_it() {
+        let gate = gate();
+        let stale = gate.pass().await;
+        assert_eq!(gate.pass().await.busy(Some(3 * SECOND)), Some(3 * SECOND));
+        assert_eq!(stale.busy(Some(5 * SECOND)), None);
+        assert_eq!(next_pass(&gate).await, (5 * SECOND, true));
+        assert_eq!(gate.pass().await.busy(Some(60 * SECOND)), Some(10 * SECOND));
+        assert_eq!(next_pass(&gate).await, (10 * SECOND, true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_probe_dropped_unanswered_lets_another_go() {
+        let gate = gate();
+        gate.pass().await.busy(None);
+        let (waited, probe) = next_pass(&gate).await;
+        assert_eq!((waited, probe), (SECOND, true));
+        assert_eq!(next_pass(&gate).await, (Duration::ZERO, true));
+    }
+}

@@ -1,0 +1,255 @@
+//! `cfq relay`: the consumer runtime with a handler that POSTs each
+//! message to an HTTP service (`--to`), for services in any language.
+//!
+//! | part | file |
+//! |---|---|
+//! | the message as a request (body, `Cfq-*` headers) | `request.rs` |
+//! | the service's URL, headers and HTTP client | `endpoint.rs` |
+//! | what an answer means (the table) | `answer.rs` |
+//! | the pause every POST passes while the service is down | `gate.rs` |
+//! | one message's way, to its verdict | `deliver.rs` |
+//! | counters, failure lines, the summary | `report.rs` |
+//!
+//! Defaults and why (the flags' own defaults are in `args/relay.rs`):
+//!
+//! | setting | default | why |
+//! |---|---|---|
+//! | `--concurrency` | 16 | POSTs at once; each waiting message holds a lease others cannot take |
+//! | `--timeout` | 10 s | Pub/Sub push's default; fits the shutdown's bound |
+//! | `--hold` | 10 min | a service down for minutes costs no attempt; well under the hour of a consumer's `max_lease` |
+//! | `--retry-delay` | 1 s doubling to 5 min | the consumer runtime's |
+//! | `--backoff` | 1 s doubling to 30 s | the consumer runtime's `error_backoff` |
+//! | `--max-pause` | 60 s | the client's cap on a server's `Retry-After` |
+//! | `--visibility` | 30 s | Cloudflare's default; extended while a message is held |
+//! | `--grace` | 15 s, or `--timeout` + 1 s | a POST started before the signal ends within it; with the 10 s flush, within Kubernetes' 30 s |
+//! | leased at most | `--concurrency` + what a round trip brings at the queue's 4,900/s (at least `--concurrency`, at most 1,000 more) | slots wait full, not thousands hidden from other replicas |
+//! | `max_lease` | `--hold` + `--timeout` + `--visibility` | every message is settled while its lease is kept |
+
+mod answer;
+mod deliver;
+mod endpoint;
+mod gate;
+mod report;
+mod request;
+
+use std::convert::Infallible;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, RetryDelay, Summary};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::args::RelayArgs;
+use crate::exit::{Code, Failure};
+use crate::session::Session;
+use crate::signals::Interrupts;
+use crate::stderr::note;
+use deliver::{About, Relay, deliver};
+use endpoint::Endpoint;
+use gate::Gate;
+use report::{Lines, RelayCounters, RelaySummary};
+use request::QueueNames;
+
+/// The grace period's floor after SIGTERM.
+const MIN_GRACE: Duration = Duration::from_secs(15);
+
+/// What the leased-at-most sizing assumes one replica pulls at most: the
+/// consumer's default share of the queue's allowance.
+const PULLED_PER_SECOND: f64 = 4_900.0;
+
+/// The most messages leased beyond `--concurrency` by default.
+const MAX_BUFFERED: u32 = 1_000;
+
+pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure> {
+    let endpoint = Endpoint::new(args)?;
+    if args.hold.is_zero() || args.timeout.is_zero() {
+        return Err(Failure::usage("--hold and --timeout must be above zero"));
+    }
+    let grace = args
+        .grace
+        .unwrap_or(MIN_GRACE.max(args.timeout + Duration::from_secs(1)));
+    // One call before the start line: the credentials and the queue are
+    // checked (exit 3 or 4), and its time sizes what is leased at once.
+    let asked = Instant::now();
+    session.answer(session.queue.metrics().await)?;
+    let round_trip = asked.elapsed();
+    let name = match session.queue.name() {
+        Some(name) => Some(name.to_owned()),
+        None => session.queue.info().await.ok().and_then(|info| info.queue_name),
+    };
+    let (max_in_flight, batch_size) = leased_at_most(args, round_trip);
+    let stopping = CancellationToken::new();
+    let relay = Arc::new(Relay {
+        gate: Gate::new(args.backoff, args.max_pause),
+        slots: Semaphore::new(args.concurrency as usize),
+        queue: QueueNames {
+            id: session.queue.id().to_owned(),
+            name: name.clone(),
+        },
+        hold: args.hold,
+        retry_delay: retry_delay(args),
+        stopping: stopping.clone(),
+        counters: RelayCounters::default(),
+        lines: Lines::default(),
+        endpoint,
+    });
+    let poisoned = Arc::clone(&relay);
+    let consumer = Consumer::builder(session.queue.clone())
+        .visibility_timeout(args.visibility)
+        .batch_size(batch_size)
+        .max_in_flight(max_in_flight as usize)
+        .retry_delay(retry_delay(args))
+        .max_lease(args.hold + args.timeout + args.visibility)
+        .grace_period(grace)
+        .shutdown_token(stopping.clone())
+        .on_poison(move |message, _why| {
+            let relay = Arc::clone(&poisoned);
+            async move {
+                let request = request::undecoded(&message, &relay.queue);
+                deliver(&relay, about(&message), request).await
+            }
+        })
+        .build()
+        .map_err(Failure::usage)?;
+    relay.gate.attach(consumer.pull_switch());
+    let monitor = consumer.monitor();
+    let mut interrupts = Interrupts::watch()
+        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+    let queue_shown = match &name {
+        Some(name) if name != session.queue.id() => format!("{name} ({})", session.queue.id()),
+        _ => session.queue.id().to_owned(),
+    };
+    note(format_args!(
+        "relaying {queue_shown} to {}: {} POSTs at once, {max_in_flight} messages leased at \
+         most, timeout {}, hold {}; SIGTERM or Ctrl-C stops",
+        relay.endpoint.shown(),
+        args.concurrency,
+        humantime::format_duration(args.timeout),
+        humantime::format_duration(args.hold),
+    ));
+    let handled = Arc::clone(&relay);
+    let mut run = pin!(consumer.run(move |message| {
+        let relay = Arc::clone(&handled);
+        async move {
+            let request = request::decoded(&message, &relay.queue)
+                .unwrap_or_else(|| request::undecoded(&message, &relay.queue));
+            Ok::<_, Infallible>(deliver(&relay, about(&message), request).await)
+        }
+    }));
+    let ended = tokio::select! {
+        ended = &mut run => ended,
+        () = interrupts.reached(1) => {
+            stopping.cancel();
+            note(format_args!(
+                "{}: stopping; the POSTs in flight get {} to finish, the waiting messages go \
+                 back to the queue (a second signal stops at once)",
+                interrupts.first().unwrap_or("a signal"),
+                humantime::format_duration(grace),
+            ));
+            tokio::select! {
+                ended = &mut run => ended,
+                () = interrupts.reached(2) => {
+                    cut_short(&relay, &monitor.snapshot());
+                    return Ok(Code::Partial);
+                }
+            }
+        }
+    };
+    let stopped_by = interrupts.first();
+    match ended {
+        Ok(summary) => {
+            RelaySummary::new(session.queue.id(), &relay.counters, &summary, stopped_by)
+                .print(session.out)?;
+            if summary.unflushed > 0 {
+                note(format_args!(
+                    "{} acks or retries were not sent before the stop: those messages come back \
+                     after their leases expire, and may be delivered again",
+                    summary.unflushed
+                ));
+                return Ok(Code::Partial);
+            }
+            Ok(Code::Ok)
+        }
+        Err(ConsumerError::Stopped { error, summary }) => {
+            RelaySummary::new(session.queue.id(), &relay.counters, &summary, stopped_by)
+                .print(session.out)?;
+            Err(session.fail(&error))
+        }
+        Err(other) => Err(Failure::local(format_args!("the relay stopped: {other}"))),
+    }
+}
+
+fn about(message: &cf_queues::PulledMessage) -> About<'_> {
+    About {
+        id: &message.id,
+        attempts: message.attempts,
+    }
+}
+
+/// `--retry-delay` as the consumer's policy.
+fn retry_delay(args: &RelayArgs) -> RetryDelay {
+    let span = args.retry_delay;
+    if span.min == span.max {
+        RetryDelay::fixed(span.min)
+    } else {
+        RetryDelay::exponential(span.min, span.max)
+    }
+}
+
+/// The most messages leased at once, and the pull size: `--concurrency`
+/// for the POSTs, and beyond them what one round trip of pulls brings at
+/// the queue's pace, so that the POST slots never wait for a pull, and no
+/// more (each leased message is hidden from other replicas).
+fn leased_at_most(args: &RelayArgs, round_trip: Duration) -> (u32, u32) {
+    let concurrency = args.concurrency;
+    let max_in_flight = args.max_in_flight.unwrap_or_else(|| {
+        let brought = (PULLED_PER_SECOND * round_trip.as_secs_f64()).ceil() as u32;
+        concurrency + brought.clamp(concurrency.min(MAX_BUFFERED), MAX_BUFFERED)
+    });
+    let beyond = max_in_flight.saturating_sub(concurrency);
+    let batch_size = if beyond == 0 { max_in_flight } else { beyond };
+    (max_in_flight, batch_size.clamp(1, 100))
+}
+
+/// A second signal: what is left behind, said before exiting at once.
+fn cut_short(relay: &Relay, summary: &Summary) {
+    let posting = relay.counters.posting.load(Ordering::Relaxed);
+    note(format_args!(
+        "stopped at once: {posting} POSTs cut off (the service may have them: they will be \
+         delivered again); {} messages still leased come back after their leases expire (up to \
+         the visibility timeout); acks and retries not yet sent are lost with them",
+        summary.in_flight
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    fn args(line: &str) -> RelayArgs {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            relay: RelayArgs,
+        }
+        let words = std::iter::once("relay").chain(line.split_whitespace());
+        Wrapper::try_parse_from(words).expect("valid").relay
+    }
+
+    #[test]
+    fn leased_at_most_follows_the_round_trip_within_bounds() {
+        let ms = Duration::from_millis;
+        let relay = args("--to http://x/");
+        assert_eq!(leased_at_most(&relay, ms(1)), (32, 16));
+        assert_eq!(leased_at_most(&relay, ms(100)), (16 + 490, 100));
+        assert_eq!(leased_at_most(&relay, ms(5_000)), (16 + 1_000, 100));
+        let one = args("--to http://x/ --concurrency 1");
+        assert_eq!(leased_at_most(&one, ms(1)), (1 + 5, 5));
+        let set = args("--to http://x/ --concurrency 4 --max-in-flight 4");
+        assert_eq!(leased_at_most(&set, ms(100)), (4, 4));
+    }
+}
