@@ -54,6 +54,9 @@ pub struct About<'a> {
 /// is cut, and the service may have it.
 pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdict {
     let hold_until = Instant::now() + relay.hold;
+    // Kept from the first POST to the last: a held message goes again
+    // before those that came after it.
+    let mut slot = None;
     loop {
         let ready = tokio::select! {
             biased;
@@ -61,13 +64,15 @@ pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdi
             () = tokio::time::sleep_until(hold_until) => {
                 return held_too_long(relay, &about);
             }
-            ready = async {
-                let slot = relay.slots.acquire().await;
-                (slot, relay.gate.pass().await)
-            } => Some(ready),
+            pass = async {
+                if slot.is_none() {
+                    slot = relay.slots.acquire().await.ok();
+                }
+                relay.gate.pass().await
+            } => Some(pass),
         };
-        // A closed semaphore cannot happen (nothing closes it): give the message back.
-        let Some((Ok(_slot), pass)) = ready else {
+        // Stopping, or a closed semaphore (nothing closes it): given back unsent.
+        let (Some(pass), Some(_)) = (ready, &slot) else {
             add(&relay.counters.released);
             return Verdict::Retry(Some(Duration::ZERO));
         };

@@ -10,6 +10,7 @@ mod data_dir;
 mod drain;
 mod event_subscriptions;
 mod messages;
+mod relay;
 mod resources;
 #[cfg(unix)]
 mod signals;

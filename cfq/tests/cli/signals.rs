@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use crate::support::{
-    LOOKUP, Run, assert_resumed, cfq, emulator_with_queues, numbered, pasted, resume_command, run,
-    temp_dir,
+    LOOKUP, assert_resumed, cfq, emulator_with_queues, finish, numbered, pasted,
+    resume_command, run, signal, temp_dir,
 };
 use serde_json::json;
 
@@ -48,21 +48,6 @@ async fn push_until_the_second_batch_is_held(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     (command, child)
-}
-
-fn signal(child: &Child, name: &str) {
-    let status = Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(child.id().to_string())
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
-}
-
-async fn finish(child: Child) -> Run {
-    tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq ends").into())
-        .await
-        .expect("no panic")
 }
 
 /// SIGINT while the second batch is in flight: that batch is awaited and

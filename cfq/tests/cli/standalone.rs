@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use cf_queues::{Client, Message, PullOptions};
 
+use crate::support::signal;
+
 fn cfq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cfq"))
 }
@@ -24,15 +26,6 @@ fn serve(args: &[&str], stderr: Stdio) -> (Child, Lines<BufReader<ChildStdout>>)
         .expect("cfq starts");
     let stdout = child.stdout.take().expect("stdout");
     (child, BufReader::new(stdout).lines())
-}
-
-/// SIGTERM to `child`.
-fn sigterm(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
 }
 
 /// How `child` exits, within `limit` (else the test fails, saying `late`).
@@ -91,7 +84,7 @@ async fn emulator_serves_until_sigterm() {
         .expect_err("strict");
     assert_eq!(unknown.codes(), vec![10104]);
 
-    sigterm(&child);
+    signal(&child, "TERM");
     let exit = child.wait().expect("cfq exits");
     assert!(exit.success(), "cfq exited with {exit}");
 }
@@ -162,7 +155,7 @@ async fn emulator_at_a_distance_under_cloudflares_limits() {
         "a reused connection pays one: {taken:?}"
     );
 
-    sigterm(&child);
+    signal(&child, "TERM");
     let output = child.wait_with_output().expect("cfq exits");
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -490,7 +483,7 @@ async fn emulator_keeps_serving_once_its_stdout_is_closed() {
     );
 
     // Its "stopping" line meets the closed pipe.
-    sigterm(&child);
+    signal(&child, "TERM");
     let output = tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq exits"))
         .await
         .expect("no panic");
@@ -576,7 +569,7 @@ fn dead_letter_redrive_end_to_end() {
         "{back}"
     );
 
-    sigterm(&emulator);
+    signal(&emulator, "TERM");
     assert!(emulator.wait().expect("cfq exits").success());
 }
 
@@ -636,7 +629,7 @@ fn emulator_limits_are_flags() {
     let mut half = std::net::TcpStream::connect(&address).expect("connect");
     half.write_all(b"POST /client/v4/accounts/").expect("write");
     std::thread::sleep(Duration::from_millis(100));
-    sigterm(&emulator);
+    signal(&emulator, "TERM");
     let exit = exit_within(
         &mut emulator,
         Duration::from_secs(3),
@@ -662,7 +655,7 @@ fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
     let mut half = std::net::TcpStream::connect(&address).expect("connect");
     half.write_all(b"POST /client/v4/accounts/").expect("write");
     std::thread::sleep(Duration::from_millis(100));
-    sigterm(&child);
+    signal(&child, "TERM");
     let exit = exit_within(&mut child, Duration::from_secs(15), "cfq did not exit");
     assert!(exit.success(), "cfq exited with {exit}");
     drop(lines);
@@ -692,7 +685,7 @@ async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
     let login = http.get(&link).send().await.expect("answered");
     assert_eq!(login.status(), 303);
     assert!(login.headers().contains_key("set-cookie"));
-    sigterm(&child);
+    signal(&child, "TERM");
     assert!(child.wait().expect("cfq exits").success());
 
     let (mut child, mut lines) = serve(&["--no-dashboard"], Stdio::inherit());
@@ -716,6 +709,6 @@ async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
         .await
         .expect("answered");
     assert_eq!(page.status(), 404, "no dashboard served");
-    sigterm(&child);
+    signal(&child, "TERM");
     assert!(child.wait().expect("cfq exits").success());
 }

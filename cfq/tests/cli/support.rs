@@ -195,6 +195,23 @@ pub async fn run(mut command: Command) -> Run {
         .expect("no panic")
 }
 
+/// Sends the signal `name` (`TERM`, `INT`, `KILL`) to `child`.
+pub fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
+
+/// What a started child did, once it ends (off the runtime's threads).
+pub async fn finish(child: Child) -> Run {
+    tokio::task::spawn_blocking(move || child.wait_with_output().expect("cfq ends").into())
+        .await
+        .expect("no panic")
+}
+
 /// Runs with `input` on stdin.
 pub async fn run_with_stdin(mut command: Command, input: &str) -> Run {
     let input = input.to_owned();
