@@ -131,7 +131,11 @@ async fn a_paused_consumer_starts_no_pull_until_resumed() {
     switch.pause();
     let pulls = running.monitor.snapshot().pulls;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(running.monitor.snapshot().pulls, pulls, "no pull while paused");
+    assert_eq!(
+        running.monitor.snapshot().pulls,
+        pulls,
+        "no pull while paused"
+    );
     let s = running.finish().await;
     assert_counts!(s, acked: 3, released: 0);
     assert_drained(&emulator, "paused");

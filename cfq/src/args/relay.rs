@@ -151,8 +151,20 @@ mod tests {
     #[test]
     fn spans() {
         let s = Duration::from_secs;
-        assert_eq!(parse_span("5s"), Ok(Span { min: s(5), max: s(5) }));
-        assert_eq!(parse_span("1s..5m"), Ok(Span { min: s(1), max: s(300) }));
+        assert_eq!(
+            parse_span("5s"),
+            Ok(Span {
+                min: s(5),
+                max: s(5)
+            })
+        );
+        assert_eq!(
+            parse_span("1s..5m"),
+            Ok(Span {
+                min: s(1),
+                max: s(300)
+            })
+        );
         assert_eq!(
             parse_span("5m..1s"),
             Err("5m..1s: the first duration is above the second".into())

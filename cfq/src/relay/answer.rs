@@ -64,8 +64,14 @@ mod tests {
                 "{status}"
             );
         }
-        for status in [100, 301, 302, 304, 400, 401, 404, 409, 410, 422, 500, 501, 505, 599] {
-            assert_eq!(of_status(status, Some("5"), NOW), Answer::Failed, "{status}");
+        for status in [
+            100, 301, 302, 304, 400, 401, 404, 409, 410, 422, 500, 501, 505, 599,
+        ] {
+            assert_eq!(
+                of_status(status, Some("5"), NOW),
+                Answer::Failed,
+                "{status}"
+            );
         }
     }
 
@@ -74,16 +80,22 @@ mod tests {
         let secs = |n| Some(Duration::from_secs(n));
         assert_eq!(
             of_status(503, Some(" 3 "), NOW),
-            Answer::Busy { retry_after: secs(3) }
+            Answer::Busy {
+                retry_after: secs(3)
+            }
         );
         assert_eq!(
             of_status(429, Some("Thu, 01 Jan 1970 00:01:00 GMT"), NOW),
-            Answer::Busy { retry_after: secs(60) }
+            Answer::Busy {
+                retry_after: secs(60)
+            }
         );
         let later = NOW + Duration::from_secs(120);
         assert_eq!(
             of_status(429, Some("Thu, 01 Jan 1970 00:01:00 GMT"), later),
-            Answer::Busy { retry_after: secs(0) }
+            Answer::Busy {
+                retry_after: secs(0)
+            }
         );
         assert_eq!(
             of_status(503, Some("soon"), NOW),

@@ -187,11 +187,7 @@ fn checked_url(given: &str) -> Result<Url, Failure> {
     Ok(url)
 }
 
-fn split_header<'a>(
-    given: &'a str,
-    flag: &str,
-    form: &str,
-) -> Result<(&'a str, &'a str), Failure> {
+fn split_header<'a>(given: &'a str, flag: &str, form: &str) -> Result<(&'a str, &'a str), Failure> {
     given
         .split_once(':')
         .map(|(name, value)| (name.trim(), value.trim()))
@@ -206,7 +202,9 @@ fn checked_header(
 ) -> Result<(HeaderName, HeaderValue), Failure> {
     let lower = name.to_ascii_lowercase();
     if !is_token(name) {
-        return Err(Failure::usage(format_args!("header {name:?}: not a header name")));
+        return Err(Failure::usage(format_args!(
+            "header {name:?}: not a header name"
+        )));
     }
     if lower.starts_with("cfq-") || REFUSED_NAMES.contains(&lower.as_str()) {
         return Err(Failure::usage(format_args!(
@@ -222,7 +220,9 @@ fn checked_header(
     let name = HeaderName::from_bytes(lower.as_bytes())
         .map_err(|_| Failure::usage(format_args!("header {name:?}: not a header name")))?;
     let value = HeaderValue::from_str(value).map_err(|_| {
-        Failure::usage(format_args!("header {name}: its value is not visible ASCII text"))
+        Failure::usage(format_args!(
+            "header {name}: its value is not visible ASCII text"
+        ))
     })?;
     Ok((name, value))
 }
@@ -263,15 +263,25 @@ mod tests {
     fn headers_the_relay_refuses() {
         let secrets = ["a-cloudflare-token".to_owned()];
         assert_eq!(message(checked_header("X-Key", "v", &secrets)), "ok");
-        for name in ["Cfq-Attempts", "cfq-anything", "Host", "Content-Type", "content-length"] {
+        for name in [
+            "Cfq-Attempts",
+            "cfq-anything",
+            "Host",
+            "Content-Type",
+            "content-length",
+        ] {
             assert_eq!(
                 message(checked_header(name, "v", &secrets)),
                 format!("header {name}: set by the relay itself, not by --header")
             );
         }
         assert!(
-            message(checked_header("Authorization", "Bearer a-cloudflare-token", &secrets))
-                .contains("holds a Cloudflare credential")
+            message(checked_header(
+                "Authorization",
+                "Bearer a-cloudflare-token",
+                &secrets
+            ))
+            .contains("holds a Cloudflare credential")
         );
         assert!(message(checked_header("Bad Name", "v", &secrets)).contains("not a header name"));
         assert!(message(checked_header("X", "a\u{7}b", &secrets)).contains("not visible ASCII"));
@@ -279,6 +289,9 @@ mod tests {
             message(split_header("NoColon", "--header", "Name: value")),
             r#"--header "NoColon": expected 'Name: value'"#
         );
-        assert_eq!(split_header(" A : b c ", "--header", "").ok(), Some(("A", "b c")));
+        assert_eq!(
+            split_header(" A : b c ", "--header", "").ok(),
+            Some(("A", "b c"))
+        );
     }
 }

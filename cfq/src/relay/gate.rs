@@ -8,11 +8,11 @@
 //! the pause instead, up to `max_pause`. Only a busy answer to a request
 //! sent under the current pause's generation steps the backoff: the
 //! answers of the other requests of the same outage, sent before it
-//! began, only push its end out (with their `Retry-After`). While paused
-//! the consumer pulls nothing (its [`PullSwitch`]).
+//! began, only push its end out (with their `Retry-After`). While a
+//! pause lasts the consumer pulls nothing (its [`PullSwitch`]).
 
 use std::pin::pin;
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use cf_queues::consumer::PullSwitch;
@@ -26,9 +26,6 @@ pub struct Gate {
     changed: Notify,
     backoff: Span,
     max_pause: Duration,
-    /// The consumer's, attached once it is built (it needs the handler,
-    /// which needs the gate).
-    switch: OnceLock<PullSwitch>,
 }
 
 struct State {
@@ -65,16 +62,35 @@ impl Gate {
             changed: Notify::new(),
             backoff,
             max_pause,
-            switch: OnceLock::new(),
         }
     }
 
-    /// Pauses and resumes `switch`'s pulls with the gate from now on.
-    pub fn attach(&self, switch: PullSwitch) {
-        if self.is_paused() {
-            switch.pause();
+    /// Pauses `switch`'s pulls while a pause lasts, and resumes them when
+    /// it ends, before any probe is answered: the relay may hold no
+    /// message then (each held past `--hold` went back to the queue), and
+    /// a message newly pulled is the probe. Runs until dropped.
+    pub async fn drive(&self, switch: PullSwitch) {
+        loop {
+            let mut changed = pin!(self.changed.notified());
+            changed.as_mut().enable();
+            let until = self
+                .state()
+                .paused_until
+                .filter(|until| *until > Instant::now());
+            match until {
+                Some(until) => {
+                    switch.pause();
+                    tokio::select! {
+                        () = changed => {}
+                        () = tokio::time::sleep_until(until) => {}
+                    }
+                }
+                None => {
+                    switch.resume();
+                    changed.await;
+                }
+            }
         }
-        let _ = self.switch.set(switch);
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -82,17 +98,16 @@ impl Gate {
     }
 
     /// Whether the gate is paused (a probe on its way included).
+    #[cfg(test)]
     pub fn is_paused(&self) -> bool {
         self.state().paused_until.is_some()
     }
 
     /// How long the pause still lasts (zero while open or probing).
     pub fn pause_left(&self) -> Duration {
-        self.state()
-            .paused_until
-            .map_or(Duration::ZERO, |until| {
-                until.saturating_duration_since(Instant::now())
-            })
+        self.state().paused_until.map_or(Duration::ZERO, |until| {
+            until.saturating_duration_since(Instant::now())
+        })
     }
 
     /// Waits until a request may go: at once while open; after a pause,
@@ -136,17 +151,6 @@ impl Gate {
             told: false,
         }
     }
-
-    fn set_paused(&self, paused: bool) {
-        if let Some(switch) = self.switch.get() {
-            if paused {
-                switch.pause();
-            } else {
-                switch.resume();
-            }
-        }
-        self.changed.notify_waiters();
-    }
 }
 
 impl Pass<'_> {
@@ -178,7 +182,7 @@ impl Pass<'_> {
         state.generation += 1;
         state.paused_until = Some(now + pause);
         drop(state);
-        gate.set_paused(true);
+        gate.changed.notify_waiters();
         Some(pause)
     }
 
@@ -193,7 +197,7 @@ impl Pass<'_> {
         state.next_pause = gate.backoff.min;
         drop(state);
         if was_paused {
-            gate.set_paused(false);
+            gate.changed.notify_waiters();
         }
     }
 }
@@ -269,7 +273,11 @@ mod tests {
             probe.answered();
         };
         let (waited, ()) = tokio::join!(waiting, answering);
-        assert_eq!(waited, (5 * SECOND, false), "went when the probe was answered");
+        assert_eq!(
+            waited,
+            (5 * SECOND, false),
+            "went when the probe was answered"
+        );
     }
 
     #[tokio::test(start_paused = true)]

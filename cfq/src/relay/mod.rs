@@ -78,7 +78,12 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
     let round_trip = asked.elapsed();
     let name = match session.queue.name() {
         Some(name) => Some(name.to_owned()),
-        None => session.queue.info().await.ok().and_then(|info| info.queue_name),
+        None => session
+            .queue
+            .info()
+            .await
+            .ok()
+            .and_then(|info| info.queue_name),
     };
     let (max_in_flight, batch_size) = leased_at_most(args, round_trip);
     let stopping = CancellationToken::new();
@@ -114,7 +119,11 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         })
         .build()
         .map_err(Failure::usage)?;
-    relay.gate.attach(consumer.pull_switch());
+    let switch = consumer.pull_switch();
+    let gate_keeper = Arc::clone(&relay);
+    let _driving = AbortOnDrop(tokio::spawn(async move {
+        gate_keeper.gate.drive(switch).await;
+    }));
     let monitor = consumer.monitor();
     let mut interrupts = Interrupts::watch()
         .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
@@ -179,6 +188,15 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
             Err(session.fail(&error))
         }
         Err(other) => Err(Failure::local(format_args!("the relay stopped: {other}"))),
+    }
+}
+
+/// A task that ends with the relay, however it returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -73,7 +73,9 @@ impl Lines {
         let unsaid = self.unsaid[index].swap(0, Ordering::Relaxed);
         let line = line();
         if unsaid > 0 {
-            note(format_args!("{line} ({unsaid} more like it since the last line)"));
+            note(format_args!(
+                "{line} ({unsaid} more like it since the last line)"
+            ));
         } else {
             note(line);
         }

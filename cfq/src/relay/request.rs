@@ -219,7 +219,10 @@ mod tests {
                 ("cfq-queue-id", "0123456789abcdef0123456789abcdef"),
                 ("cfq-queue-name", "orders"),
                 ("cfq-content-type", "json"),
-                ("cfq-metadata", r#"{"CF-Content-Type":"json","app":"x y%","n":3}"#),
+                (
+                    "cfq-metadata",
+                    r#"{"CF-Content-Type":"json","app":"x y%","n":3}"#
+                ),
                 ("cfq-meta-app", "x%20y%25"),
                 ("cfq-meta-n", "3"),
             ])
@@ -230,7 +233,12 @@ mod tests {
     fn what_the_server_chose_cannot_break_a_header() {
         let metadata = json!({"Ok": "a\r\nb", "clé": "ü😀", "n\r": "1"});
         let headers = headers_of("weird\r\nX: y", &metadata);
-        let get = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(get(CONTENT_TYPE), Some("weird%0D%0AX:%20y"));
         assert_eq!(
             get(METADATA),
@@ -244,7 +252,10 @@ mod tests {
             "{headers:?}"
         );
         assert_eq!(
-            headers.iter().filter(|(n, _)| n.starts_with(META_PREFIX)).count(),
+            headers
+                .iter()
+                .filter(|(n, _)| n.starts_with(META_PREFIX))
+                .count(),
             1,
             "keys that are no header name stay in cfq-metadata only"
         );
@@ -252,7 +263,10 @@ mod tests {
 
     #[test]
     fn an_undecodable_body_goes_decoded_from_base64_when_it_is() {
-        assert_eq!(undecoded_body(&BASE64.encode([0xffu8, 0x0d, 0x22])), [0xff, 0x0d, 0x22]);
+        assert_eq!(
+            undecoded_body(&BASE64.encode([0xffu8, 0x0d, 0x22])),
+            [0xff, 0x0d, 0x22]
+        );
         assert_eq!(undecoded_body("not base64!"), b"not base64!");
     }
 

@@ -34,7 +34,10 @@ fn start(emulator: &EmulatorHandle, queue: &str, to: &str, extra: &[&str]) -> Ch
 async fn stop(child: Child) -> (Run, Value) {
     signal(&child, "TERM");
     let run = finish(child).await;
-    let summary = run.json().pop().unwrap_or_else(|| panic!("a summary: {run:?}"));
+    let summary = run
+        .json()
+        .pop()
+        .unwrap_or_else(|| panic!("a summary: {run:?}"));
     (run, summary)
 }
 
@@ -78,7 +81,10 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         .await
         .expect("push");
     emulator.push_from_worker("exact", WorkerBody::Bytes(vec![0, 255, 10, 13]));
-    emulator.push_from_worker("exact", WorkerBody::V8(vec![0xff, 0x0f, 0x22, 0x02, 0x68, 0x69]));
+    emulator.push_from_worker(
+        "exact",
+        WorkerBody::V8(vec![0xff, 0x0f, 0x22, 0x02, 0x68, 0x69]),
+    );
     let service = RecordingTarget::start().await;
     // Each status of the 2xx family acks.
     let mut statuses = [200, 201, 202, 204].into_iter().cycle();
@@ -88,7 +94,12 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         .env("SERVICE_KEY", "s3cr3t-of-the-service")
         .args(["relay", "--queue", "exact", "--to"])
         .arg(format!("{}/in?x=1", service.url()))
-        .args(["--header", "X-Team: payments", "--header-env", "X-Key: SERVICE_KEY"])
+        .args([
+            "--header",
+            "X-Team: payments",
+            "--header-env",
+            "X-Key: SERVICE_KEY",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -106,7 +117,10 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         String::from_utf8_lossy(&json_request.body),
         serde_json::to_string(&json_body).expect("JSON")
     );
-    assert_eq!(json_request.header("content-type"), Some("application/json"));
+    assert_eq!(
+        json_request.header("content-type"),
+        Some("application/json")
+    );
     let text_request = by_type["text"];
     assert_eq!(text_request.body, "héllo\nworld".as_bytes());
     assert_eq!(
@@ -124,7 +138,11 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         Some("application/octet-stream")
     );
     let since = |r: &Recorded| -> u64 {
-        let at: u64 = r.header("cfq-timestamp").expect("a timestamp").parse().expect("ms");
+        let at: u64 = r
+            .header("cfq-timestamp")
+            .expect("a timestamp")
+            .parse()
+            .expect("ms");
         let before = pushed_before
             .duration_since(std::time::UNIX_EPOCH)
             .expect("after 1970")
@@ -137,7 +155,12 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         assert_eq!(request.header("cfq-attempts"), Some("1"));
         assert_eq!(request.header("cfq-queue-id"), Some(queue.id()));
         assert_eq!(request.header("cfq-queue-name"), Some("exact"));
-        assert!(!request.header("cfq-message-id").unwrap_or_default().is_empty());
+        assert!(
+            !request
+                .header("cfq-message-id")
+                .unwrap_or_default()
+                .is_empty()
+        );
         assert!(since(request) < 60_000, "pushed within the last minute");
         let metadata: Value =
             serde_json::from_str(request.header("cfq-metadata").expect("metadata")).expect("JSON");
@@ -158,8 +181,10 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
         assert!(!all_headers.contains(TOKEN), "{all_headers}");
         assert!(!String::from_utf8_lossy(&request.body).contains(TOKEN));
     }
-    let ids: std::collections::BTreeSet<_> =
-        requests.iter().map(|r| r.header("cfq-message-id")).collect();
+    let ids: std::collections::BTreeSet<_> = requests
+        .iter()
+        .map(|r| r.header("cfq-message-id"))
+        .collect();
     assert_eq!(ids.len(), 4, "one id per message");
     eventually("all acked", 10 * SECOND, || {
         emulator.metrics("exact").backlog_count == 0
@@ -174,7 +199,11 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
     );
     assert!(!run.stderr.contains("x=1"), "{run:?}");
     assert_eq!(
-        (&summary["delivered"], &summary["acked"], &summary["refused"]),
+        (
+            &summary["delivered"],
+            &summary["acked"],
+            &summary["refused"]
+        ),
         (&json!(4), &json!(4), &json!(0)),
         "{summary}"
     );
@@ -195,7 +224,14 @@ async fn a_service_down_for_30_s_costs_no_attempt_and_loses_nothing() {
         &emulator,
         "outage",
         &service.url(),
-        &["--concurrency", "4", "--backoff", "200ms..2s", "--visibility", "2s"],
+        &[
+            "--concurrency",
+            "4",
+            "--backoff",
+            "200ms..2s",
+            "--visibility",
+            "2s",
+        ],
     );
     tokio::time::sleep(30 * SECOND).await;
     assert!(service.requests().is_empty());
@@ -223,12 +259,22 @@ async fn a_service_down_for_30_s_costs_no_attempt_and_loses_nothing() {
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(summary["delivered"], 30, "{summary}");
-    assert_eq!((&summary["retried"], &summary["held_too_long"]), (&json!(0), &json!(0)));
+    assert_eq!(
+        (&summary["retried"], &summary["held_too_long"]),
+        (&json!(0), &json!(0))
+    );
     assert_eq!(summary["leases_lost"], 0);
-    assert!(summary["extended"].as_u64() > Some(0), "leases kept: {summary}");
-    assert!(summary["pauses"].as_u64() >= Some(5), "backed off: {summary}");
     assert!(
-        run.stderr.contains("the service is down or busy (cannot connect"),
+        summary["extended"].as_u64() > Some(0),
+        "leases kept: {summary}"
+    );
+    assert!(
+        summary["pauses"].as_u64() >= Some(5),
+        "backed off: {summary}"
+    );
+    assert!(
+        run.stderr
+            .contains("the service is down or busy (cannot connect"),
         "{run:?}"
     );
     assert_eq!(leased.backlog_count, 30, "nothing lost while down");
@@ -257,17 +303,30 @@ async fn retry_after_on_503_pauses_the_relay_that_long() {
         waited >= Duration::from_millis(2_900) && waited < 5 * SECOND,
         "the next request {waited:?} after the 503"
     );
-    assert_eq!(text(&requests[1]), text(&requests[0]), "the held message first");
-    assert!(requests.iter().all(|r| r.header("cfq-attempts") == Some("1")));
+    assert_eq!(
+        text(&requests[1]),
+        text(&requests[0]),
+        "the held message first"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("cfq-attempts") == Some("1"))
+    );
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(
-        (&summary["delivered"], &summary["busy_answers"], &summary["pauses"]),
+        (
+            &summary["delivered"],
+            &summary["busy_answers"],
+            &summary["pauses"]
+        ),
         (&json!(5), &json!(1), &json!(1))
     );
     assert!(
-        run.stderr
-            .contains("the service is down or busy (HTTP 503: <html>maintenance</html>): pausing 3s"),
+        run.stderr.contains(
+            "the service is down or busy (HTTP 503: <html>maintenance</html>): pausing 3s"
+        ),
         "{run:?}"
     );
 }
@@ -284,7 +343,14 @@ async fn a_service_slower_than_the_lease_keeps_it_and_gets_each_message_once() {
         &emulator,
         "slow",
         &service.url(),
-        &["--visibility", "2s", "--timeout", "10s", "--concurrency", "4"],
+        &[
+            "--visibility",
+            "2s",
+            "--timeout",
+            "10s",
+            "--concurrency",
+            "4",
+        ],
     );
     service.wait_for(3, 10 * SECOND).await;
     eventually("all acked", 20 * SECOND, || {
@@ -294,8 +360,106 @@ async fn a_service_slower_than_the_lease_keeps_it_and_gets_each_message_once() {
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(counts(&service.requests()), once_each(&bodies));
-    assert_eq!((&summary["delivered"], &summary["leases_lost"]), (&json!(3), &json!(0)));
+    assert_eq!(
+        (&summary["delivered"], &summary["leases_lost"]),
+        (&json!(3), &json!(0))
+    );
     assert!(summary["extended"].as_u64() >= Some(3), "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_held_past_hold_is_retried_with_an_attempt_used() {
+    let emulator = emulator_with_queues(&["held"]).await;
+    push_each(&queue_of(&emulator, "held"), &["h"]).await;
+    let service = RecordingTarget::start().await;
+    service.go_down();
+    let child = start(
+        &emulator,
+        "held",
+        &service.url(),
+        &[
+            "--hold",
+            "2s",
+            "--backoff",
+            "200ms..500ms",
+            "--retry-delay",
+            "1s",
+        ],
+    );
+    // Held until 2 s, back on the queue at 3 s, pulled again (the pause
+    // over) and held by the next probe when the service comes back.
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    service.come_back().await;
+    let requests = service.wait_for(1, 20 * SECOND).await;
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("cfq-attempts"),
+        Some("2"),
+        "retried once, after --hold"
+    );
+    let (run, summary) = stop(child).await;
+    run.expect_code(0);
+    assert_eq!(
+        (
+            &summary["held_too_long"],
+            &summary["delivered"],
+            &summary["retried"]
+        ),
+        (&json!(1), &json!(1), &json!(1)),
+        "{summary}"
+    );
+    assert!(
+        run.stderr.contains("message ") && run.stderr.contains("was held 2s"),
+        "{run:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_past_its_timeout_means_busy_not_refused() {
+    let emulator = emulator_with_queues(&["timeout"]).await;
+    push_each(&queue_of(&emulator, "timeout"), &["t"]).await;
+    let service = RecordingTarget::start().await;
+    let mut first = true;
+    service.script(move |_| {
+        let delay = if std::mem::take(&mut first) {
+            3 * SECOND
+        } else {
+            Duration::ZERO
+        };
+        Reply::ok().after(delay)
+    });
+    let child = start(
+        &emulator,
+        "timeout",
+        &service.url(),
+        &["--timeout", "1s", "--backoff", "1s..2s"],
+    );
+    let requests = service.wait_for(2, 20 * SECOND).await;
+    assert_eq!(requests.len(), 2);
+    let waited = requests[1].at.duration_since(requests[0].at);
+    assert!(
+        waited >= 2 * SECOND - Duration::from_millis(100),
+        "timed out, then paused: {waited:?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("cfq-attempts") == Some("1"))
+    );
+    let (run, summary) = stop(child).await;
+    run.expect_code(0);
+    assert_eq!(
+        (
+            &summary["busy_answers"],
+            &summary["refused"],
+            &summary["delivered"]
+        ),
+        (&json!(1), &json!(0), &json!(1))
+    );
+    assert!(
+        run.stderr.contains("(no answer within --timeout"),
+        "{run:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +491,12 @@ async fn a_refused_message_is_retried_then_dead_lettered() {
             Reply::status(204)
         }
     });
-    let child = start(&emulator, "refusing", &service.url(), &["--retry-delay", "0s"]);
+    let child = start(
+        &emulator,
+        "refusing",
+        &service.url(),
+        &["--retry-delay", "0s"],
+    );
     eventually("dead-lettered", 20 * SECOND, || {
         emulator.metrics(DLQ).backlog_count == 1
     })
@@ -349,7 +518,8 @@ async fn a_refused_message_is_retried_then_dead_lettered() {
         (&json!(2), &json!(3))
     );
     assert!(
-        run.stderr.contains(r#"(HTTP 400: {"error":"no such order"}): retried in 0s (attempt 1)"#),
+        run.stderr
+            .contains(r#"(HTTP 400: {"error":"no such order"}): retried in 0s (attempt 1)"#),
         "{run:?}"
     );
 }
@@ -362,8 +532,16 @@ async fn sigterm_lets_the_posts_in_flight_finish_and_gives_the_rest_back() {
     push_each(&queue_of(&emulator, "stopping"), &body_refs).await;
     let service = RecordingTarget::start().await;
     service.script(|_| Reply::ok().after(3 * SECOND));
-    let child = start(&emulator, "stopping", &service.url(), &["--concurrency", "2"]);
-    eventually("two POSTs in flight", 20 * SECOND, || service.in_progress() == 2).await;
+    let child = start(
+        &emulator,
+        "stopping",
+        &service.url(),
+        &["--concurrency", "2"],
+    );
+    eventually("two POSTs in flight", 20 * SECOND, || {
+        service.in_progress() == 2
+    })
+    .await;
     let signalled = Instant::now();
     let (run, summary) = stop(child).await;
     let took = signalled.elapsed();
@@ -392,14 +570,23 @@ async fn a_second_signal_stops_at_once_and_says_what_was_left() {
     let service = RecordingTarget::start().await;
     service.script(|_| Reply::ok().after(60 * SECOND));
     let child = start(&emulator, "hurry", &service.url(), &[]);
-    eventually("POSTs in flight", 20 * SECOND, || service.in_progress() == 2).await;
+    eventually("POSTs in flight", 20 * SECOND, || {
+        service.in_progress() == 2
+    })
+    .await;
     signal(&child, "TERM");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let signalled = Instant::now();
     signal(&child, "INT");
     let run = finish(child).await;
     assert!(signalled.elapsed() < 2 * SECOND, "at once");
-    run.expect_stderr_all(7, &["stopped at once: 2 POSTs cut off", "2 messages still leased"]);
+    run.expect_stderr_all(
+        7,
+        &[
+            "stopped at once: 2 POSTs cut off",
+            "2 messages still leased",
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -438,7 +625,11 @@ async fn a_redirect_is_an_answer_never_followed() {
     let elsewhere = RecordingTarget::start().await;
     let service = RecordingTarget::start().await;
     let location = format!("{}/stolen", elsewhere.url());
-    service.script(move |_| Reply::status(307).header("location", &location));
+    service.script(move |_| {
+        Reply::status(307)
+            .header("location", &location)
+            .body("\u{1b}]0;pwned\u{7}moved")
+    });
     let child = start(&emulator, "moved", &service.url(), &["--retry-delay", "0s"]);
     let requests = service.wait_for(2, 20 * SECOND).await;
     assert_eq!(requests.len(), 2, "retried as a refusal");
@@ -446,6 +637,11 @@ async fn a_redirect_is_an_answer_never_followed() {
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert!(elsewhere.requests().is_empty(), "never followed");
+    assert!(
+        run.stderr.contains(r"(HTTP 307: \u{1b}]0;pwned\u{7}moved)")
+            && !run.stderr.contains('\u{1b}'),
+        "the answer's text escaped: {run:?}"
+    );
     assert!(summary["refused"].as_u64() >= Some(2), "{summary}");
 }
 
@@ -462,10 +658,26 @@ async fn what_the_relay_refuses_at_start() {
             "CLOUDFLARE_API_TOKEN is a Cloudflare variable",
         ),
         (&["--header", &bearer], 2, "holds a Cloudflare credential"),
-        (&["--header", "Cfq-Attempts: 9"], 2, "set by the relay itself"),
-        (&["--header-env", "X-Key: CFQ_UNSET_VAR"], 2, "CFQ_UNSET_VAR is not set"),
-        (&["--hold", "0s"], 2, "--hold and --timeout must be above zero"),
-        (&["--retry-delay", "5m..1s"], 2, "the first duration is above the second"),
+        (
+            &["--header", "Cfq-Attempts: 9"],
+            2,
+            "set by the relay itself",
+        ),
+        (
+            &["--header-env", "X-Key: CFQ_UNSET_VAR"],
+            2,
+            "CFQ_UNSET_VAR is not set",
+        ),
+        (
+            &["--hold", "0s"],
+            2,
+            "--hold and --timeout must be above zero",
+        ),
+        (
+            &["--retry-delay", "5m..1s"],
+            2,
+            "the first duration is above the second",
+        ),
         (&["--visibility", "0s"], 2, "visibility"),
     ];
     for (extra, code, said) in cases {
@@ -478,8 +690,16 @@ async fn what_the_relay_refuses_at_start() {
         assert!(!run.stderr.contains(TOKEN), "{run:?}");
     }
     let mut command = cfq(&emulator);
-    command.args(["relay", "--queue", "start", "--to", "https://user:pw@example.com/"]);
-    run(command).await.expect_stderr(2, "a user or password in the URL");
+    command.args([
+        "relay",
+        "--queue",
+        "start",
+        "--to",
+        "https://user:pw@example.com/",
+    ]);
+    run(command)
+        .await
+        .expect_stderr(2, "a user or password in the URL");
     let mut command = cfq(&emulator);
     command.args(["relay", "--queue", "no-such-queue", "--to", &url]);
     run(command).await.expect_code(4);

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use cf_queues_emulator::{EmulatorHandle, Fault, Operation};
 
 use crate::support::{
-    LOOKUP, assert_resumed, cfq, emulator_with_queues, finish, numbered, pasted,
-    resume_command, run, signal, temp_dir,
+    LOOKUP, assert_resumed, cfq, emulator_with_queues, finish, numbered, pasted, resume_command,
+    run, signal, temp_dir,
 };
 use serde_json::json;
 
