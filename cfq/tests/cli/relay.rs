@@ -8,7 +8,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use cf_queues::Message;
-use cf_queues_emulator::{EmulatorHandle, WorkerBody};
+use cf_queues_emulator::{EmulatorHandle, Fault, Operation, WorkerBody};
 use cf_queues_testkit::recording_target::{Recorded, RecordingTarget, Reply};
 use serde_json::{Value, json};
 
@@ -561,6 +561,22 @@ async fn sigterm_lets_the_posts_in_flight_finish_and_gives_the_rest_back() {
     let mut all = bodies.clone();
     all.sort();
     assert_eq!(back, all, "the rest back on the queue, nothing twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_left_unsent_at_the_stop_exit_7() {
+    let emulator = emulator_with_queues(&["unacked"]).await;
+    push_each(&queue_of(&emulator, "unacked"), &["a", "b"]).await;
+    emulator.inject(Fault::status(500).times(10_000).only(Operation::Ack));
+    let service = RecordingTarget::start().await;
+    let child = start(&emulator, "unacked", &service.url(), &[]);
+    assert_eq!(service.wait_for(2, 20 * SECOND).await.len(), 2);
+    let (run, summary) = stop(child).await;
+    run.expect_stderr(7, "2 acks or retries were not sent before the stop");
+    assert_eq!(
+        (&summary["delivered"], &summary["acked"], &summary["unflushed"]),
+        (&json!(2), &json!(0), &json!(2))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
