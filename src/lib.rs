@@ -168,10 +168,16 @@
 //!
 //! # Features
 //!
-//! - `rustls` (default), `rustls-no-provider`, `native-tls`: the TLS backend; see [TLS](#tls).
-//! - `consumer`: [`consumer`], a pull-consumer runtime that keeps leases alive, batches acks and shuts down gracefully.
-//! - `producer`: [`producer`], a producer that batches messages by count, bytes and linger.
-//! - `schema`: the wire types in [`raw::types`] derive `schemars::JsonSchema`.
+//! | feature | what it adds |
+//! |---|---|
+//! | `rustls` (default) | TLS by rustls with aws-lc-rs: nothing to set up, a C compile of aws-lc; see [TLS](#tls) |
+//! | `rustls-no-provider` | TLS by rustls with the provider you install (ring, say): no aws-lc build |
+//! | `native-tls` | TLS by the platform's library (OpenSSL's headers on Linux) |
+//! | `consumer` | [`consumer`]: the pull-consumer runtime that keeps leases alive, batches acks and shuts down gracefully (adds `tokio-util`) |
+//! | `producer` | [`producer`]: the producer that batches messages by count, bytes and linger |
+//! | `metrics` | [`metrics`]: figures for operators through the `metrics` facade |
+//! | `schema` | the wire types in [`raw::types`] derive `schemars::JsonSchema` |
+//! | `unstable-fuzzing` | the response decoders on arbitrary bytes, for the fuzz targets and property tests: hidden from the docs, not public API, may change in any release |
 //!
 //! The local emulator of the API is the crate
 //! [`cf-queues-emulator`](https://docs.rs/cf-queues-emulator), and the
