@@ -67,6 +67,30 @@ fn once_each(bodies: &[String]) -> BTreeMap<String, usize> {
     bodies.iter().map(|b| (b.clone(), 1)).collect()
 }
 
+/// Checks that every request was its message's first delivery.
+#[track_caller]
+fn assert_first_attempts(requests: &[Recorded]) {
+    let attempts: Vec<_> = requests.iter().map(|r| r.header("cfq-attempts")).collect();
+    assert!(attempts.iter().all(|a| *a == Some("1")), "{attempts:?}");
+}
+
+/// The summary's figures `names`, in order.
+fn figures<const N: usize>(summary: &Value, names: [&str; N]) -> [u64; N] {
+    names.map(|name| {
+        summary[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name} in {summary}"))
+    })
+}
+
+/// Pushes `count` numbered text messages to `queue` (an id); their bodies.
+async fn pushed(emulator: &EmulatorHandle, queue: &str, count: usize) -> Vec<String> {
+    let bodies = numbered(queue, count);
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    push_each(&queue_of(emulator, queue), &refs).await;
+    bodies
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
     let emulator = emulator_with_queues(&["exact"]).await;
@@ -199,12 +223,8 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
     );
     assert!(!run.stderr.contains("x=1"), "{run:?}");
     assert_eq!(
-        (
-            &summary["delivered"],
-            &summary["acked"],
-            &summary["refused"]
-        ),
-        (&json!(4), &json!(4), &json!(0)),
+        figures(&summary, ["delivered", "acked", "refused"]),
+        [4, 4, 0],
         "{summary}"
     );
     assert_eq!(summary["stopped_by"], "SIGTERM");
@@ -214,9 +234,7 @@ async fn each_body_and_header_exactly_acked_on_2xx_and_no_credential_sent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_down_for_30_s_costs_no_attempt_and_loses_nothing() {
     let emulator = emulator_with_queues(&["outage"]).await;
-    let bodies = numbered("outage", 30);
-    let body_refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
-    push_each(&queue_of(&emulator, "outage"), &body_refs).await;
+    let bodies = pushed(&emulator, "outage", 30).await;
     let service = RecordingTarget::start().await;
     service.go_down();
     let pulls_before = emulator.requests_received();
@@ -246,24 +264,20 @@ async fn a_service_down_for_30_s_costs_no_attempt_and_loses_nothing() {
     service.come_back().await;
     let requests = service.wait_for(30, 30 * SECOND).await;
     assert_eq!(counts(&requests), once_each(&bodies), "each once");
-    assert!(
-        requests
-            .iter()
-            .all(|r| r.header("cfq-attempts") == Some("1")),
-        "no attempt used while down"
-    );
+    assert_first_attempts(&requests);
     eventually("all acked", 10 * SECOND, || {
         emulator.metrics("outage").backlog_count == 0
     })
     .await;
     let (run, summary) = stop(child).await;
     run.expect_code(0);
-    assert_eq!(summary["delivered"], 30, "{summary}");
+    assert_eq!(figures(&summary, ["delivered"]), [30], "{summary}");
     assert_eq!(
-        (&summary["retried"], &summary["held_too_long"]),
-        (&json!(0), &json!(0))
+        figures(&summary, ["retried", "held_too_long"]),
+        [0, 0],
+        "{summary}"
     );
-    assert_eq!(summary["leases_lost"], 0);
+    assert_eq!(figures(&summary, ["leases_lost"]), [0], "{summary}");
     assert!(
         summary["extended"].as_u64() > Some(0),
         "leases kept: {summary}"
@@ -283,9 +297,7 @@ async fn a_service_down_for_30_s_costs_no_attempt_and_loses_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_after_on_503_pauses_the_relay_that_long() {
     let emulator = emulator_with_queues(&["later"]).await;
-    let bodies = numbered("later", 5);
-    let body_refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
-    push_each(&queue_of(&emulator, "later"), &body_refs).await;
+    let bodies = pushed(&emulator, "later", 5).await;
     let service = RecordingTarget::start().await;
     let mut first = true;
     service.script(move |_| {
@@ -308,20 +320,14 @@ async fn retry_after_on_503_pauses_the_relay_that_long() {
         text(&requests[0]),
         "the held message first"
     );
-    assert!(
-        requests
-            .iter()
-            .all(|r| r.header("cfq-attempts") == Some("1"))
-    );
+    assert_eq!(counts(&requests[1..]), once_each(&bodies), "then each once");
+    assert_first_attempts(&requests);
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(
-        (
-            &summary["delivered"],
-            &summary["busy_answers"],
-            &summary["pauses"]
-        ),
-        (&json!(5), &json!(1), &json!(1))
+        figures(&summary, ["delivered", "busy_answers", "pauses"]),
+        [5, 1, 1],
+        "{summary}"
     );
     assert!(
         run.stderr.contains(
@@ -334,9 +340,7 @@ async fn retry_after_on_503_pauses_the_relay_that_long() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_slower_than_the_lease_keeps_it_and_gets_each_message_once() {
     let emulator = emulator_with_queues(&["slow"]).await;
-    let bodies = numbered("slow", 3);
-    let body_refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
-    push_each(&queue_of(&emulator, "slow"), &body_refs).await;
+    let bodies = pushed(&emulator, "slow", 3).await;
     let service = RecordingTarget::start().await;
     service.script(|_| Reply::ok().after(5 * SECOND));
     let child = start(
@@ -361,8 +365,9 @@ async fn a_service_slower_than_the_lease_keeps_it_and_gets_each_message_once() {
     run.expect_code(0);
     assert_eq!(counts(&service.requests()), once_each(&bodies));
     assert_eq!(
-        (&summary["delivered"], &summary["leases_lost"]),
-        (&json!(3), &json!(0))
+        figures(&summary, ["delivered", "leases_lost"]),
+        [3, 0],
+        "{summary}"
     );
     assert!(summary["extended"].as_u64() >= Some(3), "{summary}");
 }
@@ -400,12 +405,8 @@ async fn a_message_held_past_hold_is_retried_with_an_attempt_used() {
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(
-        (
-            &summary["held_too_long"],
-            &summary["delivered"],
-            &summary["retried"]
-        ),
-        (&json!(1), &json!(1), &json!(1)),
+        figures(&summary, ["held_too_long", "delivered", "retried"]),
+        [1, 1, 1],
         "{summary}"
     );
     assert!(
@@ -441,20 +442,13 @@ async fn a_post_past_its_timeout_means_busy_not_refused() {
         waited >= 2 * SECOND - Duration::from_millis(100),
         "timed out, then paused: {waited:?}"
     );
-    assert!(
-        requests
-            .iter()
-            .all(|r| r.header("cfq-attempts") == Some("1"))
-    );
+    assert_first_attempts(&requests);
     let (run, summary) = stop(child).await;
     run.expect_code(0);
     assert_eq!(
-        (
-            &summary["busy_answers"],
-            &summary["refused"],
-            &summary["delivered"]
-        ),
-        (&json!(1), &json!(0), &json!(1))
+        figures(&summary, ["busy_answers", "refused", "delivered"]),
+        [1, 0, 1],
+        "{summary}"
     );
     assert!(
         run.stderr.contains("(no answer within --timeout"),
@@ -514,8 +508,9 @@ async fn a_refused_message_is_retried_then_dead_lettered() {
     assert_eq!(counts(&requests)["good 2"], 1);
     assert_eq!(pull_all_texts(&emulator, DLQ).await, ["bad"]);
     assert_eq!(
-        (&summary["delivered"], &summary["refused"]),
-        (&json!(2), &json!(3))
+        figures(&summary, ["delivered", "refused"]),
+        [2, 3],
+        "{summary}"
     );
     assert!(
         run.stderr
@@ -527,9 +522,7 @@ async fn a_refused_message_is_retried_then_dead_lettered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_posts_in_flight_finish_and_gives_the_rest_back() {
     let emulator = emulator_with_queues(&["stopping"]).await;
-    let bodies = numbered("stopping", 10);
-    let body_refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
-    push_each(&queue_of(&emulator, "stopping"), &body_refs).await;
+    let bodies = pushed(&emulator, "stopping", 10).await;
     let service = RecordingTarget::start().await;
     service.script(|_| Reply::ok().after(3 * SECOND));
     let child = start(
@@ -550,8 +543,8 @@ async fn sigterm_lets_the_posts_in_flight_finish_and_gives_the_rest_back() {
     let delivered = service.requests();
     assert_eq!(delivered.len(), 2, "no POST after the signal");
     assert_eq!(
-        (&summary["delivered"], &summary["acked"]),
-        (&json!(2), &json!(2)),
+        figures(&summary, ["delivered", "acked"]),
+        [2, 2],
         "{summary}"
     );
     assert!(run.stderr.contains("SIGTERM: stopping"), "{run:?}");
@@ -574,8 +567,9 @@ async fn acks_left_unsent_at_the_stop_exit_7() {
     let (run, summary) = stop(child).await;
     run.expect_stderr(7, "2 acks or retries were not sent before the stop");
     assert_eq!(
-        (&summary["delivered"], &summary["acked"], &summary["unflushed"]),
-        (&json!(2), &json!(0), &json!(2))
+        figures(&summary, ["delivered", "acked", "unflushed"]),
+        [2, 0, 2],
+        "{summary}"
     );
 }
 
