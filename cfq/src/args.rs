@@ -20,7 +20,7 @@ pub use management::{
     ConsumerArgs, ConsumerCommand, ConsumerInfoArgs, CreateArgs, DeleteArgs, DisableArgs,
     EnableArgs, InfoArgs, ListArgs, QueuesArgs, QueuesCommand, UpdateArgs,
 };
-pub use relay::{RelayArgs, Span};
+pub use relay::{MaxAgeAction, RelayArgs, Span};
 
 const ABOUT: &str =
     "Push, pull, peek, drain and redrive the messages of Cloudflare Queues over HTTP";

@@ -4,6 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::state::ConsumerState;
 
@@ -56,8 +59,17 @@ impl PullSwitch {
         }
     }
 
-    /// Whether pulls are paused.
+    /// Whether pulls are paused (by this switch).
     pub fn is_paused(&self) -> bool {
         self.shared.pulls_paused.load(Ordering::Acquire)
+    }
+
+    /// How long pulls stay stopped by a block of the credential (429 with
+    /// code 971 and a long `Retry-After`), if one is on: the consumer's
+    /// own pause, which neither `pause` nor `resume` changes.
+    pub fn blocked_for(&self) -> Option<Duration> {
+        self.shared
+            .block_ends()
+            .map(|end| end.saturating_duration_since(Instant::now()))
     }
 }

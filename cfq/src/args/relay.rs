@@ -117,8 +117,55 @@ pub struct RelayArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_in_flight: Option<u32>,
 
+    /// Up to N messages per POST, as a JSON array of cfq records (see the batch format)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batch: Option<u32>,
+
+    /// The most bytes of one batch's request (a larger message goes alone)
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024, requires = "batch", value_parser = clap::value_parser!(u64).range(1024..=100 * 1024 * 1024))]
+    pub batch_bytes: u64,
+
+    /// Sign each request with an HMAC-SHA256 keyed with the environment variable VAR (Cfq-Signature)
+    #[arg(long, value_name = "VAR")]
+    pub sign_secret_env: Option<String>,
+
+    /// A message pushed longer ago than this is not POSTed but handled as --max-age-action says
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub max_age: Option<Duration>,
+
+    /// What becomes of a message past --max-age
+    #[arg(
+        long,
+        value_enum,
+        value_name = "ACTION",
+        default_value = "dead-letter",
+        requires = "max_age"
+    )]
+    pub max_age_action: MaxAgeAction,
+
+    /// Pull nothing until the service answers (its --health-url, or --to) once
+    #[arg(long)]
+    pub wait_for_target: bool,
+
+    /// The service's health URL, for --wait-for-target (a 2xx answer means up)
+    #[arg(long, value_name = "URL", requires = "wait_for_target")]
+    pub health_url: Option<String>,
+
+    /// Serve /healthz, /readyz and /metrics (Prometheus) on this address, such as 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+
     #[command(flatten)]
     pub global: Global,
+}
+
+/// What becomes of a message past `--max-age`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MaxAgeAction {
+    /// Retried at once, unsent, until the queue's max_retries moves it to its dead-letter queue
+    DeadLetter,
+    /// Acknowledged unsent: it is deleted
+    Ack,
 }
 
 /// A duration, or a range of them: `5s`, `1s..5m`.

@@ -9,7 +9,7 @@
 //! `--hold`, which the consumer's `max_lease` outlasts (see `mod.rs`), so
 //! every message is settled while its lease is still kept.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use cf_queues::consumer::{CancellationToken, RetryDelay, Verdict};
@@ -17,10 +17,13 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::answer::Answer;
-use super::endpoint::Endpoint;
+use super::batch::{self, BatchAnswer};
+use super::endpoint::{Endpoint, Posted};
 use super::gate::Gate;
 use super::report::{Kind, Lines, RelayCounters, quoted};
 use super::request::{QueueNames, Request};
+use crate::args::MaxAgeAction;
+use crate::output::plural;
 
 /// What every delivery shares.
 pub struct Relay {
@@ -36,23 +39,31 @@ pub struct Relay {
     pub stopping: CancellationToken,
     pub counters: RelayCounters,
     pub lines: Lines,
+    /// `--batch` and `--batch-bytes`: the most messages and bytes of one
+    /// request; `None` sends each message alone, not as a batch.
+    pub batch: Option<(usize, usize)>,
+    /// `--max-age` and `--max-age-action`.
+    pub max_age: Option<(Duration, MaxAgeAction)>,
+    /// Set while `--wait-for-target` waits for the service's first answer.
+    pub waiting_for_target: AtomicBool,
 }
 
-/// The message a delivery is about, for its verdict and its lines.
+/// A message a delivery is about, for its verdict and its lines.
 pub struct About<'a> {
     pub id: &'a str,
     pub attempts: u32,
 }
 
-/// POSTs `request` until an answer settles it, the hold runs out, or the
-/// relay stops; the message's verdict.
+/// POSTs `request` (of the messages `about`, in order) until an answer
+/// settles them, the hold runs out, or the relay stops; each message's
+/// verdict, in order.
 ///
 /// # Cancellation
 ///
 /// Dropped (the consumer aborting its handler past the grace period), the
-/// message is left to the consumer, which releases it; a POST on its way
-/// is cut, and the service may have it.
-pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdict {
+/// messages are left to the consumer, which releases them; a POST on its
+/// way is cut, and the service may have it.
+pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Vec<Verdict> {
     let hold_until = Instant::now() + relay.hold;
     // Kept from the first POST to the last: a held message goes again
     // before those that came after it.
@@ -62,7 +73,7 @@ pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdi
             biased;
             () = relay.stopping.cancelled() => None,
             () = tokio::time::sleep_until(hold_until) => {
-                return held_too_long(relay, &about);
+                return held_too_long(relay, about);
             }
             pass = async {
                 if slot.is_none() {
@@ -73,8 +84,8 @@ pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdi
         };
         // Stopping, or a closed semaphore (nothing closes it): given back unsent.
         let (Some(pass), Some(_)) = (ready, &slot) else {
-            add(&relay.counters.released);
-            return Verdict::Retry(Some(Duration::ZERO));
+            count(&relay.counters.released, about);
+            return vec![Verdict::Retry(Some(Duration::ZERO)); about.len()];
         };
         add(&relay.counters.posting);
         let posted = relay.endpoint.post(request.clone()).await;
@@ -82,23 +93,32 @@ pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdi
         match posted.answer {
             Answer::Delivered => {
                 pass.answered();
-                add(&relay.counters.delivered);
-                return Verdict::Ack;
+                return if request.batch {
+                    batch_verdicts(relay, about, &posted)
+                } else {
+                    count(&relay.counters.delivered, about);
+                    vec![Verdict::Ack; about.len()]
+                };
             }
             Answer::Failed => {
                 pass.answered();
-                add(&relay.counters.refused);
-                let delay = relay.retry_delay.delay_for(about.attempts);
-                relay.lines.say(Kind::Refused, || {
-                    format!(
+                count(&relay.counters.refused, about);
+                relay.lines.say(Kind::Refused, || match about {
+                    [one] => format!(
                         "the service refused message {} ({}): retried in {} (attempt {})",
-                        about.id,
+                        one.id,
                         quoted(&posted.detail),
-                        humantime::format_duration(delay),
-                        about.attempts
-                    )
+                        humantime::format_duration(relay.retry_delay.delay_for(one.attempts)),
+                        one.attempts
+                    ),
+                    _ => format!(
+                        "the service refused a batch of {} messages ({}): each retried after its \
+                         delay",
+                        about.len(),
+                        quoted(&posted.detail)
+                    ),
                 });
-                return Verdict::Retry(None);
+                return vec![Verdict::Retry(None); about.len()];
             }
             Answer::Busy { retry_after } => {
                 add(&relay.counters.busy_answers);
@@ -113,32 +133,91 @@ pub async fn deliver(relay: &Relay, about: About<'_>, request: Request) -> Verdi
                     });
                 }
                 if Instant::now() >= hold_until {
-                    return held_too_long(relay, &about);
+                    return held_too_long(relay, about);
                 }
             }
         }
     }
 }
 
-/// The message waited `--hold`: back to the queue, with an attempt used,
-/// not before the gate's pause ends nor before its retry delay.
-fn held_too_long(relay: &Relay, about: &About<'_>) -> Verdict {
-    add(&relay.counters.held_too_long);
-    let delay = relay
-        .retry_delay
-        .delay_for(about.attempts)
-        .max(relay.gate.pause_left());
+/// The verdicts a batch's 2xx answer gives (`batch.rs` reads it).
+fn batch_verdicts(relay: &Relay, about: &[About<'_>], posted: &Posted) -> Vec<Verdict> {
+    let ids: Vec<&str> = about.iter().map(|a| a.id).collect();
+    match batch::answer(&posted.body, &ids, posted.truncated) {
+        BatchAnswer::Unreadable(why) => {
+            count(&relay.counters.refused, about);
+            relay.lines.say(Kind::Unreadable, || {
+                format!(
+                    "the service answered a batch of {} messages with {} that cannot be read \
+                     ({why}): each retried after its delay",
+                    about.len(),
+                    quoted(&posted.detail)
+                )
+            });
+            vec![Verdict::Retry(None); about.len()]
+        }
+        BatchAnswer::Each { retry, unknown } => {
+            if !unknown.is_empty() {
+                relay
+                    .counters
+                    .unknown_ids
+                    .fetch_add(unknown.len() as u64, Ordering::Relaxed);
+                relay.lines.say(Kind::Unreadable, || {
+                    format!(
+                        "the service asked to retry {} that the batch did not hold (ignored): {}",
+                        plural(unknown.len() as u64, "id"),
+                        quoted(&unknown.join(", "))
+                    )
+                });
+            }
+            let retried = retry.iter().filter(|r| r.is_some()).count() as u64;
+            relay.counters.refused.fetch_add(retried, Ordering::Relaxed);
+            relay
+                .counters
+                .delivered
+                .fetch_add(about.len() as u64 - retried, Ordering::Relaxed);
+            retry
+                .into_iter()
+                .map(|asked| match asked {
+                    None => Verdict::Ack,
+                    Some(delay) => Verdict::Retry(delay),
+                })
+                .collect()
+        }
+    }
+}
+
+/// The messages waited `--hold`: back to the queue, with an attempt used,
+/// not before the gate's pause ends nor before their retry delay.
+fn held_too_long(relay: &Relay, about: &[About<'_>]) -> Vec<Verdict> {
+    count(&relay.counters.held_too_long, about);
+    let pause_left = relay.gate.pause_left();
+    let delays: Vec<Duration> = about
+        .iter()
+        .map(|a| relay.retry_delay.delay_for(a.attempts).max(pause_left))
+        .collect();
     relay.lines.say(Kind::HeldTooLong, || {
+        let which = match about {
+            [one] => format!("message {}", one.id),
+            _ => format!("a batch of {} messages", about.len()),
+        };
         format!(
-            "message {} was held {} while the service was down or busy: retried in {}",
-            about.id,
+            "{which} was held {} while the service was down or busy: retried in {}",
             humantime::format_duration(relay.hold),
-            humantime::format_duration(delay)
+            humantime::format_duration(delays.iter().copied().min().unwrap_or_default())
         )
     });
-    Verdict::Retry(Some(delay))
+    delays
+        .into_iter()
+        .map(|d| Verdict::Retry(Some(d)))
+        .collect()
 }
 
 fn add(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// One more for each message of `about`.
+fn count(counter: &AtomicU64, about: &[About<'_>]) {
+    counter.fetch_add(about.len() as u64, Ordering::Relaxed);
 }

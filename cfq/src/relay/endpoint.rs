@@ -9,10 +9,13 @@
 use std::error::Error as _;
 use std::time::{Duration, SystemTime};
 
+use hmac::{Hmac, Mac as _};
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
+use sha2::Sha256;
 
 use super::answer::{Answer, of_status};
+use super::batch::MAX_BATCH_ANSWER_BYTES;
 use super::request::{Request, is_token};
 use crate::args::RelayArgs;
 use crate::exit::Failure;
@@ -36,10 +39,17 @@ const REFUSED_NAMES: [&str; 6] = [
     "upgrade",
 ];
 
+/// The header of `--sign-secret-env`'s signature.
+pub const SIGNATURE: &str = "cfq-signature";
+
 pub struct Endpoint {
     http: reqwest::Client,
     url: Url,
+    /// `--health-url`, for `--wait-for-target`.
+    health: Option<Url>,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// `--sign-secret-env`'s secret. No `Debug` on this type: it never shows.
+    sign_secret: Option<Vec<u8>>,
 }
 
 /// What one POST came to.
@@ -49,13 +59,17 @@ pub struct Posted {
     /// For the failure line: `HTTP 503: <the answer's start>`, or what
     /// kept the request from an answer. Not escaped yet.
     pub detail: String,
+    /// The answer's body, up to the cap (4 KiB, or 64 KiB for a batch).
+    pub body: Vec<u8>,
+    /// Whether the body went past the cap.
+    pub truncated: bool,
 }
 
 impl Endpoint {
     /// The endpoint of `--to` with the headers of `--header` and
     /// `--header-env`; a usage failure naming what is wrong.
     pub fn new(args: &RelayArgs) -> Result<Endpoint, Failure> {
-        let url = checked_url(&args.to)?;
+        let url = checked_url(&args.to, "--to")?;
         let secrets = cloudflare_secrets();
         let mut headers = Vec::new();
         for given in &args.headers {
@@ -64,20 +78,13 @@ impl Endpoint {
         }
         for given in &args.header_envs {
             let (name, var) = split_header(given, "--header-env", "Name: VAR")?;
-            if var.to_ascii_uppercase().starts_with("CLOUDFLARE_") {
-                return Err(Failure::usage(format_args!(
-                    "--header-env {name}: {var} is a Cloudflare variable; the relay never sends \
-                     Cloudflare credentials to the service"
-                )));
-            }
-            let value = std::env::var(var).ok().filter(|v| !v.is_empty());
-            let Some(value) = value else {
-                return Err(Failure::usage(format_args!(
-                    "--header-env {name}: the environment variable {var} is not set, or empty"
-                )));
-            };
+            let value = secret_from(var, &format!("--header-env {name}"))?;
             headers.push(checked_header(name, &value, &secrets)?);
         }
+        let sign_secret = match &args.sign_secret_env {
+            None => None,
+            Some(var) => Some(secret_from(var, "--sign-secret-env")?.into_bytes()),
+        };
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(args.timeout)
@@ -85,7 +92,18 @@ impl Endpoint {
             .user_agent(concat!("cfq-relay/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Failure::local(format_args!("cannot make an HTTP client: {e}")))?;
-        Ok(Endpoint { http, url, headers })
+        let health = args
+            .health_url
+            .as_deref()
+            .map(|given| checked_url(given, "--health-url"))
+            .transpose()?;
+        Ok(Endpoint {
+            http,
+            url,
+            health,
+            headers,
+            sign_secret,
+        })
     }
 
     /// The URL as printed: scheme, host, port and path, never a query.
@@ -94,6 +112,24 @@ impl Endpoint {
         shown.set_query(None);
         shown.set_fragment(None);
         shown.to_string()
+    }
+
+    /// Whether the service answers: a 2xx to a GET of `--health-url`, or,
+    /// without one, any answer to a GET of `--to` but 502, 503 and 504 (a
+    /// POST route answering 405 is up). No `--header` goes with it: the
+    /// health URL may be another origin.
+    pub async fn answers(&self) -> bool {
+        let url = self.health.as_ref().unwrap_or(&self.url);
+        match self.http.get(url.clone()).send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                match self.health {
+                    Some(_) => (200..300).contains(&status),
+                    None => !matches!(status, 502..=504),
+                }
+            }
+            Err(_) => false,
+        }
     }
 
     /// POSTs `request` and reads what its answer means.
@@ -106,6 +142,18 @@ impl Endpoint {
             .http
             .post(self.url.clone())
             .header(CONTENT_TYPE, request.content_type);
+        if let Some(secret) = &self.sign_secret {
+            let now = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_secs();
+            builder = builder.header(SIGNATURE, signature(secret, now, &request.body));
+        }
+        let cap = if request.batch {
+            MAX_BATCH_ANSWER_BYTES
+        } else {
+            MAX_ANSWER_BYTES
+        };
         for (name, value) in request.headers {
             builder = builder.header(name, value);
         }
@@ -118,6 +166,8 @@ impl Endpoint {
                 return Posted {
                     answer: Answer::Busy { retry_after: None },
                     detail: unreachable(&error),
+                    body: Vec::new(),
+                    truncated: false,
                 };
             }
         };
@@ -128,24 +178,70 @@ impl Endpoint {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
         let answer = of_status(status, retry_after.as_deref(), SystemTime::now());
-        let mut start = Vec::new();
-        while start.len() < MAX_ANSWER_BYTES {
+        let mut body = Vec::new();
+        let mut truncated = false;
+        loop {
             match response.chunk().await {
-                Ok(Some(chunk)) => start.extend_from_slice(&chunk),
-                // The status decided already: a body cut short changes nothing.
+                Ok(Some(chunk)) if body.len() + chunk.len() > cap => {
+                    let room = cap - body.len();
+                    body.extend_from_slice(&chunk[..room]);
+                    truncated = true;
+                    break;
+                }
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                // The status decided already: a body cut short is read as far as it came.
                 Ok(None) | Err(_) => break,
             }
         }
-        start.truncate(MAX_ANSWER_BYTES);
-        let text = String::from_utf8_lossy(&start);
+        let text = String::from_utf8_lossy(&body);
         let text = text.trim();
         let detail = if text.is_empty() {
             format!("HTTP {status}")
         } else {
             format!("HTTP {status}: {text}")
         };
-        Posted { answer, detail }
+        Posted {
+            answer,
+            detail,
+            body,
+            truncated,
+        }
     }
+}
+
+/// `Cfq-Signature`'s value: `t=<Unix seconds>,v1=<hex HMAC-SHA256 of
+/// "<t>." followed by the body, keyed with the secret>` (Stripe's scheme:
+/// the time is signed with the body, so a replay can be refused by age).
+pub fn signature(secret: &[u8], unix_seconds: u64, body: &[u8]) -> String {
+    // HMAC takes a key of any length: `new_from_slice` cannot fail.
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret) else {
+        return String::new();
+    };
+    mac.update(unix_seconds.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("t={unix_seconds},v1={hex}")
+}
+
+/// A secret from the environment variable `var`, for `flag`: never a
+/// Cloudflare variable, never empty.
+fn secret_from(var: &str, flag: &str) -> Result<String, Failure> {
+    if var.to_ascii_uppercase().starts_with("CLOUDFLARE_") {
+        return Err(Failure::usage(format_args!(
+            "{flag}: {var} is a Cloudflare variable; the relay never sends Cloudflare \
+             credentials to the service"
+        )));
+    }
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            Failure::usage(format_args!(
+                "{flag}: the environment variable {var} is not set, or empty"
+            ))
+        })
 }
 
 /// What kept a request from an answer, its causes included, without the
@@ -168,20 +264,20 @@ fn unreachable(error: &reqwest::Error) -> String {
     detail
 }
 
-fn checked_url(given: &str) -> Result<Url, Failure> {
+fn checked_url(given: &str, flag: &str) -> Result<Url, Failure> {
     let url = Url::parse(given)
-        .map_err(|e| Failure::usage(format_args!("--to {given}: not a URL ({e})")))?;
+        .map_err(|e| Failure::usage(format_args!("{flag} {given}: not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Failure::usage(format_args!(
-            "--to: the relay POSTs over http or https, not {}",
+            "{flag}: the relay speaks http or https, not {}",
             url.scheme()
         )));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(Failure::usage(
-            "--to: a user or password in the URL would be on the command line; pass it in a \
-             header from the environment instead",
-        )
+        return Err(Failure::usage(format_args!(
+            "{flag}: a user or password in the URL would be on the command line; pass it in a \
+             header from the environment instead"
+        ))
         .with_hint("--header-env 'Authorization: SERVICE_AUTHORIZATION'"));
     }
     Ok(url)
@@ -250,13 +346,19 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(message(checked_url("http://127.0.0.1:8080/in")), "ok");
         assert_eq!(
-            message(checked_url("ftp://host/x")),
-            "--to: the relay POSTs over http or https, not ftp"
+            message(checked_url("http://127.0.0.1:8080/in", "--to")),
+            "ok"
         );
-        assert!(message(checked_url("https://u:p@host/")).contains("user or password"));
-        assert!(message(checked_url("nothing")).starts_with("--to nothing: not a URL"));
+        assert_eq!(
+            message(checked_url("ftp://host/x", "--to")),
+            "--to: the relay speaks http or https, not ftp"
+        );
+        assert!(message(checked_url("https://u:p@host/", "--to")).contains("user or password"));
+        assert!(
+            message(checked_url("nothing", "--health-url"))
+                .starts_with("--health-url nothing: not a URL")
+        );
     }
 
     #[test]

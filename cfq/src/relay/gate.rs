@@ -97,8 +97,25 @@ impl Gate {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A gate closed until [`Gate::open`]: `--wait-for-target`.
+    pub fn closed(backoff: Span, max_pause: Duration) -> Gate {
+        let gate = Gate::new(backoff, max_pause);
+        // Far enough never to end by itself; near enough for any clock.
+        gate.state().paused_until = Some(Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+        gate
+    }
+
+    /// Opens the gate: the service answered.
+    pub fn open(&self) {
+        let mut state = self.state();
+        state.paused_until = None;
+        state.probing = false;
+        state.next_pause = self.backoff.min;
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
     /// Whether the gate is paused (a probe on its way included).
-    #[cfg(test)]
     pub fn is_paused(&self) -> bool {
         self.state().paused_until.is_some()
     }
@@ -190,15 +207,7 @@ impl Pass<'_> {
     /// service is up, so the gate opens and the backoff starts over.
     pub fn answered(mut self) {
         self.told = true;
-        let gate = self.gate;
-        let mut state = gate.state();
-        let was_paused = state.paused_until.take().is_some();
-        state.probing = false;
-        state.next_pause = gate.backoff.min;
-        drop(state);
-        if was_paused {
-            gate.changed.notify_waiters();
-        }
+        self.gate.open();
     }
 }
 
@@ -289,6 +298,27 @@ mod tests {
         assert_eq!(next_pass(&gate).await, (5 * SECOND, true));
         assert_eq!(gate.pass().await.busy(Some(60 * SECOND)), Some(10 * SECOND));
         assert_eq!(next_pass(&gate).await, (10 * SECOND, true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_gate_waits_for_open() {
+        let gate = Gate::closed(
+            Span {
+                min: SECOND,
+                max: SECOND,
+            },
+            SECOND,
+        );
+        let opening = async {
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            gate.open();
+        };
+        let (waited, ()) = tokio::join!(next_pass(&gate), opening);
+        assert_eq!(
+            waited,
+            (Duration::from_secs(3_600), false),
+            "no probe: opened"
+        );
     }
 
     #[tokio::test(start_paused = true)]

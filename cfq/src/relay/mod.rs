@@ -26,16 +26,19 @@
 //! | `max_lease` | `--hold` + `--timeout` + `--visibility` | every message is settled while its lease is kept |
 
 mod answer;
+mod batch;
 mod deliver;
 mod endpoint;
 mod gate;
+mod handle;
+mod listen;
 mod report;
 mod request;
 
 use std::convert::Infallible;
-use std::pin::pin;
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cf_queues::consumer::{CancellationToken, Consumer, ConsumerError, RetryDelay, Summary};
@@ -47,7 +50,7 @@ use crate::exit::{Code, Failure};
 use crate::session::Session;
 use crate::signals::Interrupts;
 use crate::stderr::note;
-use deliver::{About, Relay, deliver};
+use deliver::Relay;
 use endpoint::Endpoint;
 use gate::Gate;
 use report::{Lines, RelayCounters, RelaySummary};
@@ -71,6 +74,16 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
     let grace = args
         .grace
         .unwrap_or(MIN_GRACE.max(args.timeout + Duration::from_secs(1)));
+    // The exporter goes in before the consumer exists, so that every figure
+    // of the consumer's is recorded from its first pull.
+    let prometheus = match args.listen {
+        Some(_) => Some(
+            metrics_exporter_prometheus::PrometheusBuilder::new()
+                .install_recorder()
+                .map_err(|e| Failure::local(format_args!("cannot start the metrics: {e}")))?,
+        ),
+        None => None,
+    };
     // One call before the start line: the credentials and the queue are
     // checked (exit 3 or 4), and its time sizes what is leased at once.
     let asked = Instant::now();
@@ -87,8 +100,13 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
     };
     let (max_in_flight, batch_size) = leased_at_most(args, round_trip);
     let stopping = CancellationToken::new();
+    let gate = if args.wait_for_target {
+        Gate::closed(args.backoff, args.max_pause)
+    } else {
+        Gate::new(args.backoff, args.max_pause)
+    };
     let relay = Arc::new(Relay {
-        gate: Gate::new(args.backoff, args.max_pause),
+        gate,
         slots: Semaphore::new(args.concurrency as usize),
         queue: QueueNames {
             id: session.queue.id().to_owned(),
@@ -100,6 +118,12 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         counters: RelayCounters::default(),
         lines: Lines::default(),
         endpoint,
+        batch: args.batch.map(|n| {
+            let bytes = usize::try_from(args.batch_bytes).unwrap_or(usize::MAX);
+            (n as usize, bytes)
+        }),
+        max_age: args.max_age.map(|age| (age, args.max_age_action)),
+        waiting_for_target: AtomicBool::new(args.wait_for_target),
     });
     let poisoned = Arc::clone(&relay);
     let consumer = Consumer::builder(session.queue.clone())
@@ -112,18 +136,34 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         .shutdown_token(stopping.clone())
         .on_poison(move |message, _why| {
             let relay = Arc::clone(&poisoned);
-            async move {
-                let request = request::undecoded(&message, &relay.queue);
-                deliver(&relay, about(&message), request).await
-            }
+            async move { handle::undecodable(&relay, &message).await }
         })
         .build()
         .map_err(Failure::usage)?;
     let switch = consumer.pull_switch();
+    let mut background = Vec::new();
+    if let (Some(address), Some(prometheus)) = (args.listen, prometheus) {
+        let health = listen::Health {
+            relay: Arc::clone(&relay),
+            switch: switch.clone(),
+            stopping: stopping.clone(),
+            prometheus,
+        };
+        background.push(AbortOnDrop(tokio::spawn(
+            listen::serve(address, health).await?,
+        )));
+    }
     let gate_keeper = Arc::clone(&relay);
-    let _driving = AbortOnDrop(tokio::spawn(async move {
+    background.push(AbortOnDrop(tokio::spawn(async move {
         gate_keeper.gate.drive(switch).await;
-    }));
+    })));
+    if args.wait_for_target {
+        let waiter = Arc::clone(&relay);
+        let every = args.backoff.min.max(Duration::from_millis(100));
+        background.push(AbortOnDrop(tokio::spawn(async move {
+            wait_for_target(&waiter, every).await;
+        })));
+    }
     let monitor = consumer.monitor();
     let mut interrupts = Interrupts::watch()
         .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
@@ -140,14 +180,16 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         humantime::format_duration(args.hold),
     ));
     let handled = Arc::clone(&relay);
-    let mut run = pin!(consumer.run(move |message| {
-        let relay = Arc::clone(&handled);
-        async move {
-            let request = request::decoded(&message, &relay.queue)
-                .unwrap_or_else(|| request::undecoded(&message, &relay.queue));
-            Ok::<_, Infallible>(deliver(&relay, about(&message), request).await)
-        }
-    }));
+    let mut run: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = match args.batch {
+        None => Box::pin(consumer.run(move |message| {
+            let relay = Arc::clone(&handled);
+            async move { Ok::<_, Infallible>(handle::one(&relay, &message).await) }
+        })),
+        Some(_) => Box::pin(consumer.run_batch(move |messages| {
+            let relay = Arc::clone(&handled);
+            async move { Ok::<_, Infallible>(handle::many(&relay, &messages).await) }
+        })),
+    };
     let ended = tokio::select! {
         ended = &mut run => ended,
         () = interrupts.reached(1) => {
@@ -200,10 +242,23 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn about(message: &cf_queues::PulledMessage) -> About<'_> {
-    About {
-        id: &message.id,
-        attempts: message.attempts,
+/// `--wait-for-target`: asks the service every `every` until it answers,
+/// then opens the gate (and so the pulls).
+async fn wait_for_target(relay: &Relay, every: Duration) {
+    let mut asked = 0u64;
+    while !relay.endpoint.answers().await {
+        asked += 1;
+        if asked == 1 || asked.is_multiple_of(100) {
+            note(format_args!(
+                "waiting for the service to answer before pulling ({asked} tries so far)"
+            ));
+        }
+        tokio::time::sleep(every).await;
+    }
+    relay.waiting_for_target.store(false, Ordering::Relaxed);
+    relay.gate.open();
+    if asked > 0 {
+        note("the service answers: pulling");
     }
 }
 

@@ -26,8 +26,11 @@ const QUOTED_CHARS: usize = 200;
 pub struct RelayCounters {
     /// Messages the service answered with 2xx (then acked).
     pub delivered: AtomicU64,
-    /// Messages the service refused (any other answer): retried with their delay.
+    /// Messages the service refused (any other answer, or named in a
+    /// batch answer's `retry`, or in an unreadable one): retried.
     pub refused: AtomicU64,
+    /// Ids a batch answer named that its batch did not hold.
+    pub unknown_ids: AtomicU64,
     /// Answers that said the service is down or busy (the message held).
     pub busy_answers: AtomicU64,
     /// Pauses of the whole relay those answers started.
@@ -36,6 +39,8 @@ pub struct RelayCounters {
     pub held_too_long: AtomicU64,
     /// Messages given back to the queue unsent at the stop.
     pub released: AtomicU64,
+    /// Messages past `--max-age`: acked or retried towards the dead-letter queue, unsent.
+    pub expired: AtomicU64,
     /// POSTs on their way now.
     pub posting: AtomicU64,
 }
@@ -46,13 +51,15 @@ pub enum Kind {
     Busy = 0,
     Refused = 1,
     HeldTooLong = 2,
+    /// A batch answer that cannot be read, or names ids it did not get.
+    Unreadable = 3,
 }
 
 /// Failure lines, rate-bounded per kind.
 #[derive(Debug, Default)]
 pub struct Lines {
-    last: Mutex<[Option<Instant>; 3]>,
-    unsaid: [AtomicU64; 3],
+    last: Mutex<[Option<Instant>; 4]>,
+    unsaid: [AtomicU64; 4],
 }
 
 impl Lines {
@@ -102,6 +109,8 @@ pub struct RelaySummary {
     pub pauses: u64,
     pub held_too_long: u64,
     pub released: u64,
+    pub expired: u64,
+    pub unknown_ids: u64,
     pub received: u64,
     pub acked: u64,
     pub retried: u64,
@@ -128,6 +137,8 @@ impl RelaySummary {
             pauses: get(&counters.pauses),
             held_too_long: get(&counters.held_too_long),
             released: get(&counters.released),
+            expired: get(&counters.expired),
+            unknown_ids: get(&counters.unknown_ids),
             received: consumer.received,
             acked: consumer.acked,
             retried: consumer.retried,
@@ -149,6 +160,8 @@ impl RelaySummary {
             ("pauses", self.pauses),
             ("held too long (retried)", self.held_too_long),
             ("given back at the stop", self.released),
+            ("past --max-age (not sent)", self.expired),
+            ("unknown ids in batch answers", self.unknown_ids),
             ("received", self.received),
             ("acked", self.acked),
             ("retried", self.retried),

@@ -23,6 +23,8 @@ pub const CONTENT_TYPE: &str = "cfq-content-type";
 pub const METADATA: &str = "cfq-metadata";
 /// The prefix of one header per metadata entry.
 pub const META_PREFIX: &str = "cfq-meta-";
+/// The number of messages in a batch's request.
+pub const BATCH_SIZE: &str = "cfq-batch-size";
 
 /// The queue a request names.
 #[derive(Debug, Clone)]
@@ -38,6 +40,9 @@ pub struct Request {
     pub content_type: &'static str,
     /// Lowercase names, values of visible ASCII only.
     pub headers: Vec<(String, String)>,
+    /// A batch (`--batch`): a JSON array of records, whose 2xx answer may
+    /// name messages to retry.
+    pub batch: bool,
 }
 
 /// The request for a message whose body decodes: json as its JSON text
@@ -57,6 +62,7 @@ pub fn decoded(message: &PulledMessage, queue: &QueueNames) -> Option<Request> {
         body: bytes,
         content_type,
         headers: headers(&Facts::of(message), queue),
+        batch: false,
     })
 }
 
@@ -67,7 +73,29 @@ pub fn undecoded(message: &PulledMessage, queue: &QueueNames) -> Request {
         body: undecoded_body(message.body().raw()),
         content_type: "application/octet-stream",
         headers: headers(&Facts::of(message), queue),
+        batch: false,
     }
+}
+
+/// The request of a batch: `body` (a JSON array of `count` records, from
+/// `batch.rs`), with the queue's headers and the count.
+pub fn batch(queue: &QueueNames, body: Vec<u8>, count: usize) -> Request {
+    let mut headers = queue_headers(queue);
+    headers.push((BATCH_SIZE.to_owned(), count.to_string()));
+    Request {
+        body,
+        content_type: "application/json",
+        headers,
+        batch: true,
+    }
+}
+
+fn queue_headers(queue: &QueueNames) -> Vec<(String, String)> {
+    let mut headers = vec![(QUEUE_ID.to_owned(), visible(&queue.id))];
+    if let Some(name) = &queue.name {
+        headers.push((QUEUE_NAME.to_owned(), visible(name)));
+    }
+    headers
 }
 
 /// The API's text base64-decoded when it is base64 (as `v8` bodies
@@ -104,11 +132,8 @@ fn headers(message: &Facts<'_>, queue: &QueueNames) -> Vec<(String, String)> {
         (MESSAGE_ID.to_owned(), visible(message.id)),
         (ATTEMPTS.to_owned(), message.attempts.to_string()),
         (TIMESTAMP.to_owned(), message.timestamp_ms.to_string()),
-        (QUEUE_ID.to_owned(), visible(&queue.id)),
     ];
-    if let Some(name) = &queue.name {
-        headers.push((QUEUE_NAME.to_owned(), visible(name)));
-    }
+    headers.extend(queue_headers(queue));
     headers.push((CONTENT_TYPE.to_owned(), visible(message.content_type)));
     let metadata = Value::Object(message.metadata.clone());
     headers.push((METADATA.to_owned(), ascii_json(&metadata)));
