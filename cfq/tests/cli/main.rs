@@ -11,6 +11,7 @@ mod drain;
 mod event_subscriptions;
 mod messages;
 mod relay;
+mod relay_options;
 mod resources;
 #[cfg(unix)]
 mod signals;

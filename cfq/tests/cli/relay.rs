@@ -17,10 +17,10 @@ use crate::support::{
     push_each, queue_of, run, signal,
 };
 
-const SECOND: Duration = Duration::from_secs(1);
+pub(crate) const SECOND: Duration = Duration::from_secs(1);
 
 /// `cfq relay` on `queue` to `to`, with `extra` options; JSON on stdout.
-fn start(emulator: &EmulatorHandle, queue: &str, to: &str, extra: &[&str]) -> Child {
+pub(crate) fn start(emulator: &EmulatorHandle, queue: &str, to: &str, extra: &[&str]) -> Child {
     cfq(emulator)
         .args(["relay", "--queue", queue, "--to", to])
         .args(extra)
@@ -31,7 +31,7 @@ fn start(emulator: &EmulatorHandle, queue: &str, to: &str, extra: &[&str]) -> Ch
 }
 
 /// SIGTERM, then what the relay did: its run and its summary.
-async fn stop(child: Child) -> (Run, Value) {
+pub(crate) async fn stop(child: Child) -> (Run, Value) {
     signal(&child, "TERM");
     let run = finish(child).await;
     let summary = run
@@ -42,7 +42,7 @@ async fn stop(child: Child) -> (Run, Value) {
 }
 
 /// Waits up to `limit` for `done`, checking every 20 ms.
-async fn eventually(what: &str, limit: Duration, done: impl Fn() -> bool) {
+pub(crate) async fn eventually(what: &str, limit: Duration, done: impl Fn() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < limit, "never: {what}");
@@ -50,12 +50,12 @@ async fn eventually(what: &str, limit: Duration, done: impl Fn() -> bool) {
     }
 }
 
-fn text(request: &Recorded) -> String {
+pub(crate) fn text(request: &Recorded) -> String {
     String::from_utf8_lossy(&request.body).into_owned()
 }
 
 /// How often each body was POSTed.
-fn counts(requests: &[Recorded]) -> BTreeMap<String, usize> {
+pub(crate) fn counts(requests: &[Recorded]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for request in requests {
         *counts.entry(text(request)).or_default() += 1;
@@ -63,19 +63,19 @@ fn counts(requests: &[Recorded]) -> BTreeMap<String, usize> {
     counts
 }
 
-fn once_each(bodies: &[String]) -> BTreeMap<String, usize> {
+pub(crate) fn once_each(bodies: &[String]) -> BTreeMap<String, usize> {
     bodies.iter().map(|b| (b.clone(), 1)).collect()
 }
 
 /// Checks that every request was its message's first delivery.
 #[track_caller]
-fn assert_first_attempts(requests: &[Recorded]) {
+pub(crate) fn assert_first_attempts(requests: &[Recorded]) {
     let attempts: Vec<_> = requests.iter().map(|r| r.header("cfq-attempts")).collect();
     assert!(attempts.iter().all(|a| *a == Some("1")), "{attempts:?}");
 }
 
 /// The summary's figures `names`, in order.
-fn figures<const N: usize>(summary: &Value, names: [&str; N]) -> [u64; N] {
+pub(crate) fn figures<const N: usize>(summary: &Value, names: [&str; N]) -> [u64; N] {
     names.map(|name| {
         summary[name]
             .as_u64()
@@ -84,7 +84,7 @@ fn figures<const N: usize>(summary: &Value, names: [&str; N]) -> [u64; N] {
 }
 
 /// Pushes `count` numbered text messages to `queue` (an id); their bodies.
-async fn pushed(emulator: &EmulatorHandle, queue: &str, count: usize) -> Vec<String> {
+pub(crate) async fn pushed(emulator: &EmulatorHandle, queue: &str, count: usize) -> Vec<String> {
     let bodies = numbered(queue, count);
     let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
     push_each(&queue_of(emulator, queue), &refs).await;
