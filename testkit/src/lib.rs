@@ -18,6 +18,7 @@
 pub mod bench;
 pub mod clients;
 pub mod dashboard;
+pub mod distance;
 pub mod emulators;
 pub mod gate;
 pub mod logs;

@@ -100,6 +100,10 @@ type Script = Box<dyn FnMut(&Recorded) -> Reply + Send>;
 
 struct Shared {
     recorded: Mutex<Vec<Recorded>>,
+    /// Whether requests are kept ([`RecordingTarget::counting`] keeps none).
+    keep: bool,
+    /// Every request so far, kept or not.
+    seen: AtomicUsize,
     script: Mutex<Script>,
     in_progress: AtomicUsize,
     arrived: Notify,
@@ -123,12 +127,24 @@ impl std::fmt::Debug for RecordingTarget {
 impl RecordingTarget {
     /// A target answering 200 to everything, on a free loopback port.
     pub async fn start() -> RecordingTarget {
+        RecordingTarget::started(true).await
+    }
+
+    /// A target that counts requests and keeps none: a service doing
+    /// nothing, for benchmarks of hundreds of thousands of requests.
+    pub async fn counting() -> RecordingTarget {
+        RecordingTarget::started(false).await
+    }
+
+    async fn started(keep: bool) -> RecordingTarget {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a loopback port");
         let address = listener.local_addr().expect("its address");
         let shared = Arc::new(Shared {
             recorded: Mutex::new(Vec::new()),
+            keep,
+            seen: AtomicUsize::new(0),
             script: Mutex::new(Box::new(|_: &Recorded| Reply::ok())),
             in_progress: AtomicUsize::new(0),
             arrived: Notify::new(),
@@ -149,6 +165,11 @@ impl RecordingTarget {
     /// Answers from now on by `script`, called with each request as it came.
     pub fn script(&self, script: impl FnMut(&Recorded) -> Reply + Send + 'static) {
         *lock(&self.shared.script) = Box::new(script);
+    }
+
+    /// How many requests arrived so far (kept or not).
+    pub fn seen(&self) -> usize {
+        self.shared.seen.load(Ordering::SeqCst)
     }
 
     /// Every request so far, in the order they arrived.
@@ -246,7 +267,10 @@ async fn answer(shared: &Shared, request: http::Request<Incoming>) -> Response<B
         body,
     };
     let reply = (lock(&shared.script))(&recorded);
-    lock(&shared.recorded).push(recorded);
+    if shared.keep {
+        lock(&shared.recorded).push(recorded);
+    }
+    shared.seen.fetch_add(1, Ordering::SeqCst);
     shared.arrived.notify_waiters();
     shared.in_progress.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(reply.delay).await;
