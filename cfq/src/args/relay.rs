@@ -59,6 +59,25 @@ waiting messages back to the queue and flushes every ack, within --grace + 10 s;
 signal stops at once and says what was left. A service that is down never ends the relay. \
 Several relays on one queue share its allowance as consumer replicas do.
 
+Batches (--batch N): each request is a JSON array of up to N cfq records (the format of `cfq \
+pull`: {\"cfq\":1,\"id\":…,\"attempts\":…,\"timestamp_ms\":…,\"content_type\":…,\"body\":…,\"metadata\":…}), \
+at most --batch-bytes. A 2xx answer may name messages to retry: {\"retry\":[{\"id\":\"…\",\
+\"delay_seconds\":30}]}; the others are acked. An empty answer, or a JSON object without \"retry\", \
+acks them all; an answer that cannot be read (not a JSON object, another shape) retries them all; \
+an id the batch did not hold is ignored and reported.
+
+Signatures (--sign-secret-env VAR): Cfq-Signature: t=<Unix seconds>,v1=<hex HMAC-SHA256 keyed \
+with the secret, of t, a dot and the body>. The service recomputes it over the raw body and \
+refuses an old t.
+
+--max-age: a message pushed longer ago is not POSTed: with --max-age-action dead-letter (the \
+default) it is retried at once until the queue's max_retries moves it to its dead-letter queue; \
+with ack it is deleted. --wait-for-target pulls nothing until the service answers once (a 2xx from \
+--health-url, or any answer but 502-504 from --to). --listen ADDR serves /healthz (the relay \
+runs), /readyz (200 while it pulls and the service answers; 503 and why: waiting for the \
+service, the service down or busy, the token blocked by Cloudflare, stopping) and /metrics \
+(Prometheus: the consumer's figures and cfq_relay_*).
+
 Exit codes: 0 a clean stop; 2 usage (a bad option, a header refused, no credentials); 3 the \
 credentials refused; 4 no such queue (or HTTP pull not enabled); 5 and 6 an API or network \
 failure that stopped the pulls; 7 acks or retries left unsent at the stop, or a second signal.";

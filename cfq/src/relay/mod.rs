@@ -4,11 +4,14 @@
 //! | part | file |
 //! |---|---|
 //! | the message as a request (body, `Cfq-*` headers) | `request.rs` |
-//! | the service's URL, headers and HTTP client | `endpoint.rs` |
+//! | `--batch`: records packed in requests, and what a 2xx answer retries | `batch.rs` |
+//! | the service's URL, headers, signature and HTTP client | `endpoint.rs` |
 //! | what an answer means (the table) | `answer.rs` |
 //! | the pause every POST passes while the service is down | `gate.rs` |
-//! | one message's way, to its verdict | `deliver.rs` |
+//! | what the consumer's handlers do (`--max-age`, one or a batch) | `handle.rs` |
+//! | one request's way, to its messages' verdicts | `deliver.rs` |
 //! | counters, failure lines, the summary | `report.rs` |
+//! | `--listen`: `/healthz`, `/readyz`, `/metrics` | `listen.rs` |
 //!
 //! Defaults and why (the flags' own defaults are in `args/relay.rs`):
 //!
@@ -24,6 +27,8 @@
 //! | `--grace` | 15 s, or `--timeout` + 1 s | a POST started before the signal ends within it; with the 10 s flush, within Kubernetes' 30 s |
 //! | leased at most | `--concurrency` + what a round trip brings at the queue's 4,900/s (at least `--concurrency`, at most 1,000 more) | slots wait full, not thousands hidden from other replicas |
 //! | `max_lease` | `--hold` + `--timeout` + `--visibility` | every message is settled while its lease is kept |
+//! | `--batch-bytes` | 1 MiB | nginx's default `client_max_body_size` |
+//! | a batch answer read | 64 KiB | a retry list of 100 long ids, many times over |
 
 mod answer;
 mod batch;
