@@ -64,7 +64,8 @@ pull`: {\"cfq\":1,\"id\":…,\"attempts\":…,\"timestamp_ms\":…,\"content_typ
 at most --batch-bytes. A 2xx answer may name messages to retry: {\"retry\":[{\"id\":\"…\",\
 \"delay_seconds\":30}]}; the others are acked. An empty answer, or a JSON object without \"retry\", \
 acks them all; an answer that cannot be read (not a JSON object, another shape) retries them all; \
-an id the batch did not hold is ignored and reported.
+an id the batch did not hold is ignored and reported. Lambda's \
+{\"batchItemFailures\":[{\"itemIdentifier\":\"…\"}]} is read as \"retry\".
 
 Signatures (--sign-secret-env VAR): Cfq-Signature: t=<Unix seconds>,v1=<hex HMAC-SHA256 keyed \
 with the secret, of t, a dot and the body>. The service recomputes it over the raw body and \

@@ -15,6 +15,7 @@
 //! | empty | every message delivered (acked) |
 //! | a JSON object without `retry`, or with `"retry": null` | every message delivered |
 //! | a JSON object whose `retry` is a list of `{"id", "delay_seconds"?}` | those retried (after `delay_seconds`, 0 to 86,400, else `--retry-delay` for their attempts), the others acked; an id the batch did not hold is ignored and reported |
+//! | Lambda's `{"batchItemFailures": [{"itemIdentifier": "…"}]}` (without `retry`) | read as `retry` |
 //! | anything else (not JSON, not an object, a `retry` of another shape, more than 64 KiB) | unreadable: every message retried with `--retry-delay`, and reported (nothing is acked that the service may have refused) |
 
 use std::collections::HashMap;
@@ -28,6 +29,10 @@ use crate::ndjson::Received;
 /// The most of a batch answer read: a retry list for 100 messages with
 /// long ids fits many times over.
 pub const MAX_BATCH_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Lambda's partial batch response: `{"batchItemFailures":
+/// [{"itemIdentifier": "…"}]}`, read as `retry`.
+const LAMBDA_KEY: &str = "batchItemFailures";
 
 /// The longest delay an answer may ask for: the API's limit on a retry.
 const MAX_DELAY_SECONDS: u64 = 86_400;
@@ -109,17 +114,26 @@ pub fn answer(body: &[u8], ids: &[&str], truncated: bool) -> BatchAnswer {
     let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(body) else {
         return BatchAnswer::Unreadable("the answer is not a JSON object".into());
     };
-    let list = match object.get("retry") {
+    // Lambda's spelling is read too, so that a service written for SQS's
+    // partial batch responses never has its retries taken for acks.
+    let (key, id_key) = if object.contains_key("retry") || !object.contains_key(LAMBDA_KEY) {
+        ("retry", "id")
+    } else {
+        (LAMBDA_KEY, "itemIdentifier")
+    };
+    let list = match object.get(key) {
         None | Some(Value::Null) => return each_acked(),
         Some(Value::Array(list)) => list,
-        Some(_) => return BatchAnswer::Unreadable("\"retry\" is not a list".into()),
+        Some(_) => return BatchAnswer::Unreadable(format!("{key:?} is not a list")),
     };
     let position: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let mut retry = vec![None; ids.len()];
     let mut unknown = Vec::new();
     for entry in list {
-        let Some(id) = entry.get("id").and_then(Value::as_str) else {
-            return BatchAnswer::Unreadable("an entry of \"retry\" has no string \"id\"".into());
+        let Some(id) = entry.get(id_key).and_then(Value::as_str) else {
+            return BatchAnswer::Unreadable(format!(
+                "an entry of {key:?} has no string {id_key:?}"
+            ));
         };
         let delay = match entry.get("delay_seconds") {
             None | Some(Value::Null) => None,
@@ -186,6 +200,14 @@ mod tests {
                 "{unreadable}"
             );
         }
+        assert_eq!(
+            read(r#"{"batchItemFailures":[{"itemIdentifier":"a"}]}"#),
+            each([Some(None), None, None], &[])
+        );
+        assert!(matches!(
+            read(r#"{"batchItemFailures":[{"id":"a"}]}"#),
+            BatchAnswer::Unreadable(_)
+        ));
         assert!(matches!(
             answer(b"{}", &IDS, true),
             BatchAnswer::Unreadable(why) if why.contains("64 KiB")

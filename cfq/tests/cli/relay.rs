@@ -84,6 +84,31 @@ pub(crate) fn figures<const N: usize>(summary: &Value, names: [&str; N]) -> [u64
 }
 
 /// Pushes `count` numbered text messages to `queue` (an id); their bodies.
+/// The id of the queue of [`with_dead_letter_queue`], and of its dead-letter queue.
+pub(crate) const QUEUE: &str = "0000000000000000000000000000000a";
+pub(crate) const DLQ: &str = "0000000000000000000000000000000b";
+
+/// An emulator with queue `name` ([`QUEUE`]), whose HTTP pull consumer
+/// dead-letters into `name-dlq` ([`DLQ`]) after `max_retries`.
+pub(crate) async fn with_dead_letter_queue(name: &str, max_retries: u32) -> EmulatorHandle {
+    emulator_from_toml(&format!(
+        r#"
+        [[queues]]
+        queue_name = "{name}"
+        queue_id = "{QUEUE}"
+        [queues.consumer]
+        type = "http_pull"
+        dead_letter_queue = "{name}-dlq"
+        settings = {{ max_retries = {max_retries} }}
+        [[queues]]
+        queue_name = "{name}-dlq"
+        queue_id = "{DLQ}"
+        consumer = {{ type = "http_pull" }}
+        "#
+    ))
+    .await
+}
+
 pub(crate) async fn pushed(emulator: &EmulatorHandle, queue: &str, count: usize) -> Vec<String> {
     let bodies = numbered(queue, count);
     let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
@@ -458,24 +483,7 @@ async fn a_post_past_its_timeout_means_busy_not_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_message_is_retried_then_dead_lettered() {
-    const QUEUE: &str = "0000000000000000000000000000000a";
-    const DLQ: &str = "0000000000000000000000000000000b";
-    let emulator = emulator_from_toml(
-        r#"
-        [[queues]]
-        queue_name = "refusing"
-        queue_id = "0000000000000000000000000000000a"
-        [queues.consumer]
-        type = "http_pull"
-        dead_letter_queue = "refusing-dlq"
-        settings = { max_retries = 3 }
-        [[queues]]
-        queue_name = "refusing-dlq"
-        queue_id = "0000000000000000000000000000000b"
-        consumer = { type = "http_pull" }
-        "#,
-    )
-    .await;
+    let emulator = with_dead_letter_queue("refusing", 3).await;
     push_each(&queue_of(&emulator, QUEUE), &["good 1", "bad", "good 2"]).await;
     let service = RecordingTarget::start().await;
     service.script(|r| {

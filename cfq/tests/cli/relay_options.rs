@@ -11,8 +11,11 @@ use hmac::{Hmac, Mac as _};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::relay::{SECOND, counts, eventually, figures, once_each, pushed, start, stop, text};
-use crate::support::{cfq, emulator_from_toml, emulator_with_queues, pull_all_texts, queue_of};
+use crate::relay::{
+    DLQ, QUEUE, SECOND, counts, eventually, figures, once_each, pushed, start, stop, text,
+    with_dead_letter_queue,
+};
+use crate::support::{cfq, emulator_with_queues, pull_all_texts, queue_of};
 
 /// A free loopback address for `--listen`.
 fn free_address() -> String {
@@ -293,24 +296,7 @@ async fn messages_past_max_age_are_acked_unsent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_past_max_age_go_to_the_dead_letter_queue_unsent() {
-    const QUEUE: &str = "0000000000000000000000000000000c";
-    const DLQ: &str = "0000000000000000000000000000000d";
-    let emulator = emulator_from_toml(
-        r#"
-        [[queues]]
-        queue_name = "aging"
-        queue_id = "0000000000000000000000000000000c"
-        [queues.consumer]
-        type = "http_pull"
-        dead_letter_queue = "aging-dlq"
-        settings = { max_retries = 2 }
-        [[queues]]
-        queue_name = "aging-dlq"
-        queue_id = "0000000000000000000000000000000d"
-        consumer = { type = "http_pull" }
-        "#,
-    )
-    .await;
+    let emulator = with_dead_letter_queue("aging", 2).await;
     crate::support::push_each(&queue_of(&emulator, QUEUE), &["old"]).await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let service = RecordingTarget::start().await;
