@@ -21,7 +21,7 @@ const PUSHERS: usize = 8;
 pub const CLOUDFLARE_RATE: usize = 5_000;
 
 /// Fills `queue` with `messages` small text messages, in batches of
-/// [`BATCH`] from [`PUSHERS`] tasks. Untimed; the caller switches latency
+/// [`BATCH`] from eight tasks. Untimed; the caller switches latency
 /// and limits off first (filling would spend the per-credential budget).
 pub async fn fill(queue: &Queue, messages: usize) -> Result<()> {
     let batches = messages.div_ceil(BATCH);
