@@ -120,7 +120,10 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
         }
     }
 
-    shutdown_signal().await;
+    tokio::select! {
+        () = shutdown_signal() => {}
+        () = stdin_closed(), if args.stop_on_stdin_close => {}
+    }
     let _ = out.line("stopping");
     handle
         .shutdown()
@@ -146,6 +149,37 @@ fn read_config(path: &Path) -> Result<EmulatorConfig, Failure> {
              https://docs.rs/cf-queues-emulator/latest/cf_queues_emulator/config/",
         )
     })
+}
+
+/// Returns once standard input is closed (or fails): the end of whoever
+/// held it, when `--stop-on-stdin-close` asks for that. What is written
+/// to it is read and dropped.
+async fn stdin_closed() {
+    // A thread of its own: reading a pipe blocks, and tokio's stdin would
+    // keep a blocking-pool thread that delays the runtime's shutdown.
+    let (closed, wait) = tokio::sync::oneshot::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("cfq-stdin".into())
+        .spawn(move || {
+            use std::io::Read as _;
+            let mut buffer = [0u8; 512];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buffer), Ok(n) if n > 0) {}
+            let _ = closed.send(());
+        });
+    match spawned {
+        Ok(_) => {
+            let _ = wait.await;
+        }
+        // Without the thread, the option cannot be kept: say so, and
+        // stop on signals only.
+        Err(e) => {
+            note(format_args!(
+                "warning: cannot watch standard input ({e}): stopping on Ctrl-C or SIGTERM only"
+            ));
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -4,8 +4,13 @@
 //!
 //! Once watched, a signal no longer ends the process by itself, so only a
 //! run that can act on it watches: every other command keeps the default.
+//! Two signals within a quarter of a second count as one: the npm
+//! launcher passes on a Ctrl-C the terminal also sent cfq.
 
 use tokio::sync::watch;
+
+/// Signals closer together than this count as one.
+const SAME_SIGNAL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How many stop signals have arrived, and the name of the first.
 #[derive(Debug, Clone)]
@@ -28,12 +33,21 @@ impl Interrupts {
             let mut interrupt = signal(SignalKind::interrupt())?;
             let mut terminate = signal(SignalKind::terminate())?;
             tokio::spawn(async move {
+                let mut last: Option<std::time::Instant> = None;
                 loop {
                     let name = tokio::select! {
                         Some(()) = interrupt.recv() => "SIGINT",
                         Some(()) = terminate.recv() => "SIGTERM",
                         else => return,
                     };
+                    // A terminal's Ctrl-C reaches a launcher (`npx cfq`) and
+                    // cfq alike, and the launcher passes it on: one signal
+                    // arriving twice must not count as the second that
+                    // stops at once.
+                    if last.is_some_and(|at| at.elapsed() < SAME_SIGNAL) {
+                        continue;
+                    }
+                    last = Some(std::time::Instant::now());
                     sender.send_modify(|(count, first)| {
                         if *count == 0 {
                             *first = name;

@@ -58,6 +58,12 @@ pub struct EmulatorArgs {
     #[arg(long)]
     pub no_dashboard: bool,
 
+    /// Stop when standard input closes, as well as on Ctrl-C or SIGTERM: a parent that holds
+    /// the emulator's stdin open (a test run's `startEmulator()`) takes it down when it dies,
+    /// however it dies
+    #[arg(long)]
+    pub stop_on_stdin_close: bool,
+
     /// Only the queues named with --queue or declared by --config exist; others get 404 with code
     /// 10104
     #[arg(long, requires = "declaration")]

@@ -712,3 +712,55 @@ async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
     signal(&child, "TERM");
     assert!(child.wait().expect("cfq exits").success());
 }
+
+/// `--stop-on-stdin-close`: the emulator stops in order when whoever held
+/// its standard input goes away; without the flag, a closed stdin (as a
+/// service manager gives) changes nothing.
+#[tokio::test]
+async fn the_emulator_stops_when_its_stdin_closes_if_asked() {
+    let start = |flag: Option<&str>| {
+        let mut child = cfq()
+            .args(["emulator", "--listen", "127.0.0.1:0"])
+            .args(flag)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cfq starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l == "press Ctrl-C to stop");
+        assert!(ready, "the emulator started");
+        (child, lines)
+    };
+    let (mut asked, lines) = start(Some("--stop-on-stdin-close"));
+    drop(asked.stdin.take());
+    let exit = exit_within(
+        &mut asked,
+        Duration::from_secs(10),
+        "still running with stdin closed",
+    );
+    assert!(exit.success(), "{exit}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(rest, ["stopping"], "stopped in order");
+
+    let (mut not_asked, _lines) = start(None);
+    drop(not_asked.stdin.take());
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        not_asked.try_wait().expect("wait").is_none(),
+        "still serving"
+    );
+    signal(&not_asked, "TERM");
+    assert!(
+        exit_within(
+            &mut not_asked,
+            Duration::from_secs(10),
+            "no stop on SIGTERM"
+        )
+        .success()
+    );
+}
