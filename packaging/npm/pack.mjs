@@ -10,7 +10,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -51,7 +51,8 @@ function main() {
   const all = platforms();
   const platform = all.find((p) => p.target === given.target);
   if (!platform) throw new Error(`no platform package for ${given.target} in platforms.json`);
-  const root = join(given.out, 'npm');
+  const out = resolve(given.out);
+  const root = join(out, 'npm');
   rmSync(root, { recursive: true, force: true });
 
   const main = join(root, 'cfq');
@@ -63,7 +64,7 @@ function main() {
 
   const carrier = join(root, platform.package);
   mkdirSync(join(carrier, 'bin'), { recursive: true });
-  copyFileSync(given.binary, join(carrier, 'bin', platform.binary));
+  copyFileSync(resolve(given.binary), join(carrier, 'bin', platform.binary));
   chmodSync(join(carrier, 'bin', platform.binary), 0o755);
   writeJson(join(carrier, 'package.json'), {
     name: platform.package,
@@ -83,11 +84,11 @@ function main() {
   );
 
   for (const dir of [main, carrier]) {
-    const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', given.out], {
+    const packed = execFileSync('npm', ['pack', '--silent', '--pack-destination', out], {
       cwd: dir,
       encoding: 'utf8',
     }).trim();
-    console.log(join(given.out, packed.split('\n').pop()));
+    console.log(join(out, packed.split('\n').pop()));
   }
 }
 
