@@ -4,13 +4,13 @@
 //!
 //! Once watched, a signal no longer ends the process by itself, so only a
 //! run that can act on it watches: every other command keeps the default.
-//! Two signals within a quarter of a second count as one: the npm
+//! Two signals within a tenth of a second count as one: the npm
 //! launcher passes on a Ctrl-C the terminal also sent cfq.
 
 use tokio::sync::watch;
 
 /// Signals closer together than this count as one.
-const SAME_SIGNAL: std::time::Duration = std::time::Duration::from_millis(250);
+const SAME_SIGNAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many stop signals have arrived, and the name of the first.
 #[derive(Debug, Clone)]

@@ -581,6 +581,30 @@ async fn acks_left_unsent_at_the_stop_exit_7() {
     );
 }
 
+/// A terminal's Ctrl-C reaches `npx cfq`'s launcher and cfq alike, and
+/// the launcher passes it on: two signals at once are one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_signals_at_once_count_as_one() {
+    let emulator = emulator_with_queues(&["twice"]).await;
+    pushed(&emulator, "twice", 1).await;
+    let service = RecordingTarget::start().await;
+    service.script(|_| Reply::ok().after(2 * SECOND));
+    let child = start(&emulator, "twice", &service.url(), &[]);
+    eventually("a POST in flight", 20 * SECOND, || {
+        service.in_progress() == 1
+    })
+    .await;
+    signal(&child, "INT");
+    signal(&child, "INT");
+    let run = finish(child).await;
+    run.expect_code(0);
+    assert_eq!(
+        figures(&run.one(), ["delivered", "acked"]),
+        [1, 1],
+        "stopped in order"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_stops_at_once_and_says_what_was_left() {
     let emulator = emulator_with_queues(&["hurry"]).await;

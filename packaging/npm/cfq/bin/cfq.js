@@ -2,7 +2,7 @@
 'use strict';
 // `npx cfq ...`: runs the platform's cfq binary with the same arguments,
 // passes SIGINT, SIGTERM and SIGHUP on to it, and exits as it exits. (A
-// terminal's Ctrl-C reaches both: cfq counts two signals within 0.25 s as
+// terminal's Ctrl-C reaches both: cfq counts two signals within 0.1 s as
 // one, so a first Ctrl-C still stops it in order.)
 
 const { spawn } = require('node:child_process');
