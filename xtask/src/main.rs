@@ -62,12 +62,13 @@ with its arguments passed on (.ci/run calls them in order):
   xtask tls-choices                        no TLS refuses https; rustls without a provider
   xtask additive-check                     additive changes to the fragment still compile
   xtask package                            every crate packs and its package builds
-  xtask test-tools [axe|wrangler|typescript-sdk|python]
+  xtask test-tools [axe|wrangler|typescript-sdk|python|maturin]
                                            the tests' tools from xtask/locks/ into target/test-tools
   xtask sdk-conformance                    Cloudflare's Python SDK against cfq emulator
   xtask wrangler-conformance               wrangler against cfq emulator
-  xtask dist                               one release build of cfq and its npm packages, in target/dist
+  xtask dist                               one release build of cfq, its wheel and npm packages, in target/dist
   xtask npm-conformance                    the npm packages with Cloudflare's TypeScript SDK and vitest
+  xtask python-conformance                 the wheel's pytest plugin with Cloudflare's Python SDK
   xtask callgrind-consumer [N | REV]       the consumer's instructions per message
   xtask callgrind-metrics                  what the metrics feature costs the consumer
   xtask abuse [CFQ]                        the emulator under abuse, at full scale";

@@ -23,7 +23,7 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 __all__ = ["Emulator", "EmulatorError", "binary_path", "start_emulator"]
 
