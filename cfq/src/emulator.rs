@@ -92,6 +92,7 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
              the emulator is for local development"
         ));
     }
+    let mut stop = StopSignals::install();
     let mut lines = vec![
         format!("cf-queues emulator listening on {}", handle.base_url()),
         format!("  export CLOUDFLARE_BASE_URL={}", handle.base_url()),
@@ -121,7 +122,7 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     }
 
     tokio::select! {
-        () = shutdown_signal() => {}
+        () = stop.recv() => {}
         () = stdin_closed(), if args.stop_on_stdin_close => {}
     }
     let _ = out.line("stopping");
@@ -182,23 +183,59 @@ async fn stdin_closed() {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C and SIGTERM, listened for from [`StopSignals::install`] on: the
+/// emulator installs them before it prints its ready lines, so that
+/// whoever reads those lines may stop it at once (a launcher passing
+/// SIGTERM on, say) and still see it stop in order.
+struct StopSignals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// Returns at the first Ctrl-C or SIGTERM.
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            let interrupt = async {
+                match &mut self.interrupt {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let terminate = async {
+                match &mut self.terminate {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                () = interrupt => {}
+                () = terminate => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
