@@ -135,7 +135,7 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         .visibility_timeout(args.visibility)
         .batch_size(batch_size)
         .max_in_flight(max_in_flight as usize)
-        .retry_delay(retry_delay(args))
+        .retry_delay(relay.retry_delay)
         .max_lease(args.hold + args.timeout + args.visibility)
         .grace_period(grace)
         .shutdown_token(stopping.clone())

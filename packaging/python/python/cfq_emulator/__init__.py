@@ -67,7 +67,6 @@ class Emulator:
     api_token: str
     dashboard_url: Optional[str]
     process: subprocess.Popen = field(repr=False)
-    _stderr: deque = field(repr=False, default_factory=deque)
 
     @property
     def env(self) -> dict:
@@ -167,7 +166,6 @@ def start_emulator(
         api_token=token,
         dashboard_url=printed.get("dashboard"),
         process=process,
-        _stderr=stderr,
     )
     url = f"{emulator.base_url}/accounts/{emulator.account_id}/queues"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
