@@ -29,20 +29,36 @@ pub(crate) fn jitter() -> f64 {
     0.75 + 0.25 * (random >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// A wait that grows while a condition lasts (empty pulls, failing calls)
-/// and starts over when it ends.
-#[cfg(feature = "consumer")]
+/// A wait that grows while a condition lasts (empty pulls, failing calls,
+/// a service that is down) and starts over when it ends: `initial`, then
+/// doubling up to `max`, without jitter. Saturating: a `Duration::MAX`
+/// setting never overflows.
+///
+/// The consumer's waits use it, and so does `cfq relay`'s pause while its
+/// service is down; pair it with [`server_wait`](crate::retry::server_wait)
+/// when a server may ask for a longer wait.
+///
+/// ```
+/// use std::time::Duration;
+/// use cf_queues::retry::Backoff;
+///
+/// let mut backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(4));
+/// let waits: Vec<u64> = (0..4).map(|_| backoff.next_wait().as_secs()).collect();
+/// assert_eq!(waits, [1, 2, 4, 4]);
+/// backoff.reset();
+/// assert_eq!(backoff.next_wait(), Duration::from_secs(1));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Backoff {
+pub struct Backoff {
     pub(crate) initial: Duration,
     pub(crate) max: Duration,
     /// Waits handed out since the last reset.
     waits: u32,
 }
 
-#[cfg(feature = "consumer")]
 impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Backoff {
+    /// A backoff from `initial` up to `max` (at least `initial`).
+    pub fn new(initial: Duration, max: Duration) -> Backoff {
         Backoff {
             initial,
             max: max.max(initial),
@@ -51,13 +67,14 @@ impl Backoff {
     }
 
     /// The next wait: `initial`, then doubling up to `max`.
-    pub(crate) fn next_wait(&mut self) -> Duration {
+    pub fn next_wait(&mut self) -> Duration {
         let wait = doubling(self.initial, self.max, self.waits);
         self.waits = self.waits.saturating_add(1);
         wait
     }
 
-    pub(crate) fn reset(&mut self) {
+    /// Starts over: the next wait is `initial` again.
+    pub fn reset(&mut self) {
         self.waits = 0;
     }
 }
@@ -88,7 +105,6 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "consumer")]
     #[test]
     fn a_backoff_doubles_to_its_cap_and_starts_over_on_reset() {
         let mut backoff = Backoff::new(100 * Duration::from_millis(1), S);

@@ -71,7 +71,7 @@ Exit codes:
      not pushed, messages not moved, leases or refs answered with warnings, messages that
      came without a lease id (written, pushed or printed, but not settled), a purge --all
      that started but did not complete within --timeout; also a push --file or replay
-     stopped by SIGINT or SIGTERM (it prints its summary and the command that resumes it),
+     stopped by SIGINT, SIGTERM or SIGHUP (it prints its summary and the command that resumes it),
      and a relay that stopped with acks or retries unsent, or on a second signal
 
 The message file format (what `drain` writes, `push --file` and `replay` read):
@@ -374,7 +374,7 @@ killed run can be resumed from its log. A batch that failed in a way that leaves
 whether it landed (a 5xx, a timeout) is said to be so: resuming may push it twice.
 
 Every way the run can stop prints the summary and the resume command: a failed batch, a read \
-error (exit 1), and SIGINT or SIGTERM (exit 7). On the first signal the batch in flight is \
+error (exit 1), and SIGINT, SIGTERM or SIGHUP (exit 7). On the first signal the batch in flight is \
 awaited, within the call's deadline, and nothing more is sent; a second signal stops at once, \
 and the batch it abandons is reported as one that may have landed.";
 

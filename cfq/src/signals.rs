@@ -1,6 +1,9 @@
-//! SIGINT and SIGTERM for the commands that must stop in order: `push
-//! --file` and `replay`. The first signal asks the run to stop after the
-//! batch in flight; a second one stops it at once.
+//! SIGINT, SIGTERM and SIGHUP for the commands that must stop in order:
+//! `relay`, `push --file`, `replay`, `metrics --watch` and `emulator`. The
+//! first signal asks the run to stop in order (after the batch in flight,
+//! say); a second one stops it at once. SIGHUP is one of them because a
+//! closing terminal sends it, and the npm launcher passes it on: by its
+//! default it would end a relay with its acks unsent.
 //!
 //! Once watched, a signal no longer ends the process by itself, so only a
 //! run that can act on it watches: every other command keeps the default.
@@ -19,7 +22,7 @@ pub struct Interrupts {
 }
 
 impl Interrupts {
-    /// Starts watching for SIGINT and SIGTERM (Ctrl-C elsewhere than Unix),
+    /// Starts watching for SIGINT, SIGTERM and SIGHUP (Ctrl-C elsewhere than Unix),
     /// in a task that lives as long as the runtime.
     ///
     /// # Errors
@@ -32,12 +35,14 @@ impl Interrupts {
             use tokio::signal::unix::{SignalKind, signal};
             let mut interrupt = signal(SignalKind::interrupt())?;
             let mut terminate = signal(SignalKind::terminate())?;
+            let mut hangup = signal(SignalKind::hangup())?;
             tokio::spawn(async move {
                 let mut last: Option<std::time::Instant> = None;
                 loop {
                     let name = tokio::select! {
                         Some(()) = interrupt.recv() => "SIGINT",
                         Some(()) = terminate.recv() => "SIGTERM",
+                        Some(()) = hangup.recv() => "SIGHUP",
                         else => return,
                     };
                     // A terminal's Ctrl-C reaches a launcher (`npx cfq`) and

@@ -108,10 +108,11 @@ fn extend_chunk<'a>(
         // server asked for: the call goes while the first of them can still
         // be extended (a refusal then costs one request; waiting past it
         // would cost the lease).
-        let keepable = shared
+        let expires_first = shared
             .table()
-            .expires_first(chunk.iter().map(|(key, _)| *key))
-            .and_then(|expiry| expiry.checked_sub(RoundTrip::extension_deadline(margin)));
+            .expires_first(chunk.iter().map(|(key, _)| *key));
+        let keepable =
+            expires_first.and_then(|expiry| expiry.checked_sub(RoundTrip::extension_deadline(margin)));
         let wait = keepable.map_or(wait, |until| {
             wait.min(until.saturating_duration_since(reserved))
         });
@@ -123,9 +124,9 @@ fn extend_chunk<'a>(
             by,
             QueueRefusal::Returned,
         );
-        let result =
-            tokio::time::timeout(RoundTrip::extension_deadline(margin), call.instrument(span))
-                .await;
+        let lease_left = expires_first.map_or(margin, |expiry| expiry.saturating_duration_since(sent));
+        let deadline = shared.round_trip.call_deadline(margin, lease_left);
+        let result = tokio::time::timeout(deadline, call.instrument(span)).await;
         shared.round_trip.observe(sent.elapsed());
         let outcome = match result {
             Ok(Ok(outcome)) => outcome,

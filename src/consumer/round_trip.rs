@@ -58,10 +58,20 @@ impl RoundTrip {
             .max(Duration::from_millis(1))
     }
 
-    /// How long one extension call may take before it is given up and
-    /// tried again: half the margin, so that the retry still lands in time.
+    /// The latest an extension call may be sent before its lease ends:
+    /// half the margin, so that a retry still lands in time.
     pub(crate) fn extension_deadline(margin: Duration) -> Duration {
         (margin / 2).max(Duration::from_millis(1))
+    }
+
+    /// How long one extension call may take before it is given up and
+    /// tried again: [`RoundTrip::extension_deadline`], but never less than
+    /// two observed round trips while the lease lasts that long. A lease
+    /// short for the round trip leaves no room for a retry, and a deadline
+    /// under the round trip would give up every call, and the lease with it.
+    pub(crate) fn call_deadline(&self, margin: Duration, lease_left: Duration) -> Duration {
+        let room = self.estimate().saturating_mul(2).min(lease_left);
+        Self::extension_deadline(margin).max(room)
     }
 }
 
@@ -89,5 +99,17 @@ mod tests {
             RoundTrip::extension_deadline(Duration::from_secs(10)),
             Duration::from_secs(5)
         );
+    }
+
+    #[test]
+    fn a_call_may_take_two_round_trips_while_the_lease_lasts() {
+        let ms = Duration::from_millis;
+        let rtt = RoundTrip::default();
+        assert_eq!(rtt.call_deadline(ms(500), ms(500)), ms(250));
+        rtt.observe(ms(400));
+        // 1 s leases at 400 ms: half the margin would give up every call.
+        assert_eq!(rtt.call_deadline(ms(500), ms(500)), ms(500));
+        assert_eq!(rtt.call_deadline(ms(500), ms(2_000)), ms(800));
+        assert_eq!(rtt.call_deadline(ms(10_000), ms(10_000)), ms(5_000));
     }
 }

@@ -91,7 +91,8 @@ use std::time::Duration;
 
 pub use crate::classify::RetryClass;
 
-pub use crate::token_budget::LONGEST_SERVER_WAIT;
+pub use crate::backoff::Backoff;
+pub use crate::token_budget::{LONGEST_SERVER_WAIT, retry_after, server_wait};
 
 use crate::backoff;
 use crate::operation::Operation;

@@ -182,7 +182,7 @@ pub const LONGEST_SERVER_WAIT: Duration = Duration::from_secs(300);
 /// caller waits anyway, so that a figure of 0 never makes a loop of
 /// requests. The caps bound the server's figure, not the caller's own
 /// backoff: a server can lengthen a wait, never shorten it.
-pub(crate) fn server_wait(asked: Option<Duration>, floor: Duration, cap: Duration) -> Duration {
+pub fn server_wait(asked: Option<Duration>, floor: Duration, cap: Duration) -> Duration {
     let cap = cap.min(LONGEST_SERVER_WAIT);
     asked.map_or(floor, |asked| asked.min(cap).max(floor))
 }
@@ -193,10 +193,12 @@ pub(crate) fn server_wait_ends(now: Instant, wait: Duration) -> Instant {
     crate::time::after_or_far(now, wait.min(LONGEST_SERVER_WAIT))
 }
 
-/// The wait a server asked for: `retry-after-ms` (milliseconds), then
-/// `Retry-After` (seconds or an HTTP date; a date in the past is no wait),
-/// at most [`LONGEST_SERVER_WAIT`].
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// The wait a server's answer asks for: `retry-after-ms` (milliseconds),
+/// then `Retry-After` (seconds or an HTTP date; a date in the past is no
+/// wait), at most [`LONGEST_SERVER_WAIT`]; `None` when it names none, or
+/// names one that cannot be read. The client reads every server's wait
+/// here; act on it through [`server_wait`], which floors and caps it.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     asked(headers).map(|asked| server_wait(Some(asked), Duration::ZERO, LONGEST_SERVER_WAIT))
 }
 

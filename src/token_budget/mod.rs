@@ -24,6 +24,7 @@ mod pacer;
 pub use headers::LONGEST_SERVER_WAIT;
 #[cfg(feature = "consumer")]
 pub(crate) use headers::server_wait_ends;
-pub(crate) use headers::{Figures, retry_after, server_wait, should_retry_header};
+pub(crate) use headers::{Figures, should_retry_header};
+pub use headers::{retry_after, server_wait};
 pub use pacer::{BURST_PER_CENT, MARGIN_PER_CENT, TokenBudget};
 pub(crate) use pacer::{Denied, Pacer, Pass};

@@ -58,11 +58,16 @@ pub struct EmulatorArgs {
     #[arg(long)]
     pub no_dashboard: bool,
 
-    /// Stop when standard input closes, as well as on Ctrl-C or SIGTERM: a parent that holds
+    /// Stop when standard input closes, as well as on Ctrl-C, SIGTERM or SIGHUP: a parent that holds
     /// the emulator's stdin open (a test run's `startEmulator()`) takes it down when it dies,
     /// however it dies
     #[arg(long)]
     pub stop_on_stdin_close: bool,
+
+    /// Stop when the process that started the emulator ends, whatever that process forked (its
+    /// children may hold the stdin pipe open): Unix only, checked every 100 ms
+    #[arg(long)]
+    pub stop_with_parent: bool,
 
     /// Only the queues named with --queue or declared by --config exist; others get 404 with code
     /// 10104
@@ -119,7 +124,7 @@ pub struct EmulatorArgs {
     #[arg(long, value_name = "BYTES", help_heading = "Server limits")]
     pub max_body: Option<usize>,
 
-    /// How long Ctrl-C or SIGTERM lets open requests finish before closing them [default: 5s]
+    /// How long Ctrl-C, SIGTERM or SIGHUP lets open requests finish before closing them [default: 5s]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Server limits")]
     pub shutdown_grace: Option<Duration>,
 

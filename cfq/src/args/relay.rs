@@ -4,6 +4,10 @@
 
 use std::time::Duration;
 
+use cf_queues::consumer::MIN_VISIBILITY_TIMEOUT;
+use cf_queues::limits::{MAX_DELAY, MAX_VISIBILITY_TIMEOUT};
+use cf_queues::resources::MAX_RETENTION;
+use cf_queues::retry::LONGEST_SERVER_WAIT;
 use clap::Args;
 
 use super::{Global, Target, parse_duration};
@@ -54,7 +58,7 @@ POST; each message's lease is kept for --hold + --timeout + --visibility at most
 
 Running: a start line on stderr, a line per kind of failure at most every 10 s (with counts and \
 the escaped start of the answer), and the summary on stdout at the end (JSON off a terminal). \
-SIGTERM or SIGINT stops pulling, lets the POSTs in flight finish within --grace, gives the \
+SIGTERM, SIGINT or SIGHUP stops pulling, lets the POSTs in flight finish within --grace, gives the \
 waiting messages back to the queue and flushes every ack, within --grace + 10 s; a second \
 signal stops at once and says what was left. A service that is down never ends the relay. \
 Several relays on one queue share its allowance as consumer replicas do.
@@ -83,6 +87,76 @@ Exit codes: 0 a clean stop; 2 usage (a bad option, a header refused, no credenti
 credentials refused; 4 no such queue (or HTTP pull not enabled); 5 and 6 an API or network \
 failure that stopped the pulls; 7 acks or retries left unsent at the stop, or a second signal.";
 
+/// Each duration option's bounds, and why: a value outside them is a usage
+/// error (exit 2) before anything starts, and no sum of them can overflow.
+///
+/// | option | bounds | why |
+/// |---|---|---|
+/// | `--timeout` | 1 ms to 1 h | a POST holds a slot and a lease: a longer job answers 202 and works after |
+/// | `--hold` | 1 ms to 24 h | a service down for a day is better met by the dead-letter queue |
+/// | `--visibility` | 1 s to 12 h | the consumer's and Cloudflare's bounds on a lease |
+/// | `--grace` | 0 to 1 h | a stop that takes longer is a hang |
+/// | `--max-pause` | 0 to 5 min | the longest wait the library takes from any server |
+/// | `--backoff` | 0 to 1 h each | the relay asks a down service at least hourly |
+/// | `--retry-delay` | 0 to 24 h each | Cloudflare's longest retry delay |
+/// | `--max-age` | 0 to 14 days | the longest retention: no message is older |
+mod bounds {
+    use super::*;
+
+    pub const MILLI: Duration = Duration::from_millis(1);
+    pub const HOUR: Duration = Duration::from_secs(3_600);
+    pub const DAY: Duration = Duration::from_secs(86_400);
+
+    pub fn timeout(text: &str) -> Result<Duration, String> {
+        within(text, MILLI, HOUR)
+    }
+    pub fn hold(text: &str) -> Result<Duration, String> {
+        within(text, MILLI, DAY)
+    }
+    pub fn visibility(text: &str) -> Result<Duration, String> {
+        within(text, MIN_VISIBILITY_TIMEOUT, MAX_VISIBILITY_TIMEOUT)
+    }
+    pub fn grace(text: &str) -> Result<Duration, String> {
+        within(text, Duration::ZERO, HOUR)
+    }
+    pub fn max_pause(text: &str) -> Result<Duration, String> {
+        within(text, Duration::ZERO, LONGEST_SERVER_WAIT)
+    }
+    pub fn max_age(text: &str) -> Result<Duration, String> {
+        within(text, Duration::ZERO, MAX_RETENTION)
+    }
+    pub fn backoff(text: &str) -> Result<Span, String> {
+        span_within(text, HOUR)
+    }
+    pub fn retry_delay(text: &str) -> Result<Span, String> {
+        span_within(text, MAX_DELAY)
+    }
+
+    /// A duration from `min` to `max`, refused with both named.
+    pub fn within(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+        let value = parse_duration(text)?;
+        if value < min || value > max {
+            return Err(format!(
+                "{text}: must be from {} to {}",
+                humantime::format_duration(min),
+                humantime::format_duration(max)
+            ));
+        }
+        Ok(value)
+    }
+
+    fn span_within(text: &str, max: Duration) -> Result<Span, String> {
+        let span = parse_span(text)?;
+        if span.max > max {
+            return Err(format!(
+                "{text}: must be at most {}",
+                humantime::format_duration(max)
+            ));
+        }
+        Ok(span)
+    }
+}
+
 /// `cfq relay`.
 #[derive(Debug, Args)]
 pub struct RelayArgs {
@@ -105,32 +179,32 @@ pub struct RelayArgs {
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: u32,
 
-    /// The longest one POST may take, its answer included
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    /// The longest one POST may take, its answer included (up to 1h)
+    #[arg(long, value_name = "DURATION", value_parser = bounds::timeout, default_value = "10s")]
     pub timeout: Duration,
 
-    /// The longest a message is held while the service is down or busy, before it is retried
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+    /// The longest a message is held while the service is down or busy, before it is retried (up to 24h)
+    #[arg(long, value_name = "DURATION", value_parser = bounds::hold, default_value = "10m")]
     pub hold: Duration,
 
-    /// The delay of a message the service refused: DURATION, or MIN..MAX doubling per attempt
-    #[arg(long, value_name = "DELAY", default_value = "1s..5m", value_parser = parse_span)]
+    /// The delay of a message the service refused: DURATION, or MIN..MAX doubling per attempt (up to 24h)
+    #[arg(long, value_name = "DELAY", default_value = "1s..5m", value_parser = bounds::retry_delay)]
     pub retry_delay: Span,
 
-    /// The pause after the service was found down or busy: MIN..MAX, doubling while it lasts
-    #[arg(long, value_name = "MIN..MAX", default_value = "1s..30s", value_parser = parse_span)]
+    /// The pause after the service was found down or busy: MIN..MAX, doubling while it lasts (up to 1h)
+    #[arg(long, value_name = "MIN..MAX", default_value = "1s..30s", value_parser = bounds::backoff)]
     pub backoff: Span,
 
-    /// The longest pause a Retry-After can ask for
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    /// The longest pause a Retry-After can ask for (up to 5m); it never shortens the backoff's
+    #[arg(long, value_name = "DURATION", value_parser = bounds::max_pause, default_value = "60s")]
     pub max_pause: Duration,
 
-    /// The lease of each pull, extended while a message is with the relay
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    /// The lease of each pull, extended while a message is with the relay (1s to 12h)
+    #[arg(long, value_name = "DURATION", value_parser = bounds::visibility, default_value = "30s")]
     pub visibility: Duration,
 
-    /// How long POSTs in flight may finish after SIGTERM [default: 15s, or --timeout + 1s if longer]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// How long POSTs in flight may finish after SIGTERM, up to 1h [default: 15s, or --timeout + 1s if longer]
+    #[arg(long, value_name = "DURATION", value_parser = bounds::grace)]
     pub grace: Option<Duration>,
 
     /// The most messages leased at once [default: --concurrency + what a round trip brings]
@@ -149,8 +223,8 @@ pub struct RelayArgs {
     #[arg(long, value_name = "VAR")]
     pub sign_secret_env: Option<String>,
 
-    /// A message pushed longer ago than this is not POSTed but handled as --max-age-action says
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// A message pushed longer ago than this is not POSTed but handled as --max-age-action says (up to 14d)
+    #[arg(long, value_name = "DURATION", value_parser = bounds::max_age)]
     pub max_age: Option<Duration>,
 
     /// What becomes of a message past --max-age
@@ -238,5 +312,44 @@ mod tests {
         );
         assert!(parse_span("1s..").is_err());
         assert!(parse_span("soon").is_err());
+    }
+
+    #[test]
+    fn every_duration_option_is_bounded() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            relay: RelayArgs,
+        }
+        let huge = "18446744073709551615s";
+        for flag in [
+            "--timeout",
+            "--hold",
+            "--visibility",
+            "--grace",
+            "--max-pause",
+            "--backoff",
+            "--retry-delay",
+            "--max-age",
+        ] {
+            let error = Wrapper::try_parse_from(["relay", "--to", "http://x/", flag, huge])
+                .err()
+                .unwrap_or_else(|| panic!("{flag} {huge} accepted"));
+            assert_eq!(error.exit_code(), 2, "{flag}");
+            assert!(error.to_string().contains(flag), "{flag}: {error}");
+        }
+        for (flag, zero_refused) in [("--timeout", true), ("--hold", true), ("--visibility", true), ("--grace", false)] {
+            let parsed = Wrapper::try_parse_from(["relay", "--to", "http://x/", flag, "0s"]);
+            assert_eq!(parsed.is_err(), zero_refused, "{flag} 0s");
+        }
+        assert_eq!(
+            bounds::visibility("500ms"),
+            Err("500ms: must be from 1s to 12h".into())
+        );
+        assert_eq!(
+            bounds::backoff("1s..2h"),
+            Err("1s..2h: must be at most 1h".into())
+        );
     }
 }

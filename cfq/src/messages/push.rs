@@ -9,7 +9,7 @@
 //! shapes the run: pasted elsewhere, a `--skip` alone would push the rest
 //! of the file to the wrong queue, or without its delay.
 //!
-//! A read error and SIGINT or SIGTERM stop the run the same way, with the
+//! A read error and SIGINT, SIGTERM or SIGHUP stop the run the same way, with the
 //! summary and the resume command: the file is read on a thread of its
 //! own (see [`read_ahead`]) so that a signal is seen even while a read
 //! blocks, and the batch in flight when the first signal comes is awaited,
@@ -241,7 +241,7 @@ fn read_ahead<R: BufRead + Send + 'static>(reader: R) -> mpsc::Receiver<ReadLine
 async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Result<Code, Failure> {
     let (reader, size) = open(path)?;
     let interrupts = Interrupts::watch()
-        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT, SIGTERM and SIGHUP: {e}")))?;
     let progress = progress_bar(size);
     let mut summary = PushSummary {
         file: path.display().to_string(),

@@ -5,9 +5,11 @@
 //!
 //! While a message waits, its handler runs, so the consumer keeps its
 //! lease (an extension uses no attempt) and its flow-control slot: once
-//! every slot is held, nothing more is pulled. The hold is bounded by
-//! `--hold`, which the consumer's `max_lease` outlasts (see `mod.rs`), so
-//! every message is settled while its lease is still kept.
+//! every slot is held, nothing more is pulled. The wait is bounded by
+//! `--hold` (the service down or busy) and the slot wait (the service
+//! answering, every POST slot taken), which the consumer's `max_lease`
+//! outlasts (see `mod.rs`), so every message is settled while its lease is
+//! still kept.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -19,7 +21,7 @@ use tokio::time::Instant;
 use super::answer::Answer;
 use super::batch::{self, BatchAnswer};
 use super::endpoint::{Endpoint, Posted};
-use super::gate::Gate;
+use super::gate::{Gate, far_after};
 use super::report::{Kind, Lines, RelayCounters, quoted};
 use super::request::{QueueNames, Request};
 use crate::args::MaxAgeAction;
@@ -33,6 +35,12 @@ pub struct Relay {
     pub slots: Semaphore,
     pub queue: QueueNames,
     pub hold: Duration,
+    /// The longest a message waits for a POST slot while the service
+    /// answers, beyond `--hold`: every slot's POST ahead of it may take
+    /// all of `--timeout` (see `leases` in `mod.rs`). With the hold, it
+    /// bounds every wait, so that each message is settled while the
+    /// consumer still keeps its lease.
+    pub slot_wait: Duration,
     pub retry_delay: RetryDelay,
     /// The consumer's shutdown token: a message still waiting when it is
     /// cancelled is given back unsent.
@@ -55,8 +63,13 @@ pub struct About<'a> {
 }
 
 /// POSTs `request` (of the messages `about`, in order) until an answer
-/// settles them, the hold runs out, or the relay stops; each message's
-/// verdict, in order.
+/// settles them, the hold or the wait for a slot runs out, or the relay
+/// stops; each message's verdict, in order.
+///
+/// `--hold` counts only the time the service was down or busy: the gate's
+/// paused time while the messages wait (for a slot or at the gate), and
+/// their own POSTs that came back busy. The wait for a slot of a service
+/// that answers is bounded apart, by [`Relay::slot_wait`].
 ///
 /// # Cancellation
 ///
@@ -64,7 +77,11 @@ pub struct About<'a> {
 /// messages are left to the consumer, which releases them; a POST on its
 /// way is cut, and the service may have it.
 pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Vec<Verdict> {
-    let hold_until = Instant::now() + relay.hold;
+    let mark = relay.gate.paused_total();
+    // Their own busy POSTs while the gate was open (the gate's clock has
+    // the rest).
+    let mut busy_posting = Duration::ZERO;
+    let give_up_at = far_after(Instant::now(), relay.hold.saturating_add(relay.slot_wait));
     // Kept from the first POST to the last: a held message goes again
     // before those that came after it.
     let mut slot = None;
@@ -72,8 +89,11 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
         let ready = tokio::select! {
             biased;
             () = relay.stopping.cancelled() => None,
-            () = tokio::time::sleep_until(hold_until) => {
-                return held_too_long(relay, about);
+            () = relay.gate.held_out(mark, busy_posting, relay.hold) => {
+                return held_too_long(relay, about, Waited::Held);
+            }
+            () = tokio::time::sleep_until(give_up_at) => {
+                return held_too_long(relay, about, Waited::ForSlot);
             }
             pass = async {
                 if slot.is_none() {
@@ -88,6 +108,7 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
             return vec![Verdict::Retry(Some(Duration::ZERO)); about.len()];
         };
         add(&relay.counters.posting);
+        let (sent, paused_before) = (Instant::now(), relay.gate.paused_total());
         let posted = relay.endpoint.post(request.clone()).await;
         relay.counters.posting.fetch_sub(1, Ordering::Relaxed);
         match posted.answer {
@@ -121,6 +142,10 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
                 return vec![Verdict::Retry(None); about.len()];
             }
             Answer::Busy { retry_after } => {
+                // The POST's time the gate did not count already.
+                let paused_meanwhile = relay.gate.paused_total().saturating_sub(paused_before);
+                busy_posting = busy_posting
+                    .saturating_add(sent.elapsed().saturating_sub(paused_meanwhile));
                 add(&relay.counters.busy_answers);
                 if let Some(pause) = pass.busy(retry_after) {
                     add(&relay.counters.pauses);
@@ -132,9 +157,6 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
                         )
                     });
                 }
-                if Instant::now() >= hold_until {
-                    return held_too_long(relay, about);
-                }
             }
         }
     }
@@ -143,7 +165,7 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
 /// The verdicts a batch's 2xx answer gives (`batch.rs` reads it).
 fn batch_verdicts(relay: &Relay, about: &[About<'_>], posted: &Posted) -> Vec<Verdict> {
     let ids: Vec<&str> = about.iter().map(|a| a.id).collect();
-    match batch::answer(&posted.body, &ids, posted.truncated) {
+    match batch::answer(&posted.body, &ids, posted.unread.as_deref()) {
         BatchAnswer::Unreadable(why) => {
             count(&relay.counters.refused, about);
             relay.lines.say(Kind::Unreadable, || {
@@ -187,9 +209,18 @@ fn batch_verdicts(relay: &Relay, about: &[About<'_>], posted: &Posted) -> Vec<Ve
     }
 }
 
-/// The messages waited `--hold`: back to the queue, with an attempt used,
+/// What a message waited out before it was given back.
+#[derive(Clone, Copy)]
+enum Waited {
+    /// `--hold` of the service down or busy.
+    Held,
+    /// `--hold` and the slot wait in all (see [`Relay::slot_wait`]).
+    ForSlot,
+}
+
+/// The messages waited too long: back to the queue, with an attempt used,
 /// not before the gate's pause ends nor before their retry delay.
-fn held_too_long(relay: &Relay, about: &[About<'_>]) -> Vec<Verdict> {
+fn held_too_long(relay: &Relay, about: &[About<'_>], waited: Waited) -> Vec<Verdict> {
     count(&relay.counters.held_too_long, about);
     let pause_left = relay.gate.pause_left();
     let delays: Vec<Duration> = about
@@ -201,11 +232,19 @@ fn held_too_long(relay: &Relay, about: &[About<'_>]) -> Vec<Verdict> {
             [one] => format!("message {}", one.id),
             _ => format!("a batch of {} messages", about.len()),
         };
-        format!(
-            "{which} was held {} while the service was down or busy: retried in {}",
-            humantime::format_duration(relay.hold),
-            humantime::format_duration(delays.iter().copied().min().unwrap_or_default())
-        )
+        let retried_in =
+            humantime::format_duration(delays.iter().copied().min().unwrap_or_default());
+        match waited {
+            Waited::Held => format!(
+                "{which} was held {} while the service was down or busy: retried in {retried_in}",
+                humantime::format_duration(relay.hold),
+            ),
+            Waited::ForSlot => format!(
+                "{which} waited {} for a POST slot (--hold and the slot wait): retried in \
+                 {retried_in}",
+                humantime::format_duration(relay.hold.saturating_add(relay.slot_wait)),
+            ),
+        }
     });
     delays
         .into_iter()

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use hmac::{Hmac, Mac as _};
 use reqwest::Url;
-use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use sha2::Sha256;
 
 use super::answer::{Answer, of_status};
@@ -61,8 +61,9 @@ pub struct Posted {
     pub detail: String,
     /// The answer's body, up to the cap (4 KiB, or 64 KiB for a batch).
     pub body: Vec<u8>,
-    /// Whether the body went past the cap.
-    pub truncated: bool,
+    /// Why the body did not come whole: longer than the cap, or cut short.
+    /// A batch's answer is then unreadable (its retry list may be lost).
+    pub unread: Option<String>,
 }
 
 impl Endpoint {
@@ -167,44 +168,54 @@ impl Endpoint {
                     answer: Answer::Busy { retry_after: None },
                     detail: unreachable(&error),
                     body: Vec::new(),
-                    truncated: false,
+                    unread: None,
                 };
             }
         };
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        let answer = of_status(status, retry_after.as_deref(), SystemTime::now());
+        let mut answer = of_status(status, cf_queues::retry::retry_after(response.headers()));
         let mut body = Vec::new();
-        let mut truncated = false;
+        let mut unread = None;
+        let mut stalled = false;
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) if body.len() + chunk.len() > cap => {
                     let room = cap - body.len();
                     body.extend_from_slice(&chunk[..room]);
-                    truncated = true;
+                    unread = Some(format!("the answer is longer than {} KiB", cap / 1024));
                     break;
                 }
                 Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                // The status decided already: a body cut short is read as far as it came.
-                Ok(None) | Err(_) => break,
+                Ok(None) => break,
+                Err(error) => {
+                    stalled = error.is_timeout();
+                    unread = Some(format!("the answer's body was {}", cut_short(&error)));
+                    break;
+                }
             }
+        }
+        // One message's answer is its status, whatever its body does. A
+        // batch's 2xx is read for its retry list: a body that stalls past
+        // --timeout is a service too busy to answer (held, no attempt
+        // used); one cut short is unreadable (every message retried).
+        if request.batch && stalled && answer == Answer::Delivered {
+            answer = Answer::Busy { retry_after: None };
         }
         let text = String::from_utf8_lossy(&body);
         let text = text.trim();
-        let detail = if text.is_empty() {
+        let mut detail = if text.is_empty() {
             format!("HTTP {status}")
         } else {
             format!("HTTP {status}: {text}")
         };
+        if stalled {
+            detail.push_str(", then no whole body within --timeout");
+        }
         Posted {
             answer,
             detail,
             body,
-            truncated,
+            unread,
         }
     }
 }
@@ -255,6 +266,22 @@ fn unreachable(error: &reqwest::Error) -> String {
         "the request failed"
     };
     let mut detail = kind.to_owned();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    detail
+}
+
+/// How an answer's body stopped short, its causes included.
+fn cut_short(error: &reqwest::Error) -> String {
+    let mut detail = if error.is_timeout() {
+        "not whole within --timeout".to_owned()
+    } else {
+        "cut short".to_owned()
+    };
     let mut source = error.source();
     while let Some(cause) = source {
         detail.push_str(": ");

@@ -4,18 +4,24 @@
 //!
 //! Open → (a busy answer) → paused until the pause ends → one request,
 //! the probe, goes → its answer opens the gate, or pauses it again for
-//! twice as long (at most the backoff's maximum). A `Retry-After` sets
-//! the pause instead, up to `max_pause`. Only a busy answer to a request
+//! twice as long (at most the backoff's maximum: the library's one
+//! [`Backoff`]). A `Retry-After` may lengthen a pause, up to `max_pause`,
+//! never shorten it (the library's [`server_wait`]), so that `Retry-After:
+//! 0` never makes a loop of requests. Only a busy answer to a request
 //! sent under the current pause's generation steps the backoff: the
 //! answers of the other requests of the same outage, sent before it
 //! began, only push its end out (with their `Retry-After`). While a
 //! pause lasts the consumer pulls nothing (its [`PullSwitch`]).
+//!
+//! The gate also keeps the clock of `--hold`: how long it has been paused
+//! in all ([`Gate::paused_total`]), the time the service was down or busy.
 
 use std::pin::pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use cf_queues::consumer::PullSwitch;
+use cf_queues::retry::{Backoff, server_wait};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -24,7 +30,6 @@ use crate::args::Span;
 pub struct Gate {
     state: Mutex<State>,
     changed: Notify,
-    backoff: Span,
     max_pause: Duration,
 }
 
@@ -35,8 +40,30 @@ struct State {
     probing: bool,
     /// Stepped by each pause a current answer starts.
     generation: u64,
-    /// The next pause without a `Retry-After`.
-    next_pause: Duration,
+    /// The pauses without a `Retry-After`, and the floor of those with one.
+    backoff: Backoff,
+    /// Since when the gate is paused (a probe on its way included).
+    paused_since: Option<Instant>,
+    /// The time of the pauses that ended.
+    paused_before: Duration,
+}
+
+impl State {
+    fn open(&mut self, now: Instant) {
+        if let Some(since) = self.paused_since.take() {
+            self.paused_before = self
+                .paused_before
+                .saturating_add(now.saturating_duration_since(since));
+        }
+        self.paused_until = None;
+        self.probing = false;
+        self.backoff.reset();
+    }
+
+    fn pause_until(&mut self, now: Instant, until: Instant) {
+        self.paused_since.get_or_insert(now);
+        self.paused_until = Some(until);
+    }
 }
 
 /// Leave to send one request, from [`Gate::pass`]; say what its answer
@@ -57,10 +84,11 @@ impl Gate {
                 paused_until: None,
                 probing: false,
                 generation: 0,
-                next_pause: backoff.min,
+                backoff: Backoff::new(backoff.min, backoff.max),
+                paused_since: None,
+                paused_before: Duration::ZERO,
             }),
             changed: Notify::new(),
-            backoff,
             max_pause,
         }
     }
@@ -100,19 +128,57 @@ impl Gate {
     /// A gate closed until [`Gate::open`]: `--wait-for-target`.
     pub fn closed(backoff: Span, max_pause: Duration) -> Gate {
         let gate = Gate::new(backoff, max_pause);
+        let now = Instant::now();
         // Far enough never to end by itself; near enough for any clock.
-        gate.state().paused_until = Some(Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+        let never = now
+            .checked_add(Duration::from_secs(100 * 365 * 86_400))
+            .unwrap_or(now);
+        gate.state().pause_until(now, never);
         gate
     }
 
     /// Opens the gate: the service answered.
     pub fn open(&self) {
-        let mut state = self.state();
-        state.paused_until = None;
-        state.probing = false;
-        state.next_pause = self.backoff.min;
-        drop(state);
+        self.state().open(Instant::now());
         self.changed.notify_waiters();
+    }
+
+    /// How long the gate has been paused in all, the current pause
+    /// included: the time the service was down or busy.
+    pub fn paused_total(&self) -> Duration {
+        let state = self.state();
+        let current = state.paused_since.map_or(Duration::ZERO, |since| {
+            Instant::now().saturating_duration_since(since)
+        });
+        state.paused_before.saturating_add(current)
+    }
+
+    /// Returns once the gate has been paused `hold` in all since its
+    /// [`Gate::paused_total`] was `mark`, with `more` counted on top (a
+    /// message's own busy POSTs): `--hold` running out. Only paused time
+    /// counts, so a message waiting for a slot of a service that answers
+    /// is never held out.
+    ///
+    /// # Cancellation
+    ///
+    /// Safe: it only waits.
+    pub async fn held_out(&self, mark: Duration, more: Duration, hold: Duration) {
+        loop {
+            let mut changed = pin!(self.changed.notified());
+            changed.as_mut().enable();
+            let held = self.paused_total().saturating_sub(mark).saturating_add(more);
+            let Some(left) = hold.checked_sub(held).filter(|left| !left.is_zero()) else {
+                return;
+            };
+            if self.is_paused() {
+                tokio::select! {
+                    () = changed => {}
+                    () = tokio::time::sleep(left) => {}
+                }
+            } else {
+                changed.await;
+            }
+        }
     }
 
     /// Whether the gate is paused (a probe on its way included).
@@ -178,26 +244,23 @@ impl Pass<'_> {
         self.told = true;
         let gate = self.gate;
         let now = Instant::now();
-        let asked = retry_after.map(|wait| wait.min(gate.max_pause));
         let mut state = gate.state();
         if self.probe {
             state.probing = false;
         }
         if self.generation != state.generation {
-            if let (Some(until), Some(asked)) = (state.paused_until, asked) {
-                state.paused_until = Some(until.max(now + asked));
+            if let (Some(until), Some(_)) = (state.paused_until, retry_after) {
+                let asked = server_wait(retry_after, Duration::ZERO, gate.max_pause);
+                state.paused_until = Some(until.max(far_after(now, asked)));
             }
             drop(state);
             gate.changed.notify_waiters();
             return None;
         }
-        let pause = asked.unwrap_or(state.next_pause);
-        state.next_pause = state
-            .next_pause
-            .saturating_mul(2)
-            .clamp(gate.backoff.min, gate.backoff.max);
+        let floor = state.backoff.next_wait();
+        let pause = server_wait(retry_after, floor, gate.max_pause);
         state.generation += 1;
-        state.paused_until = Some(now + pause);
+        state.pause_until(now, far_after(now, pause));
         drop(state);
         gate.changed.notify_waiters();
         Some(pause)
@@ -209,6 +272,14 @@ impl Pass<'_> {
         self.told = true;
         self.gate.open();
     }
+}
+
+/// `wait` after `now`, or a day after it when that is past what the
+/// clock can represent: no duration makes an instant overflow.
+pub fn far_after(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait)
+        .or_else(|| now.checked_add(Duration::from_secs(86_400)))
+        .unwrap_or(now)
 }
 
 impl Drop for Pass<'_> {
@@ -298,6 +369,62 @@ mod tests {
         assert_eq!(next_pass(&gate).await, (5 * SECOND, true));
         assert_eq!(gate.pass().await.busy(Some(60 * SECOND)), Some(10 * SECOND));
         assert_eq!(next_pass(&gate).await, (10 * SECOND, true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_after_never_shortens_the_backoff() {
+        let gate = gate();
+        let mut pauses = Vec::new();
+        for _ in 0..4 {
+            pauses.push(gate.pass().await.busy(Some(Duration::ZERO)));
+        }
+        assert_eq!(
+            pauses,
+            [
+                Some(SECOND),
+                Some(2 * SECOND),
+                Some(4 * SECOND),
+                Some(4 * SECOND)
+            ],
+            "Retry-After: 0 (or a date in the past) waits the doubling backoff"
+        );
+        // A huge figure is capped, and nothing overflows.
+        let huge = Gate::new(
+            Span {
+                min: SECOND,
+                max: SECOND,
+            },
+            Duration::MAX,
+        );
+        assert_eq!(
+            huge.pass().await.busy(Some(Duration::MAX)),
+            Some(cf_queues::retry::LONGEST_SERVER_WAIT)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_hold_counts_paused_time_only() {
+        let gate = gate();
+        let mark = gate.paused_total();
+        let held = async {
+            let started = Instant::now();
+            gate.held_out(mark, Duration::ZERO, 3 * SECOND).await;
+            started.elapsed()
+        };
+        let outage = async {
+            // Open for 10 s: nothing counts.
+            tokio::time::sleep(10 * SECOND).await;
+            gate.pass().await.busy(None);
+            // Paused 1 s, then the probe's answer opens it 1 s later.
+            tokio::time::sleep(2 * SECOND).await;
+            gate.pass().await.answered();
+            tokio::time::sleep(10 * SECOND).await;
+            gate.pass().await.busy(None);
+        };
+        let (waited, ()) = tokio::join!(held, outage);
+        // 2 s paused in the first outage, 1 s into the second.
+        assert_eq!(waited, 23 * SECOND);
+        assert_eq!(gate.paused_total(), 3 * SECOND);
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,7 +26,9 @@
 //! | `--visibility` | 30 s | Cloudflare's default; extended while a message is held |
 //! | `--grace` | 15 s, or `--timeout` + 1 s | a POST started before the signal ends within it; with the 10 s flush, within Kubernetes' 30 s |
 //! | leased at most | `--concurrency` + what a round trip brings at the queue's 4,900/s (at least `--concurrency`, at most 1,000 more) | slots wait full, not thousands hidden from other replicas |
-//! | `max_lease` | `--hold` + `--timeout` + `--visibility` | every message is settled while its lease is kept |
+//! | slot wait | `--timeout` × ⌈(leased at most − `--concurrency`) ÷ `--concurrency`⌉, at least `--timeout` | how long a message may wait for a POST slot while the service answers: every POST ahead of it taking all of `--timeout`; a message that waited `--hold` + this in all is retried |
+//! | `max_lease` | `--hold` + slot wait + `--timeout` + `--visibility` | every message is settled while its lease is kept |
+//! | a lease too short | `--visibility` under 8 round trips to the API (measured at start) | said at start: the library extends a lease 4 round trips before it ends, at most half a lease |
 //! | `--batch-bytes` | 1 MiB | nginx's default `client_max_body_size` |
 //! | a batch answer read | 64 KiB | a retry list of 100 long ids, many times over |
 
@@ -73,12 +75,9 @@ const MAX_BUFFERED: u32 = 1_000;
 
 pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure> {
     let endpoint = Endpoint::new(args)?;
-    if args.hold.is_zero() || args.timeout.is_zero() {
-        return Err(Failure::usage("--hold and --timeout must be above zero"));
-    }
     let grace = args
         .grace
-        .unwrap_or(MIN_GRACE.max(args.timeout + Duration::from_secs(1)));
+        .unwrap_or(MIN_GRACE.max(args.timeout.saturating_add(Duration::from_secs(1))));
     // The exporter goes in before the consumer exists, so that every figure
     // of the consumer's is recorded from its first pull.
     let prometheus = match args.listen {
@@ -104,6 +103,10 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
             .and_then(|info| info.queue_name),
     };
     let (max_in_flight, batch_size) = leased_at_most(args, round_trip);
+    let slot_wait = slot_wait(args, max_in_flight);
+    if let Some(warning) = lease_too_short(args, round_trip) {
+        note(warning);
+    }
     let stopping = CancellationToken::new();
     let gate = if args.wait_for_target {
         Gate::closed(args.backoff, args.max_pause)
@@ -118,6 +121,7 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
             name: name.clone(),
         },
         hold: args.hold,
+        slot_wait,
         retry_delay: retry_delay(args),
         stopping: stopping.clone(),
         counters: RelayCounters::default(),
@@ -136,7 +140,12 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         .batch_size(batch_size)
         .max_in_flight(max_in_flight as usize)
         .retry_delay(relay.retry_delay)
-        .max_lease(args.hold + args.timeout + args.visibility)
+        .max_lease(
+            args.hold
+                .saturating_add(slot_wait)
+                .saturating_add(args.timeout)
+                .saturating_add(args.visibility),
+        )
         .grace_period(grace)
         .shutdown_token(stopping.clone())
         .on_poison(move |message, _why| {
@@ -171,7 +180,7 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
     }
     let monitor = consumer.monitor();
     let mut interrupts = Interrupts::watch()
-        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+        .map_err(|e| Failure::local(format_args!("cannot watch for SIGINT, SIGTERM and SIGHUP: {e}")))?;
     let queue_shown = match &name {
         Some(name) if name != session.queue.id() => format!("{name} ({})", session.queue.id()),
         _ => session.queue.id().to_owned(),
@@ -292,6 +301,42 @@ fn leased_at_most(args: &RelayArgs, round_trip: Duration) -> (u32, u32) {
     (max_in_flight, batch_size.clamp(1, 100))
 }
 
+/// How long a message may wait for a POST slot while the service answers,
+/// beyond `--hold`: the slots' POSTs ahead of it, each up to `--timeout`
+/// (the semaphore is first come, first served). At least one `--timeout`.
+fn slot_wait(args: &RelayArgs, max_in_flight: u32) -> Duration {
+    let beyond = max_in_flight.saturating_sub(args.concurrency);
+    let rounds = beyond.div_ceil(args.concurrency.max(1)).max(1);
+    args.timeout.saturating_mul(rounds)
+}
+
+/// The lease the library needs to keep a message across POSTs: it extends
+/// a lease 4 round trips before it ends, at most half a lease before, so
+/// `--visibility` under 8 round trips leaves an extension little room, and
+/// a POST longer than the lease depends on each one landing in time. Said
+/// at start, without `-v`.
+fn lease_too_short(args: &RelayArgs, round_trip: Duration) -> Option<String> {
+    let wanted = round_trip.saturating_mul(8);
+    (args.visibility < wanted).then(|| {
+        format!(
+            "warning: --visibility {} is short for the {} round trip to the API measured at \
+             start: a lease is extended at most {} before it ends, and a POST (up to --timeout \
+             {}) outlives it only if every extension lands in time; a lost lease delivers the \
+             message again while its POST runs. Set --visibility to {} or more",
+            humantime::format_duration(args.visibility),
+            humantime::format_duration(millis(round_trip)),
+            humantime::format_duration(millis(args.visibility / 2)),
+            humantime::format_duration(args.timeout),
+            humantime::format_duration(Duration::from_secs(wanted.as_secs() + 1)),
+        )
+    })
+}
+
+/// `d` to the millisecond, for a line.
+fn millis(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// A second signal: what is left behind, said before exiting at once.
 fn cut_short(relay: &Relay, summary: &Summary) {
     let posting = relay.counters.posting.load(Ordering::Relaxed);
@@ -316,6 +361,31 @@ mod tests {
         }
         let words = std::iter::once("relay").chain(line.split_whitespace());
         Wrapper::try_parse_from(words).expect("valid").relay
+    }
+
+    #[test]
+    fn the_slot_wait_covers_every_post_ahead() {
+        let s = Duration::from_secs;
+        let relay = args("--to http://x/");
+        // 490 leased beyond 16 slots: 31 rounds of POSTs of up to 10 s.
+        assert_eq!(slot_wait(&relay, 16 + 490), s(310));
+        assert_eq!(slot_wait(&relay, 16), s(10), "at least one --timeout");
+        let one = args("--to http://x/ --concurrency 1 --timeout 2s");
+        assert_eq!(slot_wait(&one, 6), s(10));
+        // The consumer keeps each lease past the longest wait and POST.
+        let huge = args("--to http://x/ --concurrency 1 --timeout 1h --max-in-flight 100000");
+        assert_eq!(slot_wait(&huge, 100_000), s(3_600 * 99_999));
+    }
+
+    #[test]
+    fn a_lease_under_eight_round_trips_is_said() {
+        let ms = Duration::from_millis;
+        let short = args("--to http://x/ --visibility 1s --timeout 6s");
+        let said = lease_too_short(&short, ms(400)).expect("said");
+        assert!(said.starts_with("warning: --visibility 1s is short for the 400ms round trip"));
+        assert!(said.ends_with("Set --visibility to 4s or more"), "{said}");
+        assert_eq!(lease_too_short(&short, ms(100)), None);
+        assert_eq!(lease_too_short(&args("--to http://x/"), ms(300)), None);
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! `cfq emulator`: the local emulator, until Ctrl-C or SIGTERM.
+//! `cfq emulator`: the local emulator, until Ctrl-C, SIGTERM or SIGHUP
+//! (or, when asked, its stdin closing or its parent ending).
 //!
-//! The `export CLOUDFLARE_...=` lines it prints are parsed by
-//! `cargo xtask sdk-conformance` and by people's shells: their format is fixed.
+//! What it prints on stdout when it is ready is a contract: `start_lines.rs`.
+
+mod start_lines;
 
 use std::path::Path;
+use std::time::Duration;
 
 use cf_queues_emulator::config::EmulatorConfig;
 use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
@@ -11,7 +14,13 @@ use cf_queues_emulator::{EMULATOR_ACCOUNT_ID, Emulator, RateLimitModel};
 use crate::args::{EmulatorArgs, RateLimitsChoice};
 use crate::exit::{Code, Failure};
 use crate::flag_defaults::Optionally;
+use crate::signals::Interrupts;
 use crate::stderr::note;
+use start_lines::StartLines;
+
+/// How often `--stop-with-parent` looks for its parent: a test run's
+/// emulator outlives it by at most this.
+const PARENT_CHECK: Duration = Duration::from_millis(100);
 
 pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     let mut emulator = Emulator::new()
@@ -92,27 +101,24 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
              the emulator is for local development"
         ));
     }
-    let mut stop = StopSignals::install();
-    let mut lines = vec![
-        format!("cf-queues emulator listening on {}", handle.base_url()),
-        format!("  export CLOUDFLARE_BASE_URL={}", handle.base_url()),
-    ];
-    if let Some(token) = handle.token() {
-        lines.push(format!("  export CLOUDFLARE_API_TOKEN={token}"));
+    // Listened for before the ready line: whoever reads it may stop the
+    // emulator at once (a launcher passing SIGTERM on) and still see it stop
+    // in order.
+    let mut stop = Interrupts::watch()
+        .map_err(|e| Failure::local(format_args!("cannot watch for stop signals: {e}")))?;
+    // A queue declared without an id has a fresh one at each start: said.
+    let queues = declared
+        .iter()
+        .filter_map(|name| Some((name.as_str(), handle.queue_id(name)?)))
+        .collect();
+    let lines = StartLines {
+        base_url: handle.base_url(),
+        token: handle.token(),
+        account_id: EMULATOR_ACCOUNT_ID,
+        queues,
+        dashboard: handle.dashboard_url(),
     }
-    lines.push(format!(
-        "  export CLOUDFLARE_ACCOUNT_ID={EMULATOR_ACCOUNT_ID}"
-    ));
-    // A queue declared without an id has a fresh one at each start: say it.
-    for name in &declared {
-        if let Some(id) = handle.queue_id(name) {
-            lines.push(format!("  queue {name}: {id}"));
-        }
-    }
-    if let Some(url) = handle.dashboard_url() {
-        lines.push(format!("  dashboard: {url}"));
-    }
-    lines.push("press Ctrl-C to stop".into());
+    .lines();
     // Whoever started the emulator may have closed stdout: keep serving.
     let out = crate::output::Output::new(None);
     for line in &lines {
@@ -122,8 +128,9 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     }
 
     tokio::select! {
-        () = stop.recv() => {}
+        () = stop.reached(1) => {}
         () = stdin_closed(), if args.stop_on_stdin_close => {}
+        () = parent_ended(), if args.stop_with_parent => {}
     }
     let _ = out.line("stopping");
     handle
@@ -183,59 +190,24 @@ async fn stdin_closed() {
     }
 }
 
-/// Ctrl-C and SIGTERM, listened for from [`StopSignals::install`] on: the
-/// emulator installs them before it prints its ready lines, so that
-/// whoever reads those lines may stop it at once (a launcher passing
-/// SIGTERM on, say) and still see it stop in order.
-struct StopSignals {
+/// Returns once the process that started the emulator has ended, for
+/// `--stop-with-parent`: its children may keep the stdin pipe open (a
+/// test's forked worker), but an orphan is adopted by another process, so
+/// the parent's id changes.
+async fn parent_ended() {
     #[cfg(unix)]
-    interrupt: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    terminate: Option<tokio::signal::unix::Signal>,
-}
-
-impl StopSignals {
-    fn install() -> StopSignals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            StopSignals {
-                interrupt: signal(SignalKind::interrupt()).ok(),
-                terminate: signal(SignalKind::terminate()).ok(),
+    {
+        let parent = std::os::unix::process::parent_id();
+        loop {
+            tokio::time::sleep(PARENT_CHECK).await;
+            if std::os::unix::process::parent_id() != parent {
+                return;
             }
         }
-        #[cfg(not(unix))]
-        StopSignals {}
     }
-
-    /// Returns at the first Ctrl-C or SIGTERM.
-    async fn recv(&mut self) {
-        #[cfg(unix)]
-        {
-            let interrupt = async {
-                match &mut self.interrupt {
-                    Some(signal) => {
-                        signal.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            let terminate = async {
-                match &mut self.terminate {
-                    Some(signal) => {
-                        signal.recv().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                () = interrupt => {}
-                () = terminate => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+    #[cfg(not(unix))]
+    {
+        note("warning: --stop-with-parent works on Unix only: stopping on Ctrl-C or stdin only");
+        std::future::pending::<()>().await;
     }
 }
