@@ -44,9 +44,12 @@
 //! (Prometheus's: `messaging_client_operation_duration`, with labels such
 //! as `messaging_destination_name`).
 //!
-//! Every gauge (a level, which two of them would overwrite) is also
-//! labelled with its instance (`cf_queues.instance`): see [Telling
-//! instances apart](#telling-instances-apart).
+//! Every gauge of a consumer or producer (a level, which two of them would
+//! overwrite) is also labelled with its instance (`cf_queues.instance`):
+//! see [Telling instances apart](#telling-instances-apart). The queue's own
+//! gauges (`cf_queues.queue.*`) carry none: every reader of a queue reads
+//! the same figure, and an autoscaler takes the `max()` across the series
+//! of its replicas.
 //!
 //! | name | kind | unit | labels besides the queue | what for |
 //! |---|---|---|---|---|
@@ -73,7 +76,10 @@
 //! | `cf_queues.consumer.messages_in_flight` | gauge | {message} | `cf_queues.instance` | messages leased and not settled |
 //! | `cf_queues.consumer.bytes_in_flight` | gauge | By | `cf_queues.instance` | their body bytes |
 //! | `cf_queues.consumer.lag` | gauge | s | `cf_queues.instance` | the age of the oldest message of the last pull that brought any |
-//! | `cf_queues.queue.backlog` | gauge | {message} | `cf_queues.instance` | the backlog the last pull reported |
+//! | `cf_queues.consumer.pulled_backlog` | gauge | {message} | `cf_queues.instance` | the backlog the last pull reported (0 until a pull reports one: not for autoscaling) |
+//! | `cf_queues.queue.backlog.messages` | gauge | {message} | no instance | the queue's unacknowledged messages, read by a [`BacklogReader`](crate::consumer::BacklogReader) (`ConsumerBuilder::read_backlog`, `cfq relay --listen`, `cfq metrics --listen`); absent until its first reading |
+//! | `cf_queues.queue.backlog.bytes` | gauge | By | no instance | their bytes, read likewise |
+//! | `cf_queues.queue.oldest_message.age` | gauge | s | no instance | the age of the oldest at the reading (0 for an empty queue), read likewise |
 //! | `messaging.client.sent.messages` | counter | {message} | `cf_queues.outcome` = `landed`, `failed`, `rejected` | the producer's messages, by what became of them |
 //! | `cf_queues.producer.batches` | counter | {request} | | batch pushes started |
 //! | `cf_queues.producer.batch.size` | histogram | {message} | | messages per batch push |

@@ -597,6 +597,20 @@ pub struct MetricsArgs {
     )]
     pub watch: Option<Duration>,
 
+    /// Serve the queues' backlog as Prometheus gauges on this address (/metrics) until Ctrl-C
+    /// or SIGTERM: for an autoscaler that must see a backlog while no consumer runs
+    #[arg(long, value_name = "ADDR", conflicts_with = "watch")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// Another queue for --listen, by name or id (repeatable)
+    #[arg(long = "also", value_name = "QUEUE", requires = "listen")]
+    pub also: Vec<String>,
+
+    /// How often --listen reads each queue's backlog: a call of the token's 1,200 per 5 minutes
+    /// each time (5s to 1h)
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_backlog_interval)]
+    pub backlog_interval: Duration,
+
     #[command(flatten)]
     pub global: Global,
 }
@@ -750,6 +764,30 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{e} (expected a duration such as 30s, 5m or 1h)"))
+}
+
+/// How often a backlog is read for gauges (`--backlog-interval`): 5 s to
+/// 1 h. Each reading is a call of the token's budget; the library refuses
+/// less than 5 s, and a gauge older than an hour misleads an autoscaler.
+pub fn parse_backlog_interval(text: &str) -> Result<Duration, String> {
+    parse_duration_within(
+        text,
+        cf_queues::consumer::MIN_BACKLOG_INTERVAL,
+        Duration::from_secs(3_600),
+    )
+}
+
+/// A duration from `min` to `max`, refused with both named.
+pub fn parse_duration_within(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
+    let value = parse_duration(text)?;
+    if value < min || value > max {
+        return Err(format!(
+            "{text}: must be from {} to {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(value)
 }
 
 /// A delay of delivery: a duration of at most 24 hours, Cloudflare's

@@ -97,6 +97,22 @@ impl ConsumerBuilder {
         self
     }
 
+    /// Reads the queue's backlog with its `metrics()` call every `every`
+    /// while the consumer runs, for the gauges an autoscaler reads
+    /// (`cf_queues.queue.backlog.messages`, `.bytes`, and
+    /// `cf_queues.queue.oldest_message.age`, with the `metrics` feature;
+    /// see [`BacklogReader`](super::BacklogReader)). Off by default: each
+    /// reading is a call of the token's 1,200 in five minutes
+    /// ([`DEFAULT_BACKLOG_INTERVAL`](super::DEFAULT_BACKLOG_INTERVAL), 30 s,
+    /// costs 10 of them); at least
+    /// [`MIN_BACKLOG_INTERVAL`](super::MIN_BACKLOG_INTERVAL) (5 s). One
+    /// replica reading is enough for an autoscaler: every reader reads the
+    /// same queue.
+    pub fn read_backlog(mut self, every: Duration) -> ConsumerBuilder {
+        self.settings.backlog_interval = Some(every);
+        self
+    }
+
     crate::__setters! {
         /// The longest a message's lease is extended to, from its pull: past
         /// it the lease runs out, which is counted in

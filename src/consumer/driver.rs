@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ConsumerError;
 use super::acker;
+use super::backlog_reader::BacklogReader;
 use super::dispatch::{Mode, PoisonFn};
 use super::lease_keeper;
 use super::puller::Puller;
@@ -37,6 +38,11 @@ pub(crate) async fn drive(
         lease_keeper::keep(Arc::clone(&shared), stop_keeper.clone()),
     );
     let acker = spawn_part(&shared, Part::Acker, acker::run(Arc::clone(&shared)));
+    // Reads for as long as the consumer runs (it stops when dropped).
+    let _backlog = shared
+        .settings
+        .backlog_interval
+        .and_then(|every| BacklogReader::start(shared.queue.clone(), every).ok());
 
     let mut puller = Puller::new(Arc::clone(&shared));
     let fatal = puller.run(&mode, &poison).await;

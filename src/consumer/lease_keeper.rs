@@ -111,8 +111,8 @@ fn extend_chunk<'a>(
         let expires_first = shared
             .table()
             .expires_first(chunk.iter().map(|(key, _)| *key));
-        let keepable =
-            expires_first.and_then(|expiry| expiry.checked_sub(RoundTrip::extension_deadline(margin)));
+        let keepable = expires_first
+            .and_then(|expiry| expiry.checked_sub(RoundTrip::extension_deadline(margin)));
         let wait = keepable.map_or(wait, |until| {
             wait.min(until.saturating_duration_since(reserved))
         });
@@ -124,7 +124,8 @@ fn extend_chunk<'a>(
             by,
             QueueRefusal::Returned,
         );
-        let lease_left = expires_first.map_or(margin, |expiry| expiry.saturating_duration_since(sent));
+        let lease_left =
+            expires_first.map_or(margin, |expiry| expiry.saturating_duration_since(sent));
         let deadline = shared.round_trip.call_deadline(margin, lease_left);
         let result = tokio::time::timeout(deadline, call.instrument(span)).await;
         shared.round_trip.observe(sent.elapsed());

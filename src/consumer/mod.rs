@@ -54,6 +54,7 @@
 //! | [`extend_margin`](ConsumerBuilder::extend_margin) | a third of the visibility timeout, raised to 4 round trips | room for an extension and its retries |
 //! | [`grace_period`](ConsumerBuilder::grace_period) | 10 s | with `flush_timeout`, fits Kubernetes' 30 s termination grace |
 //! | [`flush_timeout`](ConsumerBuilder::flush_timeout) | 10 s | the last acks' time after the grace period |
+//! | [`read_backlog`](ConsumerBuilder::read_backlog) | off; 30 s when on, at least 5 s | the backlog gauges an autoscaler reads cost calls of the token: 10 of its 1,200 in five minutes at 30 s |
 //!
 //! # At a distance
 //!
@@ -239,6 +240,7 @@
 
 mod acker;
 mod allowance;
+mod backlog_reader;
 mod builder;
 #[allow(clippy::module_inception)]
 mod consumer;
@@ -258,6 +260,7 @@ mod state;
 mod stream;
 mod summary;
 
+pub use backlog_reader::{Backlog, BacklogReader, DEFAULT_BACKLOG_INTERVAL, MIN_BACKLOG_INTERVAL};
 pub use builder::ConsumerBuilder;
 pub use error::ConsumerError;
 pub use pull_switch::PullSwitch;

@@ -91,6 +91,8 @@ pub(crate) struct Settings {
     pub queue_limit: u32,
     pub max_pending_settlements: usize,
     pub max_delay: Duration,
+    /// Reading the backlog for its gauges, every this long; off by default.
+    pub backlog_interval: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -114,6 +116,7 @@ impl Default for Settings {
             queue_limit: DEFAULT_QUEUE_LIMIT,
             max_pending_settlements: DEFAULT_MAX_PENDING_SETTLEMENTS,
             max_delay: Limits::default().max_delay,
+            backlog_interval: None,
         }
     }
 }
@@ -175,6 +178,19 @@ impl Settings {
             return Err(Error::invalid(
                 "extend_margin",
                 "must be more than 0 and less than the visibility timeout",
+            ));
+        }
+        if self
+            .backlog_interval
+            .is_some_and(|every| every < super::MIN_BACKLOG_INTERVAL)
+        {
+            return Err(Error::invalid(
+                "read_backlog",
+                format!(
+                    "must be at least {:?}: each reading is a call of the token's 1,200 in \
+                     five minutes",
+                    super::MIN_BACKLOG_INTERVAL
+                ),
             ));
         }
         self.max_delay = limits.max_delay;

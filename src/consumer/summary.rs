@@ -153,7 +153,7 @@ crate::counters::live_counters!(
             blocked: counter("cf_queues.consumer.blocks"),
             pulls_in_flight: gauge("cf_queues.consumer.pulls_in_flight"),
             max_pulls_in_flight,
-            backlog: gauge("cf_queues.queue.backlog"),
+            backlog: gauge("cf_queues.consumer.pulled_backlog"),
             in_flight: gauge("cf_queues.consumer.messages_in_flight"),
             in_flight_bytes: gauge("cf_queues.consumer.bytes_in_flight"),
         }

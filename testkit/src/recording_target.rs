@@ -54,6 +54,20 @@ pub struct Reply {
     pub body: Vec<u8>,
     /// How long it takes before answering.
     pub delay: Duration,
+    /// How the body ends.
+    pub end: BodyEnd,
+}
+
+/// How a reply's body ends: whole, or short of the `Content-Length` the
+/// reply declares (its body's length and 100 bytes more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEnd {
+    /// Sent whole.
+    Whole,
+    /// The body sent, then silence: the rest never comes.
+    Stalls,
+    /// The body sent, then the connection closed mid-body.
+    Cut,
 }
 
 impl Reply {
@@ -69,6 +83,7 @@ impl Reply {
             headers: Vec::new(),
             body: Vec::new(),
             delay: Duration::ZERO,
+            end: BodyEnd::Whole,
         }
     }
 
@@ -92,6 +107,13 @@ impl Reply {
     /// This reply after `delay`.
     pub fn after(mut self, delay: Duration) -> Reply {
         self.delay = delay;
+        self
+    }
+
+    /// This reply with its body ending as `end` says: the headers and the
+    /// body go at once, and a `Content-Length` 100 bytes longer than it.
+    pub fn ending(mut self, end: BodyEnd) -> Reply {
+        self.end = end;
         self
     }
 }
@@ -275,7 +297,28 @@ async fn answer(shared: &Shared, request: http::Request<Incoming>) -> Response<B
     shared.in_progress.fetch_add(1, Ordering::SeqCst);
     tokio::time::sleep(reply.delay).await;
     shared.in_progress.fetch_sub(1, Ordering::SeqCst);
-    let mut response = Response::new(Body::from(reply.body));
+    let declared = reply.body.len() + 100;
+    let mut response = match reply.end {
+        BodyEnd::Whole => Response::new(Body::from(reply.body)),
+        end => {
+            let sent = futures_util::stream::iter([Ok::<_, std::io::Error>(reply.body)]);
+            let rest = futures_util::stream::once(async move {
+                if end == BodyEnd::Stalls {
+                    std::future::pending::<()>().await;
+                }
+                // The head and the body's start reach the client first.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Err(std::io::Error::other("cut short"))
+            });
+            let mut response = Response::new(Body::from_stream(futures_util::StreamExt::chain(
+                sent, rest,
+            )));
+            response
+                .headers_mut()
+                .insert(http::header::CONTENT_LENGTH, HeaderValue::from(declared));
+            response
+        }
+    };
     *response.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     for (name, value) in reply.headers {

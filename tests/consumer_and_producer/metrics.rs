@@ -153,7 +153,7 @@ async fn a_consumers_run_is_recorded_by_outcome() {
         0.0
     );
     assert_eq!(
-        gauge(&f, &format!("cf_queues.queue.backlog{{{g}}}")),
+        gauge(&f, &format!("cf_queues.consumer.pulled_backlog{{{g}}}")),
         summary.backlog as f64
     );
     let lag = gauge(&f, &format!("cf_queues.consumer.lag{{{g}}}"));

@@ -37,7 +37,10 @@ impl StartLines<'_> {
         if let Some(token) = self.token {
             lines.push(format!("  export CLOUDFLARE_API_TOKEN={token}"));
         }
-        lines.push(format!("  export CLOUDFLARE_ACCOUNT_ID={}", self.account_id));
+        lines.push(format!(
+            "  export CLOUDFLARE_ACCOUNT_ID={}",
+            self.account_id
+        ));
         for (name, id) in &self.queues {
             lines.push(format!("  queue {name}: {id}"));
         }

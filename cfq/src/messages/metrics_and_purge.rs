@@ -35,6 +35,9 @@ struct MetricsLine<'a> {
 pub const MIN_WATCH_EVERY: Duration = Duration::from_secs(1);
 
 pub async fn metrics(session: &Session, args: &MetricsArgs) -> Result<Code, Failure> {
+    if let Some(address) = args.listen {
+        return crate::messages::exporter::serve(session, args, address).await;
+    }
     let every = args.watch.map(|every| every.max(MIN_WATCH_EVERY));
     if let Some(every) = every
         && session.out.terminal

@@ -71,10 +71,7 @@ mod tests {
             );
         }
         for status in [502, 504] {
-            assert_eq!(
-                of_status(status, three),
-                Answer::Busy { retry_after: None }
-            );
+            assert_eq!(of_status(status, three), Answer::Busy { retry_after: None });
         }
     }
 }

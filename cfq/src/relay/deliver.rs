@@ -144,8 +144,8 @@ pub async fn deliver(relay: &Relay, about: &[About<'_>], request: Request) -> Ve
             Answer::Busy { retry_after } => {
                 // The POST's time the gate did not count already.
                 let paused_meanwhile = relay.gate.paused_total().saturating_sub(paused_before);
-                busy_posting = busy_posting
-                    .saturating_add(sent.elapsed().saturating_sub(paused_meanwhile));
+                busy_posting =
+                    busy_posting.saturating_add(sent.elapsed().saturating_sub(paused_meanwhile));
                 add(&relay.counters.busy_answers);
                 if let Some(pause) = pass.busy(retry_after) {
                     add(&relay.counters.pauses);

@@ -265,23 +265,23 @@ fn unreachable(error: &reqwest::Error) -> String {
     } else {
         "the request failed"
     };
-    let mut detail = kind.to_owned();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        detail.push_str(": ");
-        detail.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    detail
+    with_causes(kind, error)
 }
 
 /// How an answer's body stopped short, its causes included.
 fn cut_short(error: &reqwest::Error) -> String {
-    let mut detail = if error.is_timeout() {
-        "not whole within --timeout".to_owned()
+    let kind = if error.is_timeout() {
+        "not whole within --timeout"
     } else {
-        "cut short".to_owned()
+        "cut short"
     };
+    with_causes(kind, error)
+}
+
+/// `kind`, then each cause of `error` (never the error's own text, which
+/// names the URL).
+fn with_causes(kind: &str, error: &reqwest::Error) -> String {
+    let mut detail = kind.to_owned();
     let mut source = error.source();
     while let Some(cause) = source {
         detail.push_str(": ");

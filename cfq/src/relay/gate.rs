@@ -166,7 +166,10 @@ impl Gate {
         loop {
             let mut changed = pin!(self.changed.notified());
             changed.as_mut().enable();
-            let held = self.paused_total().saturating_sub(mark).saturating_add(more);
+            let held = self
+                .paused_total()
+                .saturating_sub(mark)
+                .saturating_add(more);
             let Some(left) = hold.checked_sub(held).filter(|left| !left.is_zero()) else {
                 return;
             };

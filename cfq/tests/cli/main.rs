@@ -4,6 +4,7 @@
 #![allow(missing_docs, unreachable_pub)]
 
 mod admin;
+mod backlog;
 mod consumers;
 mod dashboard;
 mod data_dir;
@@ -11,6 +12,8 @@ mod drain;
 mod event_subscriptions;
 mod messages;
 mod relay;
+#[cfg(unix)]
+mod relay_edges;
 mod relay_options;
 mod resources;
 #[cfg(unix)]

@@ -713,7 +713,7 @@ async fn what_the_relay_refuses_at_start() {
         (
             &["--hold", "0s"],
             2,
-            "--hold and --timeout must be above zero",
+            "'--hold <DURATION>': 0s: must be from 1ms to 1day",
         ),
         (
             &["--retry-delay", "5m..1s"],

@@ -18,13 +18,13 @@ use crate::relay::{
 use crate::support::{cfq, emulator_with_queues, pull_all_texts, queue_of};
 
 /// A free loopback address for `--listen`.
-fn free_address() -> String {
+pub(crate) fn free_address() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     listener.local_addr().expect("its address").to_string()
 }
 
 /// GET `path` of the relay's own server: the status and the body.
-async fn get(address: &str, path: &str) -> (u16, String) {
+pub(crate) async fn get(address: &str, path: &str) -> (u16, String) {
     let response = reqwest::get(format!("http://{address}{path}"))
         .await
         .expect("the relay's server answers");
@@ -33,7 +33,7 @@ async fn get(address: &str, path: &str) -> (u16, String) {
 }
 
 /// Waits until GET `path` answers `status`.
-async fn until_status(address: &str, path: &str, status: u16) -> String {
+pub(crate) async fn until_status(address: &str, path: &str, status: u16) -> String {
     let started = std::time::Instant::now();
     loop {
         if let Ok(response) = reqwest::get(format!("http://{address}{path}")).await

@@ -55,17 +55,26 @@ async fn push_until_the_second_batch_is_held(
 /// rest, so that every line lands once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
-    let emulator = emulator_with_queues(&["interrupted"]).await;
-    let dir = temp_dir("sigint");
+    stopped_in_order_by("INT").await;
+}
+
+/// SIGHUP (a closing terminal, the npm launcher passing it on) stops the
+/// run in order as SIGINT does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_stops_in_order_as_sigint_does() {
+    stopped_in_order_by("HUP").await;
+}
+
+/// A `push --file` stopped by `SIG{name}` while its second batch is in
+/// flight, then resumed with the command it printed.
+async fn stopped_in_order_by(name: &str) {
+    let queue = format!("interrupted{}", name.to_lowercase());
+    let emulator = emulator_with_queues(&[queue.as_str()]).await;
+    let dir = temp_dir(&format!("sig{}", name.to_lowercase()));
     let (file, bodies) = numbered_file(&dir, 300);
-    let (like, child) = push_until_the_second_batch_is_held(
-        &emulator,
-        "interrupted",
-        &file,
-        Duration::from_secs(2),
-    )
-    .await;
-    signal(&child, "INT");
+    let (like, child) =
+        push_until_the_second_batch_is_held(&emulator, &queue, &file, Duration::from_secs(2)).await;
+    signal(&child, name);
     let stopped = finish(child).await;
     let summary = stopped.expect_code(7).one();
     assert_eq!(summary["pushed"], 200, "the batch in flight landed");
@@ -73,17 +82,18 @@ async fn sigint_lets_the_batch_in_flight_land_and_prints_the_resume_command() {
     let resume = resume_command(&stopped.stderr);
     let skip = format!("--skip {}", 200);
     assert!(resume.ends_with(&skip), "{resume}");
+    let reason = format!("stopped by SIG{name}");
     assert_eq!(
         summary["stopped"],
-        json!({"reason": "stopped by SIGINT", "resume_skip": 200, "resume_command": resume})
+        json!({"reason": reason, "resume_skip": 200, "resume_command": resume})
     );
     assert!(
-        stopped.stderr.contains("error: stopped by SIGINT"),
+        stopped.stderr.contains(&format!("error: {reason}")),
         "{stopped:?}"
     );
 
     let resumed = run(pasted(&like, &resume)).await;
-    assert_resumed(&resumed, 100, (&emulator, "interrupted", "line"), &bodies).await;
+    assert_resumed(&resumed, 100, (&emulator, &queue, "line"), &bodies).await;
 }
 
 /// A second signal stops at once: the batch held by the server is

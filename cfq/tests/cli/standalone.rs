@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use cf_queues::{Client, Message, PullOptions};
 
-use crate::support::signal;
+use crate::support::{StartLines, signal};
 
 fn cfq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cfq"))
@@ -104,12 +104,7 @@ async fn emulator_at_a_distance_under_cloudflares_limits() {
         ],
         Stdio::piped(),
     );
-    let base_url = loop {
-        let line = lines.next().expect("a line").expect("utf-8");
-        if let Some(url) = line.trim().strip_prefix("export CLOUDFLARE_BASE_URL=") {
-            break url.to_owned();
-        }
-    };
+    let base_url = StartLines::read(&mut lines).base_url;
     let http = reqwest::Client::new();
     let url = format!(
         "{base_url}/accounts/{}/queues/jobs/metrics",
@@ -666,16 +661,10 @@ fn cfq_exits_on_sigterm_while_a_client_holds_a_half_sent_request() {
 #[tokio::test]
 async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
     let (mut child, mut lines) = serve(&["--token", "cli-token"], Stdio::inherit());
-    let printed: Vec<String> = lines
-        .by_ref()
-        .map(|l| l.expect("utf-8"))
-        .take_while(|l| l != "press Ctrl-C to stop")
-        .collect();
+    let printed = StartLines::read(&mut lines);
     let link = printed
-        .iter()
-        .find_map(|l| l.trim().strip_prefix("dashboard: "))
-        .unwrap_or_else(|| panic!("no dashboard link in {printed:?}"))
-        .to_owned();
+        .dashboard
+        .unwrap_or_else(|| panic!("no dashboard link in {:?}", printed.lines));
     assert!(link.contains("/_dashboard/login?key="), "{link}");
     assert!(!link.contains("cli-token"), "{link}");
     let http = reqwest::Client::builder()
@@ -689,20 +678,12 @@ async fn emulator_prints_the_dashboards_link_unless_told_not_to() {
     assert!(child.wait().expect("cfq exits").success());
 
     let (mut child, mut lines) = serve(&["--no-dashboard"], Stdio::inherit());
-    let printed: Vec<String> = lines
-        .by_ref()
-        .map(|l| l.expect("utf-8"))
-        .take_while(|l| l != "press Ctrl-C to stop")
-        .collect();
+    let printed = StartLines::read(&mut lines);
     assert!(
-        !printed.iter().any(|l| l.contains("dashboard")),
+        !printed.lines.iter().any(|l| l.contains("dashboard")),
         "{printed:?}"
     );
-    let base = printed
-        .iter()
-        .find_map(|l| l.trim().strip_prefix("export CLOUDFLARE_BASE_URL="))
-        .expect("a base URL");
-    let root = base.trim_end_matches("/client/v4");
+    let root = printed.base_url.trim_end_matches("/client/v4");
     let page = http
         .get(format!("{root}/_dashboard/"))
         .send()
@@ -729,11 +710,7 @@ async fn the_emulator_stops_when_its_stdin_closes_if_asked() {
             .expect("cfq starts");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let ready = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l == "press Ctrl-C to stop");
-        assert!(ready, "the emulator started");
+        StartLines::read(&mut lines);
         (child, lines)
     };
     let (mut asked, lines) = start(Some("--stop-on-stdin-close"));
@@ -763,4 +740,100 @@ async fn the_emulator_stops_when_its_stdin_closes_if_asked() {
         )
         .success()
     );
+}
+
+/// The start-up lines, version 1 of their contract (cfq's README): every
+/// line, in order, exactly; SIGHUP then stops the emulator in order.
+#[tokio::test]
+async fn the_start_up_lines_are_version_1_and_sighup_stops_in_order() {
+    let dir = std::env::temp_dir().join(format!("cfq-start-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let config = dir.join("account.toml");
+    std::fs::write(
+        &config,
+        "[[queues]]\nqueue_name = \"jobs\"\nqueue_id = \"0123456789abcdef0123456789abcd01\"\n",
+    )
+    .expect("written");
+    let (mut child, mut lines) = serve(
+        &[
+            "--token",
+            "lines-token",
+            "--config",
+            &config.display().to_string(),
+        ],
+        Stdio::null(),
+    );
+    let printed = StartLines::read(&mut lines);
+    let base = &printed.base_url;
+    let dashboard = printed.dashboard.clone().expect("a dashboard link");
+    assert_eq!(
+        printed.lines,
+        [
+            format!("cf-queues emulator listening on {base}"),
+            format!("  export CLOUDFLARE_BASE_URL={base}"),
+            "  export CLOUDFLARE_API_TOKEN=lines-token".to_owned(),
+            format!(
+                "  export CLOUDFLARE_ACCOUNT_ID={}",
+                cf_queues_emulator::EMULATOR_ACCOUNT_ID
+            ),
+            "  queue jobs: 0123456789abcdef0123456789abcd01".to_owned(),
+            format!("  dashboard: {dashboard}"),
+            "  start-up lines: version 1".to_owned(),
+            "press Ctrl-C to stop".to_owned(),
+        ]
+    );
+    assert!(base.starts_with("http://127.0.0.1:") && base.ends_with("/client/v4"));
+    signal(&child, "HUP");
+    let exit = exit_within(
+        &mut child,
+        Duration::from_secs(10),
+        "SIGHUP did not stop it",
+    );
+    assert!(exit.success(), "{exit}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(rest, ["stopping"], "stopped in order");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--stop-with-parent`: the emulator stops when the process that started
+/// it dies, though a child of that process still holds its stdin.
+#[tokio::test]
+async fn the_emulator_stops_with_its_parent_whatever_holds_its_stdin() {
+    // The shell starts the emulator with the shell's stdin, forks a
+    // child that keeps it, and is then killed.
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        // A background command's stdin is /dev/null unless redirected:
+        // the pipe goes to both through fd 3.
+        .arg(r#"exec 3<&0; "$0" emulator --listen 127.0.0.1:0 --no-dashboard --stop-on-stdin-close --stop-with-parent <&3 >/dev/null 2>&1 & echo $!; sleep 20 <&3 & wait"#)
+        .arg(env!("CARGO_BIN_EXE_cfq"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let stdout = shell.stdout.take().expect("stdout");
+    let pid: u32 = BufReader::new(stdout)
+        .lines()
+        .next()
+        .and_then(Result::ok)
+        .and_then(|l| l.trim().parse().ok())
+        .expect("the emulator's pid");
+    let running = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| stat.rsplit(") ").next().map(|rest| !rest.starts_with('Z')))
+            .unwrap_or(false)
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(running(pid), "the emulator serves");
+    shell.kill().expect("killed");
+    shell.wait().expect("reaped");
+    let started = Instant::now();
+    while running(pid) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the emulator outlived its parent while its stdin was held"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -373,6 +373,57 @@ pub fn pasted(like: &Command, line: &str) -> Command {
     shell
 }
 
+/// What `cfq emulator`'s start-up lines tell, read as version 1 of their
+/// contract (cfq's README, "The emulator's start-up lines"): the one
+/// reader of them in Rust.
+#[derive(Debug, Default)]
+pub struct StartLines {
+    pub base_url: String,
+    pub token: Option<String>,
+    pub account_id: String,
+    /// The `queue NAME: ID` lines.
+    pub queues: Vec<(String, String)>,
+    pub dashboard: Option<String>,
+    /// Every line read, the ready line included, as printed.
+    pub lines: Vec<String>,
+}
+
+impl StartLines {
+    /// Reads `lines` up to the ready line (`press Ctrl-C to stop`); a
+    /// version other than 1, or no ready line, fails the test.
+    pub fn read(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> StartLines {
+        let mut read = StartLines::default();
+        loop {
+            let line = match lines.next() {
+                Some(Ok(line)) => line,
+                other => panic!("no ready line after {:?}: {other:?}", read.lines),
+            };
+            read.lines.push(line.clone());
+            let line = line.trim();
+            let after = |prefix: &str| line.strip_prefix(prefix).map(str::to_owned);
+            if let Some(url) = after("export CLOUDFLARE_BASE_URL=") {
+                read.base_url = url;
+            } else if let Some(token) = after("export CLOUDFLARE_API_TOKEN=") {
+                read.token = Some(token);
+            } else if let Some(account) = after("export CLOUDFLARE_ACCOUNT_ID=") {
+                read.account_id = account;
+            } else if let Some((name, id)) = line
+                .strip_prefix("queue ")
+                .and_then(|rest| rest.split_once(": "))
+            {
+                read.queues.push((name.to_owned(), id.to_owned()));
+            } else if let Some(link) = after("dashboard: ") {
+                read.dashboard = Some(link);
+            } else if let Some(version) = after("start-up lines: version ") {
+                assert_eq!(version, "1", "a version this reader does not know");
+            } else if line == "press Ctrl-C to stop" {
+                assert!(!read.base_url.is_empty(), "no base URL in {:?}", read.lines);
+                return read;
+            }
+        }
+    }
+}
+
 /// A `cfq emulator` child, stopped when dropped (a failed test too).
 pub struct Served {
     child: Child,
@@ -394,30 +445,12 @@ impl Served {
             .spawn()
             .expect("cfq starts");
         let stdout = child.stdout.take().expect("stdout");
-        let mut base_url = None;
-        let mut queues = Vec::new();
-        let mut dashboard = None;
-        for line in BufReader::new(stdout).lines() {
-            let line = line.expect("utf-8");
-            let line = line.trim();
-            if let Some(url) = line.strip_prefix("export CLOUDFLARE_BASE_URL=") {
-                base_url = Some(url.to_owned());
-            } else if let Some((name, id)) = line
-                .strip_prefix("queue ")
-                .and_then(|rest| rest.split_once(": "))
-            {
-                queues.push((name.to_owned(), id.to_owned()));
-            } else if let Some(link) = line.strip_prefix("dashboard: ") {
-                dashboard = Some(link.to_owned());
-            } else if line == "press Ctrl-C to stop" {
-                break;
-            }
-        }
+        let printed = StartLines::read(&mut BufReader::new(stdout).lines());
         Served {
             child,
-            base_url: base_url.expect("the base URL printed"),
-            queues,
-            dashboard,
+            base_url: printed.base_url,
+            queues: printed.queues,
+            dashboard: printed.dashboard,
         }
     }
 

@@ -59,7 +59,10 @@ export interface RunningEmulator {
  */
 export function startEmulator(options?: EmulatorOptions): Promise<RunningEmulator>;
 
-/** The path of the cfq binary `npx cfq` runs (`CFQ_BINARY`, else the platform package's). */
+/**
+ * The absolute path of the cfq binary `npx cfq` and {@link startEmulator} run: `CFQ_BINARY`
+ * (resolved against the current directory), else the platform package's.
+ */
 export function binaryPath(): string;
 
 /**

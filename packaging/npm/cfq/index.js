@@ -5,6 +5,7 @@
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { binaryPath, platformPackage } = require('./lib/binary.js');
+const { readStartLines } = require('./lib/start-lines.js');
 
 /** How long `startEmulator` waits for the emulator to answer, by default. */
 const START_TIMEOUT_MS = 30_000;
@@ -20,15 +21,20 @@ const KEPT_STDERR_CHARS = 4_000;
  */
 async function startEmulator(options = {}) {
   const token = options.apiToken || `cfq-test-${randomBytes(16).toString('hex')}`;
-  const args = ['emulator', '--listen', options.listen || '127.0.0.1:0', '--token', token, '--stop-on-stdin-close'];
+  const args = [
+    'emulator', '--listen', options.listen || '127.0.0.1:0', '--token', token,
+    '--stop-on-stdin-close', '--stop-with-parent',
+  ];
   if (options.dataDir) args.push('--data-dir', String(options.dataDir));
   if (options.config) args.push('--config', String(options.config));
   if (options.rateLimits) args.push('--rate-limits', options.rateLimits);
   if (options.latency) args.push('--latency', options.latency);
   if (options.args) args.push(...options.args);
   const binary = options.binary || binaryPath();
-  // stdin stays open and unused: when this process dies, however it dies,
-  // the pipe closes and the emulator stops (`--stop-on-stdin-close`).
+  // stdin stays open and unused: closing it is stop()'s way to stop the
+  // emulator in order (`--stop-on-stdin-close`). When this process dies,
+  // however it dies, the emulator sees its parent go (`--stop-with-parent`),
+  // even if a process this one started still holds the pipe.
   const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   let stderr = '';
   child.stderr.setEncoding('utf8');
@@ -37,23 +43,29 @@ async function startEmulator(options = {}) {
   });
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const failed = (why) =>
-    new Error(`cfq emulator ${why}${stderr.trim() ? `:\n${stderr.trim()}` : ''} (binary ${binary}, package ${platformPackage()})`);
+    new Error(`${why}${stderr.trim() ? `:\n${stderr.trim()}` : ''} (binary ${binary}, package ${platformPackage()})`);
+  const exitedBeforeReady = () =>
+    exited.then(({ code, signal }) => {
+      throw failed(`cfq emulator exited before it was ready (${signal || `exit code ${code}`})`);
+    });
   const timeoutMs = options.startTimeoutMs || START_TIMEOUT_MS;
   const deadline = Date.now() + timeoutMs;
   try {
     const printed = await Promise.race([
-      printedLines(child),
-      exited.then(({ code, signal }) => {
-        throw failed(`exited before it was ready (${signal || `exit code ${code}`})`);
+      readStartLines(child.stdout).catch((error) => {
+        // Its stdout ended: it is exiting, and its exit says more.
+        if (error.ready === false) return exitedBeforeReady();
+        throw failed(error.message);
       }),
+      exitedBeforeReady(),
       after(timeoutMs).then(() => {
-        throw failed(`printed no address within ${timeoutMs} ms`);
+        throw failed(`cfq emulator was not ready within ${timeoutMs} ms`);
       }),
     ]);
     await Promise.race([
       answers(printed, token, deadline),
       exited.then(({ code, signal }) => {
-        throw failed(`exited before it answered (${signal || `exit code ${code}`})`);
+        throw failed(`cfq emulator exited before it answered (${signal || `exit code ${code}`})`);
       }),
     ]);
     // Nothing of the emulator keeps the test process alive: a run that
@@ -83,32 +95,6 @@ async function startEmulator(options = {}) {
     child.kill('SIGKILL');
     throw error;
   }
-}
-
-/** The `export CLOUDFLARE_...` lines and the dashboard's, up to `press Ctrl-C to stop`. */
-function printedLines(child) {
-  return new Promise((resolve) => {
-    const found = {};
-    let buffered = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (text) => {
-      if (found.done) return; // later lines ("stopping") are read and dropped
-      buffered += text;
-      let newline;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline).trim();
-        buffered = buffered.slice(newline + 1);
-        const value = (prefix) => (line.startsWith(prefix) ? line.slice(prefix.length) : undefined);
-        found.baseUrl ??= value('export CLOUDFLARE_BASE_URL=');
-        found.accountId ??= value('export CLOUDFLARE_ACCOUNT_ID=');
-        found.dashboardUrl ??= value('dashboard: ');
-        if (line === 'press Ctrl-C to stop' && found.baseUrl && found.accountId) {
-          found.done = true;
-          resolve(found);
-        }
-      }
-    });
-  });
 }
 
 /** Resolves once the emulator answers an authenticated list of queues with 200. */

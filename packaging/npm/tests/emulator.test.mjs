@@ -192,6 +192,12 @@ test('a test process that dies takes its emulator with it', async () => {
   await eventually('the emulator stops', () => !alive(pid));
 });
 
+// No test of a test process whose child holds the emulator's stdin open,
+// as a Python test's multiprocessing fork does: a Node process cannot
+// hand it on (libuv opens every descriptor close-on-exec, and startEmulator
+// gives the pipe to no one). The Python package tests that case, which
+// `--stop-with-parent` covers.
+
 test('startEmulator rejects with the emulator\'s own words', async () => {
   await assert.rejects(startEmulator({ config: '/no/such/account.toml' }), (error) => {
     assert.match(error.message, /exited before it was ready \(exit code 1\)/);

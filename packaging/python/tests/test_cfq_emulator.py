@@ -18,7 +18,7 @@ from importlib.metadata import version
 import cloudflare
 import pytest
 
-from cfq_emulator import EmulatorError, start_emulator
+from cfq_emulator import EmulatorError, binary_path, start_emulator
 
 
 def client(emulator):
@@ -150,6 +150,41 @@ def test_a_data_directory_survives_a_restart(cf_queues_emulator_factory, tmp_pat
     assert client(second).queues.get_metrics(queue_id, account_id=second.account_id).backlog_count == 1
 
 
+def stand_in(path, body):
+    """An executable ``#!/bin/sh`` script standing in for cfq."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell scripts stand in for cfq")
+def test_a_relative_cfq_binary_is_the_file_in_the_current_directory(tmp_path, monkeypatch):
+    here = stand_in(tmp_path / "here" / "cfq", "echo the one here")
+    stand_in(tmp_path / "in-path" / "cfq", "echo the one in PATH")
+    monkeypatch.chdir(here.parent)
+    monkeypatch.setenv("CFQ_BINARY", "cfq")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'in-path'}{os.pathsep}{os.environ['PATH']}")
+    assert binary_path() == str(here)
+    # What start_emulator runs is that path.
+    run = subprocess.run([binary_path()], capture_output=True, text=True)
+    assert run.stdout == "the one here\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for cfq")
+def test_a_cfq_printing_another_version_of_the_start_up_lines_is_refused(tmp_path):
+    binary = stand_in(tmp_path / "cfq", textwrap.dedent("""\
+        echo 'cf-queues emulator listening on http://127.0.0.1:9/client/v4'
+        echo '  export CLOUDFLARE_BASE_URL=http://127.0.0.1:9/client/v4'
+        echo '  export CLOUDFLARE_ACCOUNT_ID=0123456789abcdef0123456789abcdef'
+        echo '  start-up lines: version 2'
+        echo 'press Ctrl-C to stop'
+        exec sleep 60"""))
+    with pytest.raises(EmulatorError, match=r"^cfq emulator prints start-up lines of version 2, and this "
+                                            r"cfq-emulator reads version 1"):
+        start_emulator(binary=str(binary), start_timeout=5)
+
+
 def test_a_start_failure_says_the_emulators_words():
     with pytest.raises(EmulatorError, match=r"(?s)exited before it was ready.*cannot read the emulator configuration"):
         start_emulator(config="/no/such/account.toml")
@@ -178,6 +213,36 @@ def test_the_session_emulator_stops_with_the_session_and_with_a_killed_run(tmp_p
     hanging.send_signal(signal.SIGKILL)
     hanging.wait()
     eventually("stopped with a killed run", lambda: not alive(pid))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork and SIGKILL are Unix's")
+def test_the_emulator_stops_with_a_killed_process_whatever_it_forked(tmp_path):
+    # The forked child inherits the emulator's stdin pipe and keeps it open
+    # after the test process is killed: the emulator goes with its parent.
+    script = tmp_path / "forks.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing, time
+        from cfq_emulator import start_emulator
+        if __name__ == "__main__":
+            emulator = start_emulator()
+            child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,))
+            child.start()
+            print(emulator.process.pid, child.pid, flush=True)
+            time.sleep(120)
+    """))
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    emulator_pid, child_pid = map(int, process.stdout.readline().split())
+    try:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        eventually("the emulator stops", lambda: not alive(emulator_pid))
+        assert alive(child_pid), "the forked child outlives the test process"
+    finally:
+        for pid in (child_pid, emulator_pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def pep440(crate_version):

@@ -3,6 +3,7 @@
 // package of this machine carries (an optional dependency of `cfq`).
 
 const fs = require('node:fs');
+const path = require('node:path');
 
 /** Thrown when no binary can be found; its message says what to install. */
 class CfqBinaryError extends Error {}
@@ -35,14 +36,25 @@ function platformPackage(platform = process.platform, arch = process.arch, lib) 
   }
 }
 
-/** The path of the cfq binary to run. Throws a CfqBinaryError when there is none. */
+/**
+ * The absolute path of the cfq binary to run. Throws a CfqBinaryError when
+ * there is none.
+ */
 function binaryPath() {
   const override = process.env.CFQ_BINARY;
   if (override) {
-    if (!fs.existsSync(override)) {
-      throw new CfqBinaryError(`CFQ_BINARY names ${override}, which does not exist`);
+    // Resolved against the current directory once, and that path is what
+    // runs: a bare `cfq` handed to spawn would be looked up in PATH instead.
+    const file = path.resolve(override);
+    const named = file === override ? override : `${override} (${file})`;
+    let stat;
+    try {
+      stat = fs.statSync(file);
+    } catch {
+      throw new CfqBinaryError(`CFQ_BINARY names ${named}, which does not exist`);
     }
-    return override;
+    if (!stat.isFile()) throw new CfqBinaryError(`CFQ_BINARY names ${named}, which is not a file`);
+    return file;
   }
   const pkg = platformPackage();
   const file = process.platform === 'win32' ? 'cfq.exe' : 'cfq';

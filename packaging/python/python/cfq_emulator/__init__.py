@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ._start_lines import StartLinesError, read_start_lines
+
 __all__ = ["Emulator", "EmulatorError", "binary_path", "start_emulator"]
 
 #: How long :func:`start_emulator` waits for the emulator to answer, by default.
@@ -40,12 +42,19 @@ class EmulatorError(RuntimeError):
 
 
 def binary_path() -> str:
-    """The ``cfq`` binary: ``CFQ_BINARY``, else the one this distribution installed."""
+    """The absolute path of the ``cfq`` binary: ``CFQ_BINARY`` (resolved
+    against the current directory), else the one this distribution installed."""
     override = os.environ.get("CFQ_BINARY")
     if override:
-        if not Path(override).is_file():
-            raise EmulatorError(f"CFQ_BINARY names {override}, which does not exist")
-        return override
+        # Resolved once, and that path is what runs: a bare `cfq` handed to
+        # subprocess would be looked up in PATH instead.
+        file = os.path.abspath(override)
+        named = override if file == override else f"{override} ({file})"
+        if not os.path.exists(file):
+            raise EmulatorError(f"CFQ_BINARY names {named}, which does not exist")
+        if not os.path.isfile(file):
+            raise EmulatorError(f"CFQ_BINARY names {named}, which is not a file")
+        return file
     name = "cfq.exe" if sys.platform == "win32" else "cfq"
     installed = Path(sysconfig.get_path("scripts")) / name
     if installed.is_file():
@@ -119,12 +128,15 @@ def start_emulator(
     """Starts ``cfq emulator`` on a free loopback port with a fresh token.
 
     Returns once it answers. The emulator stops with :meth:`Emulator.stop`,
-    and also when this process dies, however it dies: it watches its
-    stdin, which only this process holds.
+    and also when this process dies, however it dies, whatever it forked:
+    it watches its parent process.
     """
     token = api_token or f"cfq-test-{secrets.token_hex(16)}"
+    # Closing stdin is stop()'s way to stop it in order. A child this
+    # process forks (multiprocessing) holds the pipe too, so the end of this
+    # process is told by the emulator's parent going (`--stop-with-parent`).
     command = [binary or binary_path(), "emulator", "--listen", listen, "--token", token,
-               "--stop-on-stdin-close"]
+               "--stop-on-stdin-close", "--stop-with-parent"]
     if data_dir:
         command += ["--data-dir", os.fspath(data_dir)]
     if config:
@@ -144,27 +156,30 @@ def start_emulator(
     stderr: deque = deque(maxlen=KEPT_STDERR_LINES)
     threading.Thread(target=_keep, args=(process.stderr, stderr), daemon=True).start()
     printed: dict = {}
-    ready = threading.Event()
-    threading.Thread(target=_read_printed, args=(process.stdout, printed, ready), daemon=True).start()
+    read = threading.Event()
+    threading.Thread(target=_read_start_lines, args=(process.stdout, printed, read), daemon=True).start()
     deadline = time.monotonic() + start_timeout
 
     def failed(why: str) -> EmulatorError:
         if process.poll() is None:
             process.kill()
         words = "\n".join(stderr).strip()
-        return EmulatorError(f"cfq emulator {why}" + (f":\n{words}" if words else ""))
+        return EmulatorError(why + (f":\n{words}" if words else ""))
 
-    while not ready.wait(0.05):
+    while not read.wait(0.05):
         if process.poll() is not None:
             time.sleep(0.1)  # the last of stderr
-            raise failed(f"exited before it was ready (exit code {process.returncode})")
+            raise failed(f"cfq emulator exited before it was ready (exit code {process.returncode})")
         if time.monotonic() > deadline:
-            raise failed(f"printed no address within {start_timeout} s")
+            raise failed(f"cfq emulator was not ready within {start_timeout} s")
+    if "error" in printed:
+        raise failed(str(printed["error"]))
+    lines = printed["lines"]
     emulator = Emulator(
-        base_url=printed["CLOUDFLARE_BASE_URL"],
-        account_id=printed["CLOUDFLARE_ACCOUNT_ID"],
+        base_url=lines.base_url,
+        account_id=lines.account_id,
         api_token=token,
-        dashboard_url=printed.get("dashboard"),
+        dashboard_url=lines.dashboard_url,
         process=process,
     )
     url = f"{emulator.base_url}/accounts/{emulator.account_id}/queues"
@@ -177,9 +192,9 @@ def start_emulator(
         except (urllib.error.URLError, OSError):
             pass
         if process.poll() is not None:
-            raise failed(f"exited before it answered (exit code {process.returncode})")
+            raise failed(f"cfq emulator exited before it answered (exit code {process.returncode})")
         if time.monotonic() > deadline:
-            raise failed(f"did not answer {url} within {start_timeout} s")
+            raise failed(f"cfq emulator did not answer {url} within {start_timeout} s")
         time.sleep(0.05)
 
 
@@ -188,15 +203,17 @@ def _keep(stream, lines: deque) -> None:
         lines.append(line.rstrip("\n"))
 
 
-def _read_printed(stream, printed: dict, ready: threading.Event) -> None:
-    for line in stream:
-        line = line.strip()
-        for name in ("CLOUDFLARE_BASE_URL", "CLOUDFLARE_ACCOUNT_ID"):
-            prefix = f"export {name}="
-            if line.startswith(prefix):
-                printed.setdefault(name, line[len(prefix):])
-        if line.startswith("dashboard: "):
-            printed.setdefault("dashboard", line[len("dashboard: "):])
-        if line == "press Ctrl-C to stop" and "CLOUDFLARE_BASE_URL" in printed:
-            ready.set()
+def _read_start_lines(stream, printed: dict, read: threading.Event) -> None:
+    # Lines that end before the ready line set nothing: the emulator is
+    # exiting, and its exit says more.
+    try:
+        lines = read_start_lines(stream)
+        if lines is not None:
+            printed["lines"] = lines
+            read.set()
+    except StartLinesError as error:
+        printed["error"] = error
+        read.set()
     # Read to the end: the emulator never blocks on a full pipe.
+    for _ in stream:
+        pass
