@@ -172,13 +172,13 @@ impl BacklogReader {
     /// seed or the latest, at once, the first time), and returns it; `None`
     /// once the reader stopped.
     pub async fn next_reading(&mut self) -> Option<Backlog> {
+        // `changed` returns at once for a value not seen yet, and marks it
+        // seen: what it returned for is read right after.
         loop {
-            if self.latest.has_changed().ok()?
-                && let Some(reading) = *self.latest.borrow_and_update()
-            {
+            self.latest.changed().await.ok()?;
+            if let Some(reading) = *self.latest.borrow_and_update() {
                 return Some(reading);
             }
-            self.latest.changed().await.ok()?;
         }
     }
 }

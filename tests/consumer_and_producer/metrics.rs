@@ -532,3 +532,62 @@ async fn gauges_of_two_instances_are_told_apart() {
     second.finish().await;
     assert_no_secret(&f, &emulator);
 }
+
+/// A backlog reader records the queue's gauges from its first reading on
+/// (absent before it, never a default 0), hands each reading out once,
+/// and reads again an interval later; a consumer with `read_backlog`
+/// records the same gauges.
+#[tokio::test(start_paused = true)]
+async fn the_backlog_gauges_tell_the_queue_s_truth_from_the_first_reading() {
+    use cf_queues::consumer::{BacklogReader, MIN_BACKLOG_INTERVAL};
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
+    let (_emulator, queue) = pushed("gauged", 4).await;
+    let key = |name: &str| format!("{name}{{messaging.destination.name={}}}", queue.id());
+    assert!(
+        !figures(&snapshotter).contains_key(&key("cf_queues.queue.backlog.messages")),
+        "absent before the first reading"
+    );
+    let mut reader = BacklogReader::start(queue.clone(), MIN_BACKLOG_INTERVAL).expect("started");
+    let first = reader.next_reading().await.expect("a reading");
+    assert_eq!(first.messages, 4);
+    let f = figures(&snapshotter);
+    assert_eq!(gauge(&f, &key("cf_queues.queue.backlog.messages")), 4.0);
+    assert_eq!(
+        gauge(&f, &key("cf_queues.queue.backlog.bytes")),
+        first.bytes as f64
+    );
+    assert!(f.contains_key(&key("cf_queues.queue.oldest_message.age")));
+    queue.push(Message::text("one more")).await.expect("push");
+    let started = tokio::time::Instant::now();
+    let second = reader.next_reading().await.expect("a second reading");
+    assert_eq!(second.messages, 5);
+    assert!(started.elapsed() >= MIN_BACKLOG_INTERVAL - Duration::from_millis(100));
+    assert_eq!(reader.latest(), Some(second));
+    assert!(
+        BacklogReader::start(queue.clone(), Duration::from_secs(1)).is_err(),
+        "under the minimum interval"
+    );
+    drop(reader);
+
+    let (_emulator, consumed) = pushed("gaugedconsumer", 2).await;
+    let consumer = Consumer::builder(consumed.clone())
+        .read_backlog(MIN_BACKLOG_INTERVAL)
+        .build()
+        .expect("built");
+    let stop = consumer.shutdown_token();
+    let running = tokio::spawn(
+        consumer.run(|_m: PulledMessage| async { Ok::<_, std::convert::Infallible>(Verdict::Ack) }),
+    );
+    let consumed_key = format!(
+        "cf_queues.queue.backlog.messages{{messaging.destination.name={}}}",
+        consumed.id()
+    );
+    until("the consumer's backlog gauge", || {
+        figures(&snapshotter).contains_key(&consumed_key)
+    })
+    .await;
+    stop.cancel();
+    running.await.expect("no panic").expect("a clean stop");
+}
