@@ -7,6 +7,7 @@
 mod deadline;
 mod errors;
 mod hostile_server;
+#[cfg(feature = "unstable-fuzzing")]
 mod properties;
 mod retries;
 mod schema;

@@ -55,7 +55,9 @@ usage:
       lengths.
 
 The other tasks are scripts in xtask/tasks/, run from the repository root, each
-with its arguments passed on (.ci/run calls them in order):
+with its arguments passed on (.ci/run calls them in order). Each builds in
+CARGO_TARGET_DIR when it is set (a relative one from where xtask was run), else
+in target/, and keeps its outputs, caches and tools there:
   xtask drift-check                        the drift check against Cloudflare's published
                                            description (skipped outside CI when it is missing)
   xtask each-feature                       each feature of each crate compiles on its own
@@ -64,6 +66,8 @@ with its arguments passed on (.ci/run calls them in order):
   xtask package                            every crate packs and its package builds
   xtask test-tools [axe|wrangler|typescript-sdk|python|maturin]
                                            the tests' tools from xtask/locks/ into target/test-tools
+  xtask refresh-locks [axe|wrangler|typescript-sdk|python|maturin]
+                                           the tools' lock files in xtask/locks/, from the registries
   xtask sdk-conformance                    Cloudflare's Python SDK against cfq emulator
   xtask wrangler-conformance               wrangler against cfq emulator
   xtask dist                               one release build of cfq, its wheel and npm packages, in target/dist
@@ -364,8 +368,14 @@ fn run_additive(args: &[String]) -> Result<ExitCode, TaskError> {
 /// Runs a script of `xtask/tasks/` (its first line names its interpreter)
 /// from the repository root.
 fn run_script(path: &Path, args: &[String]) -> Result<ExitCode, TaskError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| TaskError::Io(format!("cannot read the current directory: {e}")))?;
     let status = std::process::Command::new(path)
         .args(args)
+        .env(
+            "CARGO_TARGET_DIR",
+            target_dir(std::env::var_os("CARGO_TARGET_DIR"), &cwd, &repo_root()),
+        )
         .current_dir(repo_root())
         .status()
         .map_err(|e| TaskError::Io(format!("cannot run {}: {e}", path.display())))?;
@@ -374,6 +384,17 @@ fn run_script(path: &Path, args: &[String]) -> Result<ExitCode, TaskError> {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::from(1),
     })
+}
+
+/// The target directory a task builds in, absolute: `CARGO_TARGET_DIR` as
+/// cargo reads it (relative to the directory the task was run from), else
+/// the repository's `target/`. The scripts run from the root, where a
+/// relative path would mean another directory.
+fn target_dir(given: Option<std::ffi::OsString>, cwd: &Path, root: &Path) -> PathBuf {
+    match given.filter(|given| !given.is_empty()) {
+        Some(given) => cwd.join(given),
+        None => root.join("target"),
+    }
 }
 
 fn run_docs() -> Result<ExitCode, TaskError> {
@@ -391,6 +412,48 @@ fn run_docs() -> Result<ExitCode, TaskError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_target_directory_is_the_one_cargo_would_use() {
+        let (cwd, root) = (
+            Path::new("/home/me/cf-queues/cfq"),
+            Path::new("/home/me/cf-queues"),
+        );
+        assert_eq!(target_dir(None, cwd, root), root.join("target"));
+        assert_eq!(target_dir(Some("".into()), cwd, root), root.join("target"));
+        assert_eq!(
+            target_dir(Some("elsewhere".into()), cwd, root),
+            cwd.join("elsewhere"),
+            "relative to where it was run, as cargo reads it"
+        );
+        assert_eq!(
+            target_dir(Some("/tmp/t".into()), cwd, root),
+            PathBuf::from("/tmp/t")
+        );
+    }
+
+    /// Every task reaches a build's outputs, caches and tools through
+    /// `$target_dir` (`xtask/shell/target-dir.sh`, from CARGO_TARGET_DIR,
+    /// which its cargo builds read too), never through a `target/` of its
+    /// own.
+    #[test]
+    fn every_task_honours_cargo_target_dir() {
+        for dir in ["xtask/tasks", "xtask/shell"] {
+            for entry in std::fs::read_dir(repo_root().join(dir)).expect(dir) {
+                let path = entry.expect("an entry").path();
+                let text = std::fs::read_to_string(&path).expect("a script");
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.trim_start();
+                    assert!(
+                        code.starts_with('#') || !code.contains("target/"),
+                        "{}:{}: a target/ of its own: {line}",
+                        path.display(),
+                        n + 1
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_help_names_every_task_and_each_script_is_a_task() {
