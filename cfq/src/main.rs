@@ -14,6 +14,7 @@ mod management;
 mod messages;
 mod ndjson;
 mod output;
+mod prometheus;
 mod relay;
 mod session;
 mod shell_words;

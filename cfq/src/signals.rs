@@ -27,8 +27,16 @@ impl Interrupts {
     ///
     /// # Errors
     ///
-    /// When the signal handlers cannot be installed.
-    pub fn watch() -> std::io::Result<Interrupts> {
+    /// A local failure when the signal handlers cannot be installed.
+    pub fn watch() -> Result<Interrupts, crate::exit::Failure> {
+        Interrupts::installed().map_err(|e| {
+            crate::exit::Failure::local(format_args!(
+                "cannot watch for SIGINT, SIGTERM and SIGHUP: {e}"
+            ))
+        })
+    }
+
+    fn installed() -> std::io::Result<Interrupts> {
         let (sender, received) = watch::channel((0, ""));
         #[cfg(unix)]
         {

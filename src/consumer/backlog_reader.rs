@@ -206,9 +206,6 @@ async fn read_every(
                 "reading the backlog failed; the last reading stays"
             ),
         }
-        if sender.is_closed() {
-            return;
-        }
         tokio::time::sleep_until(asked + interval).await;
     }
 }

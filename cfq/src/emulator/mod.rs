@@ -104,8 +104,7 @@ pub async fn serve(args: EmulatorArgs) -> Result<Code, Failure> {
     // Listened for before the ready line: whoever reads it may stop the
     // emulator at once (a launcher passing SIGTERM on) and still see it stop
     // in order.
-    let mut stop = Interrupts::watch()
-        .map_err(|e| Failure::local(format_args!("cannot watch for stop signals: {e}")))?;
+    let mut stop = Interrupts::watch()?;
     // A queue declared without an id has a fresh one at each start: said.
     let queues = declared
         .iter()

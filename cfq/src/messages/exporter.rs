@@ -18,7 +18,6 @@ use std::time::SystemTime;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use cf_queues::consumer::BacklogReader;
@@ -37,9 +36,7 @@ pub async fn serve(
     address: SocketAddr,
 ) -> Result<Code, Failure> {
     // Installed before the readers, so their first readings are recorded.
-    let prometheus = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .map_err(|e| Failure::local(format_args!("cannot start the metrics: {e}")))?;
+    let prometheus = crate::prometheus::install()?;
     let mut queues = vec![session.queue.clone()];
     for given in &args.also {
         queues.push(session.other(&QueueRef::Either(given.clone())).await?);
@@ -52,18 +49,12 @@ pub async fn serve(
                 .map_err(Failure::usage)?;
         readers.push(reader);
     }
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| Failure::usage(format_args!("--listen {address}: {e}")))?;
+    let listener = crate::prometheus::bind(address).await?;
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
         .with_state(prometheus);
-    let mut interrupts = Interrupts::watch().map_err(|e| {
-        Failure::local(format_args!(
-            "cannot watch for SIGINT, SIGTERM and SIGHUP: {e}"
-        ))
-    })?;
+    let mut interrupts = Interrupts::watch()?;
     note(format_args!(
         "serving the backlog of {} on http://{address}/metrics, read every {} (one call of the \
          token's 1,200 per 5 minutes each, per queue); SIGTERM or Ctrl-C stops",
@@ -81,12 +72,5 @@ pub async fn serve(
 }
 
 async fn metrics(State(prometheus): State<PrometheusHandle>) -> impl IntoResponse {
-    prometheus.run_upkeep();
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        prometheus.render(),
-    )
+    crate::prometheus::page(crate::prometheus::render(&prometheus))
 }

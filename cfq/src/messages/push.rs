@@ -240,11 +240,7 @@ fn read_ahead<R: BufRead + Send + 'static>(reader: R) -> mpsc::Receiver<ReadLine
 
 async fn push_file(session: &Session, path: &Path, options: &FileOptions) -> Result<Code, Failure> {
     let (reader, size) = open(path)?;
-    let interrupts = Interrupts::watch().map_err(|e| {
-        Failure::local(format_args!(
-            "cannot watch for SIGINT, SIGTERM and SIGHUP: {e}"
-        ))
-    })?;
+    let interrupts = Interrupts::watch()?;
     let progress = progress_bar(size);
     let mut summary = PushSummary {
         file: path.display().to_string(),

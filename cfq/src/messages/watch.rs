@@ -230,8 +230,7 @@ impl Drop for Cursor {
 /// Runs the live view until Ctrl-C (exit 0), or an error that would only
 /// fail again.
 pub async fn live(session: &Session, every: Duration) -> Result<Code, Failure> {
-    let mut interrupts = Interrupts::watch()
-        .map_err(|e| Failure::local(format_args!("cannot watch for Ctrl-C: {e}")))?;
+    let mut interrupts = Interrupts::watch()?;
     let _cursor = Cursor::hide();
     let mut history = History::default();
     let mut drawn = Vec::new();

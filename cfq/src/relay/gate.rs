@@ -130,9 +130,7 @@ impl Gate {
         let gate = Gate::new(backoff, max_pause);
         let now = Instant::now();
         // Far enough never to end by itself; near enough for any clock.
-        let never = now
-            .checked_add(Duration::from_secs(100 * 365 * 86_400))
-            .unwrap_or(now);
+        let never = far_after(now, Duration::from_secs(100 * 365 * 86_400));
         gate.state().pause_until(now, never);
         gate
     }

@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use cf_queues::consumer::{CancellationToken, PullSwitch};
@@ -41,9 +41,7 @@ pub async fn serve(
     address: SocketAddr,
     health: Health,
 ) -> Result<impl std::future::Future<Output = ()>, Failure> {
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| Failure::usage(format_args!("--listen {address}: {e}")))?;
+    let listener = crate::prometheus::bind(address).await?;
     let app = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
@@ -94,8 +92,7 @@ fn label(value: &str) -> String {
 }
 
 async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
-    health.prometheus.run_upkeep();
-    let mut text = health.prometheus.render();
+    let mut text = crate::prometheus::render(&health.prometheus);
     let counters = &health.relay.counters;
     let queue = label(&health.relay.queue.id);
     let figures = [
@@ -153,11 +150,5 @@ async fn metrics(State(health): State<Arc<Health>>) -> impl IntoResponse {
         counters.posting.load(Ordering::Relaxed),
         u8::from(not_ready(&health).is_none())
     );
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
+    crate::prometheus::page(text)
 }

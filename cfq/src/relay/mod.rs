@@ -84,11 +84,7 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
     // The exporter goes in before the consumer exists, so that every figure
     // of the consumer's is recorded from its first pull.
     let prometheus = match args.listen {
-        Some(_) => Some(
-            metrics_exporter_prometheus::PrometheusBuilder::new()
-                .install_recorder()
-                .map_err(|e| Failure::local(format_args!("cannot start the metrics: {e}")))?,
-        ),
+        Some(_) => Some(crate::prometheus::install()?),
         None => None,
     };
     // One call before the start line: the credentials and the queue are
@@ -196,11 +192,7 @@ pub async fn relay(session: &Session, args: &RelayArgs) -> Result<Code, Failure>
         })));
     }
     let monitor = consumer.monitor();
-    let mut interrupts = Interrupts::watch().map_err(|e| {
-        Failure::local(format_args!(
-            "cannot watch for SIGINT, SIGTERM and SIGHUP: {e}"
-        ))
-    })?;
+    let mut interrupts = Interrupts::watch()?;
     let queue_shown = match &name {
         Some(name) if name != session.queue.id() => format!("{name} ({})", session.queue.id()),
         _ => session.queue.id().to_owned(),
